@@ -1,0 +1,22 @@
+# mdm-mi: the workflow's table of contents. Rules live in workflow/rules/; every rule runs one
+# `python -m mdm_mi <verb>` command and logs to logs/. See README.md.
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/tracking.smk"
+include: "workflow/rules/sudoku.smk"
+
+
+rule all:
+    input:
+        rules.sudoku_table.output,
+    default_target: True

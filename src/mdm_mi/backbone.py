@@ -1,0 +1,48 @@
+"""The Backbone protocol: the only view of a masked diffusion model that the rest of the code has.
+
+A backbone maps token ids ``(B, N)`` to logits over the domain's vocabulary ``(B, N, V)`` and the
+hidden states of one chosen layer ``(B, N, D)``. Positions holding ``mask_id`` are the masked ones;
+every other position is fixed (clues, BOS/EOS) and is never rewritten by a sampler.
+
+The Sudoku MDM (:mod:`mdm_mi.sudoku.model`) and the ESM-C adapter both implement it; labelling, the
+MI head, samplers and metrics only use this protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import torch
+
+
+@dataclass(frozen=True)
+class BackboneOutput:
+    """One forward pass.
+
+    logits: ``(B, N, V)`` unnormalised scores over the V domain tokens (the mask is not one of them).
+    hidden: ``(B, N, D)`` hidden states of the backbone's chosen layer.
+    """
+
+    logits: torch.Tensor
+    hidden: torch.Tensor
+
+
+@runtime_checkable
+class Backbone(Protocol):
+    """Tokens in, logits over the domain vocabulary and hidden states of a chosen layer out."""
+
+    vocab_size: int  # V: number of real tokens; ids 0..V-1 are the domain's tokens
+    mask_id: int  # id of the mask token in the input (outside 0..V-1 for Sudoku)
+    hidden_dim: int  # D of the returned hidden states
+    vocab_token_ids: torch.Tensor  # (V,) long: input id of each vocabulary entry (logit index → token)
+
+    def __call__(self, tokens: torch.Tensor) -> BackboneOutput:
+        """tokens ``(B, N)`` long → :class:`BackboneOutput`."""
+        ...
+
+
+def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
+    """Shannon entropy in nats of softmax(logits) over the last axis: ``(..., V) → (...)``."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -(logp.exp() * logp).sum(-1)

@@ -1,0 +1,55 @@
+"""Checkpoints as safetensors weights + a JSON sidecar; loading never unpickles.
+
+    save_checkpoint(model, "results/sudoku/model", {"domain": "sudoku", "model": {...}})
+    state, meta = load_checkpoint("results/sudoku/model")
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from mdm_mi.io import atomic_path, write_json
+
+WEIGHTS = "model.safetensors"
+META = "meta.json"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, truncated, corrupt or for another domain."""
+
+
+def save_checkpoint(model: torch.nn.Module, directory: str | Path, meta: dict) -> None:
+    """Write ``directory/model.safetensors`` and ``directory/meta.json`` atomically."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    with atomic_path(directory / WEIGHTS) as tmp:
+        save_file(state, str(tmp))
+    write_json(directory / META, meta)
+
+
+def load_checkpoint(directory: str | Path, domain: str | None = None) -> tuple[dict, dict]:
+    """Return ``(state_dict, meta)``; raise :class:`CheckpointError` with a one-line reason."""
+    directory = Path(directory)
+    weights, meta_path = directory / WEIGHTS, directory / META
+    for path in (weights, meta_path):
+        if not path.is_file():
+            raise CheckpointError(f"checkpoint file missing: {path}")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise CheckpointError(f"checkpoint metadata is not valid JSON: {meta_path} ({exc.msg})") from None
+    if domain is not None and meta.get("domain") != domain:
+        raise CheckpointError(
+            f"checkpoint {directory} is for domain {meta.get('domain')!r}, not {domain!r}"
+        )
+    try:
+        state = load_file(str(weights))
+    except (SafetensorError, OSError, RuntimeError) as exc:
+        raise CheckpointError(f"checkpoint weights are corrupt or truncated: {weights} ({exc})") from None
+    return state, meta

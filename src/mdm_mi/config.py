@@ -1,0 +1,82 @@
+"""Configuration: YAML → JSON-schema validation with defaults → plain dict.
+
+The schema (``workflow/schemas/config.schema.yaml``) is the one home of every default and rejects
+unknown keys, so a typo fails at parse time with the offending key named.
+
+    cfg = load_config("config/smoke.yaml")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration that does not satisfy the schema."""
+
+
+def _with_defaults(validator_cls):
+    """A validator class that also fills in ``default`` values (as Snakemake's validate does)."""
+    validate_props = validator_cls.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if isinstance(instance, dict):
+            for key, sub in properties.items():
+                if "default" in sub:
+                    instance.setdefault(key, json.loads(json.dumps(sub["default"])))
+        yield from validate_props(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_cls, {"properties": set_defaults})
+
+
+def load_schema(path: Path = SCHEMA_PATH) -> dict:
+    """Read the YAML JSON-schema."""
+    return yaml.safe_load(Path(path).read_text())
+
+
+def validate_config(cfg: dict, schema: dict | None = None) -> dict:
+    """Fill defaults into ``cfg`` in place and validate it; raise :class:`ConfigError` naming the key."""
+    schema = schema or load_schema()
+    validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
+    errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        where = "/".join(str(p) for p in err.absolute_path) or "<top level>"
+        raise ConfigError(f"config error at {where}: {err.message}")
+    _check_ranges(cfg)
+    return cfg
+
+
+def _check_ranges(cfg: dict) -> None:
+    """Cross-field checks that JSON schema cannot express."""
+    train = cfg["sudoku"]["train"]
+    if train["t_min"] > train["t_max"]:
+        raise ConfigError(f"config error at sudoku/train: t_min {train['t_min']} > t_max {train['t_max']}")
+    model = cfg["sudoku"]["model"]
+    if model["d_model"] % model["n_heads"]:
+        raise ConfigError(
+            f"config error at sudoku/model: d_model {model['d_model']} not divisible by n_heads {model['n_heads']}"
+        )
+
+
+def load_config(path: str | Path) -> dict:
+    """Read, default-fill and validate a YAML config file."""
+    try:
+        cfg = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from None
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"config {path} must be a mapping, got {type(cfg).__name__}")
+    return validate_config(cfg)
+
+
+def config_hash(cfg: dict) -> str:
+    """Short stable hash of a validated config, used as an MLflow tag."""
+    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:12]

@@ -1,0 +1,29 @@
+"""Imports every module that registers CLI verbs, plus the tracking-store verb."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mdm_mi import results  # noqa: F401  (registers gather)
+from mdm_mi.cli import verb
+from mdm_mi.io import write_json
+from mdm_mi.sudoku import jobs as sudoku_jobs  # noqa: F401  (registers the Sudoku verbs)
+
+
+@dataclass(frozen=True)
+class InitTrackingArgs:
+    uri: str = field(metadata={"help": "MLflow tracking URI (sqlite:///... is created here)"})
+    experiment_name: str = field(metadata={"help": "experiment name"})
+    out: Path = field(metadata={"help": "marker JSON written once the store exists"})
+
+
+@verb("init-tracking", InitTrackingArgs, "create the MLflow store before parallel jobs write to it")
+def init_tracking(args: InitTrackingArgs, tracker) -> None:
+    """Create the store and experiment (sqlite schema migrations run once, here), then the marker."""
+    from mdm_mi.tracking import init_store
+
+    del tracker
+    if args.uri not in ("", "none"):
+        init_store(args.uri, args.experiment_name)
+    write_json(args.out, {"uri": args.uri, "experiment": args.experiment_name})

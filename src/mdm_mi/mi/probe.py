@@ -1,0 +1,386 @@
+"""Ground-truth pairwise mutual information by probing a masked discrete sequence model.
+
+For one context ``tokens (N,)`` with masked set ``M`` (positions holding ``backbone.mask_id``), one
+pass gives the marginals ``p_j = p(X_j | C)``; one more pass per probe ``(i, v)``, with ``X_i`` set to
+``vocab_token_ids[v]``, gives ``c_iv,j = p(X_j | X_i = v, C)`` for every ``j`` at once. The paper's
+ground-truth MI by probing then reads, for ``i != j`` in ``M``:
+
+* entropy form ``I_ent[i, j] = H(p_j) - sum_v p_i(v) H(c_iv,j)``. It can be negative: a learned model
+  is not self-consistent (``p_j`` differs from the mixture of its own conditionals);
+* joint form ``I_joint[i, j] = sum_v p_i(v) KL(c_iv,j || q_ij)`` with ``q_ij = sum_v p_i(v) c_iv,j``:
+  the mutual information of the joint ``P(v, w) = p_i(v) c_iv,j(w)``, hence ``>= 0``;
+* label ``(I_joint + I_joint.T) / 2``: symmetric, zero diagonal, zero off ``M x M``.
+
+``I_ent - I_joint = H(p_j) - H(q_ij)`` is the self-consistency gap reported as a diagnostic.
+:func:`exact_mi` spends ``1 + |M| V`` passes; :func:`certified_mi` skips the probes that cannot matter
+and returns a label provably within ``tol`` of the exact one (the bound is proved in its docstring).
+:func:`label_contexts` labels a shard of contexts drawn by :func:`mask_contexts`. All MI arithmetic
+is float64 on the device of the input tokens.
+
+Example::
+
+    import torch
+    from mdm_mi.mi.probe import certified_mi, exact_mi, label_contexts, mask_contexts
+
+    contexts, t = mask_contexts(solutions, model.mask_id, torch.Generator().manual_seed(0))
+    exact = exact_mi(model, contexts[0])               # exact.label: (N, N) float64, nats
+    cert = certified_mi(model, contexts[0], tol=1e-3)  # cert.passes <= exact.passes
+    assert ((cert.label - exact.label).abs() <= cert.bound).all() and cert.bound.max() <= 1e-3
+    shard = label_contexts(model, contexts, method="certified")  # dict of (C, ...) tensors
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from mdm_mi.backbone import Backbone
+
+DEFAULT_TOL = 1e-3  # nats: certified max abs error of the label
+DEFAULT_BATCH_SIZE = 256  # sequences per backbone call
+LOG_FLOOR = -700.0  # log-probabilities are clamped here (p ~ 1e-304) so 0 * log 0 terms stay finite
+ROUND_OFF = 1e-12  # float64 round-off allowance added to every certified bound
+METHODS = ("exact", "certified")
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """Pairwise MI of one context (nats, float64). All matrices are ``(N, N)`` and zero off ``M x M``.
+
+    label:        ``(joint + joint.T) / 2``, the training target.
+    joint:        joint-form MI ``I_joint[i, j]`` (certified: midpoint of its proven interval).
+    entropy_form: entropy-form MI ``I_ent[i, j]`` (certified: uses probed values only, diagnostic).
+    bound:        certified max abs error of ``label`` against the exact labeller (zeros for exact).
+    passes:       sequences run through the backbone.
+    masked:       ``(N,)`` bool, the masked set M.
+    probed:       ``(N, V)`` bool, the values ``v`` whose probe ``X_i = v`` was run.
+    gap_mean, gap_max: mean / max of ``|I_ent - I_joint|`` over probed masked pairs.
+    asymmetry:    max ``|I_joint - I_joint.T|`` over masked pairs.
+    """
+
+    label: torch.Tensor
+    joint: torch.Tensor
+    entropy_form: torch.Tensor
+    bound: torch.Tensor
+    passes: int
+    masked: torch.Tensor
+    probed: torch.Tensor
+    gap_mean: float
+    gap_max: float
+    asymmetry: float
+
+
+def _log_probs(logits: torch.Tensor) -> torch.Tensor:
+    """``(..., V)`` logits → float64 log-softmax, clamped at :data:`LOG_FLOOR`."""
+    return torch.log_softmax(logits.double(), dim=-1).clamp_min(LOG_FLOOR)
+
+
+def _entropy(p: torch.Tensor) -> torch.Tensor:
+    """Entropy in nats of (sub-)distributions over the last axis, ``(..., V) → (...)``, 0 log 0 = 0."""
+    return -torch.special.xlogy(p, p).sum(-1)
+
+
+def _forward(backbone: Backbone, seqs: torch.Tensor, cols: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """Run ``seqs (P, N)`` in chunks of ``batch_size``; float64 log-probs at ``cols (m,)``: ``(P, m, V)``."""
+    return torch.cat([_log_probs(backbone(chunk).logits[:, cols]) for chunk in seqs.split(batch_size)])
+
+
+def _chain_width(p: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Chain-rule width ``h(eps) + eps H(X_i | X_i in S) = -sum_S p log p - (1-eps) log(1-eps)``.
+
+    p ``(V,)`` marginal of ``X_i``, keep ``(V,)`` the probed values (S is the rest) → scalar.
+    """
+    kept = p[keep].sum()
+    return (_entropy(p[~keep]) - torch.special.xlogy(kept, kept)).clamp_min(0)
+
+
+def _water_fill_width(q0: torch.Tensor, kept: torch.Tensor, h_q0: torch.Tensor) -> torch.Tensor:
+    """Width ``W - (1-eps) H(q0)`` of the Y-marginal bound, broadcasting over leading axes.
+
+    q0 ``(..., V)`` Y-marginal given a probed value, kept ``(...)`` probed mass ``1 - eps``, h_q0
+    ``(...)`` = H(q0). ``W = max H((1-eps) q0 + r)`` over ``r >= 0`` of mass eps: water-filling the
+    smallest entries to the level ``min_k (eps + sum of the k smallest) / k`` (the filled vector is
+    majorised by every feasible one, so it maximises the Schur-concave entropy).
+    """
+    base = (kept[..., None] * q0).sort(-1).values
+    water = (1 - kept).clamp_min(0)[..., None]
+    counts = torch.arange(1, q0.shape[-1] + 1, device=q0.device, dtype=q0.dtype)
+    level = ((water + base.cumsum(-1)) / counts).min(-1, keepdim=True).values
+    return (_entropy(torch.maximum(base, level)) - kept * h_q0).clamp_min(0)
+
+
+def _row_interval(
+    p_row: torch.Tensor, keep: torch.Tensor, cond_row: torch.Tensor, logp_cols: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Proven interval for the joint-form MI of one row i against every masked column j.
+
+    p_row ``(V,)`` = p_i; keep ``(V,)`` bool, probed values K; cond_row ``(V, m, V)`` log c_iv,j (rows
+    in K filled); logp_cols ``(m, V)`` log p_j. Returns ``(lower, width, gap)``, each ``(m,)``:
+    ``I_joint[i, j]`` lies in ``[lower, lower + width]``, and gap = H(p_j) - H(q0_j) (the exact
+    self-consistency gap when K is everything). See :func:`certified_mi` for the proof.
+    """
+    m = logp_cols.shape[0]
+    chain = _chain_width(p_row, keep)
+    kept = p_row[keep].sum()
+    if not keep.any():
+        return logp_cols.new_zeros(m), chain.expand(m), logp_cols.new_zeros(m)
+    weights, logc = p_row[keep], cond_row[keep]  # (K,), (K, m, V)
+    logq0 = torch.logsumexp(weights.log()[:, None, None] + logc, 0) - kept.log()  # (m, V)
+    kl = (logc.exp() * (logc - logq0)).sum(-1)  # (K, m)
+    lower = (weights[:, None] * kl).sum(0).clamp_min(0)  # >= 0 by Jensen; clamp drops round-off
+    q0 = logq0.exp()
+    h_q0 = _entropy(q0)
+    width = torch.minimum(_water_fill_width(q0, kept, h_q0), chain)
+    return lower, width, _entropy(logp_cols.exp()) - h_q0
+
+
+def _scatter(n: int, cols: torch.Tensor, mat: torch.Tensor) -> torch.Tensor:
+    """Place an ``(m, m)`` matrix over the masked columns into a zero ``(N, N)`` matrix."""
+    full = mat.new_zeros(n, n)
+    full[cols[:, None], cols[None, :]] = mat
+    return full
+
+
+def _row_groups(counts: list[int], limit: int) -> list[range]:
+    """Consecutive rows whose probe counts add up to at most ``limit`` (at least one row each)."""
+    groups, start, total = [], 0, 0
+    for a, count in enumerate(counts):
+        if a > start and total + count > limit:
+            groups.append(range(start, a))
+            start, total = a, 0
+        total += count
+    return groups + [range(start, len(counts))] if counts else groups
+
+
+class _Context:
+    """One context being probed: its masked columns ``cols (m,)``, marginals and pass count."""
+
+    def __init__(self, backbone: Backbone, tokens: torch.Tensor, batch_size: int):
+        if tokens.dim() != 1:
+            raise ValueError(f"tokens must be one context (N,), got shape {tuple(tokens.shape)}")
+        self.backbone, self.tokens, self.batch_size = backbone, tokens, batch_size
+        self.cols = (tokens == backbone.mask_id).nonzero().squeeze(1)  # (m,)
+        m, v = len(self.cols), backbone.vocab_size
+        self.probed = torch.zeros(m, v, dtype=torch.bool, device=tokens.device)
+        self.logp = torch.zeros(m, v, dtype=torch.float64, device=tokens.device)
+        self.passes = 0
+
+    def run_marginals(self) -> None:
+        """One pass on the context itself: ``self.logp (m, V)`` = log p(X_j | C)."""
+        self.logp = _forward(self.backbone, self.tokens[None], self.cols, self.batch_size)[0]
+        self.passes += 1
+
+    def _probe(self, rows: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """Passes with ``X_{cols[rows[k]]} = values[k]``: log p(X_cols | ...) ``(P, m, V)`` float64."""
+        seqs = self.tokens.expand(len(rows), -1).clone()
+        ids = self.backbone.vocab_token_ids.to(self.tokens.device)[values]
+        seqs[torch.arange(len(rows), device=seqs.device), self.cols[rows]] = ids
+        self.passes += len(rows)
+        return _forward(self.backbone, seqs, self.cols, self.batch_size)
+
+    def measure(self, keep: torch.Tensor):
+        """Probe the values ``keep (m, V)``, a group of rows per backbone batch so that memory stays
+        ``O(batch_size m V)``; returns ``(lower, width, gap)``, each ``(m, m)`` (rows i, columns j)."""
+        p, m, out = self.logp.exp(), len(self.cols), []
+        for group in _row_groups(keep.sum(1).tolist(), self.batch_size):
+            rows = torch.arange(group.start, group.stop, device=keep.device)
+            new = keep[rows].nonzero()  # (P, 2): index into rows, value
+            cond = self.logp.new_full((len(rows), keep.shape[1], m, keep.shape[1]), LOG_FLOOR)
+            if len(new):
+                cond[new[:, 0], new[:, 1]] = self._probe(rows[new[:, 0]], new[:, 1])
+            out += [_row_interval(p[a], keep[a], cond[k], self.logp) for k, a in enumerate(group)]
+        self.probed = keep.clone()
+        if not out:
+            return (self.logp.new_zeros(0, 0),) * 3
+        return tuple(torch.stack(parts) for parts in zip(*out))
+
+    def result(self, keep, lower, width, gap, certified: bool) -> ProbeResult:
+        """Assemble the (N, N) matrices and the diagnostics from ``(m, m)`` row intervals."""
+        n, m = len(self.tokens), len(self.cols)
+        off = ~torch.eye(m, dtype=torch.bool, device=self.tokens.device)
+        joint = (lower + width / 2) * off  # midpoint of [lower, lower + width]
+        radius = width / 2 * off
+        bound = ((radius + radius.T) / 2 + ROUND_OFF) * off if certified else torch.zeros_like(joint)
+        informative = off & keep.any(1, keepdim=True)  # rows with at least one probe
+        gaps = gap[informative].abs()
+        masked = torch.zeros(n, dtype=torch.bool, device=self.tokens.device)
+        masked[self.cols] = True
+        probed = torch.zeros(n, self.probed.shape[1], dtype=torch.bool, device=self.tokens.device)
+        probed[self.cols] = self.probed
+        return ProbeResult(
+            label=_scatter(n, self.cols, (joint + joint.T) / 2),
+            joint=_scatter(n, self.cols, joint),
+            entropy_form=_scatter(n, self.cols, joint + gap * informative),
+            bound=_scatter(n, self.cols, bound),
+            passes=self.passes,
+            masked=masked,
+            probed=probed,
+            gap_mean=float(gaps.mean()) if gaps.numel() else 0.0,
+            gap_max=float(gaps.max()) if gaps.numel() else 0.0,
+            asymmetry=float((joint - joint.T).abs().max()) if m else 0.0,
+        )
+
+
+@torch.inference_mode()
+def exact_mi(backbone: Backbone, tokens: torch.Tensor, batch_size: int = DEFAULT_BATCH_SIZE) -> ProbeResult:
+    """Exact ground-truth MI by probing (paper's equation): ``tokens (N,)`` → :class:`ProbeResult`.
+
+    Runs ``1 + |M| V`` passes in chunks of ``batch_size`` and returns the entropy and joint forms,
+    the symmetric label and the self-consistency diagnostics; ``bound`` is all zeros.
+    """
+    ctx = _Context(backbone, tokens, batch_size)
+    ctx.run_marginals()
+    lower, width, gap = ctx.measure(torch.ones_like(ctx.probed))
+    return ctx.result(ctx.probed, lower, torch.zeros_like(width), gap, certified=False)
+
+
+def _skip_widths(p: torch.Tensor):
+    """Chain widths of skipping the s least probable values of each row, for s = 0..V.
+
+    p ``(m, V)`` → ``order (m, V)`` (values by increasing probability), ``widths (m, V + 1)`` (made
+    non-decreasing in s by a cummax against round-off).
+    """
+    ps, order = p.sort(-1)
+    zero = ps.new_zeros(len(ps), 1)
+    skipped = torch.cat([zero, (-torch.special.xlogy(ps, ps)).cumsum(-1)], -1)
+    kept = torch.cat([ps.flip(-1).cumsum(-1).flip(-1), zero], -1)
+    widths = (skipped - torch.special.xlogy(kept, kept)).clamp_min(0).cummax(-1).values
+    return order, widths
+
+
+def _max_skips(widths: torch.Tensor, budget: torch.Tensor) -> torch.Tensor:
+    """Largest s per row with ``widths[:, s] <= budget``: ``(m, V + 1), (m,) → (m,)`` long."""
+    return ((widths <= budget[:, None]).sum(-1) - 1).clamp_min(0)
+
+
+def _keep_from_skips(order: torch.Tensor, skips: torch.Tensor) -> torch.Tensor:
+    """``(m, V)`` bool: probe every value except each row's ``skips`` least probable ones."""
+    ranks = torch.arange(order.shape[1], device=order.device).expand_as(order)
+    return torch.zeros_like(order, dtype=torch.bool).scatter(1, order, ranks >= skips[:, None])
+
+
+def _planned_skips(widths: torch.Tensor, pair_budget: float) -> torch.Tensor:
+    """Skips whose chain widths satisfy ``A_i + A_j <= pair_budget`` for every pair of rows.
+
+    Every row gets ``pair_budget / 2``; then the one row that gains most takes the pair's leftover
+    ``pair_budget - max_{i != k} A_i``. widths ``(m, V + 1)``, m >= 2 → skips ``(m,)``.
+    """
+    skips = _max_skips(widths, widths.new_full((len(widths),), pair_budget / 2))
+    used = widths.gather(1, skips[:, None]).squeeze(1)
+    top = used.topk(2).values
+    others = torch.full_like(used, float(top[0]))
+    others[used.argmax()] = top[1]
+    extra = _max_skips(widths, pair_budget - others)
+    k = (extra - skips).argmax()
+    skips[k] = extra[k]
+    return skips
+
+
+@torch.inference_mode()
+def certified_mi(
+    backbone: Backbone, tokens: torch.Tensor, tol: float = DEFAULT_TOL, batch_size: int = DEFAULT_BATCH_SIZE
+) -> ProbeResult:
+    """Ground-truth MI by probing with fewer passes: ``|label - exact label| <= bound <= tol``.
+
+    tokens ``(N,)`` → :class:`ProbeResult`; ``joint`` holds interval midpoints, ``bound`` the proven
+    error of ``label`` against :func:`exact_mi` given the same backbone outputs (it includes
+    ``ROUND_OFF`` for float64; a backbone whose outputs change with the batch composition, as GPU
+    kernels may, adds that jitter on top).
+
+    Proof. Fix ``i != j`` in M, write ``X = X_i``, ``Y = X_j`` under ``P(v, w) = p_i(v) c_iv,j(w)``,
+    whose mutual information is exactly ``I_joint[i, j]``. Let K be the probed values, S the rest,
+    ``eps = p_i(S)``, ``Z = 1[X in S]``. Z is a function of X, so by the chain rule
+    ``I(X;Y) = I(Z;Y) + (1-eps) I(X;Y|Z=0) + eps I(X;Y|Z=1)``. The middle term
+    ``L = sum_{v in K} p_i(v) KL(c_iv,j || q0)``, ``q0 = sum_K p_i(v) c_iv,j / (1-eps)``, uses probed
+    values only. The other two lie in ``[0, H(Z) + eps H(X|Z=1)]``, and
+    ``A = h(eps) + eps H(X|Z=1) = -sum_S p_i log p_i - (1-eps) log(1-eps)`` needs only p_i
+    (``A <= h(eps) + eps log|S|``; ``A = H(p_i)`` for an unprobed row). Independently,
+    ``I = H(Y) - H(Y|X)`` with ``H(Y|X) >= sum_K p_i(v) H(c_iv,j)`` and the Y-marginal equal to
+    ``(1-eps) q0 + r`` for an unknown ``r >= 0`` of mass eps, so ``H(Y) <= W``, its water-filled
+    maximum; as ``L = (1-eps) H(q0) - sum_K p_i(v) H(c_iv,j)``, ``I - L <= B = W - (1-eps) H(q0)``.
+    Hence ``I_joint[i, j]`` lies in ``[L, L + min(A, B)]`` and its midpoint errs by at most
+    ``r_ij = min(A, B) / 2``; the label averages the two directions, so it errs by at most
+    ``(r_ij + r_ji) / 2``. Planning: A grows with S (grouping property of entropy) and is known
+    before any probe, so each row skips its least probable values while ``A_i <= 2 tol'``
+    (``tol' = tol - 2 ROUND_OFF``; an unprobed row needs ``H(p_i) <= 2 tol'``), and the row that
+    gains most may take the pair's leftover ``4 tol' - max_{i != k} A_i``; then every pair has
+    ``(A_i + A_j) / 4 + ROUND_OFF <= tol``, whatever the probes return. B only tightens the
+    reported bound. With ``|M| < 2`` there is no pair and no pass.
+    """
+    if tol <= 4 * ROUND_OFF:
+        raise ValueError(f"tol must exceed {4 * ROUND_OFF:g}, got {tol:g}")
+    ctx = _Context(backbone, tokens, batch_size)
+    if len(ctx.cols) < 2:
+        zeros = ctx.logp.new_zeros(len(ctx.cols), len(ctx.cols))
+        return ctx.result(ctx.probed, zeros, zeros, zeros, certified=True)
+    ctx.run_marginals()
+    order, widths = _skip_widths(ctx.logp.exp())
+    keep = _keep_from_skips(order, _planned_skips(widths, pair_budget=4 * (tol - 2 * ROUND_OFF)))
+    lower, width, gap = ctx.measure(keep)
+    return ctx.result(keep, lower, width, gap, certified=True)
+
+
+def _round_up_f32(x: torch.Tensor) -> torch.Tensor:
+    """float64 → float32 rounded towards +inf, so a stored bound never shrinks."""
+    y = x.float()
+    return torch.where(y.double() < x, torch.nextafter(y, torch.full_like(y, float("inf"))), y)
+
+
+@torch.inference_mode()
+def label_contexts(
+    backbone: Backbone,
+    contexts: torch.Tensor,
+    method: str = "exact",
+    tol: float = DEFAULT_TOL,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, torch.Tensor]:
+    """Label a shard ``contexts (C, N)`` with :func:`exact_mi` or :func:`certified_mi`.
+
+    Returns safetensors-ready tensors: ``label`` and ``bound`` ``(C, N, N)`` float32 (bound rounded
+    up; float32 storage of the label adds a relative rounding of at most 2**-24), ``masked (C, N)``
+    bool, ``passes (C,)`` long and the diagnostics ``gap_mean``, ``gap_max``, ``asymmetry (C,)``
+    float32. ``progress(done, total)`` is called after each context.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    n_ctx, n = contexts.shape
+    results = []
+    for done, tokens in enumerate(contexts, start=1):
+        if method == "exact":
+            results.append(exact_mi(backbone, tokens, batch_size))
+        else:
+            results.append(certified_mi(backbone, tokens, tol, batch_size))
+        if progress is not None:
+            progress(done, n_ctx)
+    empty = contexts.new_zeros(0, n, n, dtype=torch.float64)
+    stats = {name: [getattr(r, name) for r in results] for name in ("gap_mean", "gap_max", "asymmetry")}
+    return {
+        "label": torch.stack([r.label for r in results]).float() if results else empty.float(),
+        "bound": _round_up_f32(torch.stack([r.bound for r in results]) if results else empty),
+        "masked": contexts == backbone.mask_id,
+        "passes": torch.tensor([r.passes for r in results], dtype=torch.long, device=contexts.device),
+        **{k: torch.tensor(v, dtype=torch.float32, device=contexts.device) for k, v in stats.items()},
+    }
+
+
+def mask_contexts(
+    solutions: torch.Tensor,
+    mask_id: int,
+    generator: torch.Generator,
+    fixed: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mask each cell with probability t, ``t ~ U[0, 1]`` per context (the paper's context draw).
+
+    solutions ``(C, N)`` long; fixed ``(C, N)`` bool cells never masked (e.g. clues). Random numbers
+    come from ``generator`` on its own device. Returns ``contexts (C, N)`` long and ``t (C,)``.
+    """
+    n_ctx, n = solutions.shape
+    t = torch.rand(n_ctx, generator=generator, device=generator.device)
+    draw = torch.rand(n_ctx, n, generator=generator, device=generator.device)
+    mask = (draw < t[:, None]).to(solutions.device)
+    if fixed is not None:
+        mask &= ~fixed.to(solutions.device)
+    return solutions.masked_fill(mask, mask_id), t.to(solutions.device)

@@ -1,0 +1,226 @@
+"""One Sampler interface and the baseline unmasking policies.
+
+Every sampler is a policy: at each forward pass it sees a :class:`StepView` of the masked positions
+(entropies, confidence margins and, when it asks for one, an ``(B, N, N)`` pairwise matrix computed
+from the *same* pass) and returns which masked positions to unmask now. :func:`decode` owns the loop,
+the token choice and the pass counting, so every sampler counts forward passes identically: a
+sequence is charged one pass for each backbone call it takes part in, and leaves the batch as soon as
+it has no mask left.
+
+    from mdm_mi.samplers import build_sampler, decode
+    result = decode(model, puzzles, build_sampler("eb", gamma=0.2), torch.Generator().manual_seed(0))
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Callable, ClassVar
+
+import torch
+
+from mdm_mi.backbone import Backbone, BackboneOutput
+
+INF = float("inf")
+
+
+@dataclass(frozen=True)
+class StepView:
+    """What a policy sees at one pass, for the B still-incomplete sequences.
+
+    masked:   ``(B, N)`` bool, positions still masked (the only ones a policy may choose).
+    entropy:  ``(B, N)`` nats of each position's marginal; +inf where not masked.
+    margin:   ``(B, N)`` top-1 minus top-2 probability; -inf where not masked.
+    pairwise: ``(B, N, N)`` symmetric matrix (e.g. the MI head's Î) or None.
+    """
+
+    masked: torch.Tensor
+    entropy: torch.Tensor
+    margin: torch.Tensor
+    pairwise: torch.Tensor | None = None
+
+    @staticmethod
+    def from_logits(logits: torch.Tensor, masked: torch.Tensor, pairwise=None) -> "StepView":
+        """Build the view from ``(B, N, V)`` logits and the ``(B, N)`` mask."""
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        p = logp.exp()
+        ent = -(p * logp).sum(-1)
+        top2 = p.topk(2, dim=-1).values
+        margin = top2[..., 0] - top2[..., 1]
+        return StepView(
+            masked=masked,
+            entropy=ent.masked_fill(~masked, INF),
+            margin=margin.masked_fill(~masked, -INF),
+            pairwise=pairwise,
+        )
+
+
+class Sampler(ABC):
+    """A policy choosing, at each pass, a non-empty subset of the masked positions to unmask."""
+
+    name: ClassVar[str]
+    uses_pairwise: ClassVar[bool] = False
+
+    @abstractmethod
+    def select(self, view: StepView) -> torch.Tensor:
+        """Return ``(B, N)`` bool ⊆ ``view.masked``, with ≥ 1 position in every row that has a mask."""
+
+    def params(self) -> dict:
+        """The settings that identify this sampler in result tables."""
+        return {}
+
+
+def _lowest_entropy_first(view: StepView, k: torch.Tensor | int) -> torch.Tensor:
+    """Select the ``k`` masked positions of lowest entropy per row (fewer if fewer are masked)."""
+    order = view.entropy.argsort(dim=1, stable=True)
+    rank = torch.empty_like(order)
+    rank.scatter_(1, order, torch.arange(order.shape[1], device=order.device).expand_as(order))
+    k = torch.as_tensor(k, device=order.device).reshape(-1, 1)
+    return (rank < k) & view.masked
+
+
+class Sequential(Sampler):
+    """One token per pass: the lowest-entropy masked position, or the largest top-1/top-2 margin
+    (Kim et al. 2025, "Train for the worst, plan for the best") with ``order="margin"``."""
+
+    name = "sequential"
+
+    def __init__(self, order: str = "entropy"):
+        if order not in ("entropy", "margin"):
+            raise ValueError(f"sequential order must be 'entropy' or 'margin', got {order!r}")
+        self.order = order
+
+    def select(self, view: StepView) -> torch.Tensor:
+        if self.order == "entropy":
+            return _lowest_entropy_first(view, 1)
+        best = view.margin.argmax(dim=1, keepdim=True)
+        return torch.zeros_like(view.masked).scatter_(1, best, True) & view.masked
+
+    def params(self) -> dict:
+        return {"order": self.order}
+
+
+class TopK(Sampler):
+    """Naive parallel decoding: the ``k`` lowest-entropy masked positions per pass."""
+
+    name = "naive"
+
+    def __init__(self, k: int):
+        if k < 1:
+            raise ValueError(f"naive k must be >= 1, got {k}")
+        self.k = int(k)
+
+    def select(self, view: StepView) -> torch.Tensor:
+        return _lowest_entropy_first(view, self.k)
+
+    def params(self) -> dict:
+        return {"k": self.k}
+
+
+class EntropyBounded(Sampler):
+    """EB-Sampler (Ben-Hamu et al. 2025, arXiv 2505.24857).
+
+    Sort masked positions by entropy ascending and unmask the largest prefix U with
+    ``Σ_{i∈U} H_i − max_{i∈U} H_i ≤ γ``; the single lowest-entropy position always qualifies.
+    """
+
+    name = "eb"
+
+    def __init__(self, gamma: float):
+        if gamma < 0:
+            raise ValueError(f"eb gamma must be >= 0, got {gamma}")
+        self.gamma = float(gamma)
+
+    def select(self, view: StepView) -> torch.Tensor:
+        sorted_h = view.entropy.sort(dim=1).values  # masked first, +inf after
+        finite = torch.isfinite(sorted_h)
+        csum = torch.where(finite, sorted_h, 0.0).cumsum(1)
+        ok = (csum - torch.where(finite, sorted_h, 0.0) <= self.gamma) & finite
+        # the prefix length is the first failure; ok is monotone because H is sorted ascending
+        k = ok.long().cumprod(1).sum(1).clamp(min=1)
+        return _lowest_entropy_first(view, k)
+
+    def params(self) -> dict:
+        return {"gamma": self.gamma}
+
+
+SAMPLERS: dict[str, type[Sampler]] = {}
+
+
+def register(cls: type[Sampler]) -> type[Sampler]:
+    """Add a sampler class to the name → class registry used by configs and the CLI."""
+    SAMPLERS[cls.name] = cls
+    return cls
+
+
+for _cls in (Sequential, TopK, EntropyBounded):
+    register(_cls)
+
+
+def build_sampler(name: str, **params) -> Sampler:
+    """Instantiate a registered sampler by name, e.g. ``build_sampler("naive", k=4)``."""
+    if name not in SAMPLERS:
+        raise ValueError(f"unknown sampler {name!r}; known: {', '.join(sorted(SAMPLERS))}")
+    return SAMPLERS[name](**params)
+
+
+@dataclass(frozen=True)
+class DecodeResult:
+    """tokens: ``(B, N)`` fully unmasked; passes: ``(B,)`` forward passes each sequence took."""
+
+    tokens: torch.Tensor
+    passes: torch.Tensor
+
+
+PairwiseFn = Callable[[BackboneOutput, torch.Tensor], torch.Tensor]
+
+
+def choose_tokens(logits: torch.Tensor, temperature: float, generator: torch.Generator | None) -> torch.Tensor:
+    """``(B, N, V)`` → ``(B, N)`` vocabulary indices: argmax if temperature is 0, else a sample
+    from softmax(logits / temperature) by the Gumbel-max trick driven by ``generator``."""
+    if temperature == 0:
+        return logits.argmax(-1)
+    gen_device = generator.device if generator is not None else torch.device("cpu")
+    u = torch.rand(logits.shape, generator=generator, device=gen_device).to(logits.device)
+    gumbel = -torch.log(-torch.log(u.clamp_min(1e-20)).clamp_min(1e-20))
+    return (logits.float() / temperature + gumbel).argmax(-1)
+
+
+@torch.inference_mode()
+def decode(
+    backbone: Backbone,
+    tokens: torch.Tensor,
+    sampler: Sampler,
+    generator: torch.Generator | None = None,
+    *,
+    temperature: float = 0.0,
+    pairwise_fn: PairwiseFn | None = None,
+    max_passes: int | None = None,
+) -> DecodeResult:
+    """Unmask every ``backbone.mask_id`` in ``tokens`` ``(B, N)`` with ``sampler``.
+
+    Non-mask positions are never written. ``pairwise_fn(output, masked)`` → ``(B, N, N)`` is called
+    on the same forward pass's output when the sampler uses a pairwise matrix, so it adds no pass.
+    """
+    assert tokens.ndim == 2, tokens.shape
+    if sampler.uses_pairwise and pairwise_fn is None:
+        raise ValueError(f"sampler {sampler.name!r} needs a pairwise matrix (an MI head); none given")
+    tokens = tokens.clone()
+    passes = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
+    vocab_ids = backbone.vocab_token_ids.to(tokens.device)
+    limit = max_passes if max_passes is not None else tokens.shape[1] + 1
+    for _ in range(limit):
+        masked_all = tokens == backbone.mask_id
+        active = masked_all.any(1).nonzero().squeeze(1)
+        if active.numel() == 0:
+            break
+        sub, masked = tokens[active], masked_all[active]
+        out = backbone(sub)
+        passes[active] += 1
+        pairwise = pairwise_fn(out, masked) if sampler.uses_pairwise else None
+        chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise)) & masked
+        if not chosen.any(1).all():
+            raise RuntimeError(f"sampler {sampler.name!r} chose no position for a sequence with masks")
+        values = vocab_ids[choose_tokens(out.logits, temperature, generator)]
+        tokens[active] = torch.where(chosen, values, sub)
+    return DecodeResult(tokens=tokens, passes=passes)

@@ -1,0 +1,1 @@
+"""The Sudoku domain: encoding, generators, data sets, the MDM and its training."""

@@ -1,0 +1,147 @@
+"""The one module that imports mlflow. Files on disk are the truth; MLflow mirrors them.
+
+A job opens one run (tags: rule, wildcards, git commit, config hash), logs params, metrics and
+artifacts, and closes it. If MLflow cannot be reached the job still writes its files and the tracker
+says, once, that tracking was skipped. Tests use :class:`NullTracker`.
+
+    with open_tracker(TrackingArgs(uri, "mdm-mi", "pretrain", {"domain": "sudoku"}, "abc123")) as tr:
+        tr.log_metrics({"loss": 0.1})
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RETRIES = 5  # sqlite can be briefly locked by a parallel job
+RETRY_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class TrackingArgs:
+    """Where and how to record one job."""
+
+    uri: str
+    experiment: str
+    rule: str
+    wildcards: dict = field(default_factory=dict)
+    config_hash: str = ""
+
+
+def git_commit() -> str:
+    """The repository's HEAD commit, or ``unknown`` outside a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+            cwd=Path(__file__).resolve().parent,
+        )
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+class NullTracker:
+    """Records nothing."""
+
+    def log_params(self, params: dict) -> None:
+        """Ignore params."""
+
+    def log_metrics(self, metrics: dict, step: int | None = None) -> None:
+        """Ignore metrics."""
+
+    def log_artifact(self, path: str | Path) -> None:
+        """Ignore an artifact."""
+
+
+def _retry(fn, *args, **kwargs):
+    """Call ``fn`` retrying briefly on errors (e.g. ``database is locked``)."""
+    for attempt in range(RETRIES):
+        try:
+            return fn(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - MLflow raises many kinds; the last one propagates
+            if attempt == RETRIES - 1:
+                raise
+            time.sleep(RETRY_SECONDS * (attempt + 1))
+
+
+class MlflowTracker(NullTracker):
+    """Mirror a job into one MLflow run; any MLflow failure turns it into a NullTracker."""
+
+    def __init__(self, mlflow_module):
+        self.mlflow = mlflow_module
+        self.ok = True
+
+    def _safe(self, fn, *args, **kwargs):
+        if not self.ok:
+            return
+        try:
+            _retry(fn, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001
+            self.ok = False
+            print(f"tracking skipped: MLflow call failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+
+    def log_params(self, params: dict) -> None:
+        flat = {k: str(v)[:500] for k, v in _flatten(params).items()}
+        self._safe(self.mlflow.log_params, flat)
+
+    def log_metrics(self, metrics: dict, step: int | None = None) -> None:
+        numeric = {k: float(v) for k, v in _flatten(metrics).items() if isinstance(v, (int, float))}
+        self._safe(self.mlflow.log_metrics, numeric, step=step)
+
+    def log_artifact(self, path: str | Path) -> None:
+        if Path(path).exists():
+            self._safe(self.mlflow.log_artifact, str(path))
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    """``{"a": {"b": 1}} → {"a.b": 1}``."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        out.update(_flatten(v, key + ".") if isinstance(v, dict) else {key: v})
+    return out
+
+
+def init_store(uri: str, experiment: str) -> None:
+    """Create the tracking store and experiment once, before parallel jobs write to it."""
+    import mlflow
+
+    if uri.startswith("sqlite:///"):
+        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    mlflow.set_tracking_uri(uri)
+    if mlflow.get_experiment_by_name(experiment) is None:
+        mlflow.create_experiment(experiment)
+
+
+@contextlib.contextmanager
+def open_tracker(args: TrackingArgs | None):
+    """Yield a tracker for one job (a :class:`NullTracker` when ``args`` is None or ``uri`` is
+    ``none``); the run ends FINISHED or FAILED with the job."""
+    if args is None or args.uri in ("", "none"):
+        yield NullTracker()
+        return
+    try:
+        import mlflow
+
+        mlflow.set_tracking_uri(args.uri)
+        _retry(mlflow.set_experiment, args.experiment)
+        tags = {"rule": args.rule, "git_commit": git_commit(), "config_hash": args.config_hash}
+        tags.update({f"wildcard.{k}": str(v) for k, v in args.wildcards.items()})
+        name = "/".join([args.rule, *(str(v) for v in args.wildcards.values())])
+        run = _retry(mlflow.start_run, run_name=name, tags=tags)
+    except Exception as exc:  # noqa: BLE001
+        print(f"tracking skipped: MLflow unreachable at {args.uri} ({type(exc).__name__}: {exc})", file=sys.stderr)
+        yield NullTracker()
+        return
+    tracker, status = MlflowTracker(mlflow), "FAILED"
+    try:
+        yield tracker
+        status = "FINISHED"
+    finally:
+        with contextlib.suppress(Exception):
+            _retry(mlflow.end_run, status=status)
+    del run

@@ -1,0 +1,126 @@
+# Sudoku: data → pretrain → evaluate (one job per sampler setting and set) → table.
+
+SUDOKU = config["sudoku"]
+
+
+def sudoku_runs():
+    """Run name → sampler flags, from the sampler grid in the config."""
+    grid = SUDOKU["samplers"]
+    runs = {f"sequential-{o}": {"sampler": "sequential", "order": o} for o in grid["sequential"]}
+    runs |= {f"naive-k{k}": {"sampler": "naive", "k": k} for k in grid["naive_k"]}
+    runs |= {f"eb-g{g}": {"sampler": "eb", "gamma": g} for g in grid["eb_gamma"]}
+    return runs
+
+
+SUDOKU_RUNS = sudoku_runs()
+
+
+wildcard_constraints:
+    sudoku_set="|".join(SUDOKU["eval"]["sets"]),
+    sudoku_run="|".join(map(re.escape, SUDOKU_RUNS)),
+
+
+rule sudoku_data:
+    input:
+        radcliffe=f"{DATA}/sudoku/radcliffe_curated_5000.csv",
+        easy=f"{DATA}/sudoku/hkunlp_easy_1k.csv",
+        tracking=TRACKING_READY,
+    output:
+        sets=expand(f"{R}/sudoku/data/{{s}}.csv", s=["hard", "easy", "levels", "graded"]),
+        solutions=f"{R}/sudoku/data/train_solutions.npy",
+        summary=f"{R}/sudoku/data/summary.json",
+    log:
+        f"{L}/sudoku/data.log",
+    params:
+        options=cli_flags(SUDOKU["data"] | {"seed": config["seed"]}),
+        tracking=tracking_flags("sudoku_data"),
+        out_dir=f"{R}/sudoku/data",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi prepare-sudoku --radcliffe {input.radcliffe} --easy {input.easy} "
+        "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
+
+
+rule sudoku_pretrain:
+    input:
+        solutions=rules.sudoku_data.output.solutions,
+        tracking=TRACKING_READY,
+    output:
+        weights=f"{R}/sudoku/model/model.safetensors",
+        meta=f"{R}/sudoku/model/meta.json",
+    log:
+        f"{L}/sudoku/pretrain.log",
+    params:
+        options=cli_flags(SUDOKU["model"] | SUDOKU["train"]),
+        job=job_flags(),
+        tracking=tracking_flags("sudoku_pretrain"),
+        out_dir=f"{R}/sudoku/model",
+    threads: config["threads"]
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=600,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi pretrain --solutions {input.solutions} --out {params.out_dir} "
+        "{params.options} {params.job} {params.tracking} > {log} 2>&1"
+
+
+rule sudoku_evaluate:
+    input:
+        model=rules.sudoku_pretrain.output.meta,
+        puzzles=f"{R}/sudoku/data/{{sudoku_set}}.csv",
+        tracking=TRACKING_READY,
+    output:
+        summary=f"{R}/sudoku/eval/{{sudoku_set}}/{{sudoku_run}}.json",
+        per_puzzle=f"{R}/sudoku/eval/{{sudoku_set}}/{{sudoku_run}}.csv",
+    log:
+        f"{L}/sudoku/eval/{{sudoku_set}}/{{sudoku_run}}.log",
+    params:
+        sampler=lambda w: cli_flags(SUDOKU_RUNS[w.sudoku_run]),
+        batch=cli_flags({"batch_size": SUDOKU["eval"]["batch_size"]}),
+        job=job_flags(),
+        tracking=tracking_flags("sudoku_evaluate"),
+        model_dir=f"{R}/sudoku/model",
+    threads: config["threads"]
+    resources:
+        gpu=1,
+        mem_mb=4000,
+        runtime=120,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi evaluate --model {params.model_dir} --puzzles {input.puzzles} "
+        "--out {output.summary} --per-puzzle {output.per_puzzle} {params.sampler} {params.batch} "
+        "{params.job} {params.tracking} > {log} 2>&1"
+
+
+rule sudoku_table:
+    input:
+        expand(
+            f"{R}/sudoku/eval/{{s}}/{{r}}.json",
+            s=SUDOKU["eval"]["sets"],
+            r=SUDOKU_RUNS,
+        ),
+    output:
+        table=f"{R}/sudoku/table.csv",
+        markdown=f"{R}/sudoku/table.md",
+    log:
+        f"{L}/sudoku/table.log",
+    params:
+        tracking=tracking_flags("sudoku_table"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi gather --inputs {input} --out {output.table} --markdown {output.markdown} "
+        "{params.tracking} > {log} 2>&1"

@@ -1,0 +1,20 @@
+rule tracking_store:
+    output:
+        "results/tracking/{config_name}.json",
+    log:
+        "logs/tracking/{config_name}.log",
+    params:
+        uri=config["tracking"]["uri"],
+        experiment=config["tracking"]["experiment"],
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi init-tracking --uri {params.uri} --experiment-name {params.experiment} "
+        "--out {output} > {log} 2>&1"
+
+
+TRACKING_READY = f"results/tracking/{config['name']}.json"
