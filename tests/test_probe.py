@@ -80,7 +80,8 @@ def closed_form_mi(table: torch.Tensor, i: int, j: int, fixed: dict[int, int] | 
     """I(X_i; X_j | fixed) in nats, straight from the joint table."""
     t = table.double()
     for k, v in (fixed or {}).items():
-        t = t * torch.nn.functional.one_hot(torch.tensor(v), t.shape[k]).view([-1 if a == k else 1 for a in range(t.dim())])
+        shape = [-1 if a == k else 1 for a in range(t.dim())]
+        t = t * torch.nn.functional.one_hot(torch.tensor(v), t.shape[k]).view(shape)
     pair = t.sum(dim=[a for a in range(t.dim()) if a not in (i, j)])
     pair = pair / pair.sum() if i < j else (pair / pair.sum()).T
     outer = pair.sum(1, keepdim=True) * pair.sum(0, keepdim=True)
@@ -97,6 +98,11 @@ def all_masked(n: int) -> torch.Tensor:
 
 def binary_entropy(x: float) -> float:
     return -x * math.log(x) - (1 - x) * math.log(1 - x)
+
+
+def test_hand_built_backbones_follow_the_protocol():
+    assert isinstance(JointBackbone(f64([[0.5, 0.5], [0.0, 0.0]])), Backbone)
+    assert isinstance(MLPBackbone(n=3, vocab=2, seed=0), Backbone)
 
 
 def test_perfectly_correlated_bits_give_log2():
@@ -184,7 +190,8 @@ def certified_cases():
         yield backbone, tokens
     for seed in range(3):
         torch.manual_seed(seed)
-        yield JointBackbone(torch.distributions.Dirichlet(torch.full((27,), 0.1)).sample().view(3, 3, 3)), all_masked(3)
+        table = torch.distributions.Dirichlet(torch.full((27,), 0.1)).sample().view(3, 3, 3)
+        yield JointBackbone(table), all_masked(3)
 
 
 @pytest.mark.parametrize("tol", [1e-3, 1e-2, 0.05])
@@ -232,7 +239,11 @@ def test_label_contexts_stacks_and_saves():
     solutions = torch.randint(3, (4, 5), generator=torch.Generator().manual_seed(0))
     contexts, _ = mask_contexts(solutions, backbone.mask_id, torch.Generator().manual_seed(1))
     calls = []
-    shard = label_contexts(backbone, contexts, method="certified", tol=1e-2, progress=lambda d, t: calls.append((d, t)))
+
+    def progress(done: int, total: int) -> None:
+        calls.append((done, total))
+
+    shard = label_contexts(backbone, contexts, method="certified", tol=1e-2, progress=progress)
     assert calls[-1] == (4, 4)
     assert shard["label"].shape == shard["bound"].shape == (4, 5, 5) and shard["label"].dtype == torch.float32
     assert shard["masked"].dtype == torch.bool and shard["passes"].dtype == torch.long

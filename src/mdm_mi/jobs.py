@@ -8,6 +8,7 @@ from pathlib import Path
 from mdm_mi import results  # noqa: F401  (registers gather)
 from mdm_mi.cli import verb
 from mdm_mi.io import write_json
+from mdm_mi.mi import jobs as mi_jobs  # noqa: F401  (registers the MI verbs)
 from mdm_mi.sudoku import jobs as sudoku_jobs  # noqa: F401  (registers the Sudoku verbs)
 
 

@@ -16,19 +16,25 @@ from pathlib import Path
 from mdm_mi.cli import verb
 from mdm_mi.io import read_json, write_text
 
-COLUMNS = ["set", "sampler", "params", "level", "n", "accuracy", "acc_lo", "acc_hi",
-           "mean_passes", "passes_ci", "mean_clues"]
+PARAM_COLUMNS = ["order", "k", "gamma", "lam", "on_reject", "charge_first"]
+METRIC_COLUMNS = ["n", "accuracy", "acc_lo", "acc_hi", "mean_passes", "passes_ci", "mean_clues"]
+COLUMNS = ["set", "sampler", "setting", *PARAM_COLUMNS, "level", *METRIC_COLUMNS]
+
+
+def setting_label(params: dict) -> str:
+    """Human-readable setting, e.g. ``k=4`` or ``gamma=0.3 lam=1.0`` (display only, never parsed)."""
+    return " ".join(f"{k}={params[k]}" for k in PARAM_COLUMNS if k in params)
 
 
 def tidy_rows(summaries: list[dict]) -> list[dict]:
     """Flatten evaluation summaries into rows sorted by set, sampler, params and level."""
     rows = []
     for s in summaries:
-        params = " ".join(f"{k}={v}" for k, v in sorted(s["params"].items()))
+        params = {k: s["params"].get(k, "") for k in PARAM_COLUMNS}
         for level, m in s["levels"].items():
-            rows.append({"set": s["set"], "sampler": s["sampler"], "params": params, "level": level,
-                         **{k: m[k] for k in COLUMNS[4:]}})
-    return sorted(rows, key=lambda r: (r["set"], r["sampler"], r["params"], r["level"] != "all", r["level"]))
+            rows.append({"set": s["set"], "sampler": s["sampler"], "setting": setting_label(s["params"]),
+                         **params, "level": level, **{k: m[k] for k in METRIC_COLUMNS}})
+    return sorted(rows, key=lambda r: (r["set"], r["sampler"], r["setting"], r["level"] != "all", r["level"]))
 
 
 def to_csv(rows: list[dict]) -> str:
@@ -42,12 +48,12 @@ def to_csv(rows: list[dict]) -> str:
 
 def to_markdown(rows: list[dict], level: str = "all") -> str:
     """The ``level`` rows as a Markdown table: accuracy [95% CI] and mean passes ± CI."""
-    lines = ["| set | sampler | params | n | accuracy % [95% CI] | mean passes |", "|---|---|---|---|---|---|"]
+    lines = ["| set | sampler | setting | n | accuracy % [95% CI] | mean passes |", "|---|---|---|---|---|---|"]
     for r in rows:
         if r["level"] != level:
             continue
         acc = f"{100 * r['accuracy']:.1f} [{100 * r['acc_lo']:.1f}, {100 * r['acc_hi']:.1f}]"
-        lines.append(f"| {r['set']} | {r['sampler']} | {r['params']} | {r['n']} | {acc} | "
+        lines.append(f"| {r['set']} | {r['sampler']} | {r['setting']} | {r['n']} | {acc} | "
                      f"{r['mean_passes']:.1f} ± {r['passes_ci']:.1f} |")
     return "\n".join(lines) + "\n"
 

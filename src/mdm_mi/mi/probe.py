@@ -43,6 +43,7 @@ DEFAULT_BATCH_SIZE = 256  # sequences per backbone call
 LOG_FLOOR = -700.0  # log-probabilities are clamped here (p ~ 1e-304) so 0 * log 0 terms stay finite
 ROUND_OFF = 1e-12  # float64 round-off allowance added to every certified bound
 METHODS = ("exact", "certified")
+GROUP_SLACK = 4  # a row group holds at most GROUP_SLACK * batch_size / V rows (bounds its memory)
 
 
 @dataclass(frozen=True)
@@ -90,10 +91,10 @@ def _forward(backbone: Backbone, seqs: torch.Tensor, cols: torch.Tensor, batch_s
 def _chain_width(p: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """Chain-rule width ``h(eps) + eps H(X_i | X_i in S) = -sum_S p log p - (1-eps) log(1-eps)``.
 
-    p ``(V,)`` marginal of ``X_i``, keep ``(V,)`` the probed values (S is the rest) → scalar.
+    p ``(G, V)`` marginals of G rows ``X_i``, keep ``(G, V)`` the probed values (S is the rest) → ``(G,)``.
     """
-    kept = p[keep].sum()
-    return (_entropy(p[~keep]) - torch.special.xlogy(kept, kept)).clamp_min(0)
+    kept = (p * keep).sum(-1)
+    return (_entropy(p * ~keep) - torch.special.xlogy(kept, kept)).clamp_min(0)
 
 
 def _water_fill_width(q0: torch.Tensor, kept: torch.Tensor, h_q0: torch.Tensor) -> torch.Tensor:
@@ -111,29 +112,34 @@ def _water_fill_width(q0: torch.Tensor, kept: torch.Tensor, h_q0: torch.Tensor) 
     return (_entropy(torch.maximum(base, level)) - kept * h_q0).clamp_min(0)
 
 
-def _row_interval(
-    p_row: torch.Tensor, keep: torch.Tensor, cond_row: torch.Tensor, logp_cols: torch.Tensor
+def _row_intervals(
+    p: torch.Tensor, keep: torch.Tensor, cond: torch.Tensor, logp_cols: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Proven interval for the joint-form MI of one row i against every masked column j.
+    """Proven intervals for the joint-form MI of G rows i against every masked column j.
 
-    p_row ``(V,)`` = p_i; keep ``(V,)`` bool, probed values K; cond_row ``(V, m, V)`` log c_iv,j (rows
-    in K filled); logp_cols ``(m, V)`` log p_j. Returns ``(lower, width, gap)``, each ``(m,)``:
-    ``I_joint[i, j]`` lies in ``[lower, lower + width]``, and gap = H(p_j) - H(q0_j) (the exact
-    self-consistency gap when K is everything). See :func:`certified_mi` for the proof.
+    p ``(G, V)`` = p_i; keep ``(G, V)`` bool, probed values K; cond ``(G, V, m, V)`` log c_iv,j
+    (entries in K filled); logp_cols ``(m, V)`` log p_j. Returns ``(lower, width, gap)``, each
+    ``(G, m)``: ``I_joint[i, j]`` lies in ``[lower, lower + width]`` and gap = H(p_j) - H(q0_j), the
+    exact self-consistency gap when K is everything. See :func:`certified_mi` for the proof.
     """
-    m = logp_cols.shape[0]
-    chain = _chain_width(p_row, keep)
-    kept = p_row[keep].sum()
-    if not keep.any():
-        return logp_cols.new_zeros(m), chain.expand(m), logp_cols.new_zeros(m)
-    weights, logc = p_row[keep], cond_row[keep]  # (K,), (K, m, V)
-    logq0 = torch.logsumexp(weights.log()[:, None, None] + logc, 0) - kept.log()  # (m, V)
-    kl = (logc.exp() * (logc - logq0)).sum(-1)  # (K, m)
-    lower = (weights[:, None] * kl).sum(0).clamp_min(0)  # >= 0 by Jensen; clamp drops round-off
+    weights = p * keep  # zero weight for skipped values
+    kept = weights.sum(-1)  # (G,) = 1 - eps
+    probed = keep.any(-1)  # (G,)
+    log_w = torch.where(keep, p.log(), -torch.inf)[..., None, None]
+    logq0 = torch.logsumexp(log_w + cond, 1) - torch.where(probed, kept, 1).log()[:, None, None]  # (G, m, V)
+    logq0 = torch.where(probed[:, None, None], logq0, 0)  # rows without a probe: finite filler
+    kl = (cond.exp() * (cond - logq0[:, None])).sum(-1)  # (G, V, m)
+    lower = (weights[..., None] * kl).sum(1).clamp_min(0)  # >= 0 by Jensen; clamp drops round-off
     q0 = logq0.exp()
     h_q0 = _entropy(q0)
-    width = torch.minimum(_water_fill_width(q0, kept, h_q0), chain)
-    return lower, width, _entropy(logp_cols.exp()) - h_q0
+    chain = _chain_width(p, keep)[:, None]  # (G, 1)
+    width = torch.minimum(_water_fill_width(q0, kept[:, None], h_q0), chain)
+    unprobed = ~probed[:, None]
+    return (
+        lower.masked_fill(unprobed, 0),
+        torch.where(unprobed, chain, width),
+        (_entropy(logp_cols.exp()) - h_q0).masked_fill(unprobed, 0),
+    )
 
 
 def _scatter(n: int, cols: torch.Tensor, mat: torch.Tensor) -> torch.Tensor:
@@ -143,11 +149,11 @@ def _scatter(n: int, cols: torch.Tensor, mat: torch.Tensor) -> torch.Tensor:
     return full
 
 
-def _row_groups(counts: list[int], limit: int) -> list[range]:
-    """Consecutive rows whose probe counts add up to at most ``limit`` (at least one row each)."""
+def _row_groups(counts: list[int], limit: int, max_rows: int) -> list[range]:
+    """Consecutive rows, at most ``max_rows`` of them and ``limit`` probes (at least one row each)."""
     groups, start, total = [], 0, 0
     for a, count in enumerate(counts):
-        if a > start and total + count > limit:
+        if a > start and (total + count > limit or a - start == max_rows):
             groups.append(range(start, a))
             start, total = a, 0
         total += count
@@ -183,18 +189,19 @@ class _Context:
     def measure(self, keep: torch.Tensor):
         """Probe the values ``keep (m, V)``, a group of rows per backbone batch so that memory stays
         ``O(batch_size m V)``; returns ``(lower, width, gap)``, each ``(m, m)`` (rows i, columns j)."""
-        p, m, out = self.logp.exp(), len(self.cols), []
-        for group in _row_groups(keep.sum(1).tolist(), self.batch_size):
+        p, m, v, out = self.logp.exp(), len(self.cols), keep.shape[1], []
+        max_rows = max(1, GROUP_SLACK * self.batch_size // v)
+        for group in _row_groups(keep.sum(1).tolist(), self.batch_size, max_rows):
             rows = torch.arange(group.start, group.stop, device=keep.device)
             new = keep[rows].nonzero()  # (P, 2): index into rows, value
-            cond = self.logp.new_full((len(rows), keep.shape[1], m, keep.shape[1]), LOG_FLOOR)
+            cond = self.logp.new_full((len(rows), v, m, v), LOG_FLOOR)
             if len(new):
                 cond[new[:, 0], new[:, 1]] = self._probe(rows[new[:, 0]], new[:, 1])
-            out += [_row_interval(p[a], keep[a], cond[k], self.logp) for k, a in enumerate(group)]
+            out.append(_row_intervals(p[rows], keep[rows], cond, self.logp))
         self.probed = keep.clone()
         if not out:
             return (self.logp.new_zeros(0, 0),) * 3
-        return tuple(torch.stack(parts) for parts in zip(*out))
+        return tuple(torch.cat(parts) for parts in zip(*out))
 
     def result(self, keep, lower, width, gap, certified: bool) -> ProbeResult:
         """Assemble the (N, N) matrices and the diagnostics from ``(m, m)`` row intervals."""
@@ -301,7 +308,8 @@ def certified_mi(
     ``(1-eps) q0 + r`` for an unknown ``r >= 0`` of mass eps, so ``H(Y) <= W``, its water-filled
     maximum; as ``L = (1-eps) H(q0) - sum_K p_i(v) H(c_iv,j)``, ``I - L <= B = W - (1-eps) H(q0)``.
     Hence ``I_joint[i, j]`` lies in ``[L, L + min(A, B)]`` and its midpoint errs by at most
-    ``r_ij = min(A, B) / 2``; the label averages the two directions, so it errs by at most
+    ``r_ij = min(A, B) / 2`` (an unprobed row reports ``H(p_i) / 2``, the midpoint of
+    ``[0, H(p_i)]``); the label averages the two directions, so it errs by at most
     ``(r_ij + r_ji) / 2``. Planning: A grows with S (grouping property of entropy) and is known
     before any probe, so each row skips its least probable values while ``A_i <= 2 tol'``
     (``tol' = tol - 2 ROUND_OFF``; an unprobed row needs ``H(p_i) <= 2 tol'``), and the row that

@@ -85,6 +85,7 @@ class PretrainArgs:
     augment: bool = field(metadata=_h("apply random Sudoku symmetries"))
     grad_clip: float = field(metadata=_h("gradient norm clip"))
     log_every: int = field(metadata=_h("steps between log lines"))
+    compile: bool = field(metadata=_h("torch.compile the model"))
     seed: int = field(metadata=_h("random seed"))
     device: str = field(metadata=_h("auto | cpu | cuda"))
     threads: int = field(metadata=_h("torch CPU threads"))

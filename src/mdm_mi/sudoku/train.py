@@ -39,6 +39,7 @@ class TrainConfig:
     grad_clip: float
     seed: int
     log_every: int
+    compile: bool
 
 
 def _band_perm(gen: torch.Generator, b: int) -> torch.Tensor:
@@ -71,12 +72,12 @@ def mask_batch(grids: torch.Tensor, cfg: TrainConfig, gen: torch.Generator):
     return grids.masked_fill(masked, MASK_ID), masked, t
 
 
-def diffusion_loss(model: SudokuMDM, grids, cfg: TrainConfig, gen) -> torch.Tensor:
-    """Masked-diffusion loss on a ``(B, 81)`` batch of solutions (masked cells only)."""
+def diffusion_loss(forward_all, grids, cfg: TrainConfig, gen, device) -> torch.Tensor:
+    """Masked-diffusion loss on a ``(B, 81)`` batch of solutions (masked cells only);
+    ``forward_all`` is :meth:`SudokuMDM.forward_all` (possibly compiled)."""
     tokens, masked, t = mask_batch(grids, cfg, gen)
-    dev = next(model.parameters()).device
-    tokens, masked, t, grids = tokens.to(dev), masked.to(dev), t.to(dev), grids.to(dev)
-    logits, _ = model.forward_all(tokens)
+    tokens, masked, t, grids = tokens.to(device), masked.to(device), t.to(device), grids.to(device)
+    logits, _ = forward_all(tokens)
     ce = F.cross_entropy(logits.transpose(1, 2), grids, reduction="none")  # (B, 81)
     if cfg.loss_weight == "elbo":
         return (ce * masked / t).sum() / (grids.shape[0] * N_CELLS)
@@ -97,6 +98,7 @@ def train(solutions: np.ndarray, model_cfg: ModelConfig, cfg: TrainConfig, devic
     gen = torch.Generator().manual_seed(cfg.seed)
     model = SudokuMDM(model_cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
+    forward = torch.compile(model.forward_all) if cfg.compile else model.forward_all
     pool = torch.as_tensor(solutions, dtype=torch.long)
     history, start, running = [], time.time(), 0.0
     for step in range(cfg.steps):
@@ -104,7 +106,7 @@ def train(solutions: np.ndarray, model_cfg: ModelConfig, cfg: TrainConfig, devic
         grids = augment(pool[idx], gen) if cfg.augment else pool[idx]
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg)
-        loss = diffusion_loss(model, grids, cfg, gen)
+        loss = diffusion_loss(forward, grids, cfg, gen, device)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Create .venv with the pinned dependencies and the package (idempotent; Python 3.11).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3.11}
+command -v "$PY" > /dev/null || PY=python3
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+# torch first and pinned: on a machine with the CPU wheel on disk this installs nothing from the net
+.venv/bin/python -m pip install --quiet "torch==2.13.0"
+.venv/bin/python -m pip install --quiet -e ".[test]"

@@ -1,0 +1,176 @@
+"""MI-guided parallel unmasking (paper Algorithm 1) and its oracle variant.
+
+At each pass the masked positions are walked in order of increasing entropy. The first is always
+unmasked; each later candidate ``i`` costs its own entropy plus ``λ`` times its estimated dependence
+on the positions already admitted this pass,
+
+    cost_i = h_i + λ Σ_{j ∈ U} Î_ij,
+
+and is admitted while the budget ``γ`` lasts. Strongly dependent positions are therefore not unmasked
+together, while independent low-entropy ones are. ``Î`` comes from the learned MI head on the same
+forward pass (:func:`head_pairwise_fn`, no extra pass), or, for :class:`OracleMI`, from exact probing
+(:func:`oracle_pairwise_fn`, ``1 + |M| V`` extra passes per sequence per step: an upper bound on what
+a perfect head could give, not a practical sampler).
+
+    from mdm_mi.mi.guided import head_pairwise_fn  # importing registers "mi" and "mi-oracle"
+    from mdm_mi.samplers import build_sampler, decode
+    sampler = build_sampler("mi", gamma=1.0, lam=1.0, on_reject="skip", charge_first=True)
+    result = decode(model, puzzles, sampler, pairwise_fn=head_pairwise_fn(head))
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from mdm_mi.backbone import Backbone, BackboneOutput
+from mdm_mi.samplers import Sampler, StepView, register
+
+ON_REJECT = ("skip", "stop")  # a rejected candidate: walk on to the next one, or end the pass
+ORACLE_METHODS = ("exact", "certified")
+
+
+@register
+class MIGuided(Sampler):
+    """Algorithm 1: entropy-ordered walk admitting candidates whose MI-penalised cost fits the budget.
+
+    gamma:        budget γ ≥ 0 in nats.
+    lam:          weight λ ≥ 0 of the dependence penalty ``Σ_{j∈U} Î_ij``.
+    on_reject:    ``"skip"`` (a rejected candidate is passed over, later ones may still fit) or
+                  ``"stop"`` (the first rejection ends the pass; with λ = 0 this is the longest
+                  entropy-sorted prefix whose charged entropies sum to ≤ γ).
+    charge_first: whether the always-admitted first position's entropy is charged to the budget.
+    """
+
+    name = "mi"
+    uses_pairwise = True
+
+    def __init__(self, gamma: float, lam: float, on_reject: str, charge_first: bool):
+        if not gamma >= 0:
+            raise ValueError(f"{self.name} gamma must be >= 0, got {gamma}")
+        if not lam >= 0:
+            raise ValueError(f"{self.name} lam must be >= 0, got {lam}")
+        if on_reject not in ON_REJECT:
+            raise ValueError(f"{self.name} on_reject must be one of {ON_REJECT}, got {on_reject!r}")
+        self.gamma, self.lam = float(gamma), float(lam)
+        self.on_reject, self.charge_first = on_reject, bool(charge_first)
+
+    def select(self, view: StepView) -> torch.Tensor:
+        """``view.pairwise (B, N, N)`` required → ``(B, N)`` bool admitted set U ⊆ ``view.masked``."""
+        if view.pairwise is None:
+            raise ValueError(f"sampler {self.name!r} needs view.pairwise (B, N, N)")
+        return admit(
+            view.entropy, view.masked, view.pairwise, self.gamma, self.lam,
+            stop_on_reject=self.on_reject == "stop", charge_first=self.charge_first,
+        )
+
+    def params(self) -> dict:
+        return {"gamma": self.gamma, "lam": self.lam, "on_reject": self.on_reject, "charge_first": self.charge_first}
+
+
+@register
+class OracleMI(MIGuided):
+    """Algorithm 1 with the *exact* probing MI as its pairwise matrix (:func:`oracle_pairwise_fn`).
+
+    The rule is identical to :class:`MIGuided`; only the caller's ``pairwise_fn`` differs. It bounds
+    what a perfect MI head could achieve. Its probing passes are not counted by ``decode``.
+    """
+
+    name = "mi-oracle"
+
+
+def admit(
+    entropy: torch.Tensor,
+    masked: torch.Tensor,
+    pairwise: torch.Tensor,
+    gamma: float,
+    lam: float,
+    *,
+    stop_on_reject: bool,
+    charge_first: bool,
+) -> torch.Tensor:
+    """Algorithm 1's admission walk, vectorised over the batch (≤ N steps of ``(B,)``/``(B, N)`` ops).
+
+    entropy ``(B, N)`` nats (any value off ``masked``), masked ``(B, N)`` bool, pairwise ``(B, N, N)``
+    Î. Returns ``(B, N)`` bool U: the lowest-entropy masked position of every row with a mask, plus
+    each later candidate i (by increasing entropy, stable) with ``h_i + λ Σ_{j∈U} Î_ij ≤`` the budget
+    left, which then shrinks by that cost. Budget arithmetic is float64.
+    """
+    assert entropy.shape == masked.shape and pairwise.shape == masked.shape + masked.shape[1:2], (
+        entropy.shape, masked.shape, pairwise.shape,
+    )
+    b, n = masked.shape
+    h = entropy.double().masked_fill(~masked, float("inf"))
+    order = h.argsort(dim=1, stable=True)  # masked positions first
+    n_masked = masked.sum(1)
+    rows = torch.arange(b, device=masked.device)
+    chosen = torch.zeros_like(masked)
+    left = torch.full((b,), float(gamma), dtype=torch.float64, device=masked.device)
+    walking = n_masked > 0
+    for r in range(int(n_masked.max()) if b else 0):
+        pos = order[:, r]
+        live = walking & (r < n_masked)
+        h_i = h[rows, pos].masked_fill(~live, 0.0)
+        if r == 0:
+            ok = live
+            cost = h_i if charge_first else torch.zeros_like(h_i)
+        else:
+            coupling = (pairwise[rows, pos].double() * chosen).sum(1)  # Σ_{j∈U} Î_ij, (B,)
+            cost = h_i + lam * coupling
+            ok = live & (cost <= left)
+            if stop_on_reject:
+                walking = walking & (ok | ~live)
+        chosen[rows[ok], pos[ok]] = True
+        left = torch.where(ok, left - cost, left)
+    return chosen
+
+
+# A pairwise function receives the pass's output, the (B, N) mask and, in the proposed decode
+# signature, the (B, N) current tokens of the same sequences.
+PairwiseFn3 = Callable[..., torch.Tensor]
+
+
+def head_pairwise_fn(head: torch.nn.Module) -> PairwiseFn3:
+    """``fn(output, masked, tokens=None) → head(output.hidden, masked)`` ``(B, N, N)``: Î from the
+    same forward pass, no extra backbone call. Works with both decode signatures."""
+    head.eval()
+
+    @torch.inference_mode()
+    def fn(output: BackboneOutput, masked: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
+        return head(output.hidden, masked)
+
+    return fn
+
+
+def oracle_pairwise_fn(
+    backbone: Backbone, method: str = "exact", tol: float | None = None, batch_size: int | None = None
+) -> PairwiseFn3:
+    """``fn(output, masked, tokens (B, N)) → (B, N, N)`` float32: the probing label of each sequence's
+    current tokens (:func:`mdm_mi.mi.probe.exact_mi`, or ``certified_mi`` within ``tol``).
+
+    Needs the current tokens, so decode must call ``pairwise_fn(output, masked, tokens)``; the
+    probing passes (``1 + |M| V`` per sequence for ``exact``) are extra and not counted by decode.
+    """
+    from mdm_mi.mi import probe  # lazy: only the oracle needs the labeller
+
+    if method not in ORACLE_METHODS:
+        raise ValueError(f"oracle method must be one of {ORACLE_METHODS}, got {method!r}")
+    batch = probe.DEFAULT_BATCH_SIZE if batch_size is None else batch_size
+    tol = probe.DEFAULT_TOL if tol is None else tol
+
+    def label(tokens: torch.Tensor) -> torch.Tensor:
+        if method == "exact":
+            return probe.exact_mi(backbone, tokens, batch).label
+        return probe.certified_mi(backbone, tokens, tol, batch).label
+
+    @torch.inference_mode()
+    def fn(output: BackboneOutput, masked: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
+        if tokens is None:
+            raise ValueError("the oracle pairwise fn needs the current tokens: decode must pass them")
+        assert tokens.shape == masked.shape, (tokens.shape, masked.shape)
+        if not torch.equal(tokens == backbone.mask_id, masked):
+            raise ValueError("masked does not match tokens == backbone.mask_id")
+        return torch.stack([label(row) for row in tokens]).float()
+
+    return fn
