@@ -14,9 +14,12 @@ validate(config, "workflow/schemas/config.schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/tracking.smk"
 include: "workflow/rules/sudoku.smk"
+include: "workflow/rules/mi.smk"
+include: "workflow/rules/figures.smk"
 
 
 rule all:
     input:
         rules.sudoku_table.output,
+        FIGURES,
     default_target: True

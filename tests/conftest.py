@@ -18,6 +18,8 @@ from mdm_mi.sudoku.model import DOMAIN, ModelConfig, SudokuMDM
 
 REPO = Path(__file__).resolve().parents[1]
 EASY_CSV = REPO / "resources" / "data" / "sudoku" / "hkunlp_easy_1k.csv"
+torch.set_num_threads(1)  # tiny tensors: threads only add overhead on a shared 2-core machine
+
 TINY_CFG = ModelConfig(d_model=16, n_layers=1, n_heads=2, ff_mult=2, dropout=0.0, hidden_layer=-1)
 
 

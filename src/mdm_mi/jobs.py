@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi import results  # noqa: F401  (registers gather)
+from mdm_mi import figure_jobs, results  # noqa: F401  (register figures, gather)
 from mdm_mi.cli import verb
 from mdm_mi.io import write_json
 from mdm_mi.mi import jobs as mi_jobs  # noqa: F401  (registers the MI verbs)

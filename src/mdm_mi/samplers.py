@@ -172,7 +172,7 @@ class DecodeResult:
     passes: torch.Tensor
 
 
-PairwiseFn = Callable[[BackboneOutput, torch.Tensor], torch.Tensor]
+PairwiseFn = Callable[[BackboneOutput, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 def choose_tokens(logits: torch.Tensor, temperature: float, generator: torch.Generator | None) -> torch.Tensor:
@@ -199,8 +199,9 @@ def decode(
 ) -> DecodeResult:
     """Unmask every ``backbone.mask_id`` in ``tokens`` ``(B, N)`` with ``sampler``.
 
-    Non-mask positions are never written. ``pairwise_fn(output, masked)`` → ``(B, N, N)`` is called
-    on the same forward pass's output when the sampler uses a pairwise matrix, so it adds no pass.
+    Non-mask positions are never written. ``pairwise_fn(output, masked, tokens)`` → ``(B, N, N)`` is
+    called on the same forward pass's output (and the tokens it saw) when the sampler uses a pairwise
+    matrix: the MI head adds no backbone pass (the exact-MI oracle does, and is not counted).
     """
     assert tokens.ndim == 2, tokens.shape
     if sampler.uses_pairwise and pairwise_fn is None:
@@ -217,7 +218,7 @@ def decode(
         sub, masked = tokens[active], masked_all[active]
         out = backbone(sub)
         passes[active] += 1
-        pairwise = pairwise_fn(out, masked) if sampler.uses_pairwise else None
+        pairwise = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
         chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise)) & masked
         if not chosen.any(1).all():
             raise RuntimeError(f"sampler {sampler.name!r} chose no position for a sequence with masks")

@@ -1,12 +1,14 @@
-import re
-
-# Helpers shared by the rules: result paths, config → CLI flags, tracking flags.
+# Helpers shared by the rules: result paths, config → CLI flags, tracking flags, sampler grids.
 import hashlib
 import json
+import os
+import re
 
-R = f"results/{config['name']}"
-L = f"logs/{config['name']}"
+NAME = config["name"]
+R = f"results/{NAME}"
+L = f"logs/{NAME}"
 DATA = f"{workflow.basedir}/resources/data"
+SUDOKU = config["sudoku"]
 CONFIG_HASH = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -14,9 +16,10 @@ def cli_flags(options):
     """{'batch_size': 8, 'augment': True, 'givens': [1, 2]} → '--batch-size 8 --augment --givens 1 2'."""
     parts = []
     for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
+        name = key.replace("_", "-")
+        flag = f"--{name}"
         if isinstance(value, bool):
-            parts.append(flag if value else "--no-" + flag[2:])
+            parts.append(flag if value else f"--no-{name}")
         elif isinstance(value, list):
             parts.append(" ".join([flag, *map(str, value)]))
         else:
@@ -40,3 +43,48 @@ def tracking_flags(rule_name):
 def job_flags():
     """Device, threads and seed flags of GPU-capable jobs."""
     return cli_flags({"device": config["device"], "threads": config["threads"], "seed": config["seed"]})
+
+
+def sudoku_runs():
+    """Run name → sampler flags, from the sampler grid in the config."""
+    grid = SUDOKU["samplers"]
+    runs = {f"sequential-{o}": {"sampler": "sequential", "order": o} for o in grid["sequential"]}
+    runs |= {f"naive-k{k}": {"sampler": "naive", "k": k} for k in grid["naive_k"]}
+    runs |= {f"eb-g{g}": {"sampler": "eb", "gamma": g} for g in grid["eb_gamma"]}
+    mi = {"on_reject": grid["mi_on_reject"], "charge_first": grid["mi_charge_first"]}
+    runs |= {
+        f"mi-g{g}-l{lam}": {"sampler": "mi", "gamma": g, "lam": lam} | mi
+        for g in grid["mi_gamma"]
+        for lam in grid["mi_lambda"]
+    }
+    return runs
+
+
+def oracle_runs():
+    """The exact-MI oracle (λ = 1) and the MI head at the same settings, on the small oracle set."""
+    grid = SUDOKU["samplers"]
+    mi = {"on_reject": grid["mi_on_reject"], "charge_first": grid["mi_charge_first"], "lam": 1.0}
+    runs = {}
+    for g in grid["oracle_gamma"]:
+        runs[f"mi-oracle-g{g}"] = {"sampler": "mi-oracle", "gamma": g} | mi
+        runs[f"mi-g{g}-l1.0"] = {"sampler": "mi", "gamma": g} | mi
+    return runs
+
+
+SUDOKU_RUNS = sudoku_runs()
+ORACLE_RUNS = oracle_runs()
+ALL_RUNS = SUDOKU_RUNS | ORACLE_RUNS
+EVAL_JOBS = [
+    *expand(f"{R}/sudoku/eval/{{s}}/{{r}}.json", s=SUDOKU["eval"]["sets"], r=SUDOKU_RUNS),
+    *expand(f"{R}/sudoku/eval/oracle/{{r}}.json", r=ORACLE_RUNS),
+]
+
+
+def parent_dir(key):
+    """Params function: the folder holding the named input or output file (checkpoint folders)."""
+
+    def get(wildcards, input, output):
+        files = {**dict(input.items()), **dict(output.items())}
+        return os.path.dirname(files[key])
+
+    return get

@@ -1,23 +1,8 @@
 # Sudoku: data → pretrain → evaluate (one job per sampler setting and set) → table.
 
-SUDOKU = config["sudoku"]
-
-
-def sudoku_runs():
-    """Run name → sampler flags, from the sampler grid in the config."""
-    grid = SUDOKU["samplers"]
-    runs = {f"sequential-{o}": {"sampler": "sequential", "order": o} for o in grid["sequential"]}
-    runs |= {f"naive-k{k}": {"sampler": "naive", "k": k} for k in grid["naive_k"]}
-    runs |= {f"eb-g{g}": {"sampler": "eb", "gamma": g} for g in grid["eb_gamma"]}
-    return runs
-
-
-SUDOKU_RUNS = sudoku_runs()
-
-
 wildcard_constraints:
-    sudoku_set="|".join(SUDOKU["eval"]["sets"]),
-    sudoku_run="|".join(map(re.escape, SUDOKU_RUNS)),
+    sudoku_set="|".join([*SUDOKU["eval"]["sets"], "oracle"]),
+    sudoku_run="|".join(map(re.escape, ALL_RUNS)),
 
 
 rule sudoku_data:
@@ -26,15 +11,16 @@ rule sudoku_data:
         easy=f"{DATA}/sudoku/hkunlp_easy_1k.csv",
         tracking=TRACKING_READY,
     output:
-        sets=expand(f"{R}/sudoku/data/{{s}}.csv", s=["hard", "easy", "levels", "graded"]),
+        sets=expand(f"{R}/sudoku/data/{{s}}.csv", s=["hard", "easy", "levels", "graded", "oracle"]),
         solutions=f"{R}/sudoku/data/train_solutions.npy",
+        heldout=f"{R}/sudoku/data/heldout_solutions.npy",
         summary=f"{R}/sudoku/data/summary.json",
     log:
         f"{L}/sudoku/data.log",
     params:
         options=cli_flags(SUDOKU["data"] | {"seed": config["seed"]}),
         tracking=tracking_flags("sudoku_data"),
-        out_dir=f"{R}/sudoku/data",
+        out_dir=parent_dir("summary"),
     threads: 1
     resources:
         mem_mb=2000,
@@ -59,7 +45,7 @@ rule sudoku_pretrain:
         options=cli_flags(SUDOKU["model"] | SUDOKU["train"]),
         job=job_flags(),
         tracking=tracking_flags("sudoku_pretrain"),
-        out_dir=f"{R}/sudoku/model",
+        out_dir=parent_dir("meta"),
     threads: config["threads"]
     resources:
         gpu=1,
@@ -76,6 +62,7 @@ rule sudoku_evaluate:
     input:
         model=rules.sudoku_pretrain.output.meta,
         puzzles=f"{R}/sudoku/data/{{sudoku_set}}.csv",
+        head=lambda w: HEAD if ALL_RUNS[w.sudoku_run]["sampler"] == "mi" else [],
         tracking=TRACKING_READY,
     output:
         summary=f"{R}/sudoku/eval/{{sudoku_set}}/{{sudoku_run}}.json",
@@ -83,11 +70,12 @@ rule sudoku_evaluate:
     log:
         f"{L}/sudoku/eval/{{sudoku_set}}/{{sudoku_run}}.log",
     params:
-        sampler=lambda w: cli_flags(SUDOKU_RUNS[w.sudoku_run]),
+        sampler=lambda w: cli_flags(ALL_RUNS[w.sudoku_run]),
+        head=lambda w, input: f"--head {os.path.dirname(input.head)}" if input.head else "",
         batch=cli_flags({"batch_size": SUDOKU["eval"]["batch_size"]}),
         job=job_flags(),
         tracking=tracking_flags("sudoku_evaluate"),
-        model_dir=f"{R}/sudoku/model",
+        model_dir=parent_dir("model"),
     threads: config["threads"]
     resources:
         gpu=1,
@@ -97,17 +85,13 @@ rule sudoku_evaluate:
         "../../envs/mdm-mi.yaml"
     shell:
         "python -m mdm_mi evaluate --model {params.model_dir} --puzzles {input.puzzles} "
-        "--out {output.summary} --per-puzzle {output.per_puzzle} {params.sampler} {params.batch} "
+        "--out {output.summary} --per-puzzle {output.per_puzzle} {params.sampler} {params.head} {params.batch} "
         "{params.job} {params.tracking} > {log} 2>&1"
 
 
 rule sudoku_table:
     input:
-        expand(
-            f"{R}/sudoku/eval/{{s}}/{{r}}.json",
-            s=SUDOKU["eval"]["sets"],
-            r=SUDOKU_RUNS,
-        ),
+        EVAL_JOBS,
     output:
         table=f"{R}/sudoku/table.csv",
         markdown=f"{R}/sudoku/table.md",

@@ -2,21 +2,24 @@
 
 The backbone is frozen, so a small network reading its hidden states ``h (B, N, D)`` can stand in for
 the ``1 + |M| V`` probing passes of :mod:`mdm_mi.mi.probe` at a fraction of one pass. The head is a
-per-position MLP ``h_i → (z_i, u_i)`` with ``z_i ∈ R^{H×r}`` followed by a symmetric bilinear form
+per-position MLP ``h_i → (z_i, u_i)`` (RMS norm, Linear, GELU, Linear) with ``z_i ∈ R^{H×r}``
+followed by a symmetric bilinear form
 
     Î_ij = softplus( Σ_h w_h ⟨z_i^h, z_j^h⟩ / √r + u_i + u_j + b ),
 
-which is symmetric by construction (exactly: the score matrix is averaged with its transpose so that
-float round-off cannot break it), non-negative (softplus), with the diagonal and every pair involving a
-non-masked position set to zero. It is trained by regression on the probing labels (the paper's MSE
-over masked pairs ``i != j``, normalised by their number).
+which is symmetric by construction (bit for bit, too: Î = a + aᵀ with a = softplus(score)/2, so float
+round-off cannot break it), non-negative, with the diagonal and every pair involving a non-masked
+position exactly zero. The scores, unary terms, bias and exclusions are one batched matmul of
+per-position factors, and the MLP runs on masked positions only, so a decoding step costs the MLP on
+|M| rows plus an ``(N, N)`` matmul, softplus and symmetrisation per sequence. The head is trained by
+regression on the probing labels: the MSE over masked pairs ``i != j``, normalised by their number.
 
     from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, train_head
     feats = backbone_features(model, contexts, batch_size=256)                # (C, N, D)
     head, history = train_head(feats, shard["label"], shard["masked"],
                                HeadTrainConfig(steps=2000, batch_size=64, lr=3e-3,
                                                weight_decay=0.01, seed=0),
-                               HeadConfig(hidden=64, heads=4, rank=8, unary=True))
+                               HeadConfig(hidden=32, heads=4, rank=8, unary=True))
     mi_hat = head(model(tokens).hidden, tokens == model.mask_id)              # (B, N, N)
 """
 
@@ -40,6 +43,10 @@ LOG_POINTS = 10  # train_head logs this many times over a run (plus the last ste
 GRAD_CLIP = 1.0  # max global gradient norm per step
 MIN_INIT_MI = 1e-4  # nats: floor of the mean label used to initialise the output bias
 EVAL_BATCH = 512  # contexts per chunk when evaluating the validation loss
+EXCLUDE = 1e30  # score offset of excluded pairs: softplus(-EXCLUDE) == 0 exactly, and finite in fp32/bf16
+NORM_EPS = 1e-5  # added to the mean square in the RMS normalisation of the hidden states
+COMPACT_FRACTION = 0.5  # pack masked positions when max_b |M_b|² ≤ this × N² (else work on all N)
+HALF = 0.5  # the factors give half-scores, so the symmetrisation (a + aᵀ) needs no extra multiply
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,16 @@ class HeadConfig:
     unary: bool
 
 
+class RMSLinear(nn.Linear):
+    """``Linear(x / rms(x))`` computed as ``(x Wᵀ) / rms(x) + b``: an RMS norm folded into the layer, so
+    the normalised ``(T, D)`` input is never materialised (a norm's affine is redundant before it)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``(T, D) → (T, out)``."""
+        rms = torch.linalg.vector_norm(x, dim=-1, keepdim=True) / math.sqrt(x.shape[-1])
+        return torch.addcmul(self.bias, F.linear(x, self.weight), (rms.square() + NORM_EPS).rsqrt())
+
+
 class MIHead(nn.Module):
     """Î from hidden states: ``forward(h (B, N, D), masked (B, N) bool | None) → (B, N, N)`` float32."""
 
@@ -66,34 +83,86 @@ class MIHead(nn.Module):
         if min(in_dim, cfg.hidden, cfg.heads, cfg.rank) < 1:
             raise ValueError(f"head sizes must be >= 1, got in_dim={in_dim}, {cfg}")
         self.in_dim, self.cfg = in_dim, cfg
-        width = cfg.heads * cfg.rank + int(cfg.unary)
-        self.mlp = nn.Sequential(
-            nn.LayerNorm(in_dim), nn.Linear(in_dim, cfg.hidden), nn.GELU(), nn.Linear(cfg.hidden, width)
+        self.mlp = nn.Sequential(  # per-position features (z_i, u_i)
+            RMSLinear(in_dim, cfg.hidden),
+            nn.GELU(),
+            nn.Linear(cfg.hidden, cfg.heads * cfg.rank + int(cfg.unary)),
         )
         # alternating signs: the form starts indefinite, so it can push pairs both up and down
-        signs = torch.tensor([(-1.0) ** h for h in range(cfg.heads)])
-        self.head_weight = nn.Parameter(signs)
+        self.head_weight = nn.Parameter(torch.tensor([(-1.0) ** h for h in range(cfg.heads)]))
         self.bias = nn.Parameter(torch.zeros(()))
 
-    def scores(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Pre-softplus symmetric scores ``(B, N, N)`` from ``hidden (B, N, D)``."""
-        assert hidden.ndim == 3 and hidden.shape[-1] == self.in_dim, hidden.shape
+    def factors(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """MLP outputs ``rows (T, H·r [+1]) = (z, u)`` → ``left, right (T, H·r + 2)`` whose dot product
+        is half the score: ``left_i · right_j = (Σ_h w_h⟨z_i^h, z_j^h⟩/√r + u_i + u_j + b) / 2``.
+
+        ``left_i = [w ⊙ z_i / (2√r), (u_i + b)/2, 1/2]``, ``right_j = [z_j, 1, u_j]``: one matmul gives
+        the bilinear form, the unary terms and the bias (halved: see :meth:`pairs`).
+        """
+        heads, rank = self.cfg.heads, self.cfg.rank
+        z = rows[:, : heads * rank]
+        u = rows[:, heads * rank] if self.cfg.unary else rows.new_zeros(len(rows))
+        scale = (self.head_weight * (HALF / math.sqrt(rank))).repeat_interleave(rank)  # (H·r,)
+        ones = torch.ones_like(u)[:, None]
+        left = torch.cat([z * scale, ((u + self.bias) * HALF)[:, None], ones * HALF], 1)
+        return left, torch.cat([z, ones, u[:, None]], 1)
+
+    def excluded_rows(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Factor rows ``(H·r + 2,)`` of a non-masked position: ``[0, -EXCLUDE, 1/2]`` and
+        ``[0, 1, -EXCLUDE]``, so every pair touching it has half-score ≤ -EXCLUDE/2."""
         hr = self.cfg.heads * self.cfg.rank
-        out = self.mlp(hidden.to(self.bias.dtype))
-        z = out[..., :hr]
-        zw = (z.unflatten(-1, (self.cfg.heads, self.cfg.rank)) * self.head_weight[:, None]).flatten(-2)
-        s = torch.bmm(zw, z.transpose(1, 2)) / math.sqrt(self.cfg.rank)
-        s = (s + s.transpose(1, 2)) * 0.5  # exact symmetry despite float round-off
-        if self.cfg.unary:
-            u = out[..., hr]
-            s = s + u[:, :, None] + u[:, None, :]
-        return s + self.bias
+        left, right = like.new_zeros(2, hr + 2).unbind(0)
+        left[hr:] = like.new_tensor([-EXCLUDE, HALF])
+        right[hr:] = like.new_tensor([1.0, -EXCLUDE])
+        return left, right
+
+    def pairs(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+        """``left, right (B, N, K)`` from :meth:`factors` (excluded rows from :meth:`excluded_rows`) → Î ``(B, N, N)``, exactly symmetric, zero on the diagonal and on
+        excluded pairs (their half-score is ≤ -EXCLUDE/2, and softplus of it is exactly 0)."""
+        s = torch.bmm(left, right.transpose(1, 2))  # half-scores
+        s.diagonal(dim1=1, dim2=2).fill_(-EXCLUDE)  # bmm saves its inputs, not its output: autograd-safe
+        half = F.softplus(s, beta=2.0)  # = softplus(score) / 2, bit for bit: scaling by 2 is exact
+        # the form is symmetric but round-off (summation order, SIMD vs scalar softplus) is not:
+        # Î = (half + halfᵀ) is then exactly symmetric
+        if half.requires_grad:
+            return half + half.transpose(1, 2)
+        return torch.add(half, half.transpose(1, 2), out=s)  # inference: reuse s's memory
 
     def forward(self, hidden: torch.Tensor, masked: torch.Tensor | None = None) -> torch.Tensor:
         """``hidden (B, N, D)``, ``masked (B, N)`` bool or None → Î ``(B, N, N)`` in nats, ≥ 0,
-        symmetric, zero diagonal, zero for pairs touching a non-masked position."""
-        mi = F.softplus(self.scores(hidden))
-        return mi * pair_mask(masked, hidden.shape[1], hidden.shape[0], hidden.device)
+        symmetric, zero diagonal, zero for pairs touching a non-masked position.
+
+        The MLP runs on the masked rows only. When few positions are masked (``M² ≤``
+        :data:`COMPACT_FRACTION` ``N²``, ``M = max_b |M_b|``), each row's masked positions are packed
+        into M slots and the pair stage runs on ``(B, M, M)``; so the cost per step falls as
+        decoding proceeds.
+        """
+        assert hidden.ndim == 3 and hidden.shape[-1] == self.in_dim, hidden.shape
+        b, n, d = hidden.shape
+        flat_hidden = hidden.reshape(b * n, d).to(self.bias.dtype)
+        if masked is None or bool(masked.all()):
+            left, right = self.factors(self.mlp(flat_hidden))
+            return self.pairs(left.view(b, n, -1), right.view(b, n, -1))
+        assert masked.shape == (b, n), (masked.shape, hidden.shape)
+        flat = masked.reshape(-1).nonzero().squeeze(1)  # (T,) masked rows of the (B·N) rows
+        lrows, rrows = self.factors(self.mlp(flat_hidden.index_select(0, flat)))
+        counts = masked.sum(1)
+        m = int(counts.max())
+        if m * m > COMPACT_FRACTION * n * n:  # all N slots; non-masked ones excluded
+            return self.pairs(*self._place(lrows, rrows, flat, b, n))
+        slots = (torch.arange(m, device=masked.device) < counts[:, None]).reshape(-1).nonzero().squeeze(1)
+        small = self.pairs(*self._place(lrows, rrows, slots, b, m))  # (B, M, M)
+        pos = torch.argsort((~masked).to(torch.uint8), dim=1, stable=True)[:, :m]  # slot → position
+        index = (pos[:, :, None] * n + pos[:, None, :]).view(b, m * m)  # distinct within a row
+        return small.new_zeros(b, n * n).scatter_(1, index, small.view(b, m * m)).view(b, n, n)
+
+    def _place(self, lrows, rrows, slots: torch.Tensor, b: int, m: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Factor rows ``(T, K)`` into ``(B, m, K)`` at the flat ``slots (T,)``; the other slots get
+        :meth:`excluded_rows`. Rows and slots are both in row-major (sequence, position) order."""
+        pad_left, pad_right = self.excluded_rows(lrows)
+        left = pad_left.expand(b * m, -1).clone().index_copy_(0, slots, lrows)
+        right = pad_right.expand(b * m, -1).clone().index_copy_(0, slots, rrows)
+        return left.view(b, m, left.shape[-1]), right.view(b, m, right.shape[-1])
 
 
 def pair_mask(masked: torch.Tensor | None, n: int, b: int, device) -> torch.Tensor:
@@ -111,15 +180,16 @@ def count_params(module: nn.Module) -> int:
 
 
 def expected_params(in_dim: int, cfg: HeadConfig) -> int:
-    """Closed-form parameter count of :class:`MIHead` (LayerNorm, two Linears, w, b)."""
+    """Closed-form parameter count of :class:`MIHead` (two Linears, w, b)."""
     width = cfg.heads * cfg.rank + int(cfg.unary)
-    return 2 * in_dim + (in_dim + 1) * cfg.hidden + (cfg.hidden + 1) * width + cfg.heads + 1
+    return (in_dim + 1) * cfg.hidden + (cfg.hidden + 1) * width + cfg.heads + 1
 
 
 def head_flops(in_dim: int, cfg: HeadConfig, n: int) -> int:
-    """Approximate multiply-add FLOPs (×2) of one sequence of length ``n``: MLP + bilinear form."""
+    """Approximate FLOPs (2 per multiply-add) for one sequence of ``n`` positions, all masked: the
+    per-position MLP plus the ``(n, n)`` matmul of the factors (element-wise work not counted)."""
     width = cfg.heads * cfg.rank + int(cfg.unary)
-    return 2 * n * (in_dim * cfg.hidden + cfg.hidden * width) + 2 * n * n * cfg.heads * cfg.rank
+    return 2 * n * (in_dim * cfg.hidden + cfg.hidden * width) + 2 * n * n * (cfg.heads * cfg.rank + 2)
 
 
 def save_head(head: MIHead, directory: str | Path, meta: dict) -> None:

@@ -89,3 +89,93 @@ def label(args: LabelArgs, tracker) -> None:
     write_json(Path(args.out).with_suffix(".json"), stats)
     tracker.log_params(dataclasses.asdict(args))
     tracker.log_metrics(stats)
+
+
+@dataclass(frozen=True)
+class TrainHeadArgs:
+    model: Path = field(metadata=_h("frozen backbone checkpoint folder"))
+    labels: tuple[Path, ...] = field(metadata=_h("training label shards (.safetensors)"))
+    heldout: tuple[Path, ...] = field(metadata=_h("held-out label shards for fidelity"))
+    out: Path = field(metadata=_h("output head checkpoint folder"))
+    fidelity: Path = field(metadata=_h("fidelity JSON on the held-out contexts"))
+    pairs: Path = field(metadata=_h("CSV of held-out (label, prediction) pairs for the scatter figure"))
+    hidden: int = field(metadata=_h("head MLP width"))
+    heads: int = field(metadata=_h("bilinear heads"))
+    rank: int = field(metadata=_h("rank of each bilinear head"))
+    unary: bool = field(metadata=_h("add the per-position term u_i + u_j"))
+    steps: int = field(metadata=_h("optimiser steps"))
+    batch_size: int = field(metadata=_h("contexts per step"))
+    lr: float = field(metadata=_h("learning rate"))
+    weight_decay: float = field(metadata=_h("AdamW weight decay"))
+    seed: int = field(metadata=_h("random seed"))
+    device: str = field(metadata=_h("auto | cpu | cuda"))
+    threads: int = field(metadata=_h("torch CPU threads"))
+
+
+MAX_SCATTER_PAIRS = 20000  # held-out pairs written for the scatter figure
+
+
+def load_label_shards(paths) -> dict[str, torch.Tensor]:
+    """Concatenate label shards → ``contexts (C, N)``, ``label (C, N, N)``, ``masked (C, N)``."""
+    from safetensors.torch import load_file
+
+    parts = []
+    for p in paths:
+        if not Path(p).is_file():
+            raise InputError(f"label shard not found: {p}")
+        parts.append(load_file(str(p)))
+    return {k: torch.cat([part[k] for part in parts]) for k in ("contexts", "label", "masked")}
+
+
+def structure_matrix(domain: str, n: int) -> torch.Tensor | None:
+    """Known dependency structure used to score the head: Sudoku's same row/column/box pairs."""
+    if domain == "sudoku":
+        from mdm_mi.sudoku.grid import peer_matrix
+
+        return torch.as_tensor(peer_matrix())
+    return None
+
+
+def _write_pairs(path, pred, label, masked, seed: int) -> None:
+    """A seeded sample of held-out masked pairs i < j as CSV (label, prediction)."""
+    from mdm_mi.mi.fidelity import masked_pairs
+
+    sel = masked_pairs(masked)
+    lab, prd = label[sel], pred[sel]
+    idx = torch.randperm(len(lab), generator=torch.Generator().manual_seed(seed))[:MAX_SCATTER_PAIRS]
+    lines = ["label,prediction"] + [f"{a:.6g},{b:.6g}" for a, b in zip(lab[idx].tolist(), prd[idx].tolist())]
+    from mdm_mi.io import write_text
+
+    write_text(path, "\n".join(lines) + "\n")
+
+
+@verb("train-head", TrainHeadArgs, "train the MI head on probing labels and report its fidelity")
+def train_head_job(args: TrainHeadArgs, tracker) -> None:
+    from mdm_mi.mi.fidelity import fidelity
+    from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
+    from mdm_mi.models import load_backbone
+
+    setup(args.threads, args.seed)
+    device = resolve_device(args.device)
+    backbone, meta = load_backbone(args.model, device)
+    train, held = load_label_shards(args.labels), load_label_shards(args.heldout)
+    feats = backbone_features(backbone, train["contexts"].to(device), 512).clone()
+    hfeats = backbone_features(backbone, held["contexts"].to(device), 512).clone()
+    head_cfg = HeadConfig(args.hidden, args.heads, args.rank, args.unary)
+    train_cfg = HeadTrainConfig(args.steps, args.batch_size, args.lr, args.weight_decay, args.seed)
+    tracker.log_params(dataclasses.asdict(args))
+    start = time.time()
+    head, history = train_head(feats, train["label"], train["masked"], train_cfg, head_cfg,
+                               val=(hfeats, held["label"], held["masked"]), log=lambda m: print(m, flush=True))
+    with torch.inference_mode():
+        pred = torch.cat([head(f, m) for f, m in zip(hfeats.split(256), held["masked"].to(device).split(256))]).cpu()
+    fid = fidelity(pred, held["label"], held["masked"], structure_matrix(meta["domain"], pred.shape[1]))
+    fid |= {"n_params": count_params(head), "train_contexts": len(feats), "heldout_contexts": len(hfeats),
+            "train_minutes": (time.time() - start) / 60, "backbone_domain": meta["domain"]}
+    save_head(head, args.out, {"backbone": str(args.model), "history": history, "fidelity": fid})
+    write_json(args.fidelity, fid)
+    _write_pairs(args.pairs, pred, held["label"], held["masked"], args.seed)
+    for row in history:
+        tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step=row["step"])
+    tracker.log_metrics({k: v for k, v in fid.items() if isinstance(v, (int, float))})
+    tracker.log_artifact(args.fidelity)

@@ -35,6 +35,7 @@ class PrepareArgs:
     levels_max_puzzles: int = field(metadata=_h("puzzles per Beginner/Easy/Medium level"))
     graded_givens: tuple[int, ...] = field(metadata=_h("target givens of the graded set"))
     graded_per_level: int = field(metadata=_h("puzzles per graded level"))
+    oracle_max_puzzles: int = field(metadata=_h("hard puzzles in the small exact-MI oracle set"))
     seed: int = field(metadata=_h("random seed"))
 
 
@@ -52,12 +53,16 @@ def prepare_sudoku(args: PrepareArgs, tracker) -> None:
         "levels": stratified(radcliffe, OTHER_LEVELS, args.levels_max_puzzles * len(OTHER_LEVELS), rng),
         "graded": graded(hard_pool, args.graded_givens, args.graded_per_level, rng),
     }
+    oracle_rng = np.random.default_rng([args.seed, 1])  # own stream: the draws above stay as they were
+    sets["oracle"] = sets["hard"].subset(oracle_rng.permutation(len(sets["hard"]))[: args.oracle_max_puzzles])
     out = Path(args.out_dir)
     for name, ps in sets.items():
         write_puzzle_csv(out / f"{name}.csv", ps)
     solutions = random_solutions(args.n_train_solutions, rng)
     with atomic_path(out / "train_solutions.npy") as tmp, tmp.open("wb") as fh:
         np.save(fh, solutions, allow_pickle=False)
+    with atomic_path(out / "heldout_solutions.npy") as tmp, tmp.open("wb") as fh:
+        np.save(fh, radcliffe.solutions, allow_pickle=False)  # real solutions: held-out MI contexts
     counts = {f"n_{name}": len(ps) for name, ps in sets.items()} | {"n_train": len(solutions)}
     write_json(out / "summary.json", counts)
     tracker.log_params(dataclasses.asdict(args))
@@ -129,21 +134,28 @@ class EvaluateArgs:
     puzzles: Path = field(metadata=_h("any CSV with 'puzzle' (and optional 'solution', 'level') columns"))
     out: Path = field(metadata=_h("summary JSON"))
     per_puzzle: Path = field(metadata=_h("per-puzzle CSV"))
-    sampler: str = field(metadata=_h("sequential | naive | eb"))
+    sampler: str = field(metadata=_h("sequential | naive | eb | mi | mi-oracle"))
     order: str = field(default="entropy", metadata=_h("sequential: entropy | margin"))
     k: int = field(default=0, metadata=_h("naive: tokens per pass"))
-    gamma: float = field(default=0.0, metadata=_h("eb: entropy budget"))
+    gamma: float = field(default=0.0, metadata=_h("eb, mi: budget γ (nats)"))
+    lam: float = field(default=1.0, metadata=_h("mi: weight λ of the pairwise MI"))
+    on_reject: str = field(default="skip", metadata=_h("mi: skip | stop at a rejected candidate"))
+    charge_first: bool = field(default=False, metadata=_h("mi: charge the first token's entropy to γ"))
+    head: Path | None = field(default=None, metadata=_h("mi: MI head checkpoint folder"))
+    oracle_tol: float = field(default=1e-3, metadata=_h("mi-oracle: certified probing tolerance (nats)"))
     batch_size: int = field(default=1000, metadata=_h("puzzles decoded together"))
     seed: int = field(default=0, metadata=_h("random seed"))
     device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
     threads: int = field(default=2, metadata=_h("torch CPU threads"))
 
 
-SAMPLER_FLAGS = {"sequential": ("order",), "naive": ("k",), "eb": ("gamma",)}
+MI_FLAGS = ("gamma", "lam", "on_reject", "charge_first")
+SAMPLER_FLAGS = {"sequential": ("order",), "naive": ("k",), "eb": ("gamma",), "mi": MI_FLAGS, "mi-oracle": MI_FLAGS}
 
 
 def sampler_from_args(args) -> "Sampler":  # noqa: F821
     """Build the sampler named by ``args.sampler`` from the flags it uses."""
+    import mdm_mi.mi.guided  # noqa: F401  (registers mi and mi-oracle)
     from mdm_mi.samplers import build_sampler
 
     if args.sampler not in SAMPLER_FLAGS:
@@ -152,6 +164,21 @@ def sampler_from_args(args) -> "Sampler":  # noqa: F821
         return build_sampler(args.sampler, **{f: getattr(args, f) for f in SAMPLER_FLAGS[args.sampler]})
     except ValueError as exc:
         raise InputError(str(exc)) from None
+
+
+def pairwise_from_args(args, backbone, device):
+    """The pairwise matrix source of MI samplers: the trained head (no extra pass) or the oracle."""
+    from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
+    from mdm_mi.mi.head import load_head
+
+    if args.sampler == "mi":
+        if args.head is None:
+            raise InputError("sampler 'mi' needs --head (a trained MI head checkpoint folder)")
+        head, _ = load_head(args.head, device)
+        return head_pairwise_fn(head)
+    if args.sampler == "mi-oracle":
+        return oracle_pairwise_fn(backbone, method="certified", tol=args.oracle_tol)
+    return None
 
 
 @verb("evaluate", EvaluateArgs, "decode a puzzle CSV with one sampler and score it")
@@ -164,10 +191,12 @@ def evaluate(args: EvaluateArgs, tracker) -> None:
 
     setup(args.threads, args.seed)
     sampler = sampler_from_args(args)
-    model, _ = load_model(args.model, resolve_device(args.device))
+    device = resolve_device(args.device)
+    model, _ = load_model(args.model, device)
+    pairwise = pairwise_from_args(args, model, device)
     ps = load_puzzle_csv(args.puzzles)
     start = time.time()
-    grids, passes = decode_set(model, ps, sampler, args.batch_size, args.seed)
+    grids, passes = decode_set(model, ps, sampler, args.batch_size, args.seed, pairwise)
     records = score(ps, grids, passes)
     summary = {"sampler": sampler.name, "params": sampler.params(), "set": Path(args.puzzles).stem,
                "seconds": time.time() - start, "levels": summarise(records)}

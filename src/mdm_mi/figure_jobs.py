@@ -1,0 +1,115 @@
+"""The figure verbs of the CLI; each reads results already computed and writes one figure/table.
+
+    python -m mdm_mi figure-speed-quality --table results/x/sudoku/table.csv --set hard --out f.png
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mdm_mi.cli import verb
+from mdm_mi.io import read_json, write_text
+
+
+def _h(text: str) -> dict:
+    return {"help": text}
+
+
+def backbone_name(model_dir: Path) -> str:
+    """A short description of the backbone that produced a result, for figure titles."""
+    meta = read_json(Path(model_dir) / "meta.json")
+    n = meta.get("metrics", {}).get("n_params")
+    size = f", {n / 1e6:.2f}M params" if n else ""
+    return f"{meta['domain']} MDM{size}"
+
+
+@dataclass(frozen=True)
+class SpeedQualityArgs:
+    table: Path = field(metadata=_h("tidy table CSV from gather"))
+    set: str = field(metadata=_h("evaluation set to plot"))
+    model: Path = field(metadata=_h("backbone checkpoint folder (named in the title)"))
+    out: Path = field(metadata=_h("output PNG"))
+    paper: bool = field(default=True, metadata=_h("overlay the paper's points"))
+
+
+@verb("figure-speed-quality", SpeedQualityArgs, "mean passes vs accuracy, one curve per sampler")
+def figure_speed_quality(args: SpeedQualityArgs, tracker) -> None:
+    from mdm_mi.figures import read_table, speed_quality
+
+    title = f"Sudoku '{args.set}' set — {backbone_name(args.model)}"
+    speed_quality(read_table(args.table), args.set, args.out, title, args.paper)
+    tracker.log_artifact(args.out)
+
+
+@dataclass(frozen=True)
+class PaperTableArgs:
+    table: Path = field(metadata=_h("tidy table CSV from gather"))
+    set: str = field(metadata=_h("evaluation set"))
+    model: Path = field(metadata=_h("backbone checkpoint folder (named in the caption)"))
+    out: Path = field(metadata=_h("output Markdown"))
+
+
+@verb("paper-table", PaperTableArgs, "our Sudoku results laid out beside the paper's table")
+def paper_table_job(args: PaperTableArgs, tracker) -> None:
+    from mdm_mi.figures import paper_table, read_table
+
+    caption = (f"Sudoku, set '{args.set}', backbone: {backbone_name(args.model)}; paper: 1000 hard puzzles, "
+               "4.16M-parameter MDM.")
+    write_text(args.out, paper_table(read_table(args.table), args.set, caption))
+    tracker.log_artifact(args.out)
+
+
+@dataclass(frozen=True)
+class MiMapArgs:
+    model: Path = field(metadata=_h("backbone checkpoint folder"))
+    head: Path = field(metadata=_h("MI head checkpoint folder"))
+    puzzles: Path = field(metadata=_h("puzzle CSV"))
+    out: Path = field(metadata=_h("output PNG"))
+    csv: Path = field(metadata=_h("output CSV of the full matrices"))
+    index: int = field(default=0, metadata=_h("row of the puzzle in the CSV"))
+    cell: int = field(default=-1, metadata=_h("cell 0..80 to map; -1 = the blank with most total MI"))
+    exact: bool = field(default=True, metadata=_h("also compute the exact probing MI"))
+    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
+
+
+@verb("figure-mi-map", MiMapArgs, "Figure-1-style MI map of one cell of a real puzzle")
+def figure_mi_map(args: MiMapArgs, tracker) -> None:
+    import torch
+
+    from mdm_mi.errors import InputError
+    from mdm_mi.mi.head import load_head
+    from mdm_mi.mi_figures import mi_map_figure, mi_matrices, pick_cell, write_matrix_csv
+    from mdm_mi.models import load_backbone
+    from mdm_mi.runtime import resolve_device
+    from mdm_mi.sudoku.data import load_puzzle_csv
+
+    device = resolve_device(args.device)
+    backbone, _ = load_backbone(args.model, device, domain="sudoku")
+    head, _ = load_head(args.head, device)
+    ps = load_puzzle_csv(args.puzzles)
+    if not 0 <= args.index < len(ps):
+        raise InputError(f"--index {args.index} is outside the {len(ps)} puzzles of {args.puzzles}")
+    tokens = torch.as_tensor(ps.puzzles[args.index], device=device)
+    pred, label = mi_matrices(backbone, head, tokens, args.exact)
+    cell = pick_cell(pred, tokens == backbone.mask_id, args.cell)
+    mi_map_figure(ps.puzzles[args.index], pred, label, cell, args.out, backbone_name(args.model))
+    write_matrix_csv(args.csv, pred, label)
+    tracker.log_artifact(args.out)
+    tracker.log_artifact(args.csv)
+
+
+@dataclass(frozen=True)
+class ScatterArgs:
+    pairs: Path = field(metadata=_h("held-out (label, prediction) CSV from train-head"))
+    fidelity: Path = field(metadata=_h("fidelity JSON from train-head"))
+    model: Path = field(metadata=_h("backbone checkpoint folder (named in the title)"))
+    out: Path = field(metadata=_h("output PNG"))
+
+
+@verb("figure-scatter", ScatterArgs, "MI head vs probing label on held-out pairs")
+def figure_scatter(args: ScatterArgs, tracker) -> None:
+    from mdm_mi.mi_figures import scatter_figure
+
+    scatter_figure(args.pairs, read_json(args.fidelity), args.out, backbone_name(args.model))
+    tracker.log_artifact(args.out)

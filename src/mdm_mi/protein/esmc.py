@@ -1,0 +1,343 @@
+"""ESM-C (EvolutionaryScale) as a :class:`~mdm_mi.backbone.Backbone`.
+
+ESM-C is a masked protein language model; read as a masked discrete sequence model, its sequence
+logits at masked positions are the per-position marginals the samplers and the MI head use.
+
+    path = ensure_esmc_300m("resources/esmc")              # downloads once; offline → InputError
+    backbone = ESMCBackbone(load_esmc(path), hidden_layer=-1)
+    tokens = backbone.masked_sequence(60).unsqueeze(0)      # BOS + 60 × mask + EOS
+    out = backbone(tokens)                                  # logits (1, 62, 20), hidden (1, 62, 960)
+
+Token ids are the ESM tokenizer's ids: ``<cls>`` (BOS) first, ``<eos>`` last, ``<pad>`` after EOS in
+padded batches. None of these is the mask, so a sampler never rewrites them. The logits are the
+ESM-C sequence logits gathered at the 20 standard amino acids (V = 20, in the order of
+:data:`AMINO_ACIDS`); ``vocab_token_ids`` maps each logit index back to its input id.
+
+Weights are loaded without unpickling arbitrary objects (``torch.load(weights_only=True)`` or
+safetensors). The ``esm`` package is imported lazily: it takes seconds to import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import shutil
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+from urllib.parse import urlparse
+
+import torch
+from torch import nn
+
+from mdm_mi.backbone import BackboneOutput
+from mdm_mi.checkpoint import CheckpointError
+from mdm_mi.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from esm.models.esmc import ESMC
+
+AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard amino acids; logit index i ↔ AMINO_ACIDS[i]
+MASK_CHAR = "_"  # a masked position in :meth:`ESMCBackbone.encode` / :meth:`ESMCBackbone.decode_tokens`
+
+# ESM-C 300M, as in esm/pretrained.py (ESMC_300M_202412) and esm/utils/constants/esm3.py (data_root)
+ESMC_300M_REPO = "EvolutionaryScale/esmc-300m-2024-12"
+ESMC_300M_FILE = "data/weights/esmc_300m_2024_12_v0.pth"
+ESMC_300M_WEIGHTS = Path(ESMC_300M_FILE).name
+ESMC_300M_DIMS = {"d_model": 960, "n_heads": 15, "n_layers": 30}
+
+_OFFLINE_VALUES = {"1", "ON", "YES", "TRUE"}
+
+
+def esmc_tokenizer():
+    """The ESM-C sequence tokenizer (``esm.tokenization.EsmSequenceTokenizer``)."""
+    from esm.tokenization import get_esmc_model_tokenizers
+
+    return get_esmc_model_tokenizers()
+
+
+# ---------------------------------------------------------------------------------------- download
+
+
+def _download_help(dest_dir: Path) -> str:
+    return (
+        f"copy {ESMC_300M_WEIGHTS} (from huggingface.co/{ESMC_300M_REPO}, file {ESMC_300M_FILE}) "
+        f"into {dest_dir}/ or set protein.esmc_weights to its path"
+    )
+
+
+def download_esmc_300m(dest_dir: str | Path) -> Path:
+    """Fetch the ESM-C 300M weights from the Hugging Face Hub into ``dest_dir/esmc_300m_2024_12_v0.pth``.
+
+    Returns the path. Offline (``HF_HUB_OFFLINE`` set), without ``huggingface_hub`` or on any
+    failure, raises :class:`InputError` with one line saying what to do. An interrupted download
+    resumes from ``dest_dir/.esmc-download`` on the next call.
+    """
+    dest_dir = Path(dest_dir)
+    target = dest_dir / ESMC_300M_WEIGHTS
+    # huggingface_hub reads HF_HUB_OFFLINE once at import, so check the live environment here too
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in _OFFLINE_VALUES:
+        raise InputError(f"could not download ESM-C 300M weights (HF_HUB_OFFLINE is set): {_download_help(dest_dir)}")
+    staging = dest_dir / ".esmc-download"
+    hub_log = logging.getLogger("huggingface_hub")
+    level = hub_log.level
+    try:
+        # fail fast without a network: the hub client would retry for ~25 s, logging each retry
+        host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname or "huggingface.co"
+        socket.getaddrinfo(host, 443)
+        from huggingface_hub import hf_hub_download
+
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        hub_log.setLevel(logging.ERROR)
+        fetched = Path(hf_hub_download(repo_id=ESMC_300M_REPO, filename=ESMC_300M_FILE, local_dir=staging))
+        if not fetched.is_file() or fetched.stat().st_size == 0:
+            raise OSError(f"download produced no file at {fetched}")
+        os.replace(fetched, target)
+    except Exception as exc:  # noqa: BLE001 — any failure means the same thing to the user
+        reason = type(exc).__name__
+        raise InputError(f"could not download ESM-C 300M weights (offline? {reason}): {_download_help(dest_dir)}") from None
+    finally:
+        hub_log.setLevel(level)
+    shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def ensure_esmc_300m(dest_dir: str | Path, weights: str | Path | None = None) -> Path:
+    """The ESM-C 300M weights file: ``weights`` if given (must exist), else ``dest_dir/<file>`` if
+    present, else download it there."""
+    if weights is not None:
+        weights = Path(weights)
+        if not weights.is_file():
+            raise InputError(f"ESM-C weights file not found: {weights} (protein.esmc_weights)")
+        return weights
+    target = Path(dest_dir) / ESMC_300M_WEIGHTS
+    return target if target.is_file() else download_esmc_300m(dest_dir)
+
+
+# ------------------------------------------------------------------------------------------ loading
+
+
+def _first_line(exc: BaseException, limit: int = 200) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _read_state_dict(path: Path) -> dict[str, torch.Tensor]:
+    """Tensors of a .pth (weights_only) or .safetensors file; CheckpointError on any problem."""
+    if not path.is_file():
+        raise CheckpointError(f"ESM-C weights file missing: {path}")
+    if path.suffix == ".safetensors":
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file
+
+        try:
+            state = load_file(str(path))
+        except (SafetensorError, OSError, RuntimeError, ValueError) as exc:
+            raise CheckpointError(f"ESM-C weights are corrupt or truncated: {path} ({_first_line(exc)})") from None
+    else:
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError as exc:
+            # torch's weights-only unpickler names a disallowed class/function "Unsupported global";
+            # anything else it rejects is bytes that are no pickle at all
+            if "unsupported global" in str(exc).lower():
+                raise CheckpointError(
+                    f"ESM-C weights file holds objects other than tensors and was refused (never unpickled): {path}"
+                ) from None
+            raise CheckpointError(f"ESM-C weights are corrupt or not a PyTorch weights file: {path}") from None
+        except Exception as exc:  # noqa: BLE001 — zip/pickle readers raise many types for bad bytes
+            raise CheckpointError(f"ESM-C weights are corrupt or truncated: {path} ({_first_line(exc)})") from None
+    if isinstance(state, dict) and len(state) == 1 and next(iter(state)) in ("state_dict", "model"):
+        state = next(iter(state.values()))  # a state dict wrapped in {"state_dict": ...}
+    if not isinstance(state, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
+    ):
+        raise CheckpointError(f"ESM-C weights file is not a state dict of named tensors: {path}")
+    return state
+
+
+def _check_shapes(model: nn.Module, state: dict[str, torch.Tensor], path: Path, dims: str) -> None:
+    """One-line CheckpointError if keys or shapes differ from ``model``'s."""
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(state))
+    unexpected = sorted(set(state) - set(expected))
+    wrong = [k for k in expected if k in state and tuple(state[k].shape) != tuple(expected[k].shape)]
+    if not (missing or unexpected or wrong):
+        return
+    parts = []
+    if wrong:
+        k = wrong[0]
+        parts.append(
+            f"{len(wrong)} tensors of the wrong shape, e.g. {k} is {tuple(state[k].shape)} "
+            f"not {tuple(expected[k].shape)}"
+        )
+    if missing:
+        parts.append(f"{len(missing)} missing, e.g. {missing[0]}")
+    if unexpected:
+        parts.append(f"{len(unexpected)} unexpected, e.g. {unexpected[0]}")
+    raise CheckpointError(f"ESM-C weights {path} do not match an ESM-C with {dims}: {'; '.join(parts)}")
+
+
+def load_esmc(
+    weights_path: str | Path,
+    d_model: int = 960,
+    n_heads: int = 15,
+    n_layers: int = 30,
+    device: str | torch.device = "cpu",
+) -> "ESMC":
+    """Build ``ESMC(d_model, n_heads, n_layers, tokenizer)`` and load ``weights_path`` into it.
+
+    The defaults are ESM-C 300M. ``.safetensors`` files are read with safetensors, anything else with
+    ``torch.load(weights_only=True)``; nothing arbitrary is unpickled. A missing, truncated, corrupt or
+    mismatched file raises :class:`CheckpointError` with one line. Returns the model in eval mode,
+    fp32, on ``device``, with flash attention off (plain SDPA with a padding mask).
+    """
+    path = Path(weights_path)
+    state = _read_state_dict(path)
+    if d_model % n_heads:
+        raise CheckpointError(f"ESM-C d_model {d_model} is not divisible by n_heads {n_heads}")
+    from esm.models.esmc import ESMC  # slow import: only once the file is known to be readable
+
+    model = ESMC(d_model=d_model, n_heads=n_heads, n_layers=n_layers, tokenizer=esmc_tokenizer(), use_flash_attn=False)
+    dims = f"d_model={d_model}, n_heads={n_heads}, n_layers={n_layers}"
+    _check_shapes(model, state, path, dims)
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise CheckpointError(f"ESM-C weights {path} do not load into an ESM-C with {dims}: {_first_line(exc)}") from None
+    return model.float().to(device).eval()
+
+
+# ----------------------------------------------------------------------------------------- backbone
+
+
+class ESMCBackbone(nn.Module):
+    """Backbone protocol around an ``esm.models.esmc.ESMC``.
+
+    tokens ``(B, N)`` long, ESM tokenizer ids (BOS ``<cls>`` first, EOS last, ``<pad>`` after EOS) →
+    logits ``(B, N, 20)`` over :data:`AMINO_ACIDS` and hidden ``(B, N, d_model)``.
+
+    ``hidden_layer`` indexes ``ESMCOutput.hidden_states`` — the residual stream after each of the
+    ``n_layers`` transformer blocks (before the final LayerNorm; token embeddings are not among them):
+    0 = after the first block, ``n_layers - 1`` (or -1) = after the last; negative counts from the end.
+    This is the same indexing as esm's ``LogitsConfig.ith_hidden_layer``.
+
+    Padding: ESM-C masks attention by ``tokens != pad`` (its default ``sequence_id``), and pads come
+    after EOS, so a padded sequence gets the same logits at its real positions as alone. Callers
+    usually feed equal-length batches (all ``masked_sequence(L)``); logits at pad positions are
+    meaningless and must be ignored.
+
+    ``bf16=True`` runs the forward under bf16 autocast, on CUDA only (CPU always runs fp32); outputs are
+    returned as fp32 either way.
+    """
+
+    def __init__(self, model: "ESMC", hidden_layer: int = -1, bf16: bool = False):
+        super().__init__()
+        self.model = model
+        self.tokenizer = model.tokenizer
+        tok = self.tokenizer
+        self.mask_id = int(tok.mask_token_id)
+        self.pad_id = int(tok.pad_token_id)
+        self.bos_id = int(tok.cls_token_id)  # ESM calls BOS <cls>; tokenizer.bos_token_id is the same
+        self.eos_id = int(tok.eos_token_id)
+        ids = [tok.convert_tokens_to_ids(a) for a in AMINO_ACIDS]
+        unk = tok.convert_tokens_to_ids(tok.unk_token)
+        if any(not isinstance(i, int) or i == unk for i in ids):
+            raise ValueError(f"the ESM-C tokenizer does not know all of {AMINO_ACIDS}: {ids}")
+        specials = {self.mask_id, self.pad_id, self.bos_id, self.eos_id}
+        if len(specials) != 4 or specials & set(ids):
+            raise ValueError("the ESM-C tokenizer's special ids collide with each other or with amino acids")
+        self.register_buffer("vocab_token_ids", torch.tensor(ids, dtype=torch.long), persistent=False)
+        self.vocab_size = len(AMINO_ACIDS)
+        self.hidden_dim = int(model.embed.embedding_dim)
+        self.n_layers = len(model.transformer.blocks)
+        if not -self.n_layers <= hidden_layer < self.n_layers:
+            raise InputError(
+                f"hidden_layer {hidden_layer} is outside [-{self.n_layers}, {self.n_layers - 1}] "
+                f"for an ESM-C with {self.n_layers} layers"
+            )
+        self.hidden_layer = hidden_layer
+        self.hidden_index = hidden_layer % self.n_layers
+        self.bf16 = bool(bf16)
+        self._aa_to_id = dict(zip(AMINO_ACIDS, ids))
+        self._id_to_char = {i: a for a, i in self._aa_to_id.items()} | {self.mask_id: MASK_CHAR}
+
+    def forward(self, tokens: torch.Tensor) -> BackboneOutput:
+        """tokens ``(B, N)`` long → logits ``(B, N, 20)`` fp32 and hidden ``(B, N, D)`` fp32."""
+        if tokens.ndim != 2:
+            raise ValueError(f"tokens must be (B, N), got shape {tuple(tokens.shape)}")
+        autocast = (
+            torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+            if self.bf16 and tokens.device.type == "cuda"
+            else contextlib.nullcontext()
+        )
+        with autocast:
+            out = self.model(sequence_tokens=tokens)  # sequence_id defaults to tokens != pad
+        logits = out.sequence_logits.index_select(-1, self.vocab_token_ids.to(tokens.device))
+        hidden = out.hidden_states[self.hidden_index]
+        return BackboneOutput(logits=logits.float(), hidden=hidden.float())
+
+    # ---- token helpers ------------------------------------------------------------------------
+
+    def encode(self, seqs: Sequence[str], device: str | torch.device | None = None) -> torch.Tensor:
+        """``B`` sequences over :data:`AMINO_ACIDS` (``_`` = masked) → ``(B, N)`` long, each
+        ``BOS + residues + EOS`` and right-padded with the pad id to the longest (N = max len + 2).
+
+        Raises :class:`InputError` naming any other letter.
+        """
+        if isinstance(seqs, str):
+            raise TypeError("encode takes a list of sequences, not one string")
+        if not seqs:
+            raise InputError("no sequences to encode")
+        n = max(len(s) for s in seqs) + 2
+        out = torch.full((len(seqs), n), self.pad_id, dtype=torch.long)
+        for b, seq in enumerate(seqs):
+            try:
+                ids = [self.mask_id if c == MASK_CHAR else self._aa_to_id[c] for c in seq]
+            except KeyError:
+                bad = sorted({c for c in seq if c != MASK_CHAR and c not in self._aa_to_id})
+                raise InputError(
+                    f"sequence {b} has letters outside the 20 standard amino acids: {', '.join(map(repr, bad))}"
+                ) from None
+            out[b, : len(ids) + 2] = torch.tensor([self.bos_id, *ids, self.eos_id], dtype=torch.long)
+        return out.to(device if device is not None else self.vocab_token_ids.device)
+
+    def decode_tokens(self, tokens: torch.Tensor) -> list[str]:
+        """``(B, N)`` or ``(N,)`` ids → sequences: BOS/EOS/pad dropped, mask shown as ``_``, any other
+        token as the tokenizer spells it."""
+        if tokens.ndim == 1:
+            tokens = tokens.unsqueeze(0)
+        skip = {self.bos_id, self.eos_id, self.pad_id}
+        seqs = []
+        for row in tokens.tolist():
+            chars = []
+            for i in row:
+                if i in skip:
+                    continue
+                c = self._id_to_char.get(i)
+                chars.append(c if c is not None else self.tokenizer.convert_ids_to_tokens(i))
+            seqs.append("".join(chars))
+        return seqs
+
+    def masked_sequence(self, length: int, device: str | torch.device | None = None) -> torch.Tensor:
+        """``(length + 2,)`` long: BOS, ``length`` masks, EOS — a fully masked protein to decode."""
+        if length < 1:
+            raise InputError(f"protein length must be >= 1, got {length}")
+        t = torch.full((length + 2,), self.mask_id, dtype=torch.long)
+        t[0], t[-1] = self.bos_id, self.eos_id
+        return t.to(device if device is not None else self.vocab_token_ids.device)
+
+
+def load_esmc_backbone(
+    weights_path: str | Path,
+    hidden_layer: int = -1,
+    device: str | torch.device = "cpu",
+    bf16: bool = False,
+    **dims: int,
+) -> ESMCBackbone:
+    """:func:`load_esmc` (``dims``: d_model, n_heads, n_layers; default 300M) wrapped in an
+    :class:`ESMCBackbone` in eval mode."""
+    return ESMCBackbone(load_esmc(weights_path, device=device, **dims), hidden_layer, bf16).to(device).eval()

@@ -1,0 +1,158 @@
+"""Properties of :mod:`mdm_mi.config`: every shipped config loads, typos and out-of-range values
+are rejected with the key named, and the schema's defaults are filled in."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from conftest import REPO
+from mdm_mi.config import ConfigError, config_hash, load_config, load_schema, validate_config
+
+CONFIG_FILES = sorted((REPO / "config").glob("*.yaml"))
+
+
+def write_yaml(tmp_path, obj, name="cfg.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(obj))
+    return path
+
+
+def schema_defaults(schema: dict, prefix=()) -> dict[tuple, object]:
+    """Every (key path → default) in the schema, descending through objects."""
+    out = {}
+    for key, sub in schema.get("properties", {}).items():
+        path = (*prefix, key)
+        if "default" in sub and sub.get("type") != "object":
+            out[path] = sub["default"]
+        if sub.get("type") == "object":
+            out.update(schema_defaults(sub, path))
+    return out
+
+
+def get_path(cfg: dict, path: tuple):
+    for key in path:
+        cfg = cfg[key]
+    return cfg
+
+
+def test_config_folder_is_not_empty():
+    assert {p.name for p in CONFIG_FILES} >= {"config.yaml", "smoke.yaml", "paper.yaml"}
+
+
+@pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: p.name)
+def test_every_shipped_config_loads(path):
+    cfg = load_config(path)
+    raw = yaml.safe_load(path.read_text())
+    assert cfg["name"] == raw["name"]
+    for key, value in raw.get("sudoku", {}).get("train", {}).items():
+        assert cfg["sudoku"]["train"][key] == value  # given values are kept
+    assert cfg["sudoku"]["train"]["t_min"] <= cfg["sudoku"]["train"]["t_max"]
+
+
+def test_defaults_are_filled_from_the_schema(tmp_path):
+    cfg = load_config(write_yaml(tmp_path, {}))
+    defaults = schema_defaults(load_schema())
+    assert len(defaults) > 30
+    for path, value in defaults.items():
+        assert get_path(cfg, path) == value, path
+    assert cfg["tracking"]["uri"] == "sqlite:///results/mlflow.db"
+    assert cfg["sudoku"]["train"]["steps"] == 3000
+
+
+def test_an_empty_file_is_all_defaults(tmp_path):
+    path = tmp_path / "empty.yaml"
+    path.write_text("")
+    assert load_config(path) == load_config(write_yaml(tmp_path, {}, "braces.yaml"))
+
+
+def test_defaults_fill_around_given_values(tmp_path):
+    cfg = load_config(write_yaml(tmp_path, {"sudoku": {"train": {"steps": 7}}}))
+    assert cfg["sudoku"]["train"]["steps"] == 7
+    assert cfg["sudoku"]["train"]["batch_size"] == 128
+    assert cfg["sudoku"]["model"]["d_model"] == 128
+
+
+def test_defaults_are_not_shared_between_loads(tmp_path):
+    """Filling a mutable default (a list) must copy it, not alias the schema's object."""
+    a = load_config(write_yaml(tmp_path, {}))
+    a["sudoku"]["samplers"]["naive_k"].append(99)
+    b = load_config(write_yaml(tmp_path, {}, "again.yaml"))
+    assert 99 not in b["sudoku"]["samplers"]["naive_k"]
+
+
+@pytest.mark.parametrize(
+    ("cfg", "where", "key"),
+    [
+        ({"sede": 1}, "<top level>", "sede"),
+        ({"sudoku": {"trian": {}}}, "sudoku", "trian"),
+        ({"sudoku": {"train": {"stpes": 10}}}, "sudoku/train", "stpes"),
+        ({"sudoku": {"samplers": {"eb_gama": [0.1]}}}, "sudoku/samplers", "eb_gama"),
+        ({"sudoku": {"model": {"dmodel": 64}}}, "sudoku/model", "dmodel"),
+        ({"tracking": {"url": "none"}}, "tracking", "url"),
+    ],
+)
+def test_misspelt_key_is_named(tmp_path, cfg, where, key):
+    with pytest.raises(ConfigError) as info:
+        load_config(write_yaml(tmp_path, cfg))
+    message = str(info.value)
+    assert f"'{key}'" in message and f"at {where}" in message, message
+
+
+@pytest.mark.parametrize(
+    ("cfg", "where"),
+    [
+        ({"sudoku": {"train": {"steps": -5}}}, "sudoku/train/steps"),
+        ({"sudoku": {"train": {"steps": 0}}}, "sudoku/train/steps"),
+        ({"sudoku": {"train": {"loss_weight": "foo"}}}, "sudoku/train/loss_weight"),
+        ({"sudoku": {"train": {"lr": 0}}}, "sudoku/train/lr"),
+        ({"sudoku": {"train": {"t_max": 1.5}}}, "sudoku/train/t_max"),
+        ({"sudoku": {"train": {"batch_size": "big"}}}, "sudoku/train/batch_size"),
+        ({"sudoku": {"samplers": {"naive_k": [0]}}}, "sudoku/samplers/naive_k/0"),
+        ({"sudoku": {"samplers": {"eb_gamma": [0.1, -0.2]}}}, "sudoku/samplers/eb_gamma/1"),
+        ({"sudoku": {"samplers": {"sequential": ["random"]}}}, "sudoku/samplers/sequential/0"),
+        ({"sudoku": {"eval": {"sets": ["medium"]}}}, "sudoku/eval/sets/0"),
+        ({"sudoku": {"data": {"graded_givens": [10]}}}, "sudoku/data/graded_givens/0"),
+        ({"device": "tpu"}, "device"),
+        ({"threads": 0}, "threads"),
+        ({"sudoku": {"train": {"t_min": 0.8, "t_max": 0.2}}}, "sudoku/train"),
+        ({"sudoku": {"model": {"d_model": 30, "n_heads": 8}}}, "sudoku/model"),
+    ],
+)
+def test_out_of_range_value_raises_naming_where(tmp_path, cfg, where):
+    with pytest.raises(ConfigError, match=f"config error at {where}:"):
+        load_config(write_yaml(tmp_path, cfg))
+
+
+def test_t_min_above_t_max_message_names_both(tmp_path):
+    with pytest.raises(ConfigError, match=r"t_min 0.8 > t_max 0.2"):
+        load_config(write_yaml(tmp_path, {"sudoku": {"train": {"t_min": 0.8, "t_max": 0.2}}}))
+
+
+@pytest.mark.parametrize(("text", "match"), [("- a\n- b\n", "must be a mapping"), ("a: [1,\n", "cannot read")])
+def test_non_mapping_or_broken_yaml_raises(tmp_path, text, match):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=match):
+        load_config(path)
+
+
+def test_missing_file_raises(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read config"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_validate_config_fills_in_place():
+    cfg: dict = {}
+    assert validate_config(cfg) is cfg
+    assert cfg["sudoku"]["eval"]["sets"] == ["hard", "easy", "levels", "graded"]
+
+
+def test_config_hash_is_stable_and_content_sensitive(tmp_path):
+    a = load_config(write_yaml(tmp_path, {}))
+    b = copy.deepcopy(a)
+    assert config_hash(a) == config_hash(b) and len(config_hash(a)) == 12
+    b["sudoku"]["train"]["steps"] += 1
+    assert config_hash(a) != config_hash(b)

@@ -1,0 +1,198 @@
+"""MI-guided unmasking (:mod:`mdm_mi.mi.guided`, paper Algorithm 1) on hand-made and mock inputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mdm_mi.backbone import BackboneOutput
+from mdm_mi.mi.guided import MIGuided, OracleMI, admit, head_pairwise_fn, oracle_pairwise_fn
+from mdm_mi.mi.head import HeadConfig, MIHead
+from mdm_mi.samplers import SAMPLERS, StepView, build_sampler, decode
+
+INF = float("inf")
+
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny tensors: one thread avoids oversubscription stalls when other jobs share the CPU."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _select(h, pairwise, gamma, lam, on_reject="stop", charge_first=True, masked=None):
+    """Run MIGuided on one or more hand-made rows; returns the admitted positions per row."""
+    h = torch.as_tensor(h, dtype=torch.float32).reshape(-1, len(h[0]) if isinstance(h[0], list) else len(h))
+    masked = torch.ones_like(h, dtype=torch.bool) if masked is None else torch.as_tensor(masked).reshape(h.shape)
+    pairwise = torch.as_tensor(pairwise, dtype=torch.float32).expand(h.shape[0], h.shape[1], h.shape[1])
+    view = StepView(masked=masked, entropy=h.masked_fill(~masked, INF), margin=torch.zeros_like(h), pairwise=pairwise)
+    chosen = MIGuided(gamma, lam, on_reject, charge_first).select(view)
+    assert not (chosen & ~masked).any()
+    return [sorted(row.nonzero().flatten().tolist()) for row in chosen]
+
+
+def _reference(h, masked, pairwise, gamma, lam, stop, charge_first):
+    """Algorithm 1 for one sequence, written as a plain loop."""
+    cands = sorted((v, i) for i, v in enumerate(h) if masked[i])
+    chosen, left = [], gamma
+    for rank, (v, i) in enumerate(cands):
+        cost = v + lam * sum(pairwise[i][j] for j in chosen)
+        if rank == 0:
+            chosen.append(i)
+            left -= v if charge_first else 0.0
+        elif cost <= left:
+            chosen.append(i)
+            left -= cost
+        elif stop:
+            break
+    return sorted(chosen)
+
+
+def test_lambda_zero_stop_is_the_budgeted_entropy_prefix():
+    h = [0.375, 0.125, 0.5, 0.25]  # sorted order: 1, 3, 0, 2
+    zero = torch.zeros(4, 4)
+    # charged: 0.125 + 0.25 = 0.375 ≤ 0.625 < 0.75 → positions 1, 3
+    assert _select(h, zero, gamma=0.625, lam=0.0, charge_first=True) == [[1, 3]]
+    # first free: 0.25 + 0.375 = 0.625 ≤ 0.625 < 1.125 → positions 1, 3, 0
+    assert _select(h, zero, gamma=0.625, lam=0.0, charge_first=False) == [[0, 1, 3]]
+    assert _select(h, zero, gamma=10.0, lam=0.0) == [[0, 1, 2, 3]]
+
+
+def test_first_position_always_admitted_even_over_budget():
+    assert _select([3.0, 2.0, 5.0], torch.zeros(3, 3), gamma=0.5, lam=0.0) == [[1]]
+    assert _select([3.0, 2.0, 5.0], torch.zeros(3, 3), gamma=0.0, lam=1.0, on_reject="skip") == [[1]]
+    # charged first token overdraws the budget: nothing else fits, even at zero entropy
+    assert _select([1.0, 0.0, 0.0], torch.zeros(3, 3), gamma=0.5, lam=0.0, charge_first=True,
+                   masked=[True, True, False]) == [[1]]
+
+
+def _dependent_pair():
+    """Positions 0 and 1 strongly dependent; 2 independent of both; 3 non-masked."""
+    mi = torch.zeros(4, 4)
+    mi[0, 1] = mi[1, 0] = 5.0
+    return [0.1, 0.2, 0.3, 0.0], mi, [True, True, True, False]
+
+
+def test_dependent_pair_never_together_independent_one_admitted():
+    h, mi, masked = _dependent_pair()
+    assert _select(h, mi, gamma=1.0, lam=1.0, on_reject="skip", masked=masked) == [[0, 2]]
+    assert _select(h, torch.zeros(4, 4), gamma=1.0, lam=1.0, on_reject="skip", masked=masked) == [[0, 1, 2]]
+
+
+def test_skip_and_stop_differ_after_a_rejection():
+    h, mi, masked = _dependent_pair()
+    assert _select(h, mi, gamma=1.0, lam=1.0, on_reject="stop", masked=masked) == [[0]]
+    assert _select(h, mi, gamma=1.0, lam=1.0, on_reject="skip", masked=masked) == [[0, 2]]
+
+
+@pytest.mark.parametrize("stop", [True, False])
+@pytest.mark.parametrize("charge_first", [True, False])
+def test_vectorised_walk_matches_a_plain_loop(stop, charge_first):
+    g = torch.Generator().manual_seed(0)
+    b, n = 40, 9
+    h = torch.rand(b, n, generator=g)
+    masked = torch.rand(b, n, generator=g) < 0.7
+    masked[0] = False  # a row without masks admits nothing
+    mi = torch.rand(b, n, n, generator=g) * 0.3
+    mi = (mi + mi.transpose(1, 2)) / 2
+    got = admit(h, masked, mi, 1.0, 0.7, stop_on_reject=stop, charge_first=charge_first)
+    for r in range(b):
+        want = _reference(h[r].double().tolist(), masked[r].tolist(), mi[r].double().tolist(), 1.0, 0.7,
+                          stop, charge_first)
+        assert got[r].nonzero().flatten().tolist() == want, r
+
+
+def test_registry_params_and_validation():
+    assert SAMPLERS["mi"] is MIGuided and SAMPLERS["mi-oracle"] is OracleMI
+    s = build_sampler("mi-oracle", gamma=0.5, lam=2, on_reject="skip", charge_first=False)
+    assert isinstance(s, OracleMI) and s.uses_pairwise
+    assert s.params() == {"gamma": 0.5, "lam": 2.0, "on_reject": "skip", "charge_first": False}
+    for bad in ({"gamma": -1}, {"lam": -0.1}, {"on_reject": "maybe"}):
+        with pytest.raises(ValueError):
+            MIGuided(**{"gamma": 1.0, "lam": 1.0, "on_reject": "stop", "charge_first": True, **bad})
+    view = StepView.from_logits(torch.zeros(1, 3, 2), torch.ones(1, 3, dtype=torch.bool))
+    with pytest.raises(ValueError):
+        s.select(view)
+
+
+class MockBackbone:
+    """Deterministic toy MDM: logits from a fixed random map of the one-hot tokens."""
+
+    vocab_size, mask_id, hidden_dim = 3, 3, 5
+
+    def __init__(self, n: int = 10):
+        g = torch.Generator().manual_seed(42)
+        self.n = n
+        self.vocab_token_ids = torch.arange(3)
+        self.w = torch.randn(n * 4, n * 3, generator=g) * 2
+        self.emb = torch.randn(4, 5, generator=g)
+
+    def __call__(self, tokens):
+        onehot = torch.nn.functional.one_hot(tokens, 4).float().flatten(1)
+        logits = (onehot @ self.w).view(len(tokens), self.n, 3)
+        return BackboneOutput(logits, self.emb[tokens])
+
+
+def _puzzles(b=6, n=10):
+    g = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, 3, (b, n), generator=g)
+    return tokens.masked_fill(torch.rand(b, n, generator=g) < 0.7, MockBackbone.mask_id)
+
+
+def _constant_mi(output, masked, tokens=None):
+    b, n = masked.shape
+    return (1.0 - torch.eye(n)).expand(b, n, n) * (masked[:, :, None] & masked[:, None, :])
+
+
+@pytest.mark.parametrize("on_reject", ["skip", "stop"])
+def test_decode_fills_every_mask_keeps_clues_and_is_deterministic(on_reject):
+    bb, puzzles = MockBackbone(), _puzzles()
+    sampler = MIGuided(gamma=1.0, lam=0.5, on_reject=on_reject, charge_first=True)
+    a = decode(bb, puzzles, sampler, pairwise_fn=_constant_mi)
+    b = decode(bb, puzzles, sampler, pairwise_fn=_constant_mi)
+    assert not (a.tokens == bb.mask_id).any()
+    clues = puzzles != bb.mask_id
+    assert torch.equal(a.tokens[clues], puzzles[clues])
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.passes, b.passes)
+    assert (a.passes <= (puzzles == bb.mask_id).sum(1)).all()
+
+
+def test_decode_pass_counts_at_the_extremes():
+    bb, puzzles = MockBackbone(), _puzzles()
+    n_masks = (puzzles == bb.mask_id).sum(1)
+    sequential = MIGuided(gamma=1.0, lam=100.0, on_reject="skip", charge_first=False)
+    assert torch.equal(decode(bb, puzzles, sequential, pairwise_fn=_constant_mi).passes, n_masks)
+    one_shot = MIGuided(gamma=1e9, lam=0.0, on_reject="stop", charge_first=True)
+    assert (decode(bb, puzzles, one_shot, pairwise_fn=_constant_mi).passes == 1).all()
+
+
+def test_head_pairwise_fn_decodes_with_a_real_head():
+    bb, puzzles = MockBackbone(), _puzzles()
+    torch.manual_seed(0)
+    fn = head_pairwise_fn(MIHead(bb.hidden_dim, HeadConfig(hidden=8, heads=2, rank=2, unary=True)))
+    out = bb(puzzles)
+    masked = puzzles == bb.mask_id
+    mi = fn(out, masked)
+    assert torch.equal(mi, fn(out, masked, puzzles)) and torch.equal(mi, mi.transpose(1, 2))
+    result = decode(bb, puzzles, MIGuided(1.0, 1.0, "skip", True), pairwise_fn=fn)
+    assert not (result.tokens == bb.mask_id).any()
+
+
+def test_oracle_pairwise_fn_is_the_exact_probing_label():
+    from mdm_mi.mi.probe import exact_mi
+
+    bb = MockBackbone(n=6)
+    tokens = _puzzles(b=2, n=6)
+    masked = tokens == bb.mask_id
+    fn = oracle_pairwise_fn(bb, method="exact")
+    mi = fn(bb(tokens), masked, tokens)
+    assert mi.shape == (2, 6, 6) and mi.dtype == torch.float32
+    for r in range(2):
+        assert torch.allclose(mi[r], exact_mi(bb, tokens[r]).label.float())
+    with pytest.raises(ValueError):
+        fn(bb(tokens), masked)  # the current decode signature passes no tokens
+    with pytest.raises(ValueError):
+        fn(bb(tokens), ~masked, tokens)

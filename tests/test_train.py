@@ -1,0 +1,184 @@
+"""Properties of :mod:`mdm_mi.sudoku.train`: symmetries keep grids valid, masking rates stay in
+[t_min, t_max], the loss only reads masked cells, the LR schedule's endpoints, and a tiny model
+learns."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from conftest import TINY_CFG, make_tiny_model
+from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, is_valid_solution
+from mdm_mi.sudoku.train import TrainConfig, augment, diffusion_loss, lr_at, mask_batch, train
+
+BASE = TrainConfig(steps=100, batch_size=8, lr=1e-2, warmup=10, weight_decay=0.0, t_min=0.05, t_max=1.0,
+                   loss_weight="none", augment=True, grad_clip=1.0, seed=0, log_every=5, compile=False)
+
+
+def cfg(**changes) -> TrainConfig:
+    return dataclasses.replace(BASE, **changes)
+
+
+@pytest.fixture(scope="module")
+def solutions(easy_puzzles) -> torch.Tensor:
+    return torch.as_tensor(easy_puzzles[1])
+
+
+# --- augmentation ----------------------------------------------------------------------------------
+
+
+def test_augment_keeps_grids_valid(solutions):
+    gen = torch.Generator().manual_seed(0)
+    grids = solutions.repeat(10, 1)  # 200 grids, 200 random symmetries
+    out = augment(grids, gen)
+    assert out.shape == grids.shape and out.dtype == grids.dtype
+    assert is_valid_solution(out).all()
+
+
+def test_augment_is_seeded_deterministic(solutions):
+    a = augment(solutions, torch.Generator().manual_seed(3))
+    b = augment(solutions, torch.Generator().manual_seed(3))
+    c = augment(solutions, torch.Generator().manual_seed(4))
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
+
+
+def test_augment_changes_grids_and_leaves_input_alone(solutions):
+    before = solutions.clone()
+    out = augment(solutions, torch.Generator().manual_seed(0))
+    assert torch.equal(solutions, before)
+    assert (out != solutions).any(1).all()  # a random symmetry almost surely moves something
+
+
+def test_augment_draws_many_distinct_symmetries():
+    """500 draws on one grid give (almost) 500 different grids: the symmetry group is large
+    (9!·6^8·2) and the draws are not stuck on a few of its elements."""
+    grid = torch.tensor([[(3 * (r % 3) + r // 3 + c) % 9 for r in range(9) for c in range(9)]])
+    assert is_valid_solution(grid).item()
+    out = augment(grid.repeat(500, 1), torch.Generator().manual_seed(0))
+    assert len({tuple(g.tolist()) for g in out}) > 450
+
+
+# --- masking ---------------------------------------------------------------------------------------
+
+
+def test_mask_batch_rates_stay_within_t_range(solutions):
+    c = cfg(t_min=0.2, t_max=0.4)
+    grids = solutions.repeat(200, 1)  # 4000 grids
+    tokens, masked, t = mask_batch(grids, c, torch.Generator().manual_seed(0))
+    assert t.shape == (len(grids), 1)
+    assert ((t >= 0.2) & (t <= 0.4)).all()
+    assert torch.equal(tokens == MASK_ID, masked)
+    assert torch.equal(tokens[~masked], grids[~masked])
+    rate = masked.float().mean(1, keepdim=True)
+    # each grid's mask rate is Binomial(81, t) / 81: within 5 standard deviations of its t
+    sd = (t * (1 - t) / N_CELLS).sqrt()
+    assert ((rate - t).abs() <= 5 * sd).all()
+    assert abs(rate.mean().item() - 0.3) < 0.01
+    assert rate.min() > 0.2 - 5 * math.sqrt(0.2 * 0.8 / 81) and rate.max() < 0.4 + 5 * math.sqrt(0.4 * 0.6 / 81)
+    # t is spread over the range, not a constant
+    assert t.min() < 0.21 and t.max() > 0.39
+
+
+@pytest.mark.parametrize(("t", "expected"), [(0.0, 0.0), (1.0, 1.0)])
+def test_mask_batch_extremes(solutions, t, expected):
+    _, masked, _ = mask_batch(solutions, cfg(t_min=t, t_max=t), torch.Generator().manual_seed(0))
+    assert masked.float().mean().item() == expected
+
+
+def test_mask_batch_is_seeded(solutions):
+    a = mask_batch(solutions, BASE, torch.Generator().manual_seed(5))
+    b = mask_batch(solutions, BASE, torch.Generator().manual_seed(5))
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+# --- loss ------------------------------------------------------------------------------------------
+
+
+def test_loss_reads_only_masked_cells(solutions):
+    """Changing the logits at unmasked cells does not change the loss."""
+    model = make_tiny_model()
+    c = cfg(t_min=0.5, t_max=0.5)
+    _, masked, _ = mask_batch(solutions, c, torch.Generator().manual_seed(1))
+
+    def forward_all(tokens, poison=False):
+        logits, hidden = model.forward_all(tokens)
+        if poison:
+            logits = torch.where(masked.unsqueeze(-1), logits, torch.randn_like(logits) * 50)
+        return logits, hidden
+
+    a = diffusion_loss(forward_all, solutions, c, torch.Generator().manual_seed(1), "cpu")
+    b = diffusion_loss(lambda t: forward_all(t, True), solutions, c, torch.Generator().manual_seed(1), "cpu")
+    assert torch.allclose(a, b)
+
+
+def test_elbo_weighting_is_one_over_t(solutions):
+    model = make_tiny_model()
+    none = diffusion_loss(model.forward_all, solutions, cfg(t_min=0.25, t_max=0.25), torch.Generator().manual_seed(2), "cpu")
+    elbo = diffusion_loss(model.forward_all, solutions, cfg(t_min=0.25, t_max=0.25, loss_weight="elbo"),
+                          torch.Generator().manual_seed(2), "cpu")
+    _, masked, _ = mask_batch(solutions, cfg(t_min=0.25, t_max=0.25), torch.Generator().manual_seed(2))
+    frac = masked.float().mean()
+    assert torch.allclose(elbo, none * frac / 0.25, rtol=1e-5)
+
+
+def test_loss_with_nothing_masked_is_zero(solutions):
+    model = make_tiny_model()
+    loss = diffusion_loss(model.forward_all, solutions, cfg(t_min=0.0, t_max=0.0), torch.Generator(), "cpu")
+    assert loss.item() == 0.0
+
+
+def test_a_few_steps_decrease_the_loss_on_a_fixed_batch(solutions):
+    model = make_tiny_model().train()
+    c = cfg(t_min=0.3, t_max=0.3)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+
+    def loss_now():
+        return diffusion_loss(model.forward_all, solutions[:8], c, torch.Generator().manual_seed(0), "cpu")
+
+    first = loss_now().item()
+    for _ in range(15):
+        loss = loss_now()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert loss_now().item() < 0.9 * first
+
+
+# --- schedule --------------------------------------------------------------------------------------
+
+
+def test_lr_warmup_and_cosine_endpoints():
+    c = cfg(steps=100, warmup=10, lr=1.0)
+    assert lr_at(0, c) == pytest.approx(0.1)  # (step + 1) / warmup
+    assert lr_at(9, c) == pytest.approx(1.0)  # peak at the end of warm-up
+    assert lr_at(10, c) == pytest.approx(1.0)  # cosine starts at the peak
+    assert lr_at(55, c) == pytest.approx(0.55)  # half way: 0.1 + 0.9 / 2
+    assert lr_at(100, c) == pytest.approx(0.1)  # decays to 10%
+    assert 0.1 < lr_at(99, c) < 0.101
+    warm = [lr_at(s, c) for s in range(10)]
+    decay = [lr_at(s, c) for s in range(10, 101)]
+    assert warm == sorted(warm) and decay == sorted(decay, reverse=True)
+
+
+def test_lr_without_warmup_starts_at_peak():
+    c = cfg(steps=50, warmup=0, lr=0.5)
+    assert lr_at(0, c) == pytest.approx(0.5)
+    assert lr_at(50, c) == pytest.approx(0.05)
+
+
+# --- the training loop -----------------------------------------------------------------------------
+
+
+def test_train_runs_logs_and_is_seeded(solutions):
+    c = cfg(steps=6, batch_size=4, log_every=4, warmup=2)
+    model_a, history = train(solutions.numpy(), TINY_CFG, c, "cpu", log=lambda m: None)
+    model_b, _ = train(solutions.numpy(), TINY_CFG, c, "cpu", log=lambda m: None)
+    assert not model_a.training
+    assert [h["step"] for h in history] == [4, 6]
+    assert all(math.isfinite(h["loss"]) and h["loss"] > 0 for h in history)
+    for key, value in model_a.state_dict().items():
+        assert torch.equal(value, model_b.state_dict()[key]), key

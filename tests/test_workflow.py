@@ -1,0 +1,184 @@
+"""Properties of the Snakemake workflow: it plans (``-n``), lints, every job's command parses with the
+CLI, and (slow) the smoke DAG runs end to end in a fresh working directory with one MLflow run per job.
+
+Snakemake runs from the repository with ``--snakefile`` and ``--directory tmp_path``: results/ and
+logs/ are relative to the working directory, resources/ to ``workflow.basedir``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from mdm_mi.cli import build_parser
+from mdm_mi.config import load_config
+
+VENV_BIN = REPO / ".venv" / "bin"
+SNAKEMAKE = VENV_BIN / "snakemake"
+CONFIGS = ["smoke.yaml", "config.yaml"]
+NOT_TRACKED = {"all", "tracking_store"}  # jobs that open no MLflow run
+
+
+def snakemake(workdir: Path, *args: str, configfile: str | None = "smoke.yaml", timeout: int = 120):
+    """Run the venv's snakemake on the repository's Snakefile in ``workdir``."""
+    cmd = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), *args]
+    if configfile is not None:
+        cmd += ["--configfile", str(REPO / "config" / configfile)]
+    env = os.environ | {"PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}  # `python` in rules
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def job_counts(output: str) -> Counter:
+    """The ``Job stats`` table of a snakemake run or dry run → rule → count."""
+    table = output[output.index("Job stats:"):]
+    counts = Counter()
+    for line in table.splitlines()[3:]:
+        parts = line.split()
+        if len(parts) != 2 or parts[0] == "total":
+            break
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def shell_commands(output: str) -> list[list[str]]:
+    """``Shell command:`` lines of ``snakemake -n -p`` → argv lists without the log redirection."""
+    commands = []
+    for line in output.splitlines():
+        if line.startswith("Shell command: ") and line != "Shell command: None":  # rule all: None
+            argv = shlex.split(line.removeprefix("Shell command: "))
+            commands.append(argv[: argv.index(">")] if ">" in argv else argv)
+    return commands
+
+
+@pytest.fixture(scope="module", params=CONFIGS)
+def dry_run(request, tmp_path_factory):
+    """(config file, completed ``snakemake -n -p`` in an empty working directory)."""
+    workdir = tmp_path_factory.mktemp("dry")
+    return request.param, snakemake(workdir, "-n", "-p", configfile=request.param)
+
+
+def test_dry_run_exits_0(dry_run):
+    name, proc = dry_run
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
+    name, proc = dry_run
+    cfg = load_config(REPO / "config" / name)
+    samplers = cfg["sudoku"]["samplers"]
+    settings = {("sequential", "--order", o) for o in samplers["sequential"]}
+    settings |= {("naive", "--k", str(k)) for k in samplers["naive_k"]}
+    settings |= {("eb", "--gamma", str(g)) for g in samplers["eb_gamma"]}
+    planned = Counter()
+    for argv in shell_commands(proc.stdout + proc.stderr):
+        if argv[3] != "evaluate":
+            continue
+        puzzles = Path(argv[argv.index("--puzzles") + 1]).stem
+        sampler = argv[argv.index("--sampler") + 1]
+        flag = {"sequential": "--order", "naive": "--k", "eb": "--gamma"}.get(sampler)
+        if flag is not None:
+            planned[(puzzles, sampler, flag, argv[argv.index(flag) + 1])] += 1
+    expected = Counter({(s, *setting): 1 for s in cfg["sudoku"]["eval"]["sets"] for setting in settings})
+    assert planned == expected
+    counts = job_counts(proc.stdout + proc.stderr)
+    for rule in ("tracking_store", "sudoku_data", "sudoku_pretrain", "sudoku_table", "all"):
+        assert counts[rule] == 1, rule
+
+
+def test_every_planned_command_parses_with_the_cli(dry_run):
+    """The flags the rules build from the config are exactly those the CLI's dataclasses accept."""
+    _, proc = dry_run
+    commands = shell_commands(proc.stdout + proc.stderr)
+    assert len(commands) >= 5
+    parser = build_parser()
+    for argv in commands:
+        assert argv[:3] == ["python", "-m", "mdm_mi"], argv
+        ns = parser.parse_args(argv[3:])  # SystemExit(2) on an unknown or missing flag
+        assert ns.verb == argv[3]
+
+
+def test_smoke_commands_carry_the_smoke_settings(tmp_path):
+    proc = snakemake(tmp_path, "-n", "-p", "sudoku_pretrain")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (pretrain,) = [c for c in shell_commands(proc.stdout + proc.stderr) if c[3] == "pretrain"]
+    ns = build_parser().parse_args(pretrain[3:])
+    assert (ns.d_model, ns.n_layers, ns.steps, ns.device, ns.threads) == (32, 1, 20, "cpu", 1)
+    assert ns.compile is False
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="workflow: `configfile: config/config.yaml` is read relative to the working directory and "
+    "--configfile smoke.yaml only *extends* it, so a smoke run from the repository root inherits "
+    "config.yaml's `compile: true` (and any other key smoke.yaml does not set)",
+)
+def test_smoke_settings_do_not_depend_on_the_working_directory(tmp_path):
+    """From a directory that holds config/config.yaml (like the repository root) the smoke DAG must
+    be the same as from an empty one."""
+    (tmp_path / "config").mkdir()
+    shutil.copy(REPO / "config" / "config.yaml", tmp_path / "config" / "config.yaml")
+    proc = snakemake(tmp_path, "-n", "-p", "sudoku_pretrain")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (pretrain,) = [c for c in shell_commands(proc.stdout + proc.stderr) if c[3] == "pretrain"]
+    assert build_parser().parse_args(pretrain[3:]).compile is False
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="workflow lints: common.smk `\"--\" + key` path-composition false positive (use f-strings), "
+    "sudoku.smk mixes rules and the sudoku_runs() function (move it to common.smk), and params "
+    "out_dir/model_dir hard-code output prefixes (derive them from output/input with a lambda)",
+)
+@pytest.mark.parametrize("configfile", CONFIGS)
+def test_lint_exits_0(tmp_path, configfile):
+    proc = snakemake(tmp_path, "--lint", configfile=configfile)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+# --- the smoke DAG end to end ----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_smoke_dag_runs_in_a_fresh_directory(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    cfg = load_config(REPO / "config" / "smoke.yaml")
+    plan = snakemake(tmp_path, "-n")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    expected = job_counts(plan.stdout + plan.stderr)
+
+    proc = snakemake(tmp_path, "--cores", "2", timeout=1800)
+    logs = "\n".join(f"--- {p}\n{p.read_text()[-2000:]}" for p in sorted((tmp_path / "logs").rglob("*.log")))
+    assert proc.returncode == 0, proc.stderr[-5000:] + logs
+
+    table = tmp_path / "results" / cfg["name"] / "sudoku" / "table.csv"
+    with table.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    have = {(r["set"], r["sampler"]) for r in rows if r["level"] == "all"}
+    for set_ in cfg["sudoku"]["eval"]["sets"]:
+        for sampler in ("sequential", "naive", "eb"):
+            assert (set_, sampler) in have, (set_, sampler)
+    assert all(0 <= float(r["accuracy"]) <= 1 and float(r["mean_passes"]) >= 1 for r in rows)
+    assert (table.parent / "table.md").is_file()
+
+    client = MlflowClient(f"sqlite:///{tmp_path}/results/mlflow.db")
+    experiment = client.get_experiment_by_name(cfg["tracking"]["experiment"])
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    tracked = Counter({rule: n for rule, n in expected.items() if rule not in NOT_TRACKED})
+    assert Counter(r.data.tags["rule"] for r in runs) == tracked
+    assert all(r.info.status == "FINISHED" for r in runs)
+    assert len({r.data.tags["config_hash"] for r in runs}) == 1
+    assert all(r.data.tags["wildcard.config"] == cfg["name"] for r in runs)
+    assert all(re.fullmatch(r"[0-9a-f]{40}|unknown", r.data.tags["git_commit"]) for r in runs)
+    # every job mirrored itself completely: no MLflow call was rejected
+    skipped = [str(p) for p in (tmp_path / "logs").rglob("*.log") if "tracking skipped" in p.read_text()]
+    assert not skipped, skipped

@@ -1,0 +1,113 @@
+# Figures and tables from results already computed: `snakemake figures`.
+
+FIG = f"{R}/figures"
+FIGURES = [
+    *expand(f"{FIG}/sudoku_speed_quality_{{s}}.png", s=SUDOKU["eval"]["sets"]),
+    f"{FIG}/sudoku_paper_table.md",
+    f"{FIG}/sudoku_mi_map.png",
+    f"{FIG}/sudoku_head_scatter.png",
+]
+
+
+rule figure_speed_quality:
+    input:
+        table=rules.sudoku_table.output.table,
+        model=rules.sudoku_pretrain.output.meta,
+    output:
+        report(
+            f"{FIG}/sudoku_speed_quality_{{sudoku_set}}.png",
+            caption="../report/speed_quality.rst",
+            category="Sudoku",
+        ),
+    log:
+        f"{L}/figures/speed_quality_{{sudoku_set}}.log",
+    params:
+        tracking=tracking_flags("figure_speed_quality"),
+        model_dir=parent_dir("model"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi figure-speed-quality --table {input.table} --set {wildcards.sudoku_set} "
+        "--model {params.model_dir} --out {output} {params.tracking} > {log} 2>&1"
+
+
+rule paper_table:
+    input:
+        table=rules.sudoku_table.output.table,
+        model=rules.sudoku_pretrain.output.meta,
+    output:
+        report(f"{FIG}/sudoku_paper_table.md", caption="../report/paper_table.rst", category="Sudoku"),
+    log:
+        f"{L}/figures/paper_table.log",
+    params:
+        tracking=tracking_flags("paper_table"),
+        model_dir=parent_dir("model"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi paper-table --table {input.table} --set hard --model {params.model_dir} "
+        "--out {output} {params.tracking} > {log} 2>&1"
+
+
+rule figure_mi_map:
+    input:
+        model=rules.sudoku_pretrain.output.meta,
+        head=rules.sudoku_train_head.output.meta,
+        puzzles=f"{R}/sudoku/data/hard.csv",
+    output:
+        png=report(f"{FIG}/sudoku_mi_map.png", caption="../report/mi_map.rst", category="MI"),
+        csv=f"{FIG}/sudoku_mi_map.csv",
+    log:
+        f"{L}/figures/mi_map.log",
+    params:
+        job=cli_flags({"device": config["device"]}),
+        tracking=tracking_flags("figure_mi_map"),
+        head_dir=parent_dir("head"),
+        model_dir=parent_dir("model"),
+    threads: config["threads"]
+    resources:
+        gpu=1,
+        mem_mb=4000,
+        runtime=30,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi figure-mi-map --model {params.model_dir} --head {params.head_dir} "
+        "--puzzles {input.puzzles} --out {output.png} --csv {output.csv} {params.job} "
+        "{params.tracking} > {log} 2>&1"
+
+
+rule figure_scatter:
+    input:
+        pairs=rules.sudoku_train_head.output.pairs,
+        fidelity=rules.sudoku_train_head.output.fidelity,
+        model=rules.sudoku_pretrain.output.meta,
+    output:
+        report(f"{FIG}/sudoku_head_scatter.png", caption="../report/scatter.rst", category="MI"),
+    log:
+        f"{L}/figures/scatter.log",
+    params:
+        tracking=tracking_flags("figure_scatter"),
+        model_dir=parent_dir("model"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi figure-scatter --pairs {input.pairs} --fidelity {input.fidelity} "
+        "--model {params.model_dir} --out {output} {params.tracking} > {log} 2>&1"
+
+
+rule figures:
+    input:
+        FIGURES,

@@ -1,0 +1,74 @@
+# Mutual information on Sudoku: probing labels (scatter over shards) → MI head → fidelity.
+
+MI = SUDOKU["mi"]
+HEAD = f"{R}/sudoku/head/model.safetensors"
+SHARDS = range(MI["n_shards"])
+
+
+rule sudoku_label:
+    input:
+        model=rules.sudoku_pretrain.output.meta,
+        sequences=lambda w: f"{R}/sudoku/data/{'train' if w.split == 'train' else 'heldout'}_solutions.npy",
+        tracking=TRACKING_READY,
+    output:
+        f"{R}/sudoku/labels/{{split}}/shard{{shard}}.safetensors",
+    log:
+        f"{L}/sudoku/labels/{{split}}/shard{{shard}}.log",
+    params:
+        options=lambda w: cli_flags(
+            {
+                "n_contexts": MI[f"{w.split}_contexts"],
+                "n_shards": MI["n_shards"],
+                "method": MI[f"{w.split}_method"],
+                "tol": MI["tol"],
+                "batch_size": MI["label_batch_size"],
+            }
+        ),
+        job=job_flags(),
+        tracking=tracking_flags("sudoku_label"),
+        model_dir=parent_dir("model"),
+    wildcard_constraints:
+        split="train|heldout",
+        shard=r"\d+",
+    threads: config["threads"]
+    resources:
+        gpu=1,
+        mem_mb=4000,
+        runtime=240,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi label --model {params.model_dir} --sequences {input.sequences} "
+        "--shard {wildcards.shard} {params.options} --out {output} {params.job} {params.tracking} > {log} 2>&1"
+
+
+rule sudoku_train_head:
+    input:
+        model=rules.sudoku_pretrain.output.meta,
+        train=expand(f"{R}/sudoku/labels/train/shard{{i}}.safetensors", i=SHARDS),
+        heldout=expand(f"{R}/sudoku/labels/heldout/shard{{i}}.safetensors", i=SHARDS),
+        tracking=TRACKING_READY,
+    output:
+        head=HEAD,
+        meta=f"{R}/sudoku/head/meta.json",
+        fidelity=f"{R}/sudoku/head_fidelity.json",
+        pairs=f"{R}/sudoku/head_pairs.csv",
+    log:
+        f"{L}/sudoku/train_head.log",
+    params:
+        options=cli_flags(MI["head"] | MI["head_train"]),
+        job=job_flags(),
+        tracking=tracking_flags("sudoku_train_head"),
+        model_dir=parent_dir("model"),
+        out_dir=parent_dir("meta"),
+    threads: config["threads"]
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=120,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi train-head --model {params.model_dir} --labels {input.train} "
+        "--heldout {input.heldout} --out {params.out_dir} --fidelity {output.fidelity} "
+        "--pairs {output.pairs} {params.options} {params.job} {params.tracking} > {log} 2>&1"
