@@ -22,10 +22,10 @@ from mdm_mi.mi.head import HeadConfig, MIHead, count_params, head_flops
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS
 from mdm_mi.sudoku.model import ModelConfig, SudokuMDM, n_params
 
-RECOMMENDED = {  # name → head size (the config schema carries the defaults)
-    "cheap (D=128)": HeadConfig(hidden=32, heads=4, rank=8, unary=True),
-    "wider (D=128)": HeadConfig(hidden=64, heads=4, rank=8, unary=True),
-    "paper (D=256)": HeadConfig(hidden=256, heads=8, rank=16, unary=True),
+RECOMMENDED = {  # name → head size, each built on the backbone's D (the config schema has the defaults)
+    "cheap": HeadConfig(hidden=32, heads=4, rank=8, unary=True),  # for D = 128
+    "wider": HeadConfig(hidden=64, heads=4, rank=8, unary=True),
+    "paper-size": HeadConfig(hidden=256, heads=8, rank=16, unary=True),  # ~99K params at D = 256
 }
 WARMUP = 2
 
@@ -90,7 +90,7 @@ def run(args) -> None:
         wall, cpu = med.pop("backbone")
         print(f"mask rate {rate:.2f}: backbone {wall * 1e3:.1f} ms wall, {cpu * 1e3:.1f} ms cpu")
         for name, (h_wall, h_cpu) in med.items():
-            print(f"  head {name:14s} {h_wall * 1e3:7.2f} ms wall ({100 * h_wall / wall:5.2f}%), "
+            print(f"  head {name:10s} {h_wall * 1e3:7.2f} ms wall ({100 * h_wall / wall:5.2f}%), "
                   f"{h_cpu * 1e3:7.2f} ms cpu ({100 * h_cpu / cpu:5.2f}%)")
 
 
@@ -103,7 +103,7 @@ def header(model: SudokuMDM, heads: dict, args, device) -> None:
           f"{bb_flops / 1e6:.1f} MFLOP/seq")
     for name, head in heads.items():
         f = head_flops(head.in_dim, head.cfg, N_CELLS)
-        print(f"head {name:14s} {head.cfg}: {count_params(head):,} params, {f / 1e6:.2f} MFLOP/seq "
+        print(f"head {name:10s} {head.cfg}: {count_params(head):,} params, {f / 1e6:.2f} MFLOP/seq "
               f"all masked ({100 * f / bb_flops:.2f}% of the backbone's)")
 
 

@@ -121,16 +121,12 @@ def test_invalid_json_meta_raises_checkpoint_error(ckpt):
     assert_one_line_error(info, "not valid JSON", META)
 
 
-@pytest.mark.xfail(strict=True, reason="bug in checkpoint.load_checkpoint: a meta.json that is JSON but not an "
-                   "object makes meta.get raise AttributeError instead of CheckpointError")
 def test_meta_that_is_not_an_object_raises_checkpoint_error(ckpt):
     (ckpt / META).write_text("[1, 2, 3]")
     with pytest.raises(CheckpointError):
         load_model(ckpt)
 
 
-@pytest.mark.xfail(strict=True, reason="bug in checkpoint.load_checkpoint: non-UTF-8 meta.json raises "
-                   "UnicodeDecodeError (only JSONDecodeError is caught)")
 def test_binary_meta_raises_checkpoint_error(ckpt):
     (ckpt / META).write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(CheckpointError):
@@ -181,8 +177,6 @@ def test_meta_not_matching_the_weights_raises_checkpoint_error(ckpt, model_meta)
         load_model(ckpt)
 
 
-@pytest.mark.xfail(strict=True, reason="bug in sudoku.model.load_model: SudokuMDM's ValueError (d_model not "
-                   "divisible by n_heads) is not among the caught exceptions, so it escapes as ValueError")
 def test_meta_with_invalid_model_shape_raises_checkpoint_error(ckpt):
     meta = json.loads((ckpt / META).read_text())
     meta["model"]["n_heads"] = 3

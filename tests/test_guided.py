@@ -13,22 +13,13 @@ from mdm_mi.samplers import SAMPLERS, StepView, build_sampler, decode
 INF = float("inf")
 
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one thread avoids oversubscription stalls when other jobs share the CPU."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _select(h, pairwise, gamma, lam, on_reject="stop", charge_first=True, masked=None):
-    """Run MIGuided on one or more hand-made rows; returns the admitted positions per row."""
-    h = torch.as_tensor(h, dtype=torch.float32).reshape(-1, len(h[0]) if isinstance(h[0], list) else len(h))
-    masked = torch.ones_like(h, dtype=torch.bool) if masked is None else torch.as_tensor(masked).reshape(h.shape)
-    pairwise = torch.as_tensor(pairwise, dtype=torch.float32).expand(h.shape[0], h.shape[1], h.shape[1])
-    view = StepView(masked=masked, entropy=h.masked_fill(~masked, INF), margin=torch.zeros_like(h), pairwise=pairwise)
+    """Run MIGuided on one hand-made row; returns ``[admitted positions]``."""
+    h = torch.as_tensor(h, dtype=torch.float32)[None]
+    masked = torch.ones_like(h, dtype=torch.bool) if masked is None else torch.as_tensor(masked)[None]
+    pairwise = torch.as_tensor(pairwise, dtype=torch.float32)[None]
+    entropy = h.masked_fill(~masked, INF)
+    view = StepView(masked=masked, entropy=entropy, margin=torch.zeros_like(h), pairwise=pairwise)
     chosen = MIGuided(gamma, lam, on_reject, charge_first).select(view)
     assert not (chosen & ~masked).any()
     return [sorted(row.nonzero().flatten().tolist()) for row in chosen]
@@ -88,9 +79,10 @@ def test_skip_and_stop_differ_after_a_rejection():
     assert _select(h, mi, gamma=1.0, lam=1.0, on_reject="skip", masked=masked) == [[0, 2]]
 
 
+@pytest.mark.parametrize("gamma", [1.0, 0.3])  # 0.3: the walk ends early, past the last h_i ≤ γ
 @pytest.mark.parametrize("stop", [True, False])
 @pytest.mark.parametrize("charge_first", [True, False])
-def test_vectorised_walk_matches_a_plain_loop(stop, charge_first):
+def test_vectorised_walk_matches_a_plain_loop(stop, charge_first, gamma):
     g = torch.Generator().manual_seed(0)
     b, n = 40, 9
     h = torch.rand(b, n, generator=g)
@@ -98,9 +90,9 @@ def test_vectorised_walk_matches_a_plain_loop(stop, charge_first):
     masked[0] = False  # a row without masks admits nothing
     mi = torch.rand(b, n, n, generator=g) * 0.3
     mi = (mi + mi.transpose(1, 2)) / 2
-    got = admit(h, masked, mi, 1.0, 0.7, stop_on_reject=stop, charge_first=charge_first)
+    got = admit(h, masked, mi, gamma, 0.7, stop_on_reject=stop, charge_first=charge_first)
     for r in range(b):
-        want = _reference(h[r].double().tolist(), masked[r].tolist(), mi[r].double().tolist(), 1.0, 0.7,
+        want = _reference(h[r].double().tolist(), masked[r].tolist(), mi[r].double().tolist(), gamma, 0.7,
                           stop, charge_first)
         assert got[r].nonzero().flatten().tolist() == want, r
 
@@ -110,7 +102,8 @@ def test_registry_params_and_validation():
     s = build_sampler("mi-oracle", gamma=0.5, lam=2, on_reject="skip", charge_first=False)
     assert isinstance(s, OracleMI) and s.uses_pairwise
     assert s.params() == {"gamma": 0.5, "lam": 2.0, "on_reject": "skip", "charge_first": False}
-    for bad in ({"gamma": -1}, {"lam": -0.1}, {"on_reject": "maybe"}):
+    bads = ({"gamma": -1}, {"gamma": float("nan")}, {"lam": -0.1}, {"on_reject": "maybe"}, {"charge_first": "no"})
+    for bad in bads:
         with pytest.raises(ValueError):
             MIGuided(**{"gamma": 1.0, "lam": 1.0, "on_reject": "stop", "charge_first": True, **bad})
     view = StepView.from_logits(torch.zeros(1, 3, 2), torch.ones(1, 3, dtype=torch.bool))
@@ -192,6 +185,8 @@ def test_oracle_pairwise_fn_is_the_exact_probing_label():
     assert mi.shape == (2, 6, 6) and mi.dtype == torch.float32
     for r in range(2):
         assert torch.allclose(mi[r], exact_mi(bb, tokens[r]).label.float())
+    cert = oracle_pairwise_fn(bb, method="certified", tol=1e-3)(bb(tokens), masked, tokens)
+    assert (cert - mi).abs().max() <= 1e-3 + 1e-6
     with pytest.raises(ValueError):
         fn(bb(tokens), masked)  # the current decode signature passes no tokens
     with pytest.raises(ValueError):

@@ -115,12 +115,6 @@ def test_smoke_commands_carry_the_smoke_settings(tmp_path):
     assert ns.compile is False
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="workflow: `configfile: config/config.yaml` is read relative to the working directory and "
-    "--configfile smoke.yaml only *extends* it, so a smoke run from the repository root inherits "
-    "config.yaml's `compile: true` (and any other key smoke.yaml does not set)",
-)
 def test_smoke_settings_do_not_depend_on_the_working_directory(tmp_path):
     """From a directory that holds config/config.yaml (like the repository root) the smoke DAG must
     be the same as from an empty one."""
@@ -132,12 +126,6 @@ def test_smoke_settings_do_not_depend_on_the_working_directory(tmp_path):
     assert build_parser().parse_args(pretrain[3:]).compile is False
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="workflow lints: common.smk `\"--\" + key` path-composition false positive (use f-strings), "
-    "sudoku.smk mixes rules and the sudoku_runs() function (move it to common.smk), and params "
-    "out_dir/model_dir hard-code output prefixes (derive them from output/input with a lambda)",
-)
 @pytest.mark.parametrize("configfile", CONFIGS)
 def test_lint_exits_0(tmp_path, configfile):
     proc = snakemake(tmp_path, "--lint", configfile=configfile)

@@ -42,8 +42,10 @@ def load_checkpoint(directory: str | Path, domain: str | None = None) -> tuple[d
             raise CheckpointError(f"checkpoint file missing: {path}")
     try:
         meta = json.loads(meta_path.read_text())
-    except json.JSONDecodeError as exc:
-        raise CheckpointError(f"checkpoint metadata is not valid JSON: {meta_path} ({exc.msg})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"checkpoint metadata is not valid JSON: {meta_path} ({exc})") from None
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"checkpoint metadata is not a JSON object: {meta_path}")
     if domain is not None and meta.get("domain") != domain:
         raise CheckpointError(
             f"checkpoint {directory} is for domain {meta.get('domain')!r}, not {domain!r}"

@@ -16,6 +16,7 @@ import sys
 import typing
 from typing import Callable
 
+from mdm_mi.errors import InputError
 from mdm_mi.tracking import TrackingArgs
 
 VERBS: dict[str, tuple[type, Callable, str]] = {}
@@ -80,7 +81,7 @@ def _tracking_args(ns: argparse.Namespace) -> TrackingArgs:
     for item in ns.wildcard:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"error: --wildcard expects KEY=VALUE, got {item!r}")
+            raise InputError(f"--wildcard expects KEY=VALUE, got {item!r}")
         wildcards[key] = value
     return TrackingArgs(ns.tracking_uri, ns.experiment, ns.rule, wildcards, ns.config_hash)
 

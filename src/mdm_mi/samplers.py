@@ -182,7 +182,8 @@ def choose_tokens(logits: torch.Tensor, temperature: float, generator: torch.Gen
         return logits.argmax(-1)
     gen_device = generator.device if generator is not None else torch.device("cpu")
     u = torch.rand(logits.shape, generator=generator, device=gen_device).to(logits.device)
-    gumbel = -torch.log(-torch.log(u.clamp_min(1e-20)).clamp_min(1e-20))
+    exponential = -torch.log(u.clamp_min(1e-20))
+    gumbel = -torch.log(exponential.clamp_min(1e-20))
     return (logits.float() / temperature + gumbel).argmax(-1)
 
 

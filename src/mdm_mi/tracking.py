@@ -11,6 +11,7 @@ says, once, that tracking was skipped. Tests use :class:`NullTracker`.
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import sys
 import time
@@ -58,14 +59,21 @@ class NullTracker:
 
 
 def _retry(fn, *args, **kwargs):
-    """Call ``fn`` retrying briefly on errors (e.g. ``database is locked``)."""
+    """Call ``fn`` retrying briefly on transient errors (e.g. ``database is locked``); an error
+    that MLflow reports as a bad parameter is permanent and raised at once."""
     for attempt in range(RETRIES):
         try:
             return fn(*args, **kwargs)
-        except Exception:  # noqa: BLE001 - MLflow raises many kinds; the last one propagates
-            if attempt == RETRIES - 1:
+        except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; the last one propagates
+            if attempt == RETRIES - 1 or "INVALID_PARAMETER_VALUE" in str(getattr(exc, "error_code", "")):
                 raise
             time.sleep(RETRY_SECONDS * (attempt + 1))
+
+
+def metric_key(key: str) -> str:
+    """A name MLflow accepts (letters, digits, ``_ - . / space``): ``givens=17.accuracy`` →
+    ``givens_17.accuracy``."""
+    return re.sub(r"[^\w\-. /]", "_", key)
 
 
 class MlflowTracker(NullTracker):
@@ -85,11 +93,12 @@ class MlflowTracker(NullTracker):
             print(f"tracking skipped: MLflow call failed ({type(exc).__name__}: {exc})", file=sys.stderr)
 
     def log_params(self, params: dict) -> None:
-        flat = {k: str(v)[:500] for k, v in _flatten(params).items()}
+        flat = {metric_key(k): str(v)[:500] for k, v in _flatten(params).items()}
         self._safe(self.mlflow.log_params, flat)
 
     def log_metrics(self, metrics: dict, step: int | None = None) -> None:
-        numeric = {k: float(v) for k, v in _flatten(metrics).items() if isinstance(v, (int, float))}
+        numeric = {metric_key(k): float(v) for k, v in _flatten(metrics).items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
         self._safe(self.mlflow.log_metrics, numeric, step=step)
 
     def log_artifact(self, path: str | Path) -> None:
@@ -110,11 +119,14 @@ def init_store(uri: str, experiment: str) -> None:
     """Create the tracking store and experiment once, before parallel jobs write to it."""
     import mlflow
 
+    artifacts = None
     if uri.startswith("sqlite:///"):
-        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(uri.removeprefix("sqlite:///")).parent
+        folder.mkdir(parents=True, exist_ok=True)
+        artifacts = (folder / "mlartifacts").resolve().as_uri()  # beside the DB, not in the cwd
     mlflow.set_tracking_uri(uri)
     if mlflow.get_experiment_by_name(experiment) is None:
-        mlflow.create_experiment(experiment)
+        mlflow.create_experiment(experiment, artifact_location=artifacts)
 
 
 @contextlib.contextmanager

@@ -59,8 +59,8 @@ def spearman(x: torch.Tensor, y: torch.Tensor) -> float:
 def auroc(scores: torch.Tensor, positive: torch.Tensor) -> float:
     """Area under the ROC curve of ``scores`` for ``positive`` (1-D bool) vs the rest.
 
-    Mann–Whitney form ``(R₊ − n₊(n₊+1)/2) / (n₊ n₋)`` with average ranks, so a tie between a positive
-    and a negative counts one half. NaN when either class is empty.
+    Mann–Whitney form ``(R₊ − n₊(n₊+1)/2) / (n₊ n₋)`` with average ranks, so a tie between a
+    positive and a negative counts one half. NaN when either class is empty.
     """
     n_pos = int(positive.sum())
     n_neg = positive.numel() - n_pos
@@ -100,5 +100,6 @@ def fidelity(
         structure = torch.as_tensor(structure, device=pred.device).bool()
         assert structure.shape == pred.shape[1:], structure.shape
         positive = structure.expand_as(sel)[sel]
-        out.update(auroc=auroc(p, positive), auroc_label=auroc(y, positive), structure_pairs=int(positive.sum()))
+        out.update(auroc=auroc(p, positive), auroc_label=auroc(y, positive))
+        out["structure_pairs"] = int(positive.sum())
     return out

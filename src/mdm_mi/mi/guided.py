@@ -53,8 +53,10 @@ class MIGuided(Sampler):
             raise ValueError(f"{self.name} lam must be >= 0, got {lam}")
         if on_reject not in ON_REJECT:
             raise ValueError(f"{self.name} on_reject must be one of {ON_REJECT}, got {on_reject!r}")
+        if not isinstance(charge_first, bool):
+            raise ValueError(f"{self.name} charge_first must be a bool, got {charge_first!r}")
         self.gamma, self.lam = float(gamma), float(lam)
-        self.on_reject, self.charge_first = on_reject, bool(charge_first)
+        self.on_reject, self.charge_first = on_reject, charge_first
 
     def select(self, view: StepView) -> torch.Tensor:
         """``view.pairwise (B, N, N)`` required → ``(B, N)`` bool admitted set U ⊆ ``view.masked``."""
@@ -66,12 +68,14 @@ class MIGuided(Sampler):
         )
 
     def params(self) -> dict:
-        return {"gamma": self.gamma, "lam": self.lam, "on_reject": self.on_reject, "charge_first": self.charge_first}
+        return {"gamma": self.gamma, "lam": self.lam, "on_reject": self.on_reject,
+                "charge_first": self.charge_first}
 
 
 @register
 class OracleMI(MIGuided):
-    """Algorithm 1 with the *exact* probing MI as its pairwise matrix (:func:`oracle_pairwise_fn`).
+    """Algorithm 1 fed the probing MI itself as its pairwise matrix (:func:`oracle_pairwise_fn`:
+    exact, or certified within a tolerance).
 
     The rule is identical to :class:`MIGuided`; only the caller's ``pairwise_fn`` differs. It bounds
     what a perfect MI head could achieve. Its probing passes are not counted by ``decode``.
@@ -93,9 +97,10 @@ def admit(
     """Algorithm 1's admission walk, vectorised over the batch (≤ N steps of ``(B,)``/``(B, N)`` ops).
 
     entropy ``(B, N)`` nats (any value off ``masked``), masked ``(B, N)`` bool, pairwise ``(B, N, N)``
-    Î. Returns ``(B, N)`` bool U: the lowest-entropy masked position of every row with a mask, plus
-    each later candidate i (by increasing entropy, stable) with ``h_i + λ Σ_{j∈U} Î_ij ≤`` the budget
-    left, which then shrinks by that cost. Budget arithmetic is float64.
+    Î ≥ 0. Returns ``(B, N)`` bool U: the lowest-entropy masked position of every row with a mask,
+    plus each later candidate i (by increasing entropy, stable) with ``h_i + λ Σ_{j∈U} Î_ij ≤`` the
+    budget left, which then shrinks by that cost. Budget arithmetic is float64. As Î ≥ 0, a
+    candidate with ``h_i > γ`` can never fit, so the walk ends before the first of them.
     """
     assert entropy.shape == masked.shape and pairwise.shape == masked.shape + masked.shape[1:2], (
         entropy.shape, masked.shape, pairwise.shape,
@@ -108,7 +113,8 @@ def admit(
     chosen = torch.zeros_like(masked)
     left = torch.full((b,), float(gamma), dtype=torch.float64, device=masked.device)
     walking = n_masked > 0
-    for r in range(int(n_masked.max()) if b else 0):
+    steps = int((h <= gamma).sum(1).clamp_min(1).minimum(n_masked).max()) if b else 0
+    for r in range(steps):
         pos = order[:, r]
         live = walking & (r < n_masked)
         h_i = h[rows, pos].masked_fill(~live, 0.0)
@@ -133,7 +139,8 @@ PairwiseFn3 = Callable[..., torch.Tensor]
 
 def head_pairwise_fn(head: torch.nn.Module) -> PairwiseFn3:
     """``fn(output, masked, tokens=None) → head(output.hidden, masked)`` ``(B, N, N)``: Î from the
-    same forward pass, no extra backbone call. Works with both decode signatures."""
+    same forward pass, no extra backbone call. Works with both decode signatures; puts the head in
+    eval mode (it must be on the backbone's device)."""
     head.eval()
 
     @torch.inference_mode()
@@ -171,6 +178,8 @@ def oracle_pairwise_fn(
         assert tokens.shape == masked.shape, (tokens.shape, masked.shape)
         if not torch.equal(tokens == backbone.mask_id, masked):
             raise ValueError("masked does not match tokens == backbone.mask_id")
+        if len(tokens) == 0:
+            return torch.zeros(0, masked.shape[1], masked.shape[1], device=masked.device)
         return torch.stack([label(row) for row in tokens]).float()
 
     return fn

@@ -43,9 +43,9 @@ LOG_POINTS = 10  # train_head logs this many times over a run (plus the last ste
 GRAD_CLIP = 1.0  # max global gradient norm per step
 MIN_INIT_MI = 1e-4  # nats: floor of the mean label used to initialise the output bias
 EVAL_BATCH = 512  # contexts per chunk when evaluating the validation loss
-EXCLUDE = 1e30  # score offset of excluded pairs: softplus(-EXCLUDE) == 0 exactly, and finite in fp32/bf16
+EXCLUDE = 1e30  # score offset of excluded pairs: softplus(-EXCLUDE) == 0 exactly; finite in float32
 NORM_EPS = 1e-5  # added to the mean square in the RMS normalisation of the hidden states
-COMPACT_FRACTION = 0.5  # pack masked positions when max_b |M_b|² ≤ this × N² (else work on all N)
+COMPACT_FRACTION = 0.7  # pack masked positions when max_b |M_b|² ≤ this × N² (measured CPU crossover)
 HALF = 0.5  # the factors give half-scores, so the symmetrisation (a + aᵀ) needs no extra multiply
 
 
@@ -117,11 +117,11 @@ class MIHead(nn.Module):
         return left, right
 
     def pairs(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
-        """``left, right (B, N, K)`` from :meth:`factors` (excluded rows from :meth:`excluded_rows`) → Î ``(B, N, N)``, exactly symmetric, zero on the diagonal and on
-        excluded pairs (their half-score is ≤ -EXCLUDE/2, and softplus of it is exactly 0)."""
+        """``left, right (B, N, K)`` from :meth:`factors` (and :meth:`excluded_rows`) → Î ``(B, N, N)``:
+        exactly symmetric, exactly 0 on the diagonal and on excluded pairs (half-score ≤ -EXCLUDE/2)."""
         s = torch.bmm(left, right.transpose(1, 2))  # half-scores
         s.diagonal(dim1=1, dim2=2).fill_(-EXCLUDE)  # bmm saves its inputs, not its output: autograd-safe
-        half = F.softplus(s, beta=2.0)  # = softplus(score) / 2, bit for bit: scaling by 2 is exact
+        half = F.softplus(s, beta=2.0)  # log1p(exp(2 s)) / 2 = softplus(score) / 2
         # the form is symmetric but round-off (summation order, SIMD vs scalar softplus) is not:
         # Î = (half + halfᵀ) is then exactly symmetric
         if half.requires_grad:
@@ -142,7 +142,7 @@ class MIHead(nn.Module):
         flat_hidden = hidden.reshape(b * n, d).to(self.bias.dtype)
         if masked is None or bool(masked.all()):
             left, right = self.factors(self.mlp(flat_hidden))
-            return self.pairs(left.view(b, n, -1), right.view(b, n, -1))
+            return self.pairs(left.view(b, n, left.shape[-1]), right.view(b, n, right.shape[-1]))
         assert masked.shape == (b, n), (masked.shape, hidden.shape)
         flat = masked.reshape(-1).nonzero().squeeze(1)  # (T,) masked rows of the (B·N) rows
         lrows, rrows = self.factors(self.mlp(flat_hidden.index_select(0, flat)))
@@ -150,7 +150,8 @@ class MIHead(nn.Module):
         m = int(counts.max())
         if m * m > COMPACT_FRACTION * n * n:  # all N slots; non-masked ones excluded
             return self.pairs(*self._place(lrows, rrows, flat, b, n))
-        slots = (torch.arange(m, device=masked.device) < counts[:, None]).reshape(-1).nonzero().squeeze(1)
+        filled = torch.arange(m, device=masked.device) < counts[:, None]  # (B, M) slots holding a position
+        slots = filled.reshape(-1).nonzero().squeeze(1)
         small = self.pairs(*self._place(lrows, rrows, slots, b, m))  # (B, M, M)
         pos = torch.argsort((~masked).to(torch.uint8), dim=1, stable=True)[:, :m]  # slot → position
         index = (pos[:, :, None] * n + pos[:, None, :]).view(b, m * m)  # distinct within a row
@@ -258,6 +259,17 @@ def _init_head(in_dim: int, cfg: HeadConfig, seed: int, mean_label: float, devic
 
 
 @torch.no_grad()
+def _mean_label(labels: torch.Tensor, masked: torch.Tensor, batch_size: int = EVAL_BATCH) -> float:
+    """Mean of ``labels (C, N, N)`` over masked pairs ``i != j`` (0 if none), in chunks of contexts."""
+    total, count = 0.0, 0
+    for lab, mask in zip(labels.split(batch_size), masked.split(batch_size)):
+        keep = pair_mask(mask, mask.shape[1], len(mask), mask.device)
+        total += float((lab.double() * keep).sum())
+        count += int(keep.sum())
+    return total / max(count, 1)
+
+
+@torch.no_grad()
 def evaluate_mse(head: MIHead, features, labels, masked, batch_size: int = EVAL_BATCH) -> float:
     """Masked-pair MSE of ``head`` over a whole set (pairs pooled across contexts)."""
     total, count = 0.0, 0
@@ -289,9 +301,7 @@ def train_head(
     assert features.ndim == 3 and labels.shape == features.shape[:2] + features.shape[1:2], labels.shape
     device = features.device
     labels, masked = labels.to(device), masked.to(device)
-    keep_all = pair_mask(masked, masked.shape[1], masked.shape[0], device)
-    mean_label = float(labels[keep_all].float().mean()) if keep_all.any() else 0.0
-    head = _init_head(features.shape[-1], head_cfg, cfg.seed, mean_label, device).train()
+    head = _init_head(features.shape[-1], head_cfg, cfg.seed, _mean_label(labels, masked), device).train()
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     gen = torch.Generator().manual_seed(cfg.seed)
     every = max(1, cfg.steps // LOG_POINTS)

@@ -45,9 +45,12 @@ class PuzzleSet:
 def _parse_row(row: dict, line: int, has_solution: bool):
     try:
         puzzle = parse_puzzle(row["puzzle"] or "")
-        solution = parse_puzzle(row["solution"] or "") if has_solution else None
     except PuzzleFormatError as exc:
         raise InputError(f"line {line}: {exc}") from None
+    try:
+        solution = parse_puzzle(row["solution"] or "") if has_solution else None
+    except PuzzleFormatError as exc:
+        raise InputError(f"line {line}: solution: {str(exc).replace('puzzle', 'solution')}") from None
     if clues_conflict(puzzle):
         raise InputError(f"line {line}: the puzzle's givens already break a rule (a digit repeats in a unit)")
     if solution is not None and (solution == MASK_ID).any():

@@ -14,6 +14,7 @@ SIDE = 9
 N_DIGITS = 9  # vocabulary size V: ids 0..8 are the digits 1..9
 MASK_ID = N_DIGITS  # the mask token's id, outside the digit vocabulary
 BLANK_CHARS = "0."
+DIGIT_CHARS = "123456789"
 
 
 class PuzzleFormatError(ValueError):
@@ -25,9 +26,9 @@ def parse_puzzle(text: str) -> np.ndarray:
     s = text.strip()
     if len(s) != N_CELLS:
         raise PuzzleFormatError(f"puzzle must have {N_CELLS} cells, got {len(s)}: {s[:20]!r}...")
-    bad = sorted({c for c in s if not (c.isdigit() or c in BLANK_CHARS)})
+    bad = sorted({c for c in s if c not in DIGIT_CHARS and c not in BLANK_CHARS})
     if bad:
-        raise PuzzleFormatError(f"puzzle has characters other than digits and '.': {''.join(bad)!r}")
+        raise PuzzleFormatError(f"puzzle has characters other than 1-9, 0 and '.': {''.join(bad)!r}")
     return np.array([MASK_ID if c in BLANK_CHARS else int(c) - 1 for c in s], dtype=np.int64)
 
 

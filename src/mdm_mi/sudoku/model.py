@@ -114,6 +114,6 @@ def load_model(directory, device: str = "cpu") -> tuple[SudokuMDM, dict]:
     try:
         model = SudokuMDM(ModelConfig(**meta["model"]))
         model.load_state_dict(state)
-    except (KeyError, TypeError, RuntimeError) as exc:
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
         raise CheckpointError(f"checkpoint {directory} does not match the Sudoku model: {exc}") from None
     return model.to(device).eval(), meta
