@@ -6,8 +6,13 @@ fractions of masked cells (the head's MLP runs on masked cells only). All jobs r
 reported are medians of wall and CPU time, the ratio head / backbone (the MI-guided sampler's overhead
 per step; target ≤ 2 %) and the analytic FLOP ratio.
 
-    python benchmarks/bench_head.py --d-model 128 --n-layers 4 --batch 1000 --reps 7
+    python benchmarks/bench_head.py --d-model 128 --n-layers 4 --batch 1000 --reps 5 --threads 1
+    python benchmarks/bench_head.py --d-model 256 --n-layers 4 --batch 1000 --mask-rates 0.5 1.0
     python benchmarks/bench_head.py --checkpoint results/cpu-default/sudoku/model --batch 1000
+
+On a CPU shared with other jobs use ``--threads 1``: with more threads than free cores, every
+parallel region waits for a descheduled thread and short kernels (the head's) are timed as whole
+scheduler slices.
 """
 
 from __future__ import annotations
@@ -23,9 +28,9 @@ from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS
 from mdm_mi.sudoku.model import ModelConfig, SudokuMDM, n_params
 
 RECOMMENDED = {  # name → head size, each built on the backbone's D (the config schema has the defaults)
-    "cheap": HeadConfig(hidden=32, heads=4, rank=8, unary=True),  # for D = 128
-    "wider": HeadConfig(hidden=64, heads=4, rank=8, unary=True),
-    "paper-size": HeadConfig(hidden=256, heads=8, rank=16, unary=True),  # ~99K params at D = 256
+    "D128": HeadConfig(hidden=32, heads=4, rank=8, unary=True),  # 5,222 params at D = 128
+    "D128-wide": HeadConfig(hidden=64, heads=4, rank=8, unary=True),  # 10,406 params at D = 128
+    "D256": HeadConfig(hidden=256, heads=8, rank=16, unary=True),  # 98,954 params at D = 256 (paper: 99,969)
 }
 WARMUP = 2
 

@@ -188,6 +188,15 @@ def test_oracle_pairwise_fn_is_the_exact_probing_label():
     cert = oracle_pairwise_fn(bb, method="certified", tol=1e-3)(bb(tokens), masked, tokens)
     assert (cert - mi).abs().max() <= 1e-3 + 1e-6
     with pytest.raises(ValueError):
-        fn(bb(tokens), masked)  # the current decode signature passes no tokens
+        fn(bb(tokens), masked)  # no tokens
     with pytest.raises(ValueError):
         fn(bb(tokens), ~masked, tokens)
+
+
+def test_oracle_decodes_through_decode_with_the_pass_tokens():
+    bb, puzzles = MockBackbone(n=6), _puzzles(b=3, n=6)
+    sampler = OracleMI(gamma=0.5, lam=1.0, on_reject="skip", charge_first=True)
+    result = decode(bb, puzzles, sampler, pairwise_fn=oracle_pairwise_fn(bb, method="exact"))
+    assert not (result.tokens == bb.mask_id).any()
+    clues = puzzles != bb.mask_id
+    assert torch.equal(result.tokens[clues], puzzles[clues])

@@ -80,6 +80,7 @@ def test_without_mask_only_the_diagonal_is_zeroed():
         (D, SMALL, None),
         (D, HeadConfig(8, 3, 2, False), None),
         (128, CHEAP_128, 5_222),
+        (128, HeadConfig(hidden=64, heads=4, rank=8, unary=True), 10_406),
         (256, PAPER_256, 98_954),
     ],
 )

@@ -170,3 +170,12 @@ def test_smoke_dag_runs_in_a_fresh_directory(tmp_path):
     # every job mirrored itself completely: no MLflow call was rejected
     skipped = [str(p) for p in (tmp_path / "logs").rglob("*.log") if "tracking skipped" in p.read_text()]
     assert not skipped, skipped
+    # the MI part of the DAG: MI-guided rows, the exact-MI oracle, the head's fidelity, every figure
+    assert ("hard", "mi") in have
+    assert ("oracle", "mi-oracle") in {(r["set"], r["sampler"]) for r in rows}
+    results = tmp_path / "results" / cfg["name"]
+    fidelity = (results / "sudoku" / "head_fidelity.json").read_text()
+    assert all(key in fidelity for key in ("pearson", "spearman", "mae", "auroc"))
+    for name in ("sudoku_paper_table.md", "sudoku_mi_map.png", "sudoku_mi_map.csv", "sudoku_head_scatter.png",
+                 *(f"sudoku_speed_quality_{s}.png" for s in cfg["sudoku"]["eval"]["sets"])):
+        assert (results / "figures" / name).is_file(), name

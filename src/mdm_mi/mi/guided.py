@@ -20,12 +20,10 @@ a perfect head could give, not a practical sampler).
 
 from __future__ import annotations
 
-from typing import Callable
-
 import torch
 
 from mdm_mi.backbone import Backbone, BackboneOutput
-from mdm_mi.samplers import Sampler, StepView, register
+from mdm_mi.samplers import PairwiseFn, Sampler, StepView, register
 
 ON_REJECT = ("skip", "stop")  # a rejected candidate: walk on to the next one, or end the pass
 ORACLE_METHODS = ("exact", "certified")
@@ -132,15 +130,10 @@ def admit(
     return chosen
 
 
-# A pairwise function receives the pass's output, the (B, N) mask and, in the proposed decode
-# signature, the (B, N) current tokens of the same sequences.
-PairwiseFn3 = Callable[..., torch.Tensor]
-
-
-def head_pairwise_fn(head: torch.nn.Module) -> PairwiseFn3:
+def head_pairwise_fn(head: torch.nn.Module) -> PairwiseFn:
     """``fn(output, masked, tokens=None) → head(output.hidden, masked)`` ``(B, N, N)``: Î from the
-    same forward pass, no extra backbone call. Works with both decode signatures; puts the head in
-    eval mode (it must be on the backbone's device)."""
+    same forward pass, no extra backbone call (tokens unused). Puts the head in eval mode; it must be
+    on the backbone's device."""
     head.eval()
 
     @torch.inference_mode()
@@ -152,12 +145,12 @@ def head_pairwise_fn(head: torch.nn.Module) -> PairwiseFn3:
 
 def oracle_pairwise_fn(
     backbone: Backbone, method: str = "exact", tol: float | None = None, batch_size: int | None = None
-) -> PairwiseFn3:
+) -> PairwiseFn:
     """``fn(output, masked, tokens (B, N)) → (B, N, N)`` float32: the probing label of each sequence's
     current tokens (:func:`mdm_mi.mi.probe.exact_mi`, or ``certified_mi`` within ``tol``).
 
-    Needs the current tokens, so decode must call ``pairwise_fn(output, masked, tokens)``; the
-    probing passes (``1 + |M| V`` per sequence for ``exact``) are extra and not counted by decode.
+    ``decode`` passes the tokens of the pass; the probing passes (``1 + |M| V`` per sequence for
+    ``exact``) are extra and not counted by decode.
     """
     from mdm_mi.mi import probe  # lazy: only the oracle needs the labeller
 
@@ -174,7 +167,7 @@ def oracle_pairwise_fn(
     @torch.inference_mode()
     def fn(output: BackboneOutput, masked: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
         if tokens is None:
-            raise ValueError("the oracle pairwise fn needs the current tokens: decode must pass them")
+            raise ValueError("the oracle pairwise fn needs the current tokens (B, N)")
         assert tokens.shape == masked.shape, (tokens.shape, masked.shape)
         if not torch.equal(tokens == backbone.mask_id, masked):
             raise ValueError("masked does not match tokens == backbone.mask_id")

@@ -58,7 +58,8 @@ def prepare_sudoku(args: PrepareArgs, tracker) -> None:
     out = Path(args.out_dir)
     for name, ps in sets.items():
         write_puzzle_csv(out / f"{name}.csv", ps)
-    solutions = random_solutions(args.n_train_solutions, rng)
+    # own stream, so the training grids do not depend on the evaluation-set sizes drawn above
+    solutions = random_solutions(args.n_train_solutions, np.random.default_rng([args.seed, 2]))
     with atomic_path(out / "train_solutions.npy") as tmp, tmp.open("wb") as fh:
         np.save(fh, solutions, allow_pickle=False)
     with atomic_path(out / "heldout_solutions.npy") as tmp, tmp.open("wb") as fh:
