@@ -164,7 +164,7 @@ def test_smoke_dag_runs_in_a_fresh_directory(tmp_path):
     tracked = Counter({rule: n for rule, n in expected.items() if rule not in NOT_TRACKED})
     assert Counter(r.data.tags["rule"] for r in runs) == tracked
     assert all(r.info.status == "FINISHED" for r in runs)
-    assert len({r.data.tags["config_hash"] for r in runs}) == 1
+    assert all(re.fullmatch(r"[0-9a-f]{12}", r.data.tags["config_hash"]) for r in runs)
     assert all(r.data.tags["wildcard.config"] == cfg["name"] for r in runs)
     assert all(re.fullmatch(r"[0-9a-f]{40}|unknown", r.data.tags["git_commit"]) for r in runs)
     # every job mirrored itself completely: no MLflow call was rejected

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
+import json
 import sys
 import typing
 from typing import Callable
@@ -59,7 +61,7 @@ def _add_tracking(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--experiment", default="mdm-mi")
     g.add_argument("--rule", default="cli", help="rule name tag")
     g.add_argument("--wildcard", action="append", default=[], metavar="KEY=VALUE", help="wildcard tag")
-    g.add_argument("--config-hash", default="")
+    g.add_argument("--config-hash", default="", help="tag value; default: hash of this job's arguments")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,14 +78,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _tracking_args(ns: argparse.Namespace) -> TrackingArgs:
+def _tracking_args(ns: argparse.Namespace, args) -> TrackingArgs:
+    """Tracking settings; the config-hash tag defaults to a hash of the job's own arguments, so it
+    changes exactly when this job's configuration does."""
     wildcards = {}
     for item in ns.wildcard:
         key, sep, value = item.partition("=")
         if not sep:
             raise InputError(f"--wildcard expects KEY=VALUE, got {item!r}")
         wildcards[key] = value
-    return TrackingArgs(ns.tracking_uri, ns.experiment, ns.rule, wildcards, ns.config_hash)
+    return TrackingArgs(ns.tracking_uri, ns.experiment, ns.rule, wildcards, ns.config_hash or args_hash(args))
+
+
+def args_hash(args) -> str:
+    """Short stable hash of a verb's argument dataclass."""
+    text = json.dumps(dataclasses.asdict(args), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def _register_all() -> None:
@@ -100,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     args_cls, fn, _ = VERBS[ns.verb]
     args = args_cls(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(args_cls)})
     try:
-        with open_tracker(_tracking_args(ns)) as tracker:
+        with open_tracker(_tracking_args(ns, args)) as tracker:
             fn(args, tracker)
     except USER_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)

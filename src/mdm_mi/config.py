@@ -8,7 +8,6 @@ unknown keys, so a typo fails at parse time with the offending key named.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -75,8 +74,3 @@ def load_config(path: str | Path) -> dict:
     if not isinstance(cfg, dict):
         raise ConfigError(f"config {path} must be a mapping, got {type(cfg).__name__}")
     return validate_config(cfg)
-
-
-def config_hash(cfg: dict) -> str:
-    """Short stable hash of a validated config, used as an MLflow tag."""
-    return hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:12]

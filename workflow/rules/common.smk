@@ -1,6 +1,4 @@
 # Helpers shared by the rules: result paths, config → CLI flags, tracking flags, sampler grids.
-import hashlib
-import json
 import os
 import re
 
@@ -9,7 +7,6 @@ R = f"results/{NAME}"
 L = f"logs/{NAME}"
 DATA = f"{workflow.basedir}/resources/data"
 SUDOKU = config["sudoku"]
-CONFIG_HASH = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def cli_flags(options):
@@ -34,7 +31,7 @@ def tracking_flags(rule_name):
         tags = " ".join(f"--wildcard {k}={v}" for k, v in wildcards.items())
         return (
             f"--tracking-uri {config['tracking']['uri']} --experiment {config['tracking']['experiment']} "
-            f"--rule {rule_name} --config-hash {CONFIG_HASH} --wildcard config={config['name']} {tags}"
+            f"--rule {rule_name} --wildcard config={NAME} {tags}"
         )
 
     return flags
