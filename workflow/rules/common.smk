@@ -38,8 +38,8 @@ def tracking_flags(rule_name):
 
 
 def job_flags():
-    """Device, threads and seed flags of GPU-capable jobs."""
-    return cli_flags({"device": config["device"], "threads": config["threads"], "seed": config["seed"]})
+    """Device and seed flags of GPU-capable jobs (their shell adds ``--threads {threads}``)."""
+    return cli_flags({"device": config["device"], "seed": config["seed"]})
 
 
 def sudoku_runs():

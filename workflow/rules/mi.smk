@@ -30,7 +30,7 @@ rule sudoku_label:
     wildcard_constraints:
         split="train|heldout",
         shard=r"\d+",
-    threads: config["threads"]
+    threads: 1  # shards run side by side, one per core
     resources:
         gpu=1,
         mem_mb=4000,
@@ -39,7 +39,7 @@ rule sudoku_label:
         "../../envs/mdm-mi.yaml"
     shell:
         "python -m mdm_mi label --model {params.model_dir} --sequences {input.sequences} "
-        "--shard {wildcards.shard} {params.options} --out {output} {params.job} {params.tracking} > {log} 2>&1"
+        "--shard {wildcards.shard} {params.options} --out {output} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 
 rule sudoku_train_head:
@@ -71,4 +71,4 @@ rule sudoku_train_head:
     shell:
         "python -m mdm_mi train-head --model {params.model_dir} --labels {input.train} "
         "--heldout {input.heldout} --out {params.out_dir} --fidelity {output.fidelity} "
-        "--pairs {output.pairs} {params.options} {params.job} {params.tracking} > {log} 2>&1"
+        "--pairs {output.pairs} {params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"

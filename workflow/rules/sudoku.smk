@@ -55,7 +55,7 @@ rule sudoku_pretrain:
         "../../envs/mdm-mi.yaml"
     shell:
         "python -m mdm_mi pretrain --solutions {input.solutions} --out {params.out_dir} "
-        "{params.options} {params.job} {params.tracking} > {log} 2>&1"
+        "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 
 rule sudoku_evaluate:
@@ -76,7 +76,7 @@ rule sudoku_evaluate:
         job=job_flags(),
         tracking=tracking_flags("sudoku_evaluate"),
         model_dir=parent_dir("model"),
-    threads: config["threads"]
+    threads: 1  # decoding jobs run side by side, one per core
     resources:
         gpu=1,
         mem_mb=4000,
@@ -86,7 +86,7 @@ rule sudoku_evaluate:
     shell:
         "python -m mdm_mi evaluate --model {params.model_dir} --puzzles {input.puzzles} "
         "--out {output.summary} --per-puzzle {output.per_puzzle} {params.sampler} {params.head} {params.batch} "
-        "{params.job} {params.tracking} > {log} 2>&1"
+        "{params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 
 rule sudoku_table:
