@@ -52,11 +52,12 @@ class PaperTableArgs:
 
 @verb("paper-table", PaperTableArgs, "our Sudoku results laid out beside the paper's table")
 def paper_table_job(args: PaperTableArgs, tracker) -> None:
-    from mdm_mi.figures import paper_table, read_table
+    from mdm_mi.figures import matched_table, paper_table, read_table
 
     caption = (f"Sudoku, set '{args.set}', backbone: {backbone_name(args.model)}; paper: 1000 hard puzzles, "
                "4.16M-parameter MDM.")
-    write_text(args.out, paper_table(read_table(args.table), args.set, caption))
+    rows = read_table(args.table)
+    write_text(args.out, paper_table(rows, args.set, caption) + "\n" + matched_table(rows, args.set))
     tracker.log_artifact(args.out)
 
 

@@ -104,3 +104,25 @@ def _fmt(r: dict | None) -> str:
         return "not run"
     return (f"{r['mean_passes']:.1f} / {100 * r['accuracy']:.1f} "
             f"[{100 * r['acc_lo']:.1f}, {100 * r['acc_hi']:.1f}]")
+
+
+MATCH_TOLERANCE = 0.10  # "matched mean passes": within ±10%
+
+
+def matched_table(rows: list[dict], set_name: str) -> str:
+    """Markdown: each MI-guided setting beside the EB and naive settings whose mean passes are within
+    ±10% of it (the closest one of each), accuracies with Wilson 95% intervals."""
+    data = select(rows, set_name)
+    seq = next((r for r in data if r["sampler"] == "sequential" and r.get("order") == "entropy"), None)
+    lines = [f"MI-guided vs baselines at matched mean passes (±{MATCH_TOLERANCE:.0%}), set '{set_name}'"
+             + (f"; sequential: {_fmt(seq)}" if seq else ""), "",
+             "| MI-guided setting | passes / acc % [95% CI] | EB at matched passes | naive at matched passes |",
+             "|---|---|---|---|"]
+    for mi in sorted((r for r in data if r["sampler"] == "mi"), key=lambda r: r["mean_passes"]):
+        cells = []
+        for sampler in ("eb", "naive"):
+            near = _nearest(data, sampler, mi["mean_passes"])
+            ok = near and abs(near["mean_passes"] - mi["mean_passes"]) <= MATCH_TOLERANCE * mi["mean_passes"]
+            cells.append(f"{near['setting']}: {_fmt(near)}" if ok else "none within ±10%")
+        lines.append(f"| {mi['setting']} | {_fmt(mi)} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + "\n"
