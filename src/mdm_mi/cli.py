@@ -24,6 +24,11 @@ from mdm_mi.tracking import TrackingArgs
 VERBS: dict[str, tuple[type, Callable, str]] = {}
 
 
+def h(text: str) -> dict:
+    """Field metadata carrying a flag's help text: ``field(metadata=h("..."))``."""
+    return {"help": text}
+
+
 def verb(name: str, args_cls: type, help_text: str):
     """Register ``fn(args, tracker)`` as CLI verb ``name`` parsing into ``args_cls``."""
 

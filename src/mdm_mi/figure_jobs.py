@@ -8,12 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.cli import verb
+from mdm_mi.cli import h as _h, verb
 from mdm_mi.io import read_json, write_text
-
-
-def _h(text: str) -> dict:
-    return {"help": text}
 
 
 def backbone_name(model_dir: Path) -> str:

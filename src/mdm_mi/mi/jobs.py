@@ -17,14 +17,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.cli import verb
+from mdm_mi.cli import h as _h, verb
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json
 from mdm_mi.runtime import resolve_device, setup
-
-
-def _h(text: str) -> dict:
-    return {"help": text}
 
 
 @dataclass(frozen=True)
