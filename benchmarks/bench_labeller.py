@@ -6,7 +6,7 @@ seconds per context, the largest observed ``|certified - exact|`` and the larges
 
     python benchmarks/bench_labeller.py --checkpoint results/sudoku/model --contexts 50
     python benchmarks/bench_labeller.py --random-model \\
-        --solutions /work/shared/data/sudoku/radcliffe_curated_5000.csv --contexts 20
+        --solutions resources/data/sudoku/radcliffe_curated_5000.csv --contexts 20
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import torch
 from mdm_mi.sudoku.generate import count_solutions, make_puzzles, random_solutions, reveal_cells, solve
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, is_valid_solution, parse_puzzle
 
-CURATED_CSV = Path("/work/shared/data/sudoku/radcliffe_curated_5000.csv")
+CURATED_CSV = Path(__file__).resolve().parents[1] / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"
 # A 17-clue puzzle known to be hard for plain backtracking.
 HARD_17 = "000000010400000000020000000000050407008000300001090000300400200050100000000806000"
 

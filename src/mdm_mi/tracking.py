@@ -144,7 +144,7 @@ def open_tracker(args: TrackingArgs | None):
         tags = {"rule": args.rule, "git_commit": git_commit(), "config_hash": args.config_hash}
         tags.update({f"wildcard.{k}": str(v) for k, v in args.wildcards.items()})
         name = "/".join([args.rule, *(str(v) for v in args.wildcards.values())])
-        run = _retry(mlflow.start_run, run_name=name, tags=tags)
+        _retry(mlflow.start_run, run_name=name, tags=tags)
     except Exception as exc:  # noqa: BLE001
         print(f"tracking skipped: MLflow unreachable at {args.uri} ({type(exc).__name__}: {exc})", file=sys.stderr)
         yield NullTracker()
@@ -156,4 +156,3 @@ def open_tracker(args: TrackingArgs | None):
     finally:
         with contextlib.suppress(Exception):
             _retry(mlflow.end_run, status=status)
-    del run
