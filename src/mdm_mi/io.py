@@ -36,6 +36,14 @@ def write_json(path: str | Path, obj) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
+def write_npy(path: str | Path, array) -> None:
+    """Write a numpy array as ``.npy`` atomically (never pickled; load with ``allow_pickle=False``)."""
+    import numpy as np
+
+    with atomic_path(path) as tmp, tmp.open("wb") as fh:
+        np.save(fh, array, allow_pickle=False)
+
+
 def read_json(path: str | Path):
     """Read a JSON file."""
     return json.loads(Path(path).read_text())

@@ -19,7 +19,7 @@ import torch
 
 from mdm_mi.cli import h as _h, verb
 from mdm_mi.errors import InputError
-from mdm_mi.io import atomic_path, write_json
+from mdm_mi.io import atomic_path, write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
 
 
@@ -67,9 +67,9 @@ def label(args: LabelArgs, tracker) -> None:
 
     setup(args.threads, args.seed)
     device = resolve_device(args.device)
-    backbone, _ = load_backbone(args.model, device)
     if not Path(args.sequences).is_file():
         raise InputError(f"sequence file not found: {args.sequences}")
+    backbone, _ = load_backbone(args.model, device)
     contexts, t = draw_contexts(np.load(args.sequences, allow_pickle=False), args.n_contexts,
                                 backbone.mask_id, args.seed)
     part = shard_slice(len(contexts), args.shard, args.n_shards)
@@ -140,8 +140,6 @@ def _write_pairs(path, pred, label, masked, seed: int) -> None:
     lab, prd = label[sel], pred[sel]
     idx = torch.randperm(len(lab), generator=torch.Generator().manual_seed(seed))[:MAX_SCATTER_PAIRS]
     lines = ["label,prediction"] + [f"{a:.6g},{b:.6g}" for a, b in zip(lab[idx].tolist(), prd[idx].tolist())]
-    from mdm_mi.io import write_text
-
     write_text(path, "\n".join(lines) + "\n")
 
 

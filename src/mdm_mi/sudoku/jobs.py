@@ -16,7 +16,7 @@ import numpy as np
 from mdm_mi.checkpoint import save_checkpoint
 from mdm_mi.cli import h as _h, verb
 from mdm_mi.errors import InputError
-from mdm_mi.io import atomic_path, write_json
+from mdm_mi.io import atomic_path, write_json, write_npy
 from mdm_mi.runtime import resolve_device, setup
 
 
@@ -56,10 +56,8 @@ def prepare_sudoku(args: PrepareArgs, tracker) -> None:
         write_puzzle_csv(out / f"{name}.csv", ps)
     # own stream, so the training grids do not depend on the evaluation-set sizes drawn above
     solutions = random_solutions(args.n_train_solutions, np.random.default_rng([args.seed, 2]))
-    with atomic_path(out / "train_solutions.npy") as tmp, tmp.open("wb") as fh:
-        np.save(fh, solutions, allow_pickle=False)
-    with atomic_path(out / "heldout_solutions.npy") as tmp, tmp.open("wb") as fh:
-        np.save(fh, radcliffe.solutions, allow_pickle=False)  # real solutions: held-out MI contexts
+    write_npy(out / "train_solutions.npy", solutions)
+    write_npy(out / "heldout_solutions.npy", radcliffe.solutions)  # real solutions: held-out MI contexts
     counts = {f"n_{name}": len(ps) for name, ps in sets.items()} | {"n_train": len(solutions)}
     write_json(out / "summary.json", counts)
     tracker.log_params(dataclasses.asdict(args))
