@@ -11,15 +11,21 @@ configfile: "config/config.yaml"
 validate(config, "workflow/schemas/config.schema.yaml")
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/tracking.smk"
 include: "workflow/rules/sudoku.smk"
 include: "workflow/rules/mi.smk"
+include: "workflow/rules/protein.smk"
+include: "workflow/rules/protein_figures.smk"
 include: "workflow/rules/figures.smk"
 
 
 rule all:
     input:
         rules.sudoku_table.output,
+        rules.protein_table.output,
         FIGURES,
     default_target: True

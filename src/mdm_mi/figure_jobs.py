@@ -13,10 +13,15 @@ from mdm_mi.io import read_json, write_text
 
 
 def backbone_name(model_dir: Path) -> str:
-    """A short description of the backbone that produced a result, for figure titles."""
+    """A short description of the backbone that produced a result, for figure titles and tables."""
     meta = read_json(Path(model_dir) / "meta.json")
+    if meta.get("kind") == "esmc-300m":
+        return "ESM-C 300M (pretrained)"
     n = meta.get("metrics", {}).get("n_params")
     size = f", {n / 1e6:.2f}M params" if n else ""
+    if meta.get("domain") == "protein":
+        dims = meta.get("esmc", {})
+        return f"small ESM-C d{dims.get('d_model')} L{dims.get('n_layers')}{size}, trained here"
     return f"{meta['domain']} MDM{size}"
 
 

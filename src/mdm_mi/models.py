@@ -31,6 +31,13 @@ def _load_sudoku(directory, device):
     return load_model(directory, device)
 
 
+@register_loader("protein")
+def _load_protein(directory, device):
+    from mdm_mi.protein.model import load_protein_model
+
+    return load_protein_model(directory, device)
+
+
 def checkpoint_domain(directory: str | Path) -> str:
     """The ``domain`` recorded in a checkpoint's meta.json (one-line error if unreadable)."""
     path = Path(directory) / META

@@ -42,9 +42,19 @@ def job_flags():
     return cli_flags({"device": config["device"], "seed": config["seed"]})
 
 
-def sudoku_runs():
-    """Run name → sampler flags, from the sampler grid in the config."""
+def oracle_runs():
+    """The exact-MI oracle (λ = 1) and the MI head at the same settings, on the small oracle set."""
     grid = SUDOKU["samplers"]
+    mi = {"on_reject": grid["mi_on_reject"], "charge_first": grid["mi_charge_first"], "lam": 1.0}
+    runs = {}
+    for g in grid["oracle_gamma"]:
+        runs[f"mi-oracle-g{g}"] = {"sampler": "mi-oracle", "gamma": g} | mi
+        runs[f"mi-g{g}-l1.0"] = {"sampler": "mi", "gamma": g} | mi
+    return runs
+
+
+def decode_runs(grid):
+    """Run name → sampler flags, from a sampler grid (config sudoku.samplers or protein.samplers)."""
     runs = {f"sequential-{o}": {"sampler": "sequential", "order": o} for o in grid["sequential"]}
     runs |= {f"naive-k{k}": {"sampler": "naive", "k": k} for k in grid["naive_k"]}
     runs |= {f"eb-g{g}": {"sampler": "eb", "gamma": g} for g in grid["eb_gamma"]}
@@ -57,18 +67,7 @@ def sudoku_runs():
     return runs
 
 
-def oracle_runs():
-    """The exact-MI oracle (λ = 1) and the MI head at the same settings, on the small oracle set."""
-    grid = SUDOKU["samplers"]
-    mi = {"on_reject": grid["mi_on_reject"], "charge_first": grid["mi_charge_first"], "lam": 1.0}
-    runs = {}
-    for g in grid["oracle_gamma"]:
-        runs[f"mi-oracle-g{g}"] = {"sampler": "mi-oracle", "gamma": g} | mi
-        runs[f"mi-g{g}-l1.0"] = {"sampler": "mi", "gamma": g} | mi
-    return runs
-
-
-SUDOKU_RUNS = sudoku_runs()
+SUDOKU_RUNS = decode_runs(SUDOKU["samplers"])
 ORACLE_RUNS = oracle_runs()
 ALL_RUNS = SUDOKU_RUNS | ORACLE_RUNS
 EVAL_JOBS = [

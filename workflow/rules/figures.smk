@@ -6,6 +6,7 @@ FIGURES = [
     f"{FIG}/sudoku_paper_table.md",
     f"{FIG}/sudoku_mi_map.png",
     f"{FIG}/sudoku_head_scatter.png",
+    *PROTEIN_FIGURES,
 ]
 
 
@@ -64,7 +65,7 @@ rule figure_mi_map:
         puzzles=f"{R}/sudoku/data/hard.csv",
     output:
         png=report(f"{FIG}/sudoku_mi_map.png", caption="../report/mi_map.rst", category="MI"),
-        csv=f"{FIG}/sudoku_mi_map.csv",
+        csv=report(f"{FIG}/sudoku_mi_map.csv", caption="../report/mi_map_values.rst", category="MI"),
     log:
         f"{L}/figures/mi_map.log",
     params:

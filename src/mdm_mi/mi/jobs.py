@@ -39,16 +39,21 @@ class LabelArgs:
     threads: int = field(metadata=_h("torch CPU threads"))
 
 
-def draw_contexts(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int):
+def draw_contexts(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None):
     """The fixed draw: ``n_contexts`` sequences (with replacement if needed) masked at t ~ U[0,1]
-    (paper: contexts masked at t ~ U[0, 1]) → contexts ``(C, N)`` and t ``(C,)``."""
+    (paper: contexts masked at t ~ U[0, 1]) → contexts ``(C, N)`` and t ``(C,)``.
+
+    With ``vocab_ids`` (the backbone's ``vocab_token_ids``) only those tokens are maskable: BOS, EOS
+    and pads of protein sequences stay fixed."""
     from mdm_mi.mi.probe import mask_contexts
 
     gen = torch.Generator().manual_seed(seed)
     replace = n_contexts > len(sequences)
     idx = torch.randperm(len(sequences), generator=gen)[:n_contexts] if not replace else \
         torch.randint(len(sequences), (n_contexts,), generator=gen)
-    return mask_contexts(torch.as_tensor(sequences[idx.numpy()], dtype=torch.long), mask_id, gen)
+    seqs = torch.as_tensor(sequences[idx.numpy()], dtype=torch.long)
+    fixed = None if vocab_ids is None else ~torch.isin(seqs, torch.as_tensor(vocab_ids).cpu())
+    return mask_contexts(seqs, mask_id, gen, fixed)
 
 
 def shard_slice(n: int, shard: int, n_shards: int) -> slice:
@@ -71,7 +76,7 @@ def label(args: LabelArgs, tracker) -> None:
         raise InputError(f"sequence file not found: {args.sequences}")
     backbone, _ = load_backbone(args.model, device)
     contexts, t = draw_contexts(np.load(args.sequences, allow_pickle=False), args.n_contexts,
-                                backbone.mask_id, args.seed)
+                                backbone.mask_id, args.seed, backbone.vocab_token_ids)
     part = shard_slice(len(contexts), args.shard, args.n_shards)
     start = time.time()
     out = label_contexts(backbone, contexts[part].to(device), args.method, args.tol, args.batch_size,
@@ -123,7 +128,7 @@ def load_label_shards(paths) -> dict[str, torch.Tensor]:
     return {k: torch.cat([part[k] for part in parts]) for k in ("contexts", "label", "masked")}
 
 
-def structure_matrix(domain: str, n: int) -> torch.Tensor | None:
+def structure_matrix(domain: str) -> torch.Tensor | None:
     """Known dependency structure used to score the head: Sudoku's same row/column/box pairs."""
     if domain == "sudoku":
         from mdm_mi.sudoku.grid import peer_matrix
@@ -163,7 +168,7 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
                                val=(hfeats, held["label"], held["masked"]), log=lambda m: print(m, flush=True))
     with torch.inference_mode():
         pred = torch.cat([head(f, m) for f, m in zip(hfeats.split(256), held["masked"].to(device).split(256))]).cpu()
-    fid = fidelity(pred, held["label"], held["masked"], structure_matrix(meta["domain"], pred.shape[1]))
+    fid = fidelity(pred, held["label"], held["masked"], structure_matrix(meta["domain"]))
     fid |= {"n_params": count_params(head), "train_contexts": len(feats), "heldout_contexts": len(hfeats),
             "train_minutes": (time.time() - start) / 60, "backbone_domain": meta["domain"]}
     save_head(head, args.out, {"backbone": str(args.model), "history": history, "fidelity": fid})

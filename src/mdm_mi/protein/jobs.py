@@ -1,0 +1,153 @@
+"""The protein verbs of the CLI: data, the small protein MDM, ESM-C 300M, generation + metrics.
+
+    python -m mdm_mi prepare-protein --train-fasta train.fasta --reference-fasta ref.fasta --out-dir d ...
+    python -m mdm_mi pretrain-protein --train d/train.fasta --out results/x/protein/model ...
+    python -m mdm_mi download-esmc --dest resources/esmc
+    python -m mdm_mi import-esmc --weights resources/esmc/esmc_300m_2024_12_v0.pth --out results/x/protein/model
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mdm_mi.cli import h as _h, verb
+from mdm_mi.errors import InputError
+from mdm_mi.io import write_json, write_npy
+from mdm_mi.runtime import resolve_device, setup
+
+
+@dataclass(frozen=True)
+class PrepareProteinArgs:
+    train_fasta: Path = field(metadata=_h("training FASTA (UniRef50 + CATH, no length 50-100)"))
+    reference_fasta: Path = field(metadata=_h("UniRef50 sequences of length 50-100"))
+    out_dir: Path = field(metadata=_h("output folder"))
+    n_reference: int = field(metadata=_h("reference sequences per draw (paper: 500)"))
+    heldout_fraction: float = field(metadata=_h("training records kept out for held-out MI contexts"))
+    n_train_contexts: int = field(metadata=_h("crops written for MI labelling (train)"))
+    n_heldout_contexts: int = field(metadata=_h("crops written for MI labelling (held out)"))
+    min_length: int = field(metadata=_h("shortest reference/generated length"))
+    max_length: int = field(metadata=_h("longest reference/generated length"))
+    seed: int = field(metadata=_h("random seed"))
+
+
+@verb("prepare-protein", PrepareProteinArgs, "split the protein data, draw the references and MI contexts")
+def prepare_protein(args: PrepareProteinArgs, tracker) -> None:
+    from mdm_mi.protein.data import PrepareConfig, crops_like, reference_pair, split_records, standard_only
+    from mdm_mi.protein.fasta import read_fasta, write_fasta
+    from mdm_mi.protein.tokens import protein_tokens
+
+    cfg = PrepareConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(PrepareConfig)})
+    raw = read_fasta(args.train_fasta)
+    train_all = standard_only(raw)
+    ref, ref2 = reference_pair(read_fasta(args.reference_fasta), cfg.n_reference, cfg.seed,
+                                        cfg.min_length, cfg.max_length)
+    train, held = split_records(train_all, cfg.heldout_fraction, cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    lengths = np.array([len(s) for _, s in ref])
+    tok, width = protein_tokens(), cfg.max_length + 2
+    out = Path(args.out_dir)
+    for name, records, n in (("train", train, cfg.n_train_contexts), ("heldout", held, cfg.n_heldout_contexts)):
+        write_npy(out / f"{name}_contexts.npy", tok.encode_batch(crops_like(records, lengths, n, rng), width).numpy())
+    write_fasta(out / "train.fasta", train)
+    write_fasta(out / "heldout.fasta", held)
+    write_fasta(out / "reference.fasta", ref)
+    write_fasta(out / "reference2.fasta", ref2)
+    summary = {"n_train_records": len(train), "n_heldout_records": len(held),
+               "n_dropped_nonstandard": len(raw) - len(train_all), "n_reference": len(ref),
+               "n_reference2": len(ref2), "reference_mean_length": float(lengths.mean())}
+    write_json(out / "summary.json", summary)
+    tracker.log_params(dataclasses.asdict(args))
+    tracker.log_metrics(summary)
+
+
+@dataclass(frozen=True)
+class PretrainProteinArgs:
+    train: Path = field(metadata=_h("training FASTA (train.fasta from prepare-protein)"))
+    out: Path = field(metadata=_h("output model folder"))
+    d_model: int = field(metadata=_h("ESM-C width"))
+    n_heads: int = field(metadata=_h("attention heads"))
+    n_layers: int = field(metadata=_h("transformer blocks"))
+    hidden_layer: int = field(metadata=_h("block whose output the MI head reads (-1 = last)"))
+    steps: int = field(metadata=_h("optimiser steps"))
+    batch_size: int = field(metadata=_h("sequences per step"))
+    lr: float = field(metadata=_h("peak learning rate"))
+    warmup: int = field(metadata=_h("warm-up steps"))
+    weight_decay: float = field(metadata=_h("AdamW weight decay"))
+    t_min: float = field(metadata=_h("smallest mask rate"))
+    t_max: float = field(metadata=_h("largest mask rate"))
+    loss_weight: str = field(metadata=_h("none | elbo (1/t weighting)"))
+    crop_min: int = field(metadata=_h("shortest training crop"))
+    crop_max: int = field(metadata=_h("longest training crop"))
+    grad_clip: float = field(metadata=_h("gradient norm clip"))
+    log_every: int = field(metadata=_h("steps between log lines"))
+    seed: int = field(metadata=_h("random seed"))
+    device: str = field(metadata=_h("auto | cpu | cuda"))
+    threads: int = field(metadata=_h("torch CPU threads"))
+
+
+@verb("pretrain-protein", PretrainProteinArgs, "train the small protein MDM (an ESM-C) with masked diffusion")
+def pretrain_protein(args: PretrainProteinArgs, tracker) -> None:
+    from mdm_mi.protein.fasta import read_fasta
+    from mdm_mi.protein.model import save_trained
+    from mdm_mi.protein.train import ProteinTrainConfig, train_protein_mdm
+
+    setup(args.threads, args.seed)
+    device = resolve_device(args.device)
+    if args.loss_weight not in ("none", "elbo"):
+        raise InputError(f"loss_weight must be none or elbo, got {args.loss_weight!r}")
+    seqs = [s for _, s in read_fasta(args.train)]
+    dims = {"d_model": args.d_model, "n_heads": args.n_heads, "n_layers": args.n_layers}
+    cfg = ProteinTrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ProteinTrainConfig)})
+    tracker.log_params(dataclasses.asdict(args))
+    start = time.time()
+    backbone, history = train_protein_mdm(seqs, dims, args.hidden_layer, cfg, device, log=lambda m: print(m, flush=True))
+    n_params = sum(p.numel() for p in backbone.parameters())
+    metrics = {"final_loss": history[-1]["loss"], "train_minutes": (time.time() - start) / 60,
+               "n_params": n_params, "device": device}
+    save_trained(backbone.model, args.out, dims, args.hidden_layer,
+                 {"train": dataclasses.asdict(cfg), "metrics": metrics, "history": history})
+    for rec in history:
+        tracker.log_metrics({"loss": rec["loss"]}, step=rec["step"])
+    tracker.log_metrics(metrics)
+    tracker.log_artifact(Path(args.out) / "meta.json")
+
+
+@dataclass(frozen=True)
+class DownloadEsmcArgs:
+    dest: Path = field(metadata=_h("folder for esmc_300m_2024_12_v0.pth (e.g. resources/esmc)"))
+
+
+@verb("download-esmc", DownloadEsmcArgs, "fetch the ESM-C 300M weights from the Hugging Face Hub")
+def download_esmc(args: DownloadEsmcArgs, tracker) -> None:
+    from mdm_mi.protein.esmc import ensure_esmc_300m
+
+    path = ensure_esmc_300m(args.dest)
+    print(f"ESM-C 300M weights at {path}", flush=True)
+    tracker.log_params({"weights": str(path)})
+
+
+@dataclass(frozen=True)
+class ImportEsmcArgs:
+    weights: Path = field(metadata=_h("ESM-C 300M weights file (.pth or .safetensors)"))
+    out: Path = field(metadata=_h("model folder to write (meta.json referencing the weights)"))
+    hidden_layer: int = field(default=-1, metadata=_h("block whose output the MI head reads"))
+    bf16: bool = field(default=False, metadata=_h("bf16 autocast on CUDA"))
+    check: bool = field(default=True, metadata=_h("load the weights once to check them"))
+
+
+@verb("import-esmc", ImportEsmcArgs, "make ESM-C 300M the protein model of a run (checked, not copied)")
+def import_esmc(args: ImportEsmcArgs, tracker) -> None:
+    from mdm_mi.protein.esmc import ESMC_300M_DIMS, load_esmc
+    from mdm_mi.protein.model import write_300m_meta
+
+    if not Path(args.weights).is_file():
+        raise InputError(f"ESM-C weights file not found: {args.weights} (protein.esmc_weights)")
+    if args.check:
+        load_esmc(args.weights, **ESMC_300M_DIMS)  # one-line CheckpointError if wrong
+    write_300m_meta(args.out, args.weights, args.hidden_layer, args.bf16)
+    tracker.log_params(dataclasses.asdict(args))

@@ -1,0 +1,180 @@
+"""Protein tables and figures from results already computed (``snakemake figures``).
+
+* :func:`protein_rows` / :func:`to_markdown` — one tidy row per sampler setting (mean passes with CI,
+  cluster JSD with bootstrap CI, noise floor, composition JSD, diversity).
+* :func:`paper_table` — the paper's protein table with ours beside it; :func:`matched_table` — MI-guided
+  against EB and naive at matched mean passes (±10%).
+* :func:`speed_quality` — mean passes (NFE) vs JSD, one curve per sampler, noise floor and paper points.
+* :func:`mi_map` — the head's MI on a generated protein (position × position) and MI vs |i − j|.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from mdm_mi import paper
+from mdm_mi.figures import SAMPLER_STYLE, _save, plt
+from mdm_mi.results import PARAM_COLUMNS, setting_label
+
+METRICS = ["n", "mean_passes", "passes_ci", "jsd", "jsd_lo", "jsd_hi", "jsd_noise_floor", "composition_jsd",
+           "unique_fraction", "kmer_distance", "mean_longest_run", "seconds"]
+COLUMNS = ["sampler", "setting", *PARAM_COLUMNS, *METRICS]
+MATCH_TOLERANCE = 0.10
+
+
+def protein_rows(summaries: list[dict]) -> list[dict]:
+    """Generation summaries → rows sorted by sampler and mean passes."""
+    rows = [{"sampler": s["sampler"], "setting": setting_label(s["params"]),
+             **{k: s["params"].get(k, "") for k in PARAM_COLUMNS}, **{k: s.get(k, "") for k in METRICS}}
+            for s in summaries]
+    return sorted(rows, key=lambda r: (r["sampler"], float(r["mean_passes"])))
+
+
+def to_csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS)
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def read_rows(path: str | Path) -> list[dict]:
+    """The protein table CSV → rows with numeric metric cells."""
+    with Path(path).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        for k in METRICS:
+            r[k] = float(r[k]) if r.get(k, "") != "" else float("nan")
+    return rows
+
+
+def _fmt(r: dict | None) -> str:
+    if r is None:
+        return "not run"
+    return f"{float(r['mean_passes']):.1f} / {float(r['jsd']):.3f} [{float(r['jsd_lo']):.3f}, {float(r['jsd_hi']):.3f}]"
+
+
+def to_markdown(rows: list[dict], backbone: str) -> str:
+    """All settings as a Markdown table."""
+    floor = next((float(r["jsd_noise_floor"]) for r in rows if r.get("jsd_noise_floor", "") != ""), float("nan"))
+    lines = [f"Protein generation — backbone: {backbone}; JSD (bits) of k-means cluster histograms vs the "
+             f"reference, bootstrap 95% interval; noise floor (second reference draw) {floor:.3f}", "",
+             "| sampler | setting | n | mean passes | JSD [95% CI] | composition JSD | unique | 3-mer distance |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['sampler']} | {r['setting']} | {int(float(r['n']))} | {float(r['mean_passes']):.1f} ± "
+                     f"{float(r['passes_ci']):.1f} | {float(r['jsd']):.3f} [{float(r['jsd_lo']):.3f}, "
+                     f"{float(r['jsd_hi']):.3f}] | {float(r['composition_jsd']):.4f} | "
+                     f"{float(r['unique_fraction']):.2f} | {float(r['kmer_distance']):.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def _nearest(rows, sampler, passes):
+    cands = [r for r in rows if r["sampler"] == sampler]
+    return min(cands, key=lambda r: abs(float(r["mean_passes"]) - passes)) if cands else None
+
+
+def paper_table(rows: list[dict], backbone: str) -> str:
+    """Markdown laid out like the paper's protein table: paper passes / JSD beside ours (same setting
+    and nearest in mean passes)."""
+    lines = [f"Proteins: mean passes / JSD — paper (ESM-C 300M) beside ours (backbone: {backbone})", "",
+             "| sampler | paper: passes / JSD | ours, same setting: passes / JSD [95% CI] "
+             "| ours, nearest passes: setting, passes / JSD |", "|---|---|---|---|"]
+    for sampler, label, params, passes, jsd in paper.PROTEIN:
+        same = [r for r in rows if r["sampler"] == sampler and all(str(r.get(k)) == str(v) for k, v in params.items())]
+        same_r = min(same, key=lambda r: float(r["jsd"])) if len(same) > 1 else (same[0] if same else None)
+        near = _nearest(rows, sampler, passes)
+        lines.append(f"| {label} | {passes:.1f} / {jsd:.3f} | {_fmt(same_r)}"
+                     f"{' (best λ)' if len(same) > 1 else ''} | {(near['setting'] + ', ' + _fmt(near)) if near else 'not run'} |")
+    return "\n".join(lines) + "\n"
+
+
+def matched_table(rows: list[dict]) -> str:
+    """Markdown: each MI-guided setting beside the EB and naive settings within ±10% mean passes."""
+    seq = next((r for r in rows if r["sampler"] == "sequential"), None)
+    lines = [f"MI-guided vs baselines at matched mean passes (±{MATCH_TOLERANCE:.0%})"
+             + (f"; sequential: {_fmt(seq)}" if seq else ""), "",
+             "| MI-guided setting | passes / JSD [95% CI] | EB at matched passes | naive at matched passes |",
+             "|---|---|---|---|"]
+    for mi in sorted((r for r in rows if r["sampler"] == "mi"), key=lambda r: float(r["mean_passes"])):
+        cells = []
+        for sampler in ("eb", "naive"):
+            near = _nearest(rows, sampler, float(mi["mean_passes"]))
+            ok = near and abs(float(near["mean_passes"]) - float(mi["mean_passes"])) <= MATCH_TOLERANCE * float(mi["mean_passes"])
+            cells.append(f"{near['setting']}: {_fmt(near)}" if ok else "none within ±10%")
+        lines.append(f"| {mi['setting']} | {_fmt(mi)} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + "\n"
+
+
+def speed_quality(rows: list[dict], out, title: str, overlay_paper: bool = True) -> None:
+    """JSD (bootstrap 95% interval) against mean passes (log), one curve per sampler (MI per λ)."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    groups: dict[tuple, list] = {}
+    for r in rows:
+        groups.setdefault((r["sampler"], r.get("lam", "") if r["sampler"] == "mi" else ""), []).append(r)
+    for (sampler, lam), pts in sorted(groups.items()):
+        label, colour = SAMPLER_STYLE.get(sampler, (sampler, "grey"))
+        pts = sorted(pts, key=lambda r: float(r["mean_passes"]))
+        x = [float(r["mean_passes"]) for r in pts]
+        y = [float(r["jsd"]) for r in pts]
+        err = [[float(r["jsd"]) - float(r["jsd_lo"]) for r in pts], [float(r["jsd_hi"]) - float(r["jsd"]) for r in pts]]
+        style = {"0.5": ":", "2.0": "--"}.get(str(lam), "-")
+        ax.errorbar(x, y, yerr=err, marker="o", ms=4, capsize=2, color=colour, ls=style,
+                    label=label + (f" λ={lam}" if lam != "" else ""))
+    floor = [float(r["jsd_noise_floor"]) for r in rows if np.isfinite(float(r["jsd_noise_floor"]))]
+    if floor:
+        ax.axhline(floor[0], color="grey", ls="--", lw=1, label="noise floor (2nd reference draw)")
+    if overlay_paper:
+        for sampler, _, _, passes, jsd in paper.PROTEIN:
+            ax.scatter([passes], [jsd], marker="*", s=140, color=SAMPLER_STYLE[sampler][1], edgecolor="k", zorder=5)
+        ax.scatter([], [], marker="*", s=140, color="white", edgecolor="k", label="paper, ESM-C 300M (stars)")
+    ax.set_xscale("log")
+    ax.set_xlabel("mean forward passes per sequence (NFE, log)")
+    ax.set_ylabel("cluster-histogram JSD vs reference (bits)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    _save(fig, out)
+
+
+def distance_profile(pred: torch.Tensor, label: torch.Tensor, masked: torch.Tensor, max_dist: int):
+    """Mean label and head MI over masked pairs by sequence separation ``|i - j|`` = 1..max_dist →
+    ``(d, label_mean, head_mean, count)`` arrays. pred/label ``(C, N, N)``, masked ``(C, N)``."""
+    n = label.shape[1]
+    idx = torch.arange(n)
+    dist = (idx[:, None] - idx[None, :]).abs()
+    pair = masked[:, :, None] & masked[:, None, :]
+    d, lab, hed, cnt = [], [], [], []
+    for k in range(1, min(max_dist, n - 1) + 1):
+        sel = pair & (dist == k)
+        c = int(sel.sum())
+        if c:
+            d.append(k), lab.append(float(label[sel].mean())), hed.append(float(pred[sel].mean())), cnt.append(c)
+    return np.array(d), np.array(lab), np.array(hed), np.array(cnt)
+
+
+def mi_map(matrix: np.ndarray, seq: str, profile, out, title: str) -> None:
+    """Left: the head's Î over a generated protein's masked context (position × position, nats).
+    Right: mean MI against separation |i − j| on held-out contexts (labels and head)."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.6))
+    im = a.imshow(matrix, cmap="viridis", origin="upper")
+    fig.colorbar(im, ax=a, fraction=0.046, label="Î(X_i; X_j | C) (nats)")
+    a.set_xlabel("position j")
+    a.set_ylabel("position i")
+    a.set_title(f"MI head on a generated protein (L={len(seq)}), half masked", fontsize=9)
+    d, lab, hed, _ = profile
+    b.plot(d, lab, "o-", ms=3, label="probing label (held-out contexts)")
+    b.plot(d, hed, "s-", ms=3, label="MI head Î")
+    b.set_yscale("log")
+    b.set_xlabel("sequence separation |i − j|")
+    b.set_ylabel("mean MI over masked pairs (nats, log)")
+    b.grid(alpha=0.3)
+    b.legend(fontsize=8)
+    b.set_title("MI vs separation: sequence-local dependence", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    _save(fig, out)

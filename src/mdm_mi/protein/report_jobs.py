@@ -1,0 +1,125 @@
+"""The protein table and figure verbs; each reads results already computed.
+
+    python -m mdm_mi protein-table --inputs results/x/protein/eval/*.json --model M --out t.csv --markdown t.md
+    python -m mdm_mi protein-paper-table --table t.csv --model M --out paper.md
+    python -m mdm_mi figure-protein-speed-quality --table t.csv --model M --out nfe_jsd.png
+    python -m mdm_mi figure-protein-mi --model M --head H --generated g.fasta --heldout s0.safetensors --out mi.png
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mdm_mi.cli import h as _h, verb
+from mdm_mi.errors import InputError
+from mdm_mi.figure_jobs import backbone_name
+from mdm_mi.io import read_json, write_text
+
+
+@dataclass(frozen=True)
+class ProteinTableArgs:
+    inputs: tuple[Path, ...] = field(metadata=_h("generation summary JSONs"))
+    model: Path = field(metadata=_h("protein model folder (named in the table)"))
+    out: Path = field(metadata=_h("tidy CSV"))
+    markdown: Path = field(metadata=_h("Markdown table"))
+
+
+@verb("protein-table", ProteinTableArgs, "gather protein generation summaries into one table")
+def protein_table(args: ProteinTableArgs, tracker) -> None:
+    from mdm_mi.protein.report import protein_rows, to_csv, to_markdown
+
+    missing = [p for p in args.inputs if not Path(p).is_file()]
+    if missing:
+        raise InputError(f"summary not found: {missing[0]}")
+    rows = protein_rows([read_json(p) for p in args.inputs])
+    write_text(args.out, to_csv(rows))
+    write_text(args.markdown, to_markdown(rows, backbone_name(args.model)))
+    tracker.log_artifact(args.out)
+    tracker.log_artifact(args.markdown)
+
+
+@dataclass(frozen=True)
+class ProteinPaperTableArgs:
+    table: Path = field(metadata=_h("protein table CSV"))
+    model: Path = field(metadata=_h("protein model folder"))
+    out: Path = field(metadata=_h("output Markdown"))
+
+
+@verb("protein-paper-table", ProteinPaperTableArgs, "our protein results beside the paper's table")
+def protein_paper_table(args: ProteinPaperTableArgs, tracker) -> None:
+    from mdm_mi.protein.report import matched_table, paper_table, read_rows
+
+    rows = read_rows(args.table)
+    write_text(args.out, paper_table(rows, backbone_name(args.model)) + "\n" + matched_table(rows))
+    tracker.log_artifact(args.out)
+
+
+@dataclass(frozen=True)
+class ProteinSpeedQualityArgs:
+    table: Path = field(metadata=_h("protein table CSV"))
+    model: Path = field(metadata=_h("protein model folder (named in the title)"))
+    out: Path = field(metadata=_h("output PNG"))
+    paper: bool = field(default=True, metadata=_h("overlay the paper's points"))
+
+
+@verb("figure-protein-speed-quality", ProteinSpeedQualityArgs, "NFE vs JSD, one curve per sampler")
+def figure_protein_speed_quality(args: ProteinSpeedQualityArgs, tracker) -> None:
+    from mdm_mi.protein.report import read_rows, speed_quality
+
+    speed_quality(read_rows(args.table), args.out, f"Proteins — {backbone_name(args.model)}", args.paper)
+    tracker.log_artifact(args.out)
+
+
+@dataclass(frozen=True)
+class ProteinMiArgs:
+    model: Path = field(metadata=_h("protein model folder"))
+    head: Path = field(metadata=_h("MI head folder"))
+    generated: Path = field(metadata=_h("FASTA of generated proteins (the first is mapped)"))
+    heldout: tuple[Path, ...] = field(metadata=_h("held-out label shards (MI vs |i-j|)"))
+    out: Path = field(metadata=_h("output PNG"))
+    csv: Path = field(metadata=_h("output CSV: the mapped matrix and the distance profile"))
+    mask_fraction: float = field(default=0.5, metadata=_h("fraction of the protein masked for the map"))
+    max_distance: int = field(default=40, metadata=_h("largest |i-j| in the profile"))
+    seed: int = field(default=0, metadata=_h("random seed of the mask"))
+    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
+
+
+@verb("figure-protein-mi", ProteinMiArgs, "MI map of a generated protein and MI vs sequence separation")
+def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
+    import torch
+
+    from mdm_mi.io import atomic_path
+    from mdm_mi.mi.head import load_head
+    from mdm_mi.mi.jobs import load_label_shards
+    from mdm_mi.models import load_backbone
+    from mdm_mi.protein.fasta import read_fasta
+    from mdm_mi.protein.report import distance_profile, mi_map
+    from mdm_mi.runtime import resolve_device
+
+    if not 0 < args.mask_fraction <= 1:
+        raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
+    device = resolve_device(args.device)
+    backbone, _ = load_backbone(args.model, device, domain="protein")
+    head, _ = load_head(args.head, device)
+    seq = read_fasta(args.generated)[0][1]
+    tokens = backbone.encode([seq])[0]
+    gen = torch.Generator().manual_seed(args.seed)
+    hide = torch.rand(len(seq), generator=gen) < args.mask_fraction
+    tokens[1 : len(seq) + 1][hide.to(tokens.device)] = backbone.mask_id
+    masked = tokens == backbone.mask_id
+    held = load_label_shards(args.heldout)
+    with torch.inference_mode():
+        pred = head(backbone(tokens[None]).hidden, masked[None])[0].cpu()
+        held_pred = torch.cat([head(backbone(c.to(device)).hidden, m.to(device)).cpu()
+                               for c, m in zip(held["contexts"].split(64), held["masked"].split(64))])
+    inner = pred[1 : len(seq) + 1, 1 : len(seq) + 1].numpy()
+    profile = distance_profile(held_pred, held["label"], held["masked"], args.max_distance)
+    mi_map(inner, seq, profile, args.out, f"backbone: {backbone_name(args.model)}")
+    with atomic_path(args.csv) as tmp:
+        lines = ["kind,i,j,value"] + [f"map,{i},{j},{inner[i, j]:.6g}" for i in range(len(seq)) for j in range(len(seq))]
+        lines += [f"profile_label,{d},,{v:.6g}" for d, v in zip(profile[0], profile[1])]
+        lines += [f"profile_head,{d},,{v:.6g}" for d, v in zip(profile[0], profile[2])]
+        tmp.write_text("\n".join(lines) + "\n")
+    tracker.log_artifact(args.out)
+    tracker.log_artifact(args.csv)

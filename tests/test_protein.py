@@ -1,0 +1,253 @@
+"""The protein domain on a tiny random ESM-C: tokens, data split, MDM training batches, checkpoints
+(trained and 300M-by-reference), unconditional generation, the JSD metric and the CLI verbs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("esm.models.esmc")
+
+from mdm_mi.checkpoint import CheckpointError  # noqa: E402
+from mdm_mi.cli import main  # noqa: E402
+from mdm_mi.errors import InputError  # noqa: E402
+from mdm_mi.models import load_backbone  # noqa: E402
+from mdm_mi.protein import data as pdata  # noqa: E402
+from mdm_mi.protein import metrics  # noqa: E402
+from mdm_mi.protein.fasta import AMINO_ACIDS, read_fasta, write_fasta  # noqa: E402
+from mdm_mi.protein.generate import generate  # noqa: E402
+from mdm_mi.protein.model import load_protein_model, new_esmc, save_trained, write_300m_meta  # noqa: E402
+from mdm_mi.protein.tokens import protein_tokens  # noqa: E402
+from mdm_mi.protein.train import ProteinTrainConfig, sample_batch  # noqa: E402
+from mdm_mi.samplers import build_sampler  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+UNIREF = REPO / "resources" / "data" / "protein" / "uniref50_len50-100.fasta"
+DIMS = {"d_model": 16, "n_heads": 2, "n_layers": 2}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    """A tiny random ESM-C saved as a trained protein checkpoint."""
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("protein") / "model"
+    save_trained(new_esmc(**DIMS), out, DIMS, -1, {"metrics": {"n_params": 1}})
+    return out
+
+
+@pytest.fixture(scope="module")
+def backbone(model_dir):
+    return load_protein_model(model_dir)[0]
+
+
+@pytest.fixture(scope="module")
+def reference() -> list[tuple[str, str]]:
+    return read_fasta(UNIREF)
+
+
+def rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+# ---- tokens and data ------------------------------------------------------------------------------
+
+def test_tokens_round_trip_and_specials():
+    tok = protein_tokens()
+    ids = tok.encode_batch(["MKT", "ACDEFGHIKLMNPQRSTVWY"])
+    assert ids.shape == (2, 22) and (ids[:, 0] == tok.bos).all()
+    assert ids[0, 4].item() == tok.eos and (ids[0, 5:] == tok.pad).all()
+    assert tok.decode_batch(ids) == ["MKT", AMINO_ACIDS]
+    assert tok.residues(ids).sum(1).tolist() == [3, 20]
+    assert len({tok.mask, tok.pad, tok.bos, tok.eos} | set(tok.aa_ids)) == 24
+
+
+def test_tokens_reject_unknown_letters():
+    with pytest.raises(InputError, match="outside the 20 standard amino acids"):
+        protein_tokens().encode_batch(["MKXT"])
+
+
+def test_split_is_disjoint_and_seeded(reference):
+    train, held = pdata.split_records(reference, 0.1, seed=3)
+    assert len(held) == round(0.1 * len(reference)) and len(train) + len(held) == len(reference)
+    assert not {h for h, _ in train} & {h for h, _ in held}
+    assert pdata.split_records(reference, 0.1, seed=3) == (train, held)
+
+
+def test_reference_pair_is_disjoint_and_in_range(reference):
+    first, second = pdata.reference_pair(reference, 500, 0, 50, 100)
+    assert len(first) == 500 and len(second) == len(reference) - 500
+    assert not {h for h, _ in first} & {h for h, _ in second}
+    assert all(50 <= len(s) <= 100 for _, s in first + second)
+    with pytest.raises(InputError, match="reference sequences"):
+        pdata.reference_pair(reference, len(reference), 0, 50, 100)
+
+
+def test_crops_take_reference_lengths():
+    records = [("a", "M" * 300), ("b", "K" * 40)]
+    crops = pdata.crops_like(records, np.array([60, 70]), 50, rng())
+    assert all(len(c) in (40, 60, 70) for c in crops)
+    assert pdata.random_crop("ACDEFG", 3, rng()) in {"ACD", "CDE", "DEF", "EFG"}
+
+
+def test_training_batch_masks_residues_only():
+    tok = protein_tokens()
+    cfg = ProteinTrainConfig(steps=1, batch_size=16, lr=1e-3, warmup=0, weight_decay=0, t_min=0.5, t_max=1.0,
+                             loss_weight="none", crop_min=5, crop_max=20, grad_clip=1, seed=0, log_every=1)
+    tokens, target, _ = sample_batch(["ACDEFGHIKLMNPQRSTVWY" * 3, "MKT" * 10], tok, cfg, rng())
+    masked = tokens == tok.mask
+    assert masked.any()
+    assert torch.equal(masked, target >= 0)  # targets exactly at masked positions
+    assert (tokens[:, 0] == tok.bos).all()  # BOS never masked
+    assert not (masked & ~tok.residues(tokens)).any()
+    assert target.max() < 20
+
+
+# ---- checkpoints ------------------------------------------------------------------------------------
+
+def test_trained_checkpoint_round_trip(model_dir, backbone):
+    again, meta = load_backbone(model_dir, domain="protein")
+    tokens = backbone.encode(["MKTAYIAKQR"])
+    with torch.inference_mode():
+        assert torch.equal(backbone(tokens).logits, again(tokens).logits)
+    assert meta["kind"] == "trained" and again.vocab_size == 20
+
+
+def test_domain_mismatch_is_one_line(model_dir):
+    with pytest.raises(CheckpointError, match="'protein' model, but a 'sudoku' model is needed"):
+        load_backbone(model_dir, domain="sudoku")
+
+
+def test_corrupt_weights_refused(tmp_path, model_dir):
+    bad = tmp_path / "m"
+    bad.mkdir()
+    (bad / "meta.json").write_text((model_dir / "meta.json").read_text())
+    (bad / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        load_protein_model(bad)
+
+
+def test_300m_by_reference_loads_weights_only(tmp_path, model_dir):
+    """The esmc-300m kind loads a .pth state dict by path (same code as the real 300M, tiny dims)."""
+    state = new_esmc(**DIMS).state_dict()
+    torch.save(state, tmp_path / "w.pth")
+    folder = tmp_path / "esmc"
+    write_300m_meta(folder, tmp_path / "w.pth", hidden_layer=0, bf16=False)
+    meta = json.loads((folder / "meta.json").read_text())
+    assert meta["kind"] == "esmc-300m" and meta["esmc"]["d_model"] == 960
+    meta["esmc"] = DIMS
+    (folder / "meta.json").write_text(json.dumps(meta))
+    bb, _ = load_protein_model(folder)
+    assert bb.hidden_dim == 16 and bb.hidden_index == 0
+    (tmp_path / "w.pth").unlink()
+    with pytest.raises(CheckpointError, match="missing"):
+        load_protein_model(folder)
+
+
+# ---- generation -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sampler", [build_sampler("sequential"), build_sampler("naive", k=4),
+                                     build_sampler("eb", gamma=2.0)])
+def test_generation_fills_every_position_and_keeps_specials(backbone, sampler):
+    lengths = [5, 12, 9, 12]
+    seqs, passes = generate(backbone, lengths, sampler, torch.Generator().manual_seed(0), batch_size=3)
+    assert [len(s) for s in seqs] == lengths
+    assert all(set(s) <= set(AMINO_ACIDS) for s in seqs)
+    if sampler.name == "sequential":
+        assert passes.tolist() == lengths
+    if sampler.name == "naive":
+        assert passes.tolist() == [-(-n // 4) for n in lengths]
+
+
+def test_generation_same_seed_same_output(backbone):
+    eb = build_sampler("eb", gamma=1.0)
+    a = generate(backbone, [20, 30], eb, torch.Generator().manual_seed(7))
+    b = generate(backbone, [20, 30], eb, torch.Generator().manual_seed(7))
+    c = generate(backbone, [20, 30], eb, torch.Generator().manual_seed(8))
+    assert a[0] == b[0] and (a[1] == b[1]).all() and a[0] != c[0]
+
+
+def test_padding_does_not_change_logits(backbone):
+    short, long_ = backbone.encode(["MKTAY"]), backbone.encode(["MKTAY", "ACDEFGHIKLMN"])
+    with torch.inference_mode():
+        alone, padded = backbone(short).logits[0], backbone(long_).logits[0, :7]
+    assert torch.allclose(alone, padded, atol=1e-5)
+
+
+# ---- metrics ----------------------------------------------------------------------------------------
+
+def test_jsd_bits_known_values():
+    assert metrics.jsd_bits([1, 0], [1, 0]) == 0
+    assert metrics.jsd_bits([1, 0], [0, 1]) == pytest.approx(1.0)
+    # p = (1/2, 1/2), q = (1, 0): JSD = 1 - (3/4) log2(4/3) ... closed form
+    m = np.array([0.75, 0.25])
+    want = 0.5 * (0.5 * np.log2(0.5 / 0.75) + 0.5 * np.log2(0.5 / 0.25)) + 0.5 * np.log2(1 / 0.75)
+    assert metrics.jsd_bits([1, 1], [2, 0]) == pytest.approx(want) and m.sum() == 1
+
+
+def test_cluster_jsd_of_reference_with_itself_is_zero(backbone, reference):
+    seqs = [s for _, s in reference[:60]]
+    emb = metrics.embed(backbone, seqs)
+    assert emb.shape == (60, 16)
+    km = metrics.fit_clusters(emb, 4, seed=0)
+    assert metrics.cluster_jsd(km, emb, emb) == 0
+    lo, hi = metrics.bootstrap_jsd_ci(metrics.cluster_histogram(km, emb), metrics.cluster_histogram(km, emb), 0, 50)
+    assert 0 <= lo <= hi
+
+
+def test_embedding_ignores_padding(backbone):
+    alone = metrics.embed(backbone, ["MKTAYIAK"])
+    mixed = metrics.embed(backbone, ["MKTAYIAK", "ACDEFGHIKLMNPQRSTVWY"])
+    assert np.allclose(alone[0], mixed[0], atol=1e-5)
+
+
+def test_composition_and_diversity():
+    assert metrics.composition(["AAAC"])[AMINO_ACIDS.index("A")] == 0.75
+    same = metrics.diversity(["ACDEFG", "ACDEFG"])
+    assert same["unique_fraction"] == 0.5 and same["kmer_distance"] == 0
+    assert metrics.diversity(["AAAAK"])["mean_longest_run"] == 4
+
+
+# ---- CLI ----------------------------------------------------------------------------------------------
+
+def test_generate_verb_writes_fasta_and_scores(tmp_path, model_dir, reference):
+    ref = tmp_path / "ref.fasta"
+    write_fasta(ref, reference[:30])
+    ref2 = tmp_path / "ref2.fasta"
+    write_fasta(ref2, reference[30:45])
+    out, summary = tmp_path / "gen.fasta", tmp_path / "gen.json"
+    rc = main(["generate", "--model", str(model_dir), "--n", "12", "--reference", str(ref), "--reference2", str(ref2),
+               "--clusters", "3", "--sampler", "naive", "--k", "8", "--out", str(out), "--summary", str(summary),
+               "--no-progress", "--device", "cpu"])
+    assert rc == 0
+    seqs = [s for _, s in read_fasta(out)]
+    lengths = {len(s) for _, s in reference[:30]}
+    assert len(seqs) == 12 and all(len(s) in lengths for s in seqs)
+    s = json.loads(summary.read_text())
+    assert 0 <= s["jsd"] <= 1 and s["jsd_lo"] <= s["jsd_hi"] and s["n_reference2"] == 15
+    assert s["mean_passes"] == pytest.approx(np.mean([-(-len(x) // 8) for x in seqs]))
+
+
+def test_generate_verb_rejects_bad_input(tmp_path, model_dir, capsys):
+    bad = tmp_path / "bad.fasta"
+    bad.write_text(">x\nMKTZZ\n")
+    rc = main(["generate", "--model", str(model_dir), "--reference", str(bad), "--out", str(tmp_path / "o.fasta")])
+    assert rc == 2 and "outside the 20 standard amino acids" in capsys.readouterr().err
+    assert not (tmp_path / "o.fasta").exists()
+    rc = main(["generate", "--model", str(model_dir), "--min-length", "10", "--max-length", "5",
+               "--out", str(tmp_path / "o.fasta")])
+    assert rc == 2 and "length range" in capsys.readouterr().err
+
+
+def test_label_draw_never_masks_specials(backbone):
+    from mdm_mi.mi.jobs import draw_contexts
+
+    seqs = protein_tokens().encode_batch(["MKTAYIAKQR"] * 3, width=14).numpy()
+    contexts, t = draw_contexts(seqs, 40, backbone.mask_id, 0, backbone.vocab_token_ids)
+    masked = (contexts == backbone.mask_id).numpy()
+    residue = np.isin(seqs[0], backbone.vocab_token_ids.numpy())
+    assert masked.any() and not masked[:, ~residue].any()  # BOS, EOS, pads stay
+    assert ((contexts.numpy() == seqs[0]) | masked).all()

@@ -1,0 +1,215 @@
+# Proteins: data → protein MDM (a small ESM-C trained here, or ESM-C 300M) → probing labels →
+# MI head → unconditional generation with every sampler (one job per setting) → table.
+
+PROTEIN = config["protein"]
+P = f"{R}/protein"
+PL = f"{L}/protein"
+PMI = PROTEIN["mi"]
+PROTEIN_MODEL = f"{P}/model/meta.json"
+PROTEIN_HEAD = f"{P}/head/model.safetensors"
+ESMC_WEIGHTS = PROTEIN["esmc_weights"] or f"{PROTEIN['esmc_dir']}/esmc_300m_2024_12_v0.pth"
+
+
+PROTEIN_RUNS = decode_runs(PROTEIN["samplers"])
+PROTEIN_JOBS = expand(f"{P}/eval/{{r}}.json", r=PROTEIN_RUNS)
+
+
+wildcard_constraints:
+    protein_run="|".join(map(re.escape, PROTEIN_RUNS)),
+
+
+rule protein_data:
+    input:
+        train=f"{DATA}/protein/train_uniref50_cath.fasta",
+        reference=f"{DATA}/protein/uniref50_len50-100.fasta",
+        tracking=TRACKING_READY,
+    output:
+        fasta=expand(f"{P}/data/{{s}}.fasta", s=["train", "heldout", "reference", "reference2"]),
+        contexts=expand(f"{P}/data/{{s}}_contexts.npy", s=["train", "heldout"]),
+        summary=f"{P}/data/summary.json",
+    log:
+        f"{PL}/data.log",
+    params:
+        options=cli_flags(PROTEIN["data"] | {"seed": config["seed"]}),
+        tracking=tracking_flags("protein_data"),
+        out_dir=parent_dir("summary"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi prepare-protein --train-fasta {input.train} --reference-fasta {input.reference} "
+        "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
+
+
+if PROTEIN["backbone"] == "trained":
+
+    rule protein_pretrain:
+        input:
+            train=f"{P}/data/train.fasta",
+            tracking=TRACKING_READY,
+        output:
+            weights=f"{P}/model/model.safetensors",
+            meta=PROTEIN_MODEL,
+        log:
+            f"{PL}/pretrain.log",
+        params:
+            options=cli_flags(PROTEIN["model"] | PROTEIN["train"]),
+            job=job_flags(),
+            tracking=tracking_flags("protein_pretrain"),
+            out_dir=parent_dir("meta"),
+        threads: config["threads"]
+        resources:
+            gpu=1,
+            mem_mb=8000,
+            runtime=600,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi pretrain-protein --train {input.train} --out {params.out_dir} "
+            "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+
+else:
+
+    if not PROTEIN["esmc_weights"]:
+
+        rule esmc_download:
+            output:
+                ESMC_WEIGHTS,
+            log:
+                f"{L}/esmc_download.log",
+            params:
+                dest=PROTEIN["esmc_dir"],
+            threads: 1
+            resources:
+                mem_mb=2000,
+                runtime=60,
+            conda:
+                "../../envs/mdm-mi.yaml"
+            shell:
+                "python -m mdm_mi download-esmc --dest {params.dest} > {log} 2>&1"
+
+    rule protein_import_esmc:
+        input:
+            weights=ESMC_WEIGHTS,
+            tracking=TRACKING_READY,
+        output:
+            meta=PROTEIN_MODEL,
+        log:
+            f"{PL}/import_esmc.log",
+        params:
+            options=cli_flags({"hidden_layer": PROTEIN["model"]["hidden_layer"], "bf16": PROTEIN["bf16"]}),
+            tracking=tracking_flags("protein_import_esmc"),
+            out_dir=parent_dir("meta"),
+        threads: 1
+        resources:
+            mem_mb=8000,
+            runtime=30,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi import-esmc --weights {input.weights} --out {params.out_dir} "
+            "{params.options} {params.tracking} > {log} 2>&1"
+
+
+rule protein_label:
+    input:
+        model=PROTEIN_MODEL,
+        sequences=f"{P}/data/{{split}}_contexts.npy",
+        tracking=TRACKING_READY,
+    output:
+        f"{P}/labels/{{split}}/shard{{shard}}.safetensors",
+    log:
+        f"{PL}/labels/{{split}}/shard{{shard}}.log",
+    params:
+        options=lambda w: cli_flags(
+            {
+                "n_contexts": PMI[f"{w.split}_contexts"],
+                "n_shards": PMI["n_shards"],
+                "method": PMI[f"{w.split}_method"],
+                "tol": PMI["tol"],
+                "batch_size": PMI["label_batch_size"],
+            }
+        ),
+        job=job_flags(),
+        tracking=tracking_flags("protein_label"),
+        model_dir=parent_dir("model"),
+    wildcard_constraints:
+        split="train|heldout",
+        shard=r"\d+",
+    threads: 1
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=480,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi label --model {params.model_dir} --sequences {input.sequences} "
+        "--shard {wildcards.shard} {params.options} --out {output} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+
+
+rule protein_train_head:
+    input:
+        model=PROTEIN_MODEL,
+        train=expand(f"{P}/labels/train/shard{{i}}.safetensors", i=range(PMI["n_shards"])),
+        heldout=expand(f"{P}/labels/heldout/shard{{i}}.safetensors", i=range(PMI["n_shards"])),
+        tracking=TRACKING_READY,
+    output:
+        head=PROTEIN_HEAD,
+        meta=f"{P}/head/meta.json",
+        fidelity=f"{P}/head_fidelity.json",
+        pairs=f"{P}/head_pairs.csv",
+    log:
+        f"{PL}/train_head.log",
+    params:
+        options=cli_flags(PMI["head"] | PMI["head_train"]),
+        job=job_flags(),
+        tracking=tracking_flags("protein_train_head"),
+        model_dir=parent_dir("model"),
+        out_dir=parent_dir("meta"),
+    threads: config["threads"]
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=120,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi train-head --model {params.model_dir} --labels {input.train} "
+        "--heldout {input.heldout} --out {params.out_dir} --fidelity {output.fidelity} "
+        "--pairs {output.pairs} {params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+
+
+rule protein_generate:
+    input:
+        model=PROTEIN_MODEL,
+        reference=f"{P}/data/reference.fasta",
+        reference2=f"{P}/data/reference2.fasta",
+        head=lambda w: PROTEIN_HEAD if PROTEIN_RUNS[w.protein_run]["sampler"] == "mi" else [],
+        tracking=TRACKING_READY,
+    output:
+        summary=f"{P}/eval/{{protein_run}}.json",
+        fasta=f"{P}/eval/{{protein_run}}.fasta",
+    log:
+        f"{PL}/eval/{{protein_run}}.log",
+    params:
+        sampler=lambda w: cli_flags(PROTEIN_RUNS[w.protein_run]),
+        head=lambda w, input: f"--head {os.path.dirname(input.head)}" if input.head else "",
+        options=cli_flags(PROTEIN["generate"]),
+        job=job_flags(),
+        tracking=tracking_flags("protein_generate"),
+        model_dir=parent_dir("model"),
+    threads: 1
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=240,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi generate --model {params.model_dir} --reference {input.reference} "
+        "--reference2 {input.reference2} --out {output.fasta} --summary {output.summary} {params.sampler} "
+        "{params.head} {params.options} --no-progress {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
