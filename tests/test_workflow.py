@@ -90,8 +90,15 @@ def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
     expected = Counter({(s, *setting): 1 for s in cfg["sudoku"]["eval"]["sets"] for setting in settings})
     assert planned == expected
     counts = job_counts(proc.stdout + proc.stderr)
-    for rule in ("tracking_store", "sudoku_data", "sudoku_pretrain", "sudoku_table", "all"):
+    for rule in ("tracking_store", "sudoku_data", "sudoku_pretrain", "sudoku_table", "all", "protein_data",
+                 "protein_train_head", "protein_table"):
         assert counts[rule] == 1, rule
+    backbone_rule = "protein_pretrain" if cfg["protein"]["backbone"] == "trained" else "protein_import_esmc"
+    assert counts[backbone_rule] == 1
+    assert counts["protein_generate"] == len(
+        [*cfg["protein"]["samplers"]["sequential"], *cfg["protein"]["samplers"]["naive_k"],
+         *cfg["protein"]["samplers"]["eb_gamma"]]) + len(cfg["protein"]["samplers"]["mi_gamma"]) * len(
+        cfg["protein"]["samplers"]["mi_lambda"])
 
 
 def test_every_planned_command_parses_with_the_cli(dry_run):
@@ -178,4 +185,13 @@ def test_smoke_dag_runs_in_a_fresh_directory(tmp_path):
     assert all(key in fidelity for key in ("pearson", "spearman", "mae", "auroc"))
     for name in ("sudoku_paper_table.md", "sudoku_mi_map.png", "sudoku_mi_map.csv", "sudoku_head_scatter.png",
                  *(f"sudoku_speed_quality_{s}.png" for s in cfg["sudoku"]["eval"]["sets"])):
+        assert (results / "figures" / name).is_file(), name
+    # the protein part: every sampler generated and was scored, the table, figures and the head
+    with (results / "protein" / "table.csv").open(newline="") as fh:
+        prow = list(csv.DictReader(fh))
+    assert {r["sampler"] for r in prow} == {"sequential", "naive", "eb", "mi"}
+    assert all(0 <= float(r["jsd"]) <= 1 and float(r["mean_passes"]) >= 1 for r in prow)
+    assert "pearson" in (results / "protein" / "head_fidelity.json").read_text()
+    for name in ("protein_paper_table.md", "protein_speed_quality.png", "protein_mi_map.png",
+                 "protein_mi_map.csv", "protein_head_scatter.png"):
         assert (results / "figures" / name).is_file(), name

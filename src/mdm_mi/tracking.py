@@ -11,6 +11,7 @@ says, once, that tracking was skipped. Tests use :class:`NullTracker`.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 import sys
@@ -58,16 +59,33 @@ class NullTracker:
         """Ignore an artifact."""
 
 
+# Errors that waiting cannot cure: a rejected value, a file that is no sqlite database or cannot be
+# opened, a server that MLflow's own HTTP client already retried.
+PERMANENT = ("INVALID_PARAMETER_VALUE", "file is not a database", "unable to open database file",
+             "Max retries exceeded")
+
+
+def _permanent(exc: Exception) -> bool:
+    """Whether retrying ``exc`` is pointless (OS errors such as a missing or unwritable folder too)."""
+    return isinstance(exc, OSError) or any(m in f"{getattr(exc, 'error_code', '')} {exc}" for m in PERMANENT)
+
+
 def _retry(fn, *args, **kwargs):
-    """Call ``fn`` retrying briefly on transient errors (e.g. ``database is locked``); an error
-    that MLflow reports as a bad parameter is permanent and raised at once."""
+    """Call ``fn`` retrying briefly on transient errors (e.g. ``database is locked``); a permanent
+    error (see :data:`PERMANENT`) is raised at once."""
     for attempt in range(RETRIES):
         try:
             return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - MLflow raises many kinds; the last one propagates
-            if attempt == RETRIES - 1 or "INVALID_PARAMETER_VALUE" in str(getattr(exc, "error_code", "")):
+            if attempt == RETRIES - 1 or _permanent(exc):
                 raise
             time.sleep(RETRY_SECONDS * (attempt + 1))
+
+
+def one_line(exc: Exception) -> str:
+    """``Type: first line of the message`` (SQLAlchemy appends the SQL and a link on more lines)."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:300]}" if lines else type(exc).__name__
 
 
 def metric_key(key: str) -> str:
@@ -90,7 +108,7 @@ class MlflowTracker(NullTracker):
             _retry(fn, *args, **kwargs)
         except Exception as exc:  # noqa: BLE001
             self.ok = False
-            print(f"tracking skipped: MLflow call failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+            print(f"tracking skipped: MLflow call failed ({one_line(exc)})", file=sys.stderr)
 
     def log_params(self, params: dict) -> None:
         flat = {metric_key(k): str(v)[:500] for k, v in _flatten(params).items()}
@@ -115,8 +133,26 @@ def _flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
+class TrackingUnavailable(RuntimeError):
+    """The tracking server named by the URI cannot be reached (one line, for the user)."""
+
+
+# The store check before a run gives up in seconds, not after MLflow's default minutes of retries.
+QUICK_HTTP = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+
+
+def is_server_uri(uri: str) -> bool:
+    """``http(s)://host:port``: a tracking server keeps the runs and artifacts, nothing is local."""
+    return uri.startswith(("http://", "https://"))
+
+
 def init_store(uri: str, experiment: str) -> None:
-    """Create the tracking store and experiment once, before parallel jobs write to it."""
+    """Create the tracking store and experiment once, before parallel jobs write to it.
+
+    ``sqlite:///path`` creates the database's folder and puts artifacts beside it. A server URI
+    creates nothing here: the experiment is made on the server (which stores its artifacts), and an
+    unreachable server raises :class:`TrackingUnavailable` after one quick retry.
+    """
     import mlflow
 
     artifacts = None
@@ -125,8 +161,35 @@ def init_store(uri: str, experiment: str) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         artifacts = (folder / "mlartifacts").resolve().as_uri()  # beside the DB, not in the cwd
     mlflow.set_tracking_uri(uri)
+    if not is_server_uri(uri):
+        _create_experiment(mlflow, experiment, artifacts)
+        return
+    quick = {k: v for k, v in QUICK_HTTP.items() if k not in os.environ}  # the user's settings win
+    try:
+        with _environ(quick):
+            _create_experiment(mlflow, experiment, None)
+    except Exception as exc:  # noqa: BLE001 - MLflow wraps connection errors in several types
+        reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise TrackingUnavailable(
+            f"MLflow tracking server {uri} unreachable ({reason}); start it, or set tracking.uri "
+            "to another server, a sqlite:/// file or none"
+        ) from None
+
+
+def _create_experiment(mlflow, experiment: str, artifacts: str | None) -> None:
     if mlflow.get_experiment_by_name(experiment) is None:
         mlflow.create_experiment(experiment, artifact_location=artifacts)
+
+
+@contextlib.contextmanager
+def _environ(values: dict):
+    """Set environment variables for the duration of a block."""
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key in values:
+            os.environ.pop(key, None)
 
 
 @contextlib.contextmanager
@@ -140,13 +203,15 @@ def open_tracker(args: TrackingArgs | None):
         import mlflow
 
         mlflow.set_tracking_uri(args.uri)
-        _retry(mlflow.set_experiment, args.experiment)
         tags = {"rule": args.rule, "git_commit": git_commit(), "config_hash": args.config_hash}
         tags.update({f"wildcard.{k}": str(v) for k, v in args.wildcards.items()})
         name = "/".join([args.rule, *(str(v) for v in args.wildcards.values())])
-        _retry(mlflow.start_run, run_name=name, tags=tags)
+        quick = {k: v for k, v in QUICK_HTTP.items() if k not in os.environ}  # the user's settings win
+        with _environ(quick if is_server_uri(args.uri) else {}):
+            _retry(mlflow.set_experiment, args.experiment)
+            _retry(mlflow.start_run, run_name=name, tags=tags)
     except Exception as exc:  # noqa: BLE001
-        print(f"tracking skipped: MLflow unreachable at {args.uri} ({type(exc).__name__}: {exc})", file=sys.stderr)
+        print(f"tracking skipped: MLflow unreachable at {args.uri} ({one_line(exc)})", file=sys.stderr)
         yield NullTracker()
         return
     tracker, status = MlflowTracker(mlflow), "FAILED"

@@ -51,7 +51,7 @@ rule sudoku_train_head:
     output:
         head=HEAD,
         meta=f"{R}/sudoku/head/meta.json",
-        fidelity=f"{R}/sudoku/head_fidelity.json",
+        fidelity=report(f"{R}/sudoku/head_fidelity.json", caption="../report/head_fidelity.rst", category="MI"),
         pairs=f"{R}/sudoku/head_pairs.csv",
     log:
         f"{L}/sudoku/train_head.log",

@@ -93,8 +93,8 @@ rule sudoku_table:
     input:
         EVAL_JOBS,
     output:
-        table=f"{R}/sudoku/table.csv",
-        markdown=f"{R}/sudoku/table.md",
+        table=report(f"{R}/sudoku/table.csv", caption="../report/sudoku_table.rst", category="Sudoku"),
+        markdown=report(f"{R}/sudoku/table.md", caption="../report/sudoku_table.rst", category="Sudoku"),
     log:
         f"{L}/sudoku/table.log",
     params:
