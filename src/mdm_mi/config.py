@@ -8,6 +8,7 @@ unknown keys, so a typo fails at parse time with the offending key named.
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 
@@ -48,9 +49,22 @@ def validate_config(cfg: dict, schema: dict | None = None) -> dict:
     if errors:
         err = errors[0]
         where = "/".join(str(p) for p in err.absolute_path) or "<top level>"
-        raise ConfigError(f"config error at {where}: {err.message}")
+        raise ConfigError(f"config error at {where}: {err.message}{_suggestion(err)}")
     _check_ranges(cfg)
     return cfg
+
+
+def _suggestion(err) -> str:
+    """``" (did you mean 'steps'?)"`` for a misspelt key close to a known one, else ``""``."""
+    if err.validator != "additionalProperties" or not isinstance(err.instance, dict):
+        return ""
+    known = list(err.schema.get("properties", {}))
+    for key in err.instance:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            if close:
+                return f" (did you mean {close[0]!r} for {key!r}?)"
+    return ""
 
 
 def _check_ranges(cfg: dict) -> None:
@@ -69,7 +83,7 @@ def load_config(path: str | Path) -> dict:
     """Read, default-fill and validate a YAML config file."""
     try:
         cfg = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read config {path}: {exc}") from None
     if not isinstance(cfg, dict):
         raise ConfigError(f"config {path} must be a mapping, got {type(cfg).__name__}")

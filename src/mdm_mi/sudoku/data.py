@@ -13,12 +13,13 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path
-from mdm_mi.sudoku.grid import MASK_ID, PuzzleFormatError, clues_conflict, format_grid, parse_puzzle
+from mdm_mi.sudoku.grid import MASK_ID, PuzzleFormatError, format_grid, parse_puzzle, rule_break
 
 HARD_LEVELS = ("Hard", "Expert")
 OTHER_LEVELS = ("Beginner", "Easy", "Medium")
@@ -51,8 +52,9 @@ def _parse_row(row: dict, line: int, has_solution: bool):
         solution = parse_puzzle(row["solution"] or "") if has_solution else None
     except PuzzleFormatError as exc:
         raise InputError(f"line {line}: solution: {str(exc).replace('puzzle', 'solution')}") from None
-    if clues_conflict(puzzle):
-        raise InputError(f"line {line}: the puzzle's givens already break a rule (a digit repeats in a unit)")
+    broken = rule_break(puzzle)
+    if broken:
+        raise InputError(f"line {line}: the puzzle's givens already break a rule ({broken})")
     if solution is not None and (solution == MASK_ID).any():
         raise InputError(f"line {line}: the solution has blanks")
     return puzzle, solution
@@ -63,15 +65,28 @@ def load_puzzle_csv(path: str | Path) -> PuzzleSet:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"puzzle file not found: {path}")
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        fields = reader.fieldnames or []
-        if "puzzle" not in fields:
-            raise InputError(f"{path}: needs a 'puzzle' column, found {fields}")
-        has_solution = "solution" in fields
-        parsed = [(_parse_row(r, i + 2, has_solution), r.get("level") or DEFAULT_LEVEL) for i, r in enumerate(reader)]
+    try:
+        with path.open(newline="") as fh:
+            return read_puzzle_csv(fh, str(path))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{path}: not a readable text CSV ({type(exc).__name__})") from None
+
+
+def read_puzzle_csv(fh: TextIO, name: str) -> PuzzleSet:
+    """Parse puzzle-CSV text from ``fh`` (``name`` is used in messages)."""
+    reader = csv.DictReader(fh)
+    fields = reader.fieldnames or []
+    if "puzzle" not in fields:
+        raise InputError(f"{name}: needs a 'puzzle' column, found {fields}")
+    has_solution = "solution" in fields
+    parsed = []
+    for i, row in enumerate(reader):
+        try:
+            parsed.append((_parse_row(row, i + 2, has_solution), row.get("level") or DEFAULT_LEVEL))
+        except InputError as exc:
+            raise InputError(f"{name} {exc}") from None
     if not parsed:
-        raise InputError(f"{path}: no puzzles")
+        raise InputError(f"{name}: no puzzles")
     puzzles = np.stack([p for (p, _), _ in parsed])
     solutions = np.stack([s for (_, s), _ in parsed]) if has_solution else None
     return PuzzleSet(puzzles, solutions, [lvl for _, lvl in parsed])

@@ -17,8 +17,9 @@ from mdm_mi.sudoku.data import PuzzleSet
 from mdm_mi.sudoku.grid import MASK_ID, consistent_with_clues, format_grid, is_valid_solution
 
 
-def decode_set(model, ps: PuzzleSet, sampler: Sampler, batch_size: int, seed: int, pairwise_fn=None):
-    """Decode all puzzles in batches → (grids ``(P, 81)``, passes ``(P,)``)."""
+def decode_set(model, ps: PuzzleSet, sampler: Sampler, batch_size: int, seed: int, pairwise_fn=None, progress=None):
+    """Decode all puzzles in batches → (grids ``(P, 81)``, passes ``(P,)``); ``progress(n)`` is called
+    after each batch of ``n`` puzzles."""
     device = next(model.parameters()).device
     gen = torch.Generator(device=device).manual_seed(seed)
     grids, passes = [], []
@@ -27,6 +28,8 @@ def decode_set(model, ps: PuzzleSet, sampler: Sampler, batch_size: int, seed: in
         out = decode(model, batch, sampler, gen, pairwise_fn=pairwise_fn)
         grids.append(out.tokens.cpu())
         passes.append(out.passes.cpu())
+        if progress is not None:
+            progress(len(batch))
     return torch.cat(grids), torch.cat(passes)
 
 

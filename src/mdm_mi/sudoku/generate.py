@@ -205,13 +205,22 @@ def _choose(grid: list[int], used: list[int], blanks: list[int]) -> list[tuple[i
     return [(best_i, d) for d in _DIGITS_OF[best_mask]]
 
 
-def _search(grid: list[int], used: list[int], blanks: list[int], depth: int, limit: int, found: list) -> int:
+class SearchLimitError(RuntimeError):
+    """The solver gave up after visiting its ``max_nodes`` search nodes."""
+
+
+def _search(
+    grid: list[int], used: list[int], blanks: list[int], depth: int, limit: int, found: list, budget: list
+) -> int:
     """Count completions (at most ``limit``) once ``depth`` of ``blanks`` are filled; the first is
-    appended to ``found``."""
+    appended to ``found``. ``budget[0]`` is the number of search nodes left."""
     if depth == len(blanks):
         if not found:
             found.append(list(grid))
         return 1
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise SearchLimitError("the solver's node limit was reached")
     total = 0
     for i, d in _choose(grid, used, blanks):
         a, b, c = _CELL_UNITS[i]
@@ -220,7 +229,7 @@ def _search(grid: list[int], used: list[int], blanks: list[int], depth: int, lim
         used[b] |= bit
         used[c] |= bit
         grid[i] = d
-        total += _search(grid, used, blanks, depth + 1, limit - total, found)
+        total += _search(grid, used, blanks, depth + 1, limit - total, found, budget)
         used[a] ^= bit
         used[b] ^= bit
         used[c] ^= bit
@@ -230,7 +239,7 @@ def _search(grid: list[int], used: list[int], blanks: list[int], depth: int, lim
     return total
 
 
-def _count(puzzle: np.ndarray, limit: int, found: list) -> int:
+def _count(puzzle: np.ndarray, limit: int, found: list, max_nodes: int | None = None) -> int:
     """Shared body of :func:`count_solutions` and :func:`solve`."""
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
@@ -239,22 +248,25 @@ def _count(puzzle: np.ndarray, limit: int, found: list) -> int:
         return 0
     grid, used = loaded
     blanks = [i for i, v in enumerate(grid) if v < 0]
-    return _search(grid, used, blanks, 0, limit, found)
+    budget = [float("inf") if max_nodes is None else max_nodes]
+    return _search(grid, used, blanks, 0, limit, found, budget)
 
 
-def count_solutions(puzzle: np.ndarray, limit: int = 2) -> int:
+def count_solutions(puzzle: np.ndarray, limit: int = 2, max_nodes: int | None = None) -> int:
     """Number of solutions of one ``(81,)`` puzzle (MASK_ID blanks), counted up to ``limit``.
 
     Returns ``min(#solutions, limit)``; 0 when the givens already conflict. ``limit=2`` is the
-    uniqueness test (1 means exactly one solution).
+    uniqueness test (1 means exactly one solution). With ``max_nodes``, raises
+    :class:`SearchLimitError` instead of searching more than that many nodes.
     """
-    return _count(puzzle, limit, [])
+    return _count(puzzle, limit, [], max_nodes)
 
 
-def solve(puzzle: np.ndarray) -> np.ndarray | None:
-    """One solution ``(81,)`` int64 of a ``(81,)`` puzzle, or None if it has none (or givens conflict)."""
+def solve(puzzle: np.ndarray, max_nodes: int | None = None) -> np.ndarray | None:
+    """One solution ``(81,)`` int64 of a ``(81,)`` puzzle, or None if it has none (or givens conflict);
+    :class:`SearchLimitError` after ``max_nodes`` search nodes."""
     found: list[list[int]] = []
-    _count(puzzle, 1, found)
+    _count(puzzle, 1, found, max_nodes)
     return np.array(found[0], dtype=np.int64) if found else None
 
 

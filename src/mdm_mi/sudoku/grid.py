@@ -74,11 +74,27 @@ def consistent_with_clues(solution: torch.Tensor, puzzle: torch.Tensor) -> torch
     return ((solution == puzzle) | ~given).all(1)
 
 
+UNIT_NAMES = tuple(f"{kind} {i + 1}" for kind in ("row", "column", "box") for i in range(SIDE))  # as UNITS
+
+
+def cell_name(i: int) -> str:
+    """Cell index 0..80 → ``r{row}c{column}``, 1-based."""
+    return f"r{i // SIDE + 1}c{i % SIDE + 1}"
+
+
+def rule_break(tokens: np.ndarray) -> str | None:
+    """The first broken rule of one ``(81,)`` grid (blanks ignored), e.g. ``digit 5 repeats in row 1``;
+    None when no digit repeats within a row, column or box."""
+    t = np.asarray(tokens).reshape(-1)
+    for unit, name in zip(UNITS, UNIT_NAMES):
+        vals = t[unit]
+        vals = vals[vals != MASK_ID].tolist()
+        repeated = sorted({v for v in vals if vals.count(v) > 1})
+        if repeated:
+            return f"digit {repeated[0] + 1} repeats in {name}"
+    return None
+
+
 def clues_conflict(puzzle: np.ndarray) -> bool:
     """True when the givens of one ``(81,)`` puzzle already repeat a digit within a unit."""
-    for unit in UNITS:
-        vals = puzzle[unit]
-        vals = vals[vals != MASK_ID]
-        if len(vals) != len(set(vals.tolist())):
-            return True
-    return False
+    return rule_break(puzzle) is not None

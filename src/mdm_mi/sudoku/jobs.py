@@ -1,4 +1,5 @@
-"""The Sudoku verbs of the CLI: ``prepare-sudoku``, ``pretrain``, ``evaluate``.
+"""The Sudoku verbs of the CLI: ``prepare-sudoku``, ``pretrain``, ``evaluate`` (also a user verb:
+with only ``--puzzles`` it finds the model in results/ and prints a table).
 
 Each verb is a frozen dataclass of arguments and one function ``(args, tracker)`` that writes files
 first and then mirrors them to the tracker.
@@ -18,6 +19,7 @@ from mdm_mi.cli import h as _h, verb
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_npy
 from mdm_mi.runtime import resolve_device, setup
+from mdm_mi.user.common import ModelFlags, start
 
 
 @dataclass(frozen=True)
@@ -124,82 +126,86 @@ def _pick(cls, args):
 
 
 @dataclass(frozen=True)
-class EvaluateArgs:
-    model: Path = field(metadata=_h("checkpoint folder"))
+class EvaluateArgs(ModelFlags):
     puzzles: Path = field(metadata=_h("any CSV with 'puzzle' (and optional 'solution', 'level') columns"))
-    out: Path = field(metadata=_h("summary JSON"))
-    per_puzzle: Path = field(metadata=_h("per-puzzle CSV"))
-    sampler: str = field(metadata=_h("sequential | naive | eb | mi | mi-oracle"))
+    out: Path | None = field(default=None, metadata=_h("summary JSON (default: none; the table is printed)"))
+    per_puzzle: Path | None = field(default=None, metadata=_h("per-puzzle CSV (default: none)"))
+    sampler: str = field(default="sequential", metadata=_h("sequential | naive | eb | mi | mi-oracle"))
     order: str = field(default="entropy", metadata=_h("sequential: entropy | margin"))
     k: int = field(default=0, metadata=_h("naive: tokens per pass"))
     gamma: float = field(default=0.0, metadata=_h("eb, mi: budget γ (nats)"))
     lam: float = field(default=1.0, metadata=_h("mi: weight λ of the pairwise MI"))
     on_reject: str = field(default="skip", metadata=_h("mi: skip | stop at a rejected candidate"))
     charge_first: bool = field(default=False, metadata=_h("mi: charge the first token's entropy to γ"))
-    head: Path | None = field(default=None, metadata=_h("mi: MI head checkpoint folder"))
     oracle_tol: float = field(default=1e-3, metadata=_h("mi-oracle: certified probing tolerance (nats)"))
-    batch_size: int = field(default=1000, metadata=_h("puzzles decoded together"))
+    batch_size: int = field(default=200, metadata=_h("puzzles decoded together"))
     seed: int = field(default=0, metadata=_h("random seed"))
-    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
-    threads: int = field(default=2, metadata=_h("torch CPU threads"))
 
 
-MI_FLAGS = ("gamma", "lam", "on_reject", "charge_first")
-SAMPLER_FLAGS = {"sequential": ("order",), "naive": ("k",), "eb": ("gamma",), "mi": MI_FLAGS, "mi-oracle": MI_FLAGS}
+EVAL_EXAMPLES = """examples:
+  mdm-mi evaluate --puzzles my.csv                          # model found in results/, table printed
+  mdm-mi evaluate --puzzles my.csv --sampler mi --gamma 0.1 --out my.json --per-puzzle my_per_puzzle.csv"""
 
 
-def sampler_from_args(args) -> "Sampler":  # noqa: F821
-    """Build the sampler named by ``args.sampler`` from the flags it uses."""
-    import mdm_mi.mi.guided  # noqa: F401  (registers mi and mi-oracle)
-    from mdm_mi.samplers import build_sampler
-
-    if args.sampler not in SAMPLER_FLAGS:
-        raise InputError(f"unknown sampler {args.sampler!r}; choose one of {', '.join(SAMPLER_FLAGS)}")
-    try:
-        return build_sampler(args.sampler, **{f: getattr(args, f) for f in SAMPLER_FLAGS[args.sampler]})
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-
-
-def pairwise_from_args(args, backbone, device):
-    """The pairwise matrix source of MI samplers: the trained head (no extra pass) or the oracle."""
-    from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
-    from mdm_mi.mi.head import load_head
-
-    if args.sampler == "mi":
-        if args.head is None:
-            raise InputError("sampler 'mi' needs --head (a trained MI head checkpoint folder)")
-        head, _ = load_head(args.head, device)
-        return head_pairwise_fn(head)
-    if args.sampler == "mi-oracle":
-        return oracle_pairwise_fn(backbone, method="certified", tol=args.oracle_tol)
-    return None
-
-
-@verb("evaluate", EvaluateArgs, "decode a puzzle CSV with one sampler and score it")
+@verb("evaluate", EvaluateArgs, "decode a puzzle CSV with one sampler and score it", examples=EVAL_EXAMPLES)
 def evaluate(args: EvaluateArgs, tracker) -> None:
-    import csv
+    """Score an evaluation set; the set's file type picks the domain (a puzzle CSV is Sudoku)."""
+    evaluate_sudoku(args, tracker)
 
+
+def evaluate_sudoku(args: EvaluateArgs, tracker) -> None:
+    """Decode every puzzle of ``args.puzzles`` and write/print accuracy and passes per level."""
+    from mdm_mi.mi.guided import head_pairwise_fn
+    from mdm_mi.sampler_args import pairwise_from_args, sampler_from_args
     from mdm_mi.sudoku.data import load_puzzle_csv
     from mdm_mi.sudoku.evaluate import decode_set, score, summarise
-    from mdm_mi.sudoku.model import load_model
+    from mdm_mi.user.common import check_outputs, load_backbone_for, load_head_for, progress
 
-    setup(args.threads, args.seed)
     sampler = sampler_from_args(args)
-    device = resolve_device(args.device)
-    model, _ = load_model(args.model, device)
-    pairwise = pairwise_from_args(args, model, device)
-    ps = load_puzzle_csv(args.puzzles)
-    start = time.time()
-    grids, passes = decode_set(model, ps, sampler, args.batch_size, args.seed, pairwise)
+    check_outputs(args.out, args.per_puzzle)
+    ps = load_puzzle_csv(args.puzzles)  # bad input fails before the model loads
+    device = start(args, args.seed)
+    model, model_dir = load_backbone_for(args, "sudoku", device)
+    if args.sampler == "mi":  # --head, else the head trained beside the model
+        pairwise = head_pairwise_fn(load_head_for(args, model, model_dir, "sudoku", device))
+    else:
+        pairwise = pairwise_from_args(args, model, device)
+    start_time = time.time()
+    with progress(len(ps), f"evaluate {sampler.name}", args.quiet) as bar:
+        grids, passes = decode_set(model, ps, sampler, args.batch_size, args.seed, pairwise, progress=bar.update)
     records = score(ps, grids, passes)
     summary = {"sampler": sampler.name, "params": sampler.params(), "set": Path(args.puzzles).stem,
-               "seconds": time.time() - start, "levels": summarise(records)}
-    with atomic_path(args.per_puzzle) as tmp, tmp.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(records[0]))
-        w.writeheader()
-        w.writerows(records)
-    write_json(args.out, summary)
+               "seconds": time.time() - start_time, "levels": summarise(records)}
+    _write_outputs(args, records, summary)
+    print(summary_table(summary, model_dir))
     tracker.log_params({"sampler": sampler.name, **sampler.params(), "set": summary["set"]})
     tracker.log_metrics({f"{lvl}.{k}": v for lvl, m in summary["levels"].items() for k, v in m.items()})
-    tracker.log_artifact(args.out)
+    if args.out is not None:
+        tracker.log_artifact(args.out)
+
+
+def _write_outputs(args: EvaluateArgs, records: list[dict], summary: dict) -> None:
+    """The per-puzzle CSV and the summary JSON, each only when its flag was given."""
+    import csv
+
+    if args.per_puzzle is not None:
+        with atomic_path(args.per_puzzle) as tmp, tmp.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(records[0]))
+            w.writeheader()
+            w.writerows(records)
+    if args.out is not None:
+        write_json(args.out, summary)
+
+
+def summary_table(summary: dict, model_dir: Path) -> str:
+    """The summary as an aligned text table, one row per level (``all`` last)."""
+    params = ", ".join(f"{k}={v}" for k, v in summary["params"].items())
+    lines = [f"{summary['set']}: sampler {summary['sampler']} ({params}), model {model_dir}, "
+             f"{summary['seconds']:.1f} s",
+             f"{'level':<12} {'n':>5}  {'solved % [95% CI]':<22} {'mean passes':>11}"]
+    levels = sorted(summary["levels"], key=lambda lvl: (lvl == "all", lvl))
+    for lvl in levels:
+        m = summary["levels"][lvl]
+        acc = f"{100 * m['accuracy']:.1f} [{100 * m['acc_lo']:.1f}, {100 * m['acc_hi']:.1f}]"
+        lines.append(f"{lvl:<12} {m['n']:>5}  {acc:<22} {m['mean_passes']:>11.1f}")
+    return "\n".join(lines)
