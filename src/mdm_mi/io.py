@@ -1,9 +1,14 @@
 """Atomic file writes: an output appears complete or not at all, so a killed job never leaves a
-half-written file that a later rule would trust."""
+half-written file that a later rule would trust.
+
+    with atomic_path("results/x.csv") as tmp:
+        tmp.write_text("a,b\n")
+"""
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import tempfile
@@ -12,17 +17,41 @@ from pathlib import Path
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path):
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds."""
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds.
+
+    The temporary name carries the writer's process id (``.name.<pid>.<random>.tmp``): one left by a
+    writer that was killed (SIGKILL skips the cleanup below) is removed by the next good write.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
         os.replace(tmp, path)
+        _remove_stale_temps(path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Delete temporary files of ``path`` whose writer process no longer exists."""
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = tmp.name[len(path.name) + 2:].split(".", 1)[0]
+        if pid.isdigit() and not _process_exists(int(pid)):
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
 
 
 def write_text(path: str | Path, text: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -192,6 +193,17 @@ def _environ(values: dict):
             os.environ.pop(key, None)
 
 
+def _check_sqlite(uri: str) -> None:
+    """Open a ``sqlite:///`` store once, so a folder, a corrupt or an unwritable file fails at once
+    (MLflow retries opening such a store for about 100 s)."""
+    path = uri.removeprefix("sqlite:///")
+    if not uri.startswith("sqlite:///") or path in ("", ":memory:"):
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.closing(sqlite3.connect(path, timeout=30)) as db:
+        db.execute("PRAGMA schema_version").fetchone()
+
+
 @contextlib.contextmanager
 def open_tracker(args: TrackingArgs | None):
     """Yield a tracker for one job (a :class:`NullTracker` when ``args`` is None or ``uri`` is
@@ -202,6 +214,7 @@ def open_tracker(args: TrackingArgs | None):
     try:
         import mlflow
 
+        _check_sqlite(args.uri)
         mlflow.set_tracking_uri(args.uri)
         tags = {"rule": args.rule, "git_commit": git_commit(), "config_hash": args.config_hash}
         tags.update({f"wildcard.{k}": str(v) for k, v in args.wildcards.items()})
@@ -211,7 +224,7 @@ def open_tracker(args: TrackingArgs | None):
             _retry(mlflow.set_experiment, args.experiment)
             _retry(mlflow.start_run, run_name=name, tags=tags)
     except Exception as exc:  # noqa: BLE001
-        print(f"tracking skipped: MLflow unreachable at {args.uri} ({one_line(exc)})", file=sys.stderr)
+        print(f"tracking skipped: cannot use MLflow at {args.uri} ({one_line(exc)})", file=sys.stderr)
         yield NullTracker()
         return
     tracker, status = MlflowTracker(mlflow), "FAILED"
