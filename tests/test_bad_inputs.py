@@ -136,6 +136,7 @@ SOLVE = ["solve", "--quiet"]
 MAP = ["mi-map", "--quiet", "--out", "out/map.png"]
 EVAL = ["evaluate", "--quiet", "--out", "out/s.json", "--per-puzzle", "out/p.csv"]
 PROT = [*MAP, "--model", "{protein}"]
+GEN = ["generate", "--quiet", "--out", "out/g.fasta", "--summary", "out/g.json"]
 
 CASES = [
     # puzzles: length, letters, broken rules, no solution, empty input
@@ -246,6 +247,19 @@ CASES = [
     Case("fasta-text-before-header", [*MAP, "--file", "{file}"], "before the first '>'", fasta("MKV\n>a\nMKV\n")),
     Case("fasta-empty-record", [*MAP, "--file", "{file}"], "has no sequence", fasta(">a\n>b\nMK__V\n")),
     Case("fasta-bad-letters", [*MAP, "--file", "{file}"], "'B'", fasta(">a\nMKB__V\n")),
+    # protein generation (checked before any model loads, except the model's own domain)
+    Case("generate-n-zero", [*GEN, "--n", "0"], "--n must be >= 1"),
+    Case("generate-length-range", [*GEN, "--min-length", "90", "--max-length", "60"], "length range"),
+    Case("generate-temperature", [*GEN, "--temperature", "-1"], "--temperature must be >= 0"),
+    Case("generate-reference-letters", [*GEN, "--reference", "{file}"], "outside the 20 standard amino acids",
+         fasta(">a\nMKVJ\n")),
+    Case("generate-reference-missing", [*GEN, "--reference", "nope.fasta"], "FASTA file not found"),
+    Case("generate-sudoku-model", [*GEN, "--model", "results/tiny/sudoku/model"],
+         "'sudoku' model, but this needs a 'protein' model"),
+    Case("generate-no-protein-model", GEN, "no trained protein model found"),
+    Case("generate-unknown-sampler", [*GEN, "--sampler", "greedy"], "unknown sampler 'greedy'"),
+    Case("evaluate-fasta-sudoku-model", [*EVAL, "--puzzles", "{file}", "--model", "results/tiny/sudoku/model"],
+         "needs a 'protein' model", fasta(">a\n" + "MKVL" * 15 + "\n")),
     # workflow configs
     Case("config-misspelt", ["check-config", "{cfg}"], "did you mean 'train'", config("sudoku:\n  trian: {}\n")),
     Case("config-misspelt-top", ["check-config", "{cfg}"], "did you mean 'name'", config("nmae: x\n")),

@@ -221,7 +221,7 @@ def test_generate_verb_writes_fasta_and_scores(tmp_path, model_dir, reference):
     out, summary = tmp_path / "gen.fasta", tmp_path / "gen.json"
     rc = main(["generate", "--model", str(model_dir), "--n", "12", "--reference", str(ref), "--reference2", str(ref2),
                "--clusters", "3", "--sampler", "naive", "--k", "8", "--out", str(out), "--summary", str(summary),
-               "--no-progress", "--device", "cpu"])
+               "--quiet", "--device", "cpu"])
     assert rc == 0
     seqs = [s for _, s in read_fasta(out)]
     lengths = {len(s) for _, s in reference[:30]}
@@ -251,3 +251,47 @@ def test_label_draw_never_masks_specials(backbone):
     residue = np.isin(seqs[0], backbone.vocab_token_ids.numpy())
     assert masked.any() and not masked[:, ~residue].any()  # BOS, EOS, pads stay
     assert ((contexts.numpy() == seqs[0]) | masked).all()
+
+
+# ---- tables and figures -------------------------------------------------------------------------------
+
+def _summary(sampler, params, passes, jsd):
+    return {"sampler": sampler, "params": params, "n": 500, "mean_passes": passes, "passes_ci": 0.5, "jsd": jsd,
+            "jsd_lo": jsd - 0.01, "jsd_hi": jsd + 0.01, "jsd_noise_floor": 0.02, "composition_jsd": 0.001,
+            "unique_fraction": 1.0, "kmer_distance": 0.9, "mean_longest_run": 2.0, "seconds": 1.0}
+
+
+def test_protein_tables_and_speed_quality_figure(tmp_path):
+    from mdm_mi.protein import report
+    from mdm_mi.results import to_csv
+
+    rows = report.protein_rows([
+        _summary("sequential", {"order": "entropy"}, 75.0, 0.05), _summary("naive", {"k": 8}, 10.0, 0.20),
+        _summary("eb", {"gamma": 8.0}, 10.5, 0.10), _summary("mi", {"gamma": 4.0, "lam": 1.0}, 10.2, 0.08),
+        _summary("mi", {"gamma": 4.0, "lam": 2.0}, 12.0, 0.07)])
+    (tmp_path / "t.csv").write_text(to_csv(rows, report.COLUMNS))
+    back = report.read_rows(tmp_path / "t.csv")
+    assert [r["sampler"] for r in back] == ["eb", "mi", "mi", "naive", "sequential"]
+    paper = report.paper_table(back, "tiny")
+    assert "74.8 / 0.093" in paper and "75.0 / 0.050" in paper
+    assert "(best λ)" in paper  # two MI rows at γ=4: the best JSD is shown
+    matched = report.matched_table(back)
+    mi_row = next(line for line in matched.splitlines() if line.startswith("| gamma=4.0 lam=1.0"))
+    assert "gamma=8.0: 10.5 / 0.100" in mi_row and "k=8: 10.0 / 0.200" in mi_row
+    assert "none within ±10%" not in mi_row
+    report.speed_quality(back, tmp_path / "f.png", "tiny")
+    assert (tmp_path / "f.png").stat().st_size > 1000
+
+
+def test_distance_profile_averages_masked_pairs_by_separation():
+    from mdm_mi.protein.report import distance_profile
+
+    n = 5
+    label = torch.zeros(1, n, n)
+    for i in range(n - 1):
+        label[0, i, i + 1] = label[0, i + 1, i] = 1.0  # neighbours carry 1 nat
+    masked = torch.tensor([[False, True, True, True, True]])
+    d, lab, head, cnt = distance_profile(label * 0.5, label, masked, max_dist=3)
+    assert d.tolist() == [1, 2, 3]
+    assert lab.tolist() == [1.0, 0.0, 0.0] and head.tolist() == [0.5, 0.0, 0.0]
+    assert cnt.tolist() == [6, 4, 2]  # ordered pairs among the 4 masked positions

@@ -37,10 +37,10 @@ def tidy_rows(summaries: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r["set"], r["sampler"], r["setting"], r["level"] != "all", r["level"]))
 
 
-def to_csv(rows: list[dict]) -> str:
-    """Rows → CSV text with :data:`COLUMNS`."""
+def to_csv(rows: list[dict], columns: list[str] = COLUMNS) -> str:
+    """Rows → CSV text with ``columns`` (default: the Sudoku table's :data:`COLUMNS`)."""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS)
+    w = csv.DictWriter(buf, fieldnames=columns)
     w.writeheader()
     w.writerows(rows)
     return buf.getvalue()

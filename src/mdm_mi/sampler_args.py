@@ -6,10 +6,27 @@ a :class:`~mdm_mi.samplers.Sampler` and, for MI samplers, the pairwise-matrix so
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from mdm_mi.cli import h
 from mdm_mi.errors import InputError
 
 MI_FLAGS = ("gamma", "lam", "on_reject", "charge_first")
 SAMPLER_FLAGS = {"sequential": ("order",), "naive": ("k",), "eb": ("gamma",), "mi": MI_FLAGS, "mi-oracle": MI_FLAGS}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplerFlags:
+    """The decoding flags shared by ``evaluate`` and ``generate`` (inherited by their arguments)."""
+
+    sampler: str = field(default="sequential", metadata=h("sequential | naive | eb | mi | mi-oracle"))
+    order: str = field(default="entropy", metadata=h("sequential: entropy | margin"))
+    k: int = field(default=0, metadata=h("naive: tokens per pass"))
+    gamma: float = field(default=0.0, metadata=h("eb, mi: budget γ (nats)"))
+    lam: float = field(default=1.0, metadata=h("mi: weight λ of the pairwise MI"))
+    on_reject: str = field(default="skip", metadata=h("mi: skip | stop at a rejected candidate"))
+    charge_first: bool = field(default=False, metadata=h("mi: charge the first token's entropy to γ"))
+    oracle_tol: float = field(default=1e-3, metadata=h("mi-oracle: certified probing tolerance (nats)"))
 
 
 def sampler_from_args(args) -> "Sampler":  # noqa: F821

@@ -212,4 +212,4 @@ rule protein_generate:
     shell:
         "python -m mdm_mi generate --model {params.model_dir} --reference {input.reference} "
         "--reference2 {input.reference2} --out {output.fasta} --summary {output.summary} {params.sampler} "
-        "{params.head} {params.options} --no-progress {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+        "{params.head} {params.options} --quiet {params.job} --threads {threads} {params.tracking} > {log} 2>&1"

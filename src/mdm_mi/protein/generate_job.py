@@ -18,13 +18,13 @@ import torch
 from mdm_mi.cli import h as _h, verb
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json
-from mdm_mi.runtime import resolve_device, setup
+from mdm_mi.sampler_args import SamplerFlags
+from mdm_mi.user.common import ModelFlags
 
 
 @dataclass(frozen=True)
-class GenerateArgs:
+class GenerateArgs(SamplerFlags, ModelFlags):
     out: Path = field(default=Path("generated.fasta"), metadata=_h("output FASTA"))
-    model: Path | None = field(default=None, metadata=_h("protein model folder (default: found in results/)"))
     n: int = field(default=10, metadata=_h("number of sequences"))
     min_length: int = field(default=50, metadata=_h("shortest length (without --reference)"))
     max_length: int = field(default=100, metadata=_h("longest length (without --reference)"))
@@ -34,21 +34,15 @@ class GenerateArgs:
     embed_layer: int = field(default=-1, metadata=_h("embedder block mean-pooled for the metric"))
     embedder: Path | None = field(default=None, metadata=_h("model folder embedding for the metric (default: --model)"))
     summary: Path | None = field(default=None, metadata=_h("summary JSON (passes and metrics)"))
-    sampler: str = field(default="sequential", metadata=_h("sequential | naive | eb | mi | mi-oracle"))
-    order: str = field(default="entropy", metadata=_h("sequential: entropy | margin"))
-    k: int = field(default=0, metadata=_h("naive: tokens per pass"))
-    gamma: float = field(default=0.0, metadata=_h("eb, mi: budget γ (nats)"))
-    lam: float = field(default=1.0, metadata=_h("mi: weight λ of the pairwise MI"))
-    on_reject: str = field(default="skip", metadata=_h("mi: skip | stop at a rejected candidate"))
-    charge_first: bool = field(default=False, metadata=_h("mi: charge the first token's entropy to γ"))
-    head: Path | None = field(default=None, metadata=_h("mi: MI head folder (default: found in results/)"))
-    oracle_tol: float = field(default=1e-3, metadata=_h("mi-oracle: certified probing tolerance (nats)"))
     temperature: float = field(default=1.0, metadata=_h("sampling temperature (0 = argmax)"))
     batch_size: int = field(default=128, metadata=_h("sequences decoded together"))
     seed: int = field(default=0, metadata=_h("random seed"))
-    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
-    threads: int = field(default=2, metadata=_h("torch CPU threads"))
-    progress: bool = field(default=True, metadata=_h("show a progress bar on stderr"))
+
+
+GENERATE_EXAMPLES = """examples:
+  mdm-mi generate --n 20 --out proteins.fasta                       # model found in results/
+  mdm-mi generate --n 50 --sampler mi --gamma 8 --min-length 60 --max-length 80 --out mi.fasta
+  mdm-mi generate --n 500 --reference ref.fasta --summary scores.json   # lengths from ref, JSD vs ref"""
 
 
 def _check(args: GenerateArgs) -> None:
@@ -58,17 +52,10 @@ def _check(args: GenerateArgs) -> None:
         raise InputError(f"--temperature must be >= 0, got {args.temperature}")
     if args.batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.reference is None and not 1 <= args.min_length <= args.max_length:
+        raise InputError(f"length range must satisfy 1 <= min <= max, got {args.min_length}..{args.max_length}")
     if args.clusters < 2:
         raise InputError(f"--clusters must be >= 2, got {args.clusters}")
-
-
-def _default(path: Path | None, kind: str) -> Path:
-    """``path`` or the newest model/head of the protein domain in the workflow's results."""
-    if path is not None:
-        return path
-    from mdm_mi import locate
-
-    return locate.find_head("protein") if kind == "head" else locate.find_model("protein")
 
 
 def _reference(path: Path | None):
@@ -79,58 +66,76 @@ def _reference(path: Path | None):
     return [validate_sequence(s, name=h) for h, s in read_fasta(path)]
 
 
-def _progress_bar(total: int, enabled: bool):
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, unit="seq", desc="generate", disable=not enabled, leave=False)
-    return bar, lambda done: bar.update(done - bar.n)
-
-
-@verb("generate", GenerateArgs, "generate proteins from fully masked sequences with a sampler")
+@verb("generate", GenerateArgs, "generate proteins from fully masked sequences with a sampler",
+      examples=GENERATE_EXAMPLES)
 def generate_job(args: GenerateArgs, tracker) -> None:
-    from mdm_mi.models import load_backbone
-    from mdm_mi.protein.generate import draw_lengths, generate, uniform_lengths
     from mdm_mi.protein.fasta import write_fasta
+    from mdm_mi.protein.generate import draw_lengths, generate, uniform_lengths
     from mdm_mi.sampler_args import pairwise_from_args, sampler_from_args
     from mdm_mi.stats import mean_ci
+    from mdm_mi.user.common import check_outputs, load_backbone_for, load_head_for, progress, start
 
     _check(args)
-    setup(args.threads, args.seed)
     sampler = sampler_from_args(args)
+    check_outputs(args.out, args.summary)
     reference, reference2 = _reference(args.reference), _reference(args.reference2)
-    device = resolve_device(args.device)
-    model_dir = _default(args.model, "model")
-    backbone, meta = load_backbone(model_dir, device, domain="protein")
-    head_dir = _default(args.head, "head") if args.sampler == "mi" else None
-    pairwise = pairwise_from_args(args, backbone, device, head_dir)
+    device = start(args, args.seed)
+    backbone, model_dir = load_backbone_for(args, "protein", device)
+    if args.sampler == "mi":  # --head, else the head trained beside the model
+        from mdm_mi.mi.guided import head_pairwise_fn
+
+        pairwise = head_pairwise_fn(load_head_for(args, backbone, model_dir, "protein", device))
+    else:
+        pairwise = pairwise_from_args(args, backbone, device)
     rng = np.random.default_rng(args.seed)
     lengths = (draw_lengths([len(s) for s in reference], args.n, rng) if reference
                else uniform_lengths(args.min_length, args.max_length, args.n, rng))
     gen = torch.Generator(device=device).manual_seed(args.seed)
-    bar, progress = _progress_bar(args.n, args.progress)
-    start = time.time()
-    seqs, passes = generate(backbone, lengths, sampler, gen, temperature=args.temperature,
-                            pairwise_fn=pairwise, batch_size=args.batch_size, progress=progress)
-    bar.close()
-    seconds = time.time() - start
+    begin = time.time()
+    with progress(args.n, f"generate {sampler.name}", args.quiet, unit="seq") as bar:
+        seqs, passes = generate(backbone, lengths, sampler, gen, temperature=args.temperature,
+                                pairwise_fn=pairwise, batch_size=args.batch_size,
+                                progress=lambda done: bar.update(done - bar.n))
     mean, ci = mean_ci(passes.tolist())
-    write_fasta(args.out, [(f"gen{i} length={len(s)} passes={p}", s) for i, (s, p) in enumerate(zip(seqs, passes))])
     summary = {"sampler": sampler.name, "params": sampler.params(), "set": "protein", "n": args.n,
-               "temperature": args.temperature, "mean_passes": mean, "passes_ci": ci, "seconds": seconds,
-               "backbone": meta.get("kind", "?")}
+               "temperature": args.temperature, "mean_passes": mean, "passes_ci": ci,
+               "seconds": time.time() - begin, "model": str(model_dir)}
     if reference:
-        from mdm_mi.protein.metrics import score_sample
-
-        embedder = backbone if args.embedder is None else load_backbone(args.embedder, device, domain="protein")[0]
-        embedder = type(embedder)(embedder.model, args.embed_layer, embedder.bf16).to(device).eval()
-        summary |= score_sample(seqs, reference, reference2 or reference, embedder, args.clusters, args.seed)
-        if reference2 is None:
-            for key in ("jsd_noise_floor", "composition_jsd_floor", "n_reference2"):
-                summary.pop(key)
-    print(f"{args.n} sequences → {args.out}; mean passes {mean:.1f}"
-          + (f"; JSD {summary['jsd']:.3f}" if "jsd" in summary else ""), flush=True)
+        summary |= _scores(args, backbone, seqs, reference, reference2, device)
+    write_fasta(args.out, [(f"gen{i} length={len(s)} passes={p}", s) for i, (s, p) in enumerate(zip(seqs, passes))])
     if args.summary is not None:
         write_json(args.summary, summary)
+    print(f"{args.n} sequences -> {args.out}; mean passes {mean:.1f}"
+          + (f"; JSD {summary['jsd']:.3f} [{summary['jsd_lo']:.3f}, {summary['jsd_hi']:.3f}]" if reference else ""))
     tracker.log_params({"sampler": sampler.name, **sampler.params(), "n": args.n, "temperature": args.temperature})
     tracker.log_metrics({k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
     tracker.log_artifact(args.out)
+
+
+def _scores(args: GenerateArgs, backbone, seqs, reference, reference2, device) -> dict:
+    """The protein metrics of ``seqs``; the embedder is ``--embedder`` or the backbone itself, read at
+    block ``--embed-layer``. Without a second reference the noise floor is left out."""
+    from mdm_mi.models import load_backbone
+    from mdm_mi.protein.esmc import ESMCBackbone
+    from mdm_mi.protein.metrics import score_sample
+
+    source = backbone if args.embedder is None else load_backbone(args.embedder, device, domain="protein")[0]
+    embedder = ESMCBackbone(source.model, args.embed_layer, source.bf16).to(device).eval()
+    scores = score_sample(seqs, reference, reference2 or reference, embedder, args.clusters, args.seed)
+    if reference2 is None:
+        for key in ("jsd_noise_floor", "composition_jsd_floor", "n_reference2"):
+            scores.pop(key)
+    return scores
+
+
+def evaluate_fasta(args, tracker) -> None:
+    """``evaluate`` on a FASTA reference: generate as many proteins as it holds (lengths drawn from
+    it) with the chosen sampler and score them against it; ``--out`` gets the summary JSON and
+    ``--per-puzzle`` the generated FASTA (default: ``generated.fasta``)."""
+    from mdm_mi.protein.fasta import read_fasta
+
+    n = len(read_fasta(args.puzzles))
+    shared = {f.name: getattr(args, f.name) for f in dataclasses.fields(GenerateArgs) if hasattr(args, f.name)}
+    shared |= {"reference": args.puzzles, "n": n, "summary": args.out,
+               "out": args.per_puzzle or GenerateArgs.__dataclass_fields__["out"].default}
+    generate_job(GenerateArgs(**{k: v for k, v in shared.items() if k in GenerateArgs.__dataclass_fields__}), tracker)

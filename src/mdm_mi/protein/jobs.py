@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.cli import h as _h, verb
+from mdm_mi.train_loop import DiffusionTrainFlags
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json, write_npy
 from mdm_mi.runtime import resolve_device, setup
@@ -66,28 +67,15 @@ def prepare_protein(args: PrepareProteinArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class PretrainProteinArgs:
+class PretrainProteinArgs(DiffusionTrainFlags):
     train: Path = field(metadata=_h("training FASTA (train.fasta from prepare-protein)"))
     out: Path = field(metadata=_h("output model folder"))
     d_model: int = field(metadata=_h("ESM-C width"))
     n_heads: int = field(metadata=_h("attention heads"))
     n_layers: int = field(metadata=_h("transformer blocks"))
     hidden_layer: int = field(metadata=_h("block whose output the MI head reads (-1 = last)"))
-    steps: int = field(metadata=_h("optimiser steps"))
-    batch_size: int = field(metadata=_h("sequences per step"))
-    lr: float = field(metadata=_h("peak learning rate"))
-    warmup: int = field(metadata=_h("warm-up steps"))
-    weight_decay: float = field(metadata=_h("AdamW weight decay"))
-    t_min: float = field(metadata=_h("smallest mask rate"))
-    t_max: float = field(metadata=_h("largest mask rate"))
-    loss_weight: str = field(metadata=_h("none | elbo (1/t weighting)"))
     crop_min: int = field(metadata=_h("shortest training crop"))
     crop_max: int = field(metadata=_h("longest training crop"))
-    grad_clip: float = field(metadata=_h("gradient norm clip"))
-    log_every: int = field(metadata=_h("steps between log lines"))
-    seed: int = field(metadata=_h("random seed"))
-    device: str = field(metadata=_h("auto | cpu | cuda"))
-    threads: int = field(metadata=_h("torch CPU threads"))
 
 
 @verb("pretrain-protein", PretrainProteinArgs, "train the small protein MDM (an ESM-C) with masked diffusion")

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import csv
-import io
 from pathlib import Path
 
 import numpy as np
@@ -33,14 +32,6 @@ def protein_rows(summaries: list[dict]) -> list[dict]:
              **{k: s["params"].get(k, "") for k in PARAM_COLUMNS}, **{k: s.get(k, "") for k in METRICS}}
             for s in summaries]
     return sorted(rows, key=lambda r: (r["sampler"], float(r["mean_passes"])))
-
-
-def to_csv(rows: list[dict]) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS)
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
 
 
 def read_rows(path: str | Path) -> list[dict]:

@@ -27,13 +27,14 @@ class ProteinTableArgs:
 
 @verb("protein-table", ProteinTableArgs, "gather protein generation summaries into one table")
 def protein_table(args: ProteinTableArgs, tracker) -> None:
-    from mdm_mi.protein.report import protein_rows, to_csv, to_markdown
+    from mdm_mi.protein.report import COLUMNS, protein_rows, to_markdown
+    from mdm_mi.results import to_csv
 
     missing = [p for p in args.inputs if not Path(p).is_file()]
     if missing:
         raise InputError(f"summary not found: {missing[0]}")
     rows = protein_rows([read_json(p) for p in args.inputs])
-    write_text(args.out, to_csv(rows))
+    write_text(args.out, to_csv(rows, COLUMNS))
     write_text(args.markdown, to_markdown(rows, backbone_name(args.model)))
     tracker.log_artifact(args.out)
     tracker.log_artifact(args.markdown)

@@ -10,7 +10,6 @@ MDLM bound). ESM-C's own pretraining is the t-fixed special case of this objecti
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -20,7 +19,7 @@ import torch.nn.functional as F
 
 from mdm_mi.protein.data import random_crop
 from mdm_mi.protein.tokens import ProteinTokens
-from mdm_mi.sudoku.train import lr_at
+from mdm_mi.train_loop import optimise
 
 
 @dataclass(frozen=True)
@@ -77,22 +76,10 @@ def train_protein_mdm(seqs: Sequence[str], dims: dict, hidden_layer: int, cfg: P
     rng = np.random.default_rng(cfg.seed)
     tok = protein_tokens()
     backbone = ESMCBackbone(new_esmc(**dims), hidden_layer).to(device).train()
-    opt = torch.optim.AdamW(backbone.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
-    history, start, running = [], time.time(), 0.0
-    for step in range(cfg.steps):
+
+    def batch_loss(step: int) -> torch.Tensor:
         tokens, target, t = (x.to(device) for x in sample_batch(seqs, tok, cfg, rng))
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, cfg)
-        loss = diffusion_loss(backbone, tokens, target, t, cfg.loss_weight)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(backbone.parameters(), cfg.grad_clip)
-        opt.step()
-        running += loss.item()
-        if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
-            n = (step % cfg.log_every) + 1
-            rec = {"step": step + 1, "loss": running / n, "minutes": (time.time() - start) / 60}
-            history.append(rec)
-            log(f"step {rec['step']} loss {rec['loss']:.4f} {rec['minutes']:.1f} min")
-            running = 0.0
+        return diffusion_loss(backbone, tokens, target, t, cfg.loss_weight)
+
+    history = optimise(backbone.parameters(), batch_loss, cfg, log)
     return backbone.eval(), history

@@ -16,9 +16,11 @@ import numpy as np
 
 from mdm_mi.checkpoint import save_checkpoint
 from mdm_mi.cli import h as _h, verb
+from mdm_mi.train_loop import DiffusionTrainFlags
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_npy
 from mdm_mi.runtime import resolve_device, setup
+from mdm_mi.sampler_args import SamplerFlags
 from mdm_mi.user.common import ModelFlags, start
 
 
@@ -67,7 +69,7 @@ def prepare_sudoku(args: PrepareArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class PretrainArgs:
+class PretrainArgs(DiffusionTrainFlags):
     solutions: Path = field(metadata=_h("train_solutions.npy from prepare-sudoku"))
     out: Path = field(metadata=_h("output checkpoint folder"))
     d_model: int = field(metadata=_h("model width"))
@@ -76,21 +78,8 @@ class PretrainArgs:
     ff_mult: int = field(metadata=_h("MLP width multiple"))
     dropout: float = field(metadata=_h("dropout"))
     hidden_layer: int = field(metadata=_h("layer exposed as hidden states"))
-    steps: int = field(metadata=_h("optimiser steps"))
-    batch_size: int = field(metadata=_h("grids per step"))
-    lr: float = field(metadata=_h("peak learning rate"))
-    warmup: int = field(metadata=_h("warm-up steps"))
-    weight_decay: float = field(metadata=_h("AdamW weight decay"))
-    t_min: float = field(metadata=_h("smallest mask rate"))
-    t_max: float = field(metadata=_h("largest mask rate"))
-    loss_weight: str = field(metadata=_h("none | elbo (1/t weighting)"))
     augment: bool = field(metadata=_h("apply random Sudoku symmetries"))
-    grad_clip: float = field(metadata=_h("gradient norm clip"))
-    log_every: int = field(metadata=_h("steps between log lines"))
     compile: bool = field(metadata=_h("torch.compile the model"))
-    seed: int = field(metadata=_h("random seed"))
-    device: str = field(metadata=_h("auto | cpu | cuda"))
-    threads: int = field(metadata=_h("torch CPU threads"))
 
 
 @verb("pretrain", PretrainArgs, "train the Sudoku masked diffusion model")
@@ -126,30 +115,30 @@ def _pick(cls, args):
 
 
 @dataclass(frozen=True)
-class EvaluateArgs(ModelFlags):
-    puzzles: Path = field(metadata=_h("any CSV with 'puzzle' (and optional 'solution', 'level') columns"))
+class EvaluateArgs(SamplerFlags, ModelFlags):
+    puzzles: Path = field(metadata=_h("any CSV with 'puzzle' (and optional 'solution', 'level') columns, or a "
+                                       "protein FASTA reference (lengths 50-100) to generate against"))
     out: Path | None = field(default=None, metadata=_h("summary JSON (default: none; the table is printed)"))
     per_puzzle: Path | None = field(default=None, metadata=_h("per-puzzle CSV (default: none)"))
-    sampler: str = field(default="sequential", metadata=_h("sequential | naive | eb | mi | mi-oracle"))
-    order: str = field(default="entropy", metadata=_h("sequential: entropy | margin"))
-    k: int = field(default=0, metadata=_h("naive: tokens per pass"))
-    gamma: float = field(default=0.0, metadata=_h("eb, mi: budget γ (nats)"))
-    lam: float = field(default=1.0, metadata=_h("mi: weight λ of the pairwise MI"))
-    on_reject: str = field(default="skip", metadata=_h("mi: skip | stop at a rejected candidate"))
-    charge_first: bool = field(default=False, metadata=_h("mi: charge the first token's entropy to γ"))
-    oracle_tol: float = field(default=1e-3, metadata=_h("mi-oracle: certified probing tolerance (nats)"))
     batch_size: int = field(default=200, metadata=_h("puzzles decoded together"))
     seed: int = field(default=0, metadata=_h("random seed"))
 
 
+FASTA_SUFFIXES = (".fasta", ".fa", ".faa")
 EVAL_EXAMPLES = """examples:
   mdm-mi evaluate --puzzles my.csv                          # model found in results/, table printed
-  mdm-mi evaluate --puzzles my.csv --sampler mi --gamma 0.1 --out my.json --per-puzzle my_per_puzzle.csv"""
+  mdm-mi evaluate --puzzles my.csv --sampler mi --gamma 0.1 --out my.json --per-puzzle my_per_puzzle.csv
+  mdm-mi evaluate --puzzles ref.fasta --sampler eb --gamma 8 --out scores.json --per-puzzle generated.fasta"""
 
 
 @verb("evaluate", EvaluateArgs, "decode a puzzle CSV with one sampler and score it", examples=EVAL_EXAMPLES)
 def evaluate(args: EvaluateArgs, tracker) -> None:
-    """Score an evaluation set; the set's file type picks the domain (a puzzle CSV is Sudoku)."""
+    """Score an evaluation set; the set's file type picks the domain (a puzzle CSV is Sudoku, a FASTA
+    reference is proteins: as many sequences as it holds are generated and scored against it)."""
+    if Path(args.puzzles).suffix.lower() in FASTA_SUFFIXES:
+        from mdm_mi.protein.generate_job import evaluate_fasta
+
+        return evaluate_fasta(args, tracker)
     evaluate_sudoku(args, tracker)
 
 

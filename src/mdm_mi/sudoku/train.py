@@ -11,8 +11,6 @@ it is the mean over masked cells.
 
 from __future__ import annotations
 
-import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +19,7 @@ import torch.nn.functional as F
 
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, SIDE
 from mdm_mi.sudoku.model import ModelConfig, SudokuMDM
+from mdm_mi.train_loop import optimise
 
 
 @dataclass(frozen=True)
@@ -84,38 +83,18 @@ def diffusion_loss(forward_all, grids, cfg: TrainConfig, gen, device) -> torch.T
     return (ce * masked).sum() / masked.sum().clamp(min=1)
 
 
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warm-up then cosine decay to 10% of ``lr``."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
-
-
 def train(solutions: np.ndarray, model_cfg: ModelConfig, cfg: TrainConfig, device: str, log=print):
     """Train a fresh :class:`SudokuMDM` on ``(S, 81)`` solutions; return (model, history)."""
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
     model = SudokuMDM(model_cfg).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
     forward = torch.compile(model.forward_all) if cfg.compile else model.forward_all
     pool = torch.as_tensor(solutions, dtype=torch.long)
-    history, start, running = [], time.time(), 0.0
-    for step in range(cfg.steps):
+
+    def batch_loss(step: int) -> torch.Tensor:
         idx = torch.randint(len(pool), (cfg.batch_size,), generator=gen)
         grids = augment(pool[idx], gen) if cfg.augment else pool[idx]
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, cfg)
-        loss = diffusion_loss(forward, grids, cfg, gen, device)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
-        running += loss.item()
-        if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
-            n = (step % cfg.log_every) + 1
-            rec = {"step": step + 1, "loss": running / n, "minutes": (time.time() - start) / 60}
-            history.append(rec)
-            log(f"step {rec['step']} loss {rec['loss']:.4f} {rec['minutes']:.1f} min")
-            running = 0.0
+        return diffusion_loss(forward, grids, cfg, gen, device)
+
+    history = optimise(model.parameters(), batch_loss, cfg, log)
     return model.eval(), history
