@@ -260,6 +260,12 @@ CASES = [
     Case("generate-unknown-sampler", [*GEN, "--sampler", "greedy"], "unknown sampler 'greedy'"),
     Case("evaluate-fasta-sudoku-model", [*EVAL, "--puzzles", "{file}", "--model", "results/tiny/sudoku/model"],
          "needs a 'protein' model", fasta(">a\n" + "MKVL" * 15 + "\n")),
+    Case("download-esmc-offline", ["download-esmc", "--dest", "out/esmc"], "HF_HUB_OFFLINE is set",
+         environ={"HF_HUB_OFFLINE": "1"}),
+    Case("import-esmc-missing", ["import-esmc", "--weights", "nope.pth", "--out", "out/m"],
+         "ESM-C weights file not found: nope.pth"),
+    Case("import-esmc-corrupt", ["import-esmc", "--weights", "{file}", "--out", "out/m"],
+         "corrupt or not a PyTorch weights file", text_file("w.pth", b"\x80\x02garbage")),
     # workflow configs
     Case("config-misspelt", ["check-config", "{cfg}"], "did you mean 'train'", config("sudoku:\n  trian: {}\n")),
     Case("config-misspelt-top", ["check-config", "{cfg}"], "did you mean 'name'", config("nmae: x\n")),

@@ -20,12 +20,14 @@ from mdm_mi.mi.head import (
     count_params,
     evaluate_mse,
     expected_params,
+    masked_pair_mse,
     load_head,
     save_head,
     train_head,
 )
 
 SMALL = HeadConfig(hidden=16, heads=2, rank=4, unary=True)
+SEPARATION = HeadConfig(hidden=16, heads=2, rank=4, unary=True, distance_buckets=5)
 CHEAP_128 = HeadConfig(hidden=32, heads=4, rank=8, unary=True)  # recommended for D = 128
 PAPER_256 = HeadConfig(hidden=256, heads=8, rank=16, unary=True)  # recommended for D = 256
 N, D = 12, 8
@@ -36,7 +38,7 @@ def _random_inputs(b=5, n=N, d=D, seed=0):
     return torch.randn(b, n, d, generator=g) * 3, torch.rand(b, n, generator=g) < 0.6
 
 
-@pytest.mark.parametrize("cfg", [SMALL, HeadConfig(hidden=8, heads=3, rank=2, unary=False)])
+@pytest.mark.parametrize("cfg", [SMALL, HeadConfig(hidden=8, heads=3, rank=2, unary=False), SEPARATION])
 def test_output_symmetric_nonnegative_zero_diagonal_and_off_mask(cfg):
     torch.manual_seed(0)
     head = MIHead(D, cfg)
@@ -54,10 +56,13 @@ def test_output_symmetric_nonnegative_zero_diagonal_and_off_mask(cfg):
 
 @pytest.mark.parametrize("rate", [0.0, 0.1, 0.6, 0.9])
 @pytest.mark.parametrize("fraction", [0.0, 1.0])  # never / always pack the masked positions
-def test_masked_paths_match_the_all_positions_path(rate, fraction, monkeypatch):
+@pytest.mark.parametrize("cfg", [SMALL, SEPARATION])
+def test_masked_paths_match_the_all_positions_path(rate, fraction, cfg, monkeypatch):
     monkeypatch.setattr(head_module, "COMPACT_FRACTION", fraction)
     torch.manual_seed(0)
-    head = MIHead(D, SMALL)
+    head = MIHead(D, cfg)
+    if head.distance is not None:  # a table that differs per separation, so packing must keep positions
+        head.distance.data = torch.arange(5.0) - 2
     h, _ = _random_inputs()
     masked = torch.rand(5, N, generator=torch.Generator().manual_seed(1)) < rate
     keep = masked[:, :, None] & masked[:, None, :]
@@ -82,6 +87,7 @@ def test_without_mask_only_the_diagonal_is_zeroed():
         (128, CHEAP_128, 5_222),
         (128, HeadConfig(hidden=64, heads=4, rank=8, unary=True), 10_406),
         (256, PAPER_256, 98_954),
+        (D, SEPARATION, None),
     ],
 )
 def test_count_params_matches_closed_form(in_dim, cfg, expected):
@@ -233,3 +239,20 @@ def test_fidelity_empty_selection_is_nan():
     label, _ = _label_set()
     stats = fidelity(label, label, torch.zeros(6, 10, dtype=torch.bool))
     assert stats["pairs"] == 0 and all(stats[k] != stats[k] for k in ("pearson", "mae", "rmse"))
+
+
+def test_separation_table_learns_distance_dependent_mi():
+    """Labels that depend on |i - j| only (1 nat for neighbours, else 0) on inputs that carry no
+    position: only the separation table can fit them."""
+    n, c = 12, 64
+    feats = torch.randn(c, n, D, generator=torch.Generator().manual_seed(0))
+    idx = torch.arange(n)
+    label = ((idx[:, None] - idx[None, :]).abs() == 1).float().expand(c, n, n).clone()
+    masked = torch.ones(c, n, dtype=torch.bool)
+    cfg = HeadTrainConfig(steps=300, batch_size=16, lr=0.05, weight_decay=0.0, seed=0)
+    plain, _ = train_head(feats, label, masked, cfg, SMALL, log=lambda _: None)
+    sep, _ = train_head(feats, label, masked, cfg, SEPARATION, log=lambda _: None)
+    with torch.no_grad():
+        err_plain = masked_pair_mse(plain(feats, masked), label, masked)
+        err_sep = masked_pair_mse(sep(feats, masked), label, masked)
+    assert err_sep < 0.02 < err_plain

@@ -29,6 +29,7 @@ def make_run(results: Path, run: str, checkpoint: Path, head: bool = True) -> Pa
     as the workflow lays them out → the model folder."""
     model = results / run / "sudoku" / "model"
     shutil.copytree(checkpoint, model)
+    (model / "meta.json").touch()  # copytree keeps the source's mtime; a new run is the newest
     if head:
         save_tiny_head(results / run / "sudoku" / "head")
     return model

@@ -5,9 +5,12 @@ the ``1 + |M| V`` probing passes of :mod:`mdm_mi.mi.probe` at a fraction of one 
 per-position MLP ``h_i → (z_i, u_i)`` (RMS norm, Linear, GELU, Linear) with ``z_i ∈ R^{H×r}``
 followed by a symmetric bilinear form
 
-    Î_ij = softplus( Σ_h w_h ⟨z_i^h, z_j^h⟩ / √r + u_i + u_j + b ),
+    Î_ij = softplus( Σ_h w_h ⟨z_i^h, z_j^h⟩ / √r + u_i + u_j + b + d_min(|i−j|, K−1) ),
 
-which is symmetric by construction (bit for bit, too: Î = a + aᵀ with a = softplus(score)/2, so float
+where the optional learned table ``d`` (``distance_buckets`` K > 0; off for Sudoku, whose hidden
+states carry absolute row/column embeddings) lets a backbone without absolute positions in its
+residual stream (ESM-C: rotary attention only) express sequence-local dependence. It is
+symmetric by construction (bit for bit, too: Î = a + aᵀ with a = softplus(score)/2, so float
 round-off cannot break it), non-negative, with the diagonal and every pair involving a non-masked
 position exactly zero. The scores, unary terms, bias and exclusions are one batched matmul of
 per-position factors, and the MLP runs on masked positions only, so a decoding step costs the MLP on
@@ -57,12 +60,15 @@ class HeadConfig:
     heads:  number H of bilinear heads (each with its own learnable sign/scale ``w_h``).
     rank:   dimension r of each head's embedding ``z_i^h``.
     unary:  add the per-position term ``u_i + u_j`` (one extra MLP output, O(N²) adds).
+    distance_buckets: K > 0 adds a learned score per sequence separation ``min(|i−j|, K−1)``
+        (0 = none; 0 is also what heads saved before this option load as).
     """
 
     hidden: int
     heads: int
     rank: int
     unary: bool
+    distance_buckets: int = 0
 
 
 class RMSLinear(nn.Linear):
@@ -91,6 +97,9 @@ class MIHead(nn.Module):
         # alternating signs: the form starts indefinite, so it can push pairs both up and down
         self.head_weight = nn.Parameter(torch.tensor([(-1.0) ** h for h in range(cfg.heads)]))
         self.bias = nn.Parameter(torch.zeros(()))
+        if cfg.distance_buckets < 0:
+            raise ValueError(f"distance_buckets must be >= 0, got {cfg.distance_buckets}")
+        self.distance = nn.Parameter(torch.zeros(cfg.distance_buckets)) if cfg.distance_buckets else None
 
     def factors(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """MLP outputs ``rows (T, H·r [+1]) = (z, u)`` → ``left, right (T, H·r + 2)`` whose dot product
@@ -116,10 +125,22 @@ class MIHead(nn.Module):
         right[hr:] = like.new_tensor([1.0, -EXCLUDE])
         return left, right
 
-    def pairs(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+    def distance_scores(self, pos: torch.Tensor) -> torch.Tensor | None:
+        """Half of the separation term for positions ``pos (B, M)`` → ``(B, M, M)`` (None if off)."""
+        if self.distance is None:
+            return None
+        sep = (pos[:, :, None] - pos[:, None, :]).abs().clamp_max(len(self.distance) - 1)
+        return self.distance[sep] * HALF
+
+    def pairs(self, left: torch.Tensor, right: torch.Tensor, pos: torch.Tensor | None = None) -> torch.Tensor:
         """``left, right (B, N, K)`` from :meth:`factors` (and :meth:`excluded_rows`) → Î ``(B, N, N)``:
-        exactly symmetric, exactly 0 on the diagonal and on excluded pairs (half-score ≤ -EXCLUDE/2)."""
+        exactly symmetric, exactly 0 on the diagonal and on excluded pairs (half-score ≤ -EXCLUDE/2).
+        ``pos (B, N)``: the sequence positions of the rows (default ``0..N-1``), for the separation term."""
         s = torch.bmm(left, right.transpose(1, 2))  # half-scores
+        if self.distance is not None:
+            b, n = left.shape[:2]
+            pos = pos if pos is not None else torch.arange(n, device=left.device).expand(b, n)
+            s = s + self.distance_scores(pos)
         s.diagonal(dim1=1, dim2=2).fill_(-EXCLUDE)  # bmm saves its inputs, not its output: autograd-safe
         half = F.softplus(s, beta=2.0)  # log1p(exp(2 s)) / 2 = softplus(score) / 2
         # the form is symmetric but round-off (summation order, SIMD vs scalar softplus) is not:
@@ -152,8 +173,8 @@ class MIHead(nn.Module):
             return self.pairs(*self._place(lrows, rrows, flat, b, n))
         filled = torch.arange(m, device=masked.device) < counts[:, None]  # (B, M) slots holding a position
         slots = filled.reshape(-1).nonzero().squeeze(1)
-        small = self.pairs(*self._place(lrows, rrows, slots, b, m))  # (B, M, M)
         pos = torch.argsort((~masked).to(torch.uint8), dim=1, stable=True)[:, :m]  # slot → position
+        small = self.pairs(*self._place(lrows, rrows, slots, b, m), pos)  # (B, M, M)
         index = (pos[:, :, None] * n + pos[:, None, :]).view(b, m * m)  # distinct within a row
         return small.new_zeros(b, n * n).scatter_(1, index, small.view(b, m * m)).view(b, n, n)
 
@@ -181,9 +202,9 @@ def count_params(module: nn.Module) -> int:
 
 
 def expected_params(in_dim: int, cfg: HeadConfig) -> int:
-    """Closed-form parameter count of :class:`MIHead` (two Linears, w, b)."""
+    """Closed-form parameter count of :class:`MIHead` (two Linears, w, b, the separation table)."""
     width = cfg.heads * cfg.rank + int(cfg.unary)
-    return (in_dim + 1) * cfg.hidden + (cfg.hidden + 1) * width + cfg.heads + 1
+    return (in_dim + 1) * cfg.hidden + (cfg.hidden + 1) * width + cfg.heads + 1 + cfg.distance_buckets
 
 
 def head_flops(in_dim: int, cfg: HeadConfig, n: int) -> int:

@@ -111,6 +111,7 @@ class TrainHeadArgs:
     seed: int = field(metadata=_h("random seed"))
     device: str = field(metadata=_h("auto | cpu | cuda"))
     threads: int = field(metadata=_h("torch CPU threads"))
+    distance_buckets: int = field(default=0, metadata=_h("learned score per separation |i-j| < K (0 = none)"))
 
 
 MAX_SCATTER_PAIRS = 20000  # held-out pairs written for the scatter figure
@@ -160,7 +161,7 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
     train, held = load_label_shards(args.labels), load_label_shards(args.heldout)
     feats = backbone_features(backbone, train["contexts"].to(device), 512).clone()
     hfeats = backbone_features(backbone, held["contexts"].to(device), 512).clone()
-    head_cfg = HeadConfig(args.hidden, args.heads, args.rank, args.unary)
+    head_cfg = HeadConfig(args.hidden, args.heads, args.rank, args.unary, args.distance_buckets)
     train_cfg = HeadTrainConfig(args.steps, args.batch_size, args.lr, args.weight_decay, args.seed)
     tracker.log_params(dataclasses.asdict(args))
     start = time.time()

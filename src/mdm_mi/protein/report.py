@@ -152,18 +152,18 @@ def distance_profile(pred: torch.Tensor, label: torch.Tensor, masked: torch.Tens
 def mi_map(matrix: np.ndarray, seq: str, profile, out, title: str) -> None:
     """Left: the head's Î over a generated protein's masked context (position × position, nats).
     Right: mean MI against separation |i − j| on held-out contexts (labels and head)."""
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.6))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
     im = a.imshow(matrix, cmap="viridis", origin="upper")
-    fig.colorbar(im, ax=a, fraction=0.046, label="Î(X_i; X_j | C) (nats)")
+    fig.colorbar(im, ax=a, shrink=0.85, label="Î(X_i; X_j | C) (nats)")
     a.set_xlabel("position j")
     a.set_ylabel("position i")
     a.set_title(f"MI head on a generated protein (L={len(seq)}), half masked", fontsize=9)
     d, lab, hed, _ = profile
     b.plot(d, lab, "o-", ms=3, label="probing label (held-out contexts)")
     b.plot(d, hed, "s-", ms=3, label="MI head Î")
-    b.set_yscale("log")
+    b.set_ylim(bottom=0)
     b.set_xlabel("sequence separation |i − j|")
-    b.set_ylabel("mean MI over masked pairs (nats, log)")
+    b.set_ylabel("mean MI over masked pairs (nats)")
     b.grid(alpha=0.3)
     b.legend(fontsize=8)
     b.set_title("MI vs separation: sequence-local dependence", fontsize=9)
