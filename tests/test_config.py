@@ -3,7 +3,6 @@ are rejected with the key named, and the schema's defaults are filled in."""
 
 from __future__ import annotations
 
-import copy
 
 import pytest
 import yaml

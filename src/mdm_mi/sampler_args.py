@@ -7,9 +7,13 @@ a :class:`~mdm_mi.samplers.Sampler` and, for MI samplers, the pairwise-matrix so
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mdm_mi.cli import h
 from mdm_mi.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mdm_mi.samplers import Sampler
 
 MI_FLAGS = ("gamma", "lam", "on_reject", "charge_first")
 SAMPLER_FLAGS = {"sequential": ("order",), "naive": ("k",), "eb": ("gamma",), "mi": MI_FLAGS, "mi-oracle": MI_FLAGS}
@@ -29,7 +33,7 @@ class SamplerFlags:
     oracle_tol: float = field(default=1e-3, metadata=h("mi-oracle: certified probing tolerance (nats)"))
 
 
-def sampler_from_args(args) -> "Sampler":  # noqa: F821
+def sampler_from_args(args) -> "Sampler":
     """Build the sampler named by ``args.sampler`` from the flags it uses (InputError if invalid)."""
     import mdm_mi.mi.guided  # noqa: F401  (registers mi and mi-oracle)
     from mdm_mi.samplers import build_sampler
