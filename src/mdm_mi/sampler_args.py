@@ -46,20 +46,14 @@ def sampler_from_args(args) -> "Sampler":
         raise InputError(str(exc)) from None
 
 
-def pairwise_from_args(args, backbone, device, head_dir=None):
-    """The pairwise matrix of MI samplers: the trained head at ``head_dir`` (default ``args.head``;
-    no extra pass) or the exact-MI oracle; ``None`` for the other samplers."""
+def pairwise_from_args(args, backbone, model_dir, domain: str, device):
+    """The pairwise matrix of MI samplers: ``mi`` reads the trained head (``--head``, else the one
+    beside ``model_dir``; no extra pass), ``mi-oracle`` probes the model exactly; ``None`` otherwise."""
     from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
-    from mdm_mi.mi.head import load_head
+    from mdm_mi.user.common import load_head_for
 
-    head_dir = head_dir if head_dir is not None else getattr(args, "head", None)
     if args.sampler == "mi":
-        if head_dir is None:
-            raise InputError("sampler 'mi' needs --head (a trained MI head checkpoint folder)")
-        head, _ = load_head(head_dir, device)
-        if head.in_dim != backbone.hidden_dim:
-            raise InputError(f"MI head {head_dir} reads width {head.in_dim}, the model gives {backbone.hidden_dim}")
-        return head_pairwise_fn(head)
+        return head_pairwise_fn(load_head_for(args, backbone, model_dir, domain, device))
     if args.sampler == "mi-oracle":
         return oracle_pairwise_fn(backbone, method="certified", tol=args.oracle_tol)
     return None

@@ -73,7 +73,7 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     from mdm_mi.protein.generate import draw_lengths, generate, uniform_lengths
     from mdm_mi.sampler_args import pairwise_from_args, sampler_from_args
     from mdm_mi.stats import mean_ci
-    from mdm_mi.user.common import check_outputs, load_backbone_for, load_head_for, progress, start
+    from mdm_mi.user.common import check_outputs, load_backbone_for, progress, start
 
     _check(args)
     sampler = sampler_from_args(args)
@@ -81,12 +81,7 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     reference, reference2 = _reference(args.reference), _reference(args.reference2)
     device = start(args, args.seed)
     backbone, model_dir = load_backbone_for(args, "protein", device)
-    if args.sampler == "mi":  # --head, else the head trained beside the model
-        from mdm_mi.mi.guided import head_pairwise_fn
-
-        pairwise = head_pairwise_fn(load_head_for(args, backbone, model_dir, "protein", device))
-    else:
-        pairwise = pairwise_from_args(args, backbone, device)
+    pairwise = pairwise_from_args(args, backbone, model_dir, "protein", device)
     rng = np.random.default_rng(args.seed)
     lengths = (draw_lengths([len(s) for s in reference], args.n, rng) if reference
                else uniform_lengths(args.min_length, args.max_length, args.n, rng))

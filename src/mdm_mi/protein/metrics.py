@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from mdm_mi.protein.fasta import AMINO_ACIDS
+from mdm_mi.protein.tokens import protein_tokens
 
 EMBED_BATCH = 64
 MAX_DIVERSITY_PAIRS = 20000
@@ -47,7 +48,7 @@ def embed(embedder, seqs: Sequence[str], batch_size: int = EMBED_BATCH) -> np.nd
         idx = order[start : start + batch_size]
         tokens = embedder.encode([seqs[i] for i in idx])
         hidden = embedder(tokens).hidden.double()  # (B, N, D)
-        keep = ((tokens != embedder.pad_id) & (tokens != embedder.bos_id) & (tokens != embedder.eos_id)).double()
+        keep = protein_tokens().residues(tokens).double()
         pooled = (hidden * keep[..., None]).sum(1) / keep.sum(1, keepdim=True).clamp(min=1)
         out[idx] = pooled.cpu().numpy()
     return out

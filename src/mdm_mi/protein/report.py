@@ -17,13 +17,12 @@ import numpy as np
 import torch
 
 from mdm_mi import paper
-from mdm_mi.figures import SAMPLER_STYLE, _save, plt
+from mdm_mi.figures import MATCH_TOLERANCE, SAMPLER_STYLE, _nearest, _save, plt
 from mdm_mi.results import PARAM_COLUMNS, setting_label
 
 METRICS = ["n", "mean_passes", "passes_ci", "jsd", "jsd_lo", "jsd_hi", "jsd_noise_floor", "composition_jsd",
            "unique_fraction", "kmer_distance", "mean_longest_run", "seconds"]
 COLUMNS = ["sampler", "setting", *PARAM_COLUMNS, *METRICS]
-MATCH_TOLERANCE = 0.10
 
 
 def protein_rows(summaries: list[dict]) -> list[dict]:
@@ -65,11 +64,6 @@ def to_markdown(rows: list[dict], backbone: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _nearest(rows, sampler, passes):
-    cands = [r for r in rows if r["sampler"] == sampler]
-    return min(cands, key=lambda r: abs(float(r["mean_passes"]) - passes)) if cands else None
-
-
 def paper_table(rows: list[dict], backbone: str) -> str:
     """Markdown laid out like the paper's protein table: paper passes / JSD beside ours (same setting
     and nearest in mean passes)."""
@@ -92,11 +86,11 @@ def matched_table(rows: list[dict]) -> str:
              + (f"; sequential: {_fmt(seq)}" if seq else ""), "",
              "| MI-guided setting | passes / JSD [95% CI] | EB at matched passes | naive at matched passes |",
              "|---|---|---|---|"]
-    for mi in sorted((r for r in rows if r["sampler"] == "mi"), key=lambda r: float(r["mean_passes"])):
+    for mi in sorted((r for r in rows if r["sampler"] == "mi"), key=lambda r: r["mean_passes"]):
         cells = []
         for sampler in ("eb", "naive"):
-            near = _nearest(rows, sampler, float(mi["mean_passes"]))
-            ok = near and abs(float(near["mean_passes"]) - float(mi["mean_passes"])) <= MATCH_TOLERANCE * float(mi["mean_passes"])
+            near = _nearest(rows, sampler, mi["mean_passes"])
+            ok = near and abs(near["mean_passes"] - mi["mean_passes"]) <= MATCH_TOLERANCE * mi["mean_passes"]
             cells.append(f"{near['setting']}: {_fmt(near)}" if ok else "none within ±10%")
         lines.append(f"| {mi['setting']} | {_fmt(mi)} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines) + "\n"

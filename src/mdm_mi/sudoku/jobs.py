@@ -144,21 +144,17 @@ def evaluate(args: EvaluateArgs, tracker) -> None:
 
 def evaluate_sudoku(args: EvaluateArgs, tracker) -> None:
     """Decode every puzzle of ``args.puzzles`` and write/print accuracy and passes per level."""
-    from mdm_mi.mi.guided import head_pairwise_fn
     from mdm_mi.sampler_args import pairwise_from_args, sampler_from_args
     from mdm_mi.sudoku.data import load_puzzle_csv
     from mdm_mi.sudoku.evaluate import decode_set, score, summarise
-    from mdm_mi.user.common import check_outputs, load_backbone_for, load_head_for, progress
+    from mdm_mi.user.common import check_outputs, load_backbone_for, progress
 
     sampler = sampler_from_args(args)
     check_outputs(args.out, args.per_puzzle)
     ps = load_puzzle_csv(args.puzzles)  # bad input fails before the model loads
     device = start(args, args.seed)
     model, model_dir = load_backbone_for(args, "sudoku", device)
-    if args.sampler == "mi":  # --head, else the head trained beside the model
-        pairwise = head_pairwise_fn(load_head_for(args, model, model_dir, "sudoku", device))
-    else:
-        pairwise = pairwise_from_args(args, model, device)
+    pairwise = pairwise_from_args(args, model, model_dir, "sudoku", device)
     start_time = time.time()
     with progress(len(ps), f"evaluate {sampler.name}", args.quiet) as bar:
         grids, passes = decode_set(model, ps, sampler, args.batch_size, args.seed, pairwise, progress=bar.update)
