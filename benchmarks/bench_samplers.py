@@ -28,6 +28,12 @@ SETTINGS = [  # (sampler, params)
 ]
 
 
+def _sync(device: str) -> None:
+    """Wait for queued GPU work, so that wall time covers it."""
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkpoint", required=True)
@@ -36,18 +42,21 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--batch", type=int, default=200)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu | cuda")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    model, _ = load_model(args.checkpoint)
-    head, _ = load_head(args.head)
+    model, _ = load_model(args.checkpoint, device=args.device)
+    head, _ = load_head(args.head, device=args.device)
     ps = load_puzzle_csv(args.puzzles)
     ps = ps.subset(range(min(args.n, len(ps))))
     base = None
     print(f"{'sampler':<12}{'params':<44}{'puzzles/s':>10}{'passes':>8}{'acc %':>7}{'speed-up':>9}")
     for name, params in SETTINGS:
         pairwise = head_pairwise_fn(head) if name == "mi" else None
+        _sync(args.device)
         start = time.perf_counter()
         grids, passes = decode_set(model, ps, build_sampler(name, **params), args.batch, 0, pairwise)
+        _sync(args.device)
         rate = len(ps) / (time.perf_counter() - start)
         base = base or rate
         acc = 100 * sum(r["solved"] for r in score(ps, grids, passes)) / len(ps)

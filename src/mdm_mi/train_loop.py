@@ -48,14 +48,20 @@ def lr_at(step: int, cfg) -> float:
 
 def optimise(params: Iterable[torch.nn.Parameter], batch_loss: Callable[[int], torch.Tensor], cfg,
              log: Callable[[str], None] = print) -> list[dict]:
-    """Run ``cfg.steps`` AdamW steps on ``batch_loss(step)`` (a scalar tensor) → the loss history."""
+    """Run ``cfg.steps`` AdamW steps on ``batch_loss(step)`` (a scalar tensor) → the loss history.
+
+    On a GPU the loss runs under bf16 autocast (weights, gradients and optimiser state stay fp32);
+    on the CPU everything is fp32.
+    """
     params = list(params)
+    on_gpu = params[0].is_cuda
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
     history, start, running = [], time.time(), 0.0
     for step in range(cfg.steps):
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg)
-        loss = batch_loss(step)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=on_gpu):
+            loss = batch_loss(step)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)

@@ -1,13 +1,13 @@
 # Figures and tables from results already computed: `snakemake figures`.
 
 FIG = f"{R}/figures"
-FIGURES = [
+SUDOKU_FIGURES = [
     *expand(f"{FIG}/sudoku_speed_quality_{{s}}.png", s=SUDOKU["eval"]["sets"]),
     f"{FIG}/sudoku_paper_table.md",
     f"{FIG}/sudoku_mi_map.png",
     f"{FIG}/sudoku_head_scatter.png",
-    *PROTEIN_FIGURES,
 ]
+FIGURES = [*SUDOKU_FIGURES, *PROTEIN_FIGURES]
 
 
 rule figure_speed_quality:
@@ -112,3 +112,16 @@ rule figure_scatter:
 rule figures:
     input:
         FIGURES,
+
+
+rule sudoku:
+    """One domain only: `snakemake sudoku` (the Sudoku table and figures) or `snakemake protein`."""
+    input:
+        rules.sudoku_table.output,
+        SUDOKU_FIGURES,
+
+
+rule protein:
+    input:
+        rules.protein_table.output,
+        PROTEIN_FIGURES,
