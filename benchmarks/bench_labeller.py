@@ -2,7 +2,10 @@
 
 Masks solutions at ``t ~ U[0, 1]`` (fixed seed), labels every context with
 :func:`mdm_mi.mi.probe.exact_mi` and :func:`mdm_mi.mi.probe.certified_mi`, and prints passes,
-seconds per context, the largest observed ``|certified - exact|`` and the largest certified bound.
+seconds per context, the largest observed ``|certified - exact|`` and the largest certified bound,
+and :func:`mdm_mi.mi.bounds.probe_lower_bound`: the fewest passes any labeller certified to ``tol``
+could spend on the same contexts (the best possible ratio), checking that the certified labeller ran
+every probe that bound calls necessary.
 
     python benchmarks/bench_labeller.py --checkpoint results/sudoku/model --contexts 50
     python benchmarks/bench_labeller.py --random-model \\
@@ -19,6 +22,7 @@ import time
 import torch
 
 from mdm_mi.backbone import BackboneOutput
+from mdm_mi.mi.bounds import probe_lower_bound
 from mdm_mi.mi.probe import DEFAULT_BATCH_SIZE, DEFAULT_TOL, certified_mi, exact_mi, mask_contexts
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS
 
@@ -93,8 +97,11 @@ def measure(backbone, tokens: torch.Tensor, args, device: torch.device, exact_fi
     else:
         (cert, s_cert), (exact, s_exact) = run_cert(), run_exact()
     err = (cert.label - exact.label).abs()
+    lower = probe_lower_bound(backbone, tokens, args.tol, args.batch_size)
+    assert not bool((lower.necessary & ~cert.probed).any()), "certified skipped a necessary probe"
     return {
         "passes_exact": exact.passes, "passes_cert": cert.passes, "s_exact": s_exact, "s_cert": s_cert,
+        "passes_lower": lower.passes,
         "err": float(err.max()), "bound": float(cert.bound.max()), "over": int((err > cert.bound).sum()),
         "masked": int(exact.masked.sum()), "gap": exact.gap_max,
     }
@@ -117,7 +124,10 @@ def report(rows: list[dict], t: list[float]) -> None:
     p_exact, p_cert = sum(col["passes_exact"]), sum(col["passes_cert"])
     s_exact, s_cert, n = sum(col["s_exact"]), sum(col["s_cert"]), len(rows)
     print(f"masked cells per context: mean {sum(col['masked']) / n:.1f} | t mean {sum(t) / n:.2f}")
+    p_lower = sum(col["passes_lower"])
     print(f"passes     exact {p_exact} | certified {p_cert} | ratio {p_exact / max(p_cert, 1):.2f}")
+    print(f"lower bound for any labeller certified to this tol (mdm_mi.mi.bounds): {p_lower} passes, "
+          f"best possible ratio {p_exact / max(p_lower, 1):.2f}; certified spends {p_cert / max(p_lower, 1):.2f}x it")
     print(f"s/context  exact {s_exact / n:.4f} | certified {s_cert / n:.4f} | ratio {s_exact / s_cert:.2f}")
     print(f"max |certified - exact| {max(col['err']):.3e} | max bound {max(col['bound']):.3e} | "
           f"entries over bound {sum(col['over'])}")
@@ -126,8 +136,9 @@ def report(rows: list[dict], t: list[float]) -> None:
         idx = [k for k in range(n) if lo <= t[k] < hi or t[k] == hi == T_BINS[-1]]
         if idx:
             pe, pc = sum(col["passes_exact"][k] for k in idx), sum(col["passes_cert"][k] for k in idx)
+            pl = sum(col["passes_lower"][k] for k in idx)
             print(f"  t in [{lo:.2f}, {hi:.2f}): {len(idx):3d} contexts | passes exact {pe}, certified {pc}, "
-                  f"ratio {pe / max(pc, 1):.2f}")
+                  f"lower bound {pl} | ratio {pe / max(pc, 1):.2f}, best possible {pe / max(pl, 1):.2f}")
 
 
 def main(argv=None) -> None:

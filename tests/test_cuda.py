@@ -190,7 +190,7 @@ def tiny_esmc_pair():
     cpu = ESMC(tokenizer=esmc_tokenizer(), use_flash_attn=False, **dims).eval()
     gpu = ESMC(tokenizer=esmc_tokenizer(), use_flash_attn=False, **dims).eval()
     gpu.load_state_dict(cpu.state_dict())
-    return ESMCBackbone(cpu).eval(), ESMCBackbone(gpu.to(CUDA), bf16=True).eval()
+    return ESMCBackbone(cpu).eval(), ESMCBackbone(gpu, bf16=True).to(CUDA).eval()
 
 
 def test_esmc_bf16_on_gpu_is_close_to_fp32(tiny_esmc_pair):
