@@ -2,9 +2,13 @@
 
 Times a Sudoku MDM forward on ``--batch`` × 81 tokens (random weights, or ``--checkpoint``) and each
 recommended :class:`~mdm_mi.mi.head.HeadConfig` on the hidden states of that same pass, at several
-fractions of masked cells (the head's MLP runs on masked cells only). All jobs run interleaved;
-reported are medians of wall and CPU time, the ratio head / backbone (the MI-guided sampler's overhead
-per step; target ≤ 2 %) and the analytic FLOP ratio.
+fractions of masked cells (the head's MLP runs on masked cells only), three ways: ``matrix``, the
+whole Î ``(B, N, N)``; ``step lazy``, one MI-guided selection as the sampler runs it (Î formed only
+among the positions Algorithm 1's walk visits, those with ``h_i ≤ γ``,
+:class:`~mdm_mi.mi.guided.HeadPairs`, at ``--gamma``/``--lam`` on the pass's own entropies);
+``step matrix``, the same selection from the whole matrix. All jobs run interleaved; reported are
+medians of wall and CPU time, each as a fraction of the backbone pass (the MI-guided sampler's
+overhead per step is ``step lazy``; target ≤ 2 %), and the analytic FLOP ratio of the whole matrix.
 
     python benchmarks/bench_head.py --d-model 128 --n-layers 4 --batch 1000 --reps 5 --threads 1
     python benchmarks/bench_head.py --d-model 256 --n-layers 4 --batch 1000 --mask-rates 0.5 1.0
@@ -23,7 +27,9 @@ import time
 
 import torch
 
+from mdm_mi.mi.guided import HeadPairs, admit
 from mdm_mi.mi.head import HeadConfig, MIHead, count_params, head_flops
+from mdm_mi.samplers import StepView
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS
 from mdm_mi.sudoku.model import ModelConfig, SudokuMDM, n_params
 
@@ -88,14 +94,23 @@ def run(args) -> None:
     for rate in args.mask_rates:
         tokens = digits.masked_fill(draw < rate, MASK_ID).to(device)
         masked = tokens == MASK_ID
-        hidden = model(tokens).hidden
+        out = model(tokens)
+        entropy = StepView.from_logits(out.logits, masked).entropy
+
+        def step(h, source) -> torch.Tensor:  # Algorithm 1's walk on this pass
+            return admit(entropy, masked, source(h), args.gamma, args.lam, stop_on_reject=False,
+                         charge_first=False)
+
         jobs = {"backbone": lambda: model(tokens)}
-        jobs.update({name: (lambda h=h: h(hidden, masked)) for name, h in heads.items()})
+        for name, h in heads.items():
+            jobs[f"{name} matrix"] = lambda h=h: h(out.hidden, masked)
+            jobs[f"{name} step lazy"] = lambda h=h: step(h, lambda h: HeadPairs(h, out.hidden, masked))
+            jobs[f"{name} step matrix"] = lambda h=h: step(h, lambda h: h(out.hidden, masked))
         med = medians(jobs, args.reps, device)
         wall, cpu = med.pop("backbone")
         print(f"mask rate {rate:.2f}: backbone {wall * 1e3:.1f} ms wall, {cpu * 1e3:.1f} ms cpu")
         for name, (h_wall, h_cpu) in med.items():
-            print(f"  head {name:10s} {h_wall * 1e3:7.2f} ms wall ({100 * h_wall / wall:5.2f}%), "
+            print(f"  {name:22s} {h_wall * 1e3:7.2f} ms wall ({100 * h_wall / wall:5.2f}%), "
                   f"{h_cpu * 1e3:7.2f} ms cpu ({100 * h_cpu / cpu:5.2f}%)")
 
 
@@ -123,6 +138,8 @@ def main(argv=None) -> None:
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default=None)
+    ap.add_argument("--gamma", type=float, default=0.3, help="budget γ of the timed MI-guided step")
+    ap.add_argument("--lam", type=float, default=1.0, help="weight λ of the timed MI-guided step")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's)")
     args = ap.parse_args(argv)
     if args.threads:

@@ -162,14 +162,18 @@ def test_decode_pass_counts_at_the_extremes():
     assert (decode(bb, puzzles, one_shot, pairwise_fn=_constant_mi).passes == 1).all()
 
 
-def test_head_pairwise_fn_decodes_with_a_real_head():
+def test_head_pairwise_fn_gives_the_heads_rows_and_decodes():
     bb, puzzles = MockBackbone(), _puzzles()
     torch.manual_seed(0)
-    fn = head_pairwise_fn(MIHead(bb.hidden_dim, HeadConfig(hidden=8, heads=2, rank=2, unary=True)))
+    head = MIHead(bb.hidden_dim, HeadConfig(hidden=8, heads=2, rank=2, unary=True)).eval()
+    fn = head_pairwise_fn(head)
     out = bb(puzzles)
     masked = puzzles == bb.mask_id
-    mi = fn(out, masked)
-    assert torch.equal(mi, fn(out, masked, puzzles)) and torch.equal(mi, mi.transpose(1, 2))
+    dense = head(out.hidden, masked)
+    source = fn(out, masked, puzzles)  # entries of the head's matrix, formed on demand
+    assert tuple(source.shape) == tuple(dense.shape)
+    everything = torch.arange(puzzles.shape[1]).expand(puzzles.shape)
+    torch.testing.assert_close(source.among(everything), dense, atol=1e-6, rtol=1e-5)
     result = decode(bb, puzzles, MIGuided(1.0, 1.0, "skip", True), pairwise_fn=fn)
     assert not (result.tokens == bb.mask_id).any()
 

@@ -256,3 +256,42 @@ def test_separation_table_learns_distance_dependent_mi():
         err_plain = masked_pair_mse(plain(feats, masked), label, masked)
         err_sep = masked_pair_mse(sep(feats, masked), label, masked)
     assert err_sep < 0.02 < err_plain
+
+
+@pytest.mark.parametrize("buckets", [0, 5])
+@pytest.mark.parametrize("rate", [0.15, 0.6, 1.0])
+@pytest.mark.parametrize("k", [1, 7, 20])
+def test_among_is_the_matrix_restricted_to_the_positions(buckets, rate, k):
+    """Î among a few positions (what the MI-guided walk reads) equals the dense Î restricted to them,
+    masked or not, with and without the separation term."""
+    g = torch.Generator().manual_seed(3)
+    head = MIHead(12, HeadConfig(hidden=16, heads=3, rank=4, unary=True, distance_buckets=buckets)).eval()
+    if buckets:
+        with torch.no_grad():
+            head.distance.copy_(torch.randn(buckets, generator=g))
+    hidden = torch.randn(6, 20, 12, generator=g)
+    masked = torch.rand(6, 20, generator=g) < rate
+    idx = torch.stack([torch.randperm(20, generator=g)[:k] for _ in range(6)])  # (6, k) distinct
+    with torch.inference_mode():
+        dense = head(hidden, masked)
+        got = head.among(hidden, masked, idx)
+    want = dense[torch.arange(6)[:, None, None], idx[:, :, None], idx[:, None, :]]
+    torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-5)
+    assert torch.equal(got, got.transpose(1, 2))
+
+
+def test_admit_reads_the_same_set_from_the_head_as_from_the_matrix():
+    from mdm_mi.mi.guided import HeadPairs, admit
+
+    g = torch.Generator().manual_seed(4)
+    head = MIHead(12, HeadConfig(hidden=16, heads=3, rank=4, unary=True)).eval()
+    hidden = torch.randn(32, 20, 12, generator=g)
+    masked = torch.rand(32, 20, generator=g) < 0.7
+    entropy = torch.rand(32, 20, generator=g)
+    with torch.inference_mode():
+        dense, lazy = head(hidden, masked), HeadPairs(head, hidden, masked)
+        for gamma, lam in [(0.3, 1.0), (2.0, 2.0), (5.0, 0.5)]:
+            for stop in (False, True):
+                want = admit(entropy, masked, dense, gamma, lam, stop_on_reject=stop, charge_first=False)
+                got = admit(entropy, masked, lazy, gamma, lam, stop_on_reject=stop, charge_first=False)
+                assert torch.equal(got, want)

@@ -31,13 +31,15 @@ class StepView:
     masked:   ``(B, N)`` bool, positions still masked (the only ones a policy may choose).
     entropy:  ``(B, N)`` nats of each position's marginal; +inf where not masked.
     margin:   ``(B, N)`` top-1 minus top-2 probability; -inf where not masked.
-    pairwise: ``(B, N, N)`` symmetric matrix (e.g. the MI head's Î) or None.
+    pairwise: ``(B, N, N)`` symmetric matrix (e.g. the MI head's Î), or an object whose
+              ``among(idx (B, k))`` returns it among the positions asked for
+              (:class:`mdm_mi.mi.guided.HeadPairs`), or None.
     """
 
     masked: torch.Tensor
     entropy: torch.Tensor
     margin: torch.Tensor
-    pairwise: torch.Tensor | None = None
+    pairwise: object | None = None  # a tensor or a row source (see above)
 
     @staticmethod
     def from_logits(logits: torch.Tensor, masked: torch.Tensor, pairwise=None) -> "StepView":

@@ -82,10 +82,34 @@ class OracleMI(MIGuided):
     name = "mi-oracle"
 
 
+class DensePairs:
+    """A dense ``(B, N, N)`` pairwise matrix seen through ``among(idx (B, k)) → (B, k, k)``."""
+
+    def __init__(self, matrix: torch.Tensor):
+        self.matrix, self.shape = matrix, tuple(matrix.shape)
+
+    def among(self, idx: torch.Tensor) -> torch.Tensor:
+        rows = torch.arange(len(idx), device=idx.device)[:, None, None]
+        return self.matrix[rows, idx[:, :, None], idx[:, None, :]]
+
+
+class HeadPairs:
+    """The MI head's Î, formed only among the positions the walk visits (:meth:`MIHead.among`):
+    ``among(idx)`` equals ``head(hidden, masked)`` restricted to ``idx``, up to float round-off in
+    the matmul's summation order, at a cost that falls with ``k`` instead of ``(B, N, N)``."""
+
+    def __init__(self, head: torch.nn.Module, hidden: torch.Tensor, masked: torch.Tensor):
+        self.head, self.hidden, self.masked = head, hidden, masked
+        self.shape = (*masked.shape, masked.shape[1])
+
+    def among(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.head.among(self.hidden, self.masked, idx)
+
+
 def admit(
     entropy: torch.Tensor,
     masked: torch.Tensor,
-    pairwise: torch.Tensor,
+    pairwise: "torch.Tensor | DensePairs | HeadPairs",
     gamma: float,
     lam: float,
     *,
@@ -95,13 +119,15 @@ def admit(
     """Algorithm 1's admission walk, vectorised over the batch (≤ N steps of ``(B,)``/``(B, N)`` ops).
 
     entropy ``(B, N)`` nats (any value off ``masked``), masked ``(B, N)`` bool, pairwise ``(B, N, N)``
-    Î ≥ 0. Returns ``(B, N)`` bool U: the lowest-entropy masked position of every row with a mask,
-    plus each later candidate i (by increasing entropy, stable) with ``h_i + λ Σ_{j∈U} Î_ij ≤`` the
+    Î ≥ 0 (a tensor, or an object whose ``among(idx (B, k))`` gives Î among the positions the walk
+    visits, ``(B, k, k)``, like :class:`HeadPairs`). Returns ``(B, N)`` bool U: the lowest-entropy
+    masked position of every row with a mask, plus each later candidate i (by increasing entropy, stable) with ``h_i + λ Σ_{j∈U} Î_ij ≤`` the
     budget left, which then shrinks by that cost. Budget arithmetic is float64. As Î ≥ 0, a
     candidate with ``h_i > γ`` can never fit, so the walk ends before the first of them.
     """
-    assert entropy.shape == masked.shape and pairwise.shape == masked.shape + masked.shape[1:2], (
-        entropy.shape, masked.shape, pairwise.shape,
+    source = pairwise if hasattr(pairwise, "among") else DensePairs(pairwise)
+    assert entropy.shape == masked.shape and tuple(source.shape) == (*masked.shape, masked.shape[1]), (
+        entropy.shape, masked.shape, source.shape,
     )
     b, n = masked.shape
     h = entropy.double().masked_fill(~masked, float("inf"))
@@ -112,6 +138,8 @@ def admit(
     left = torch.full((b,), float(gamma), dtype=torch.float64, device=masked.device)
     walking = n_masked > 0
     steps = int((h <= gamma).sum(1).clamp_min(1).minimum(n_masked).max()) if b else 0
+    sub = source.among(order[:, :steps]) if steps > 1 else None  # Î among the walk's candidates
+    took = torch.zeros(b, steps, dtype=torch.bool, device=masked.device)  # admitted, in walk order
     for r in range(steps):
         pos = order[:, r]
         live = walking & (r < n_masked)
@@ -120,25 +148,27 @@ def admit(
             ok = live
             cost = h_i if charge_first else torch.zeros_like(h_i)
         else:
-            coupling = (pairwise[rows, pos].double() * chosen).sum(1)  # Σ_{j∈U} Î_ij, (B,)
+            coupling = (sub[:, r, :r].double() * took[:, :r]).sum(1)  # Σ_{j∈U} Î_ij, (B,)
             cost = h_i + lam * coupling
             ok = live & (cost <= left)
             if stop_on_reject:
                 walking = walking & (ok | ~live)
         chosen[rows[ok], pos[ok]] = True
+        took[:, r] = ok
         left = torch.where(ok, left - cost, left)
     return chosen
 
 
 def head_pairwise_fn(head: torch.nn.Module) -> PairwiseFn:
-    """``fn(output, masked, tokens=None) → head(output.hidden, masked)`` ``(B, N, N)``: Î from the
-    same forward pass, no extra backbone call (tokens unused). Puts the head in eval mode; it must be
-    on the backbone's device."""
+    """``fn(output, masked, tokens=None) →`` :class:`HeadPairs` of ``head(output.hidden, masked)``:
+    Î from the same forward pass, no extra backbone call (tokens unused), formed only among the
+    positions the admission walk visits. Puts the head in eval mode; it must be on the backbone's
+    device."""
     head.eval()
 
     @torch.inference_mode()
-    def fn(output: BackboneOutput, masked: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
-        return head(output.hidden, masked)
+    def fn(output: BackboneOutput, masked: torch.Tensor, tokens: torch.Tensor | None = None) -> HeadPairs:
+        return HeadPairs(head, output.hidden, masked)
 
     return fn
 

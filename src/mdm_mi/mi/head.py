@@ -13,8 +13,9 @@ residual stream (ESM-C: rotary attention only) express sequence-local dependence
 symmetric by construction (bit for bit, too: Î = a + aᵀ with a = softplus(score)/2, so float
 round-off cannot break it), non-negative, with the diagonal and every pair involving a non-masked
 position exactly zero. The scores, unary terms, bias and exclusions are one batched matmul of
-per-position factors, and the MLP runs on masked positions only, so a decoding step costs the MLP on
-|M| rows plus an ``(N, N)`` matmul, softplus and symmetrisation per sequence. The head is trained by
+per-position factors, and the MLP runs on masked positions only, so the whole matrix costs the MLP
+on |M| rows plus an ``(N, N)`` matmul, softplus and symmetrisation per sequence; the MI-guided
+sampler needs Î only among the k positions its walk visits (:meth:`MIHead.among`: k rows, ``(k, k)``). The head is trained by
 regression on the probing labels: the MSE over masked pairs ``i != j``, normalised by their number.
 
     from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, train_head
@@ -177,6 +178,22 @@ class MIHead(nn.Module):
         small = self.pairs(*self._place(lrows, rrows, slots, b, m), pos)  # (B, M, M)
         index = (pos[:, :, None] * n + pos[:, None, :]).view(b, m * m)  # distinct within a row
         return small.new_zeros(b, n * n).scatter_(1, index, small.view(b, m * m)).view(b, n, n)
+
+    def among(self, hidden: torch.Tensor, masked: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        """Î restricted to the positions ``idx (B, k)``: ``Î[b, idx[b, a], idx[b, c]]`` → ``(B, k, k)``.
+
+        hidden ``(B, N, D)``, masked ``(B, N)`` bool, idx distinct positions per row. The MLP runs on
+        those ``B k`` rows only and the pair stage on ``(B, k, k)``: the same formula as
+        :meth:`forward` (a non-masked position gets :meth:`excluded_rows`, so its pairs are 0), at a
+        cost that falls with k — the MI-guided walk only visits positions with ``h_i ≤ γ``.
+        """
+        b, k = idx.shape
+        rows = torch.arange(b, device=idx.device)[:, None]
+        left, right = self.factors(self.mlp(hidden[rows, idx].reshape(b * k, -1).to(self.bias.dtype)))
+        keep = masked[rows, idx].reshape(b * k, 1)
+        pad_left, pad_right = self.excluded_rows(left)
+        left, right = torch.where(keep, left, pad_left), torch.where(keep, right, pad_right)
+        return self.pairs(left.view(b, k, -1), right.view(b, k, -1), idx)
 
     def _place(self, lrows, rrows, slots: torch.Tensor, b: int, m: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Factor rows ``(T, K)`` into ``(B, m, K)`` at the flat ``slots (T,)``; the other slots get
