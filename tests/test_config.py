@@ -149,3 +149,29 @@ def test_validate_config_fills_in_place():
     assert cfg["sudoku"]["eval"]["sets"] == ["hard", "easy", "levels", "graded"]
 
 
+
+
+def leaf_paths(d: dict, prefix: tuple = ()) -> set[tuple]:
+    """Key paths of a nested dict's non-dict values."""
+    out = set()
+    for key, value in d.items():
+        out |= leaf_paths(value, (*prefix, key)) if isinstance(value, dict) else {(*prefix, key)}
+    return out
+
+
+@pytest.mark.parametrize("path", [p for p in CONFIG_FILES if p.name != "config.yaml"], ids=lambda p: p.name)
+def test_other_configs_set_every_key_the_default_sets(path):
+    """Snakemake merges --configfile over config/config.yaml, so a key the default sets and another
+    config does not would leak the default's value into it."""
+    default = yaml.safe_load((path.parent / "config.yaml").read_text())
+    other = yaml.safe_load(path.read_text())
+    missing = {".".join(p) for p in leaf_paths(default) if not _has(other, p)}
+    assert not missing, f"{path.name} lacks {sorted(missing)}"
+
+
+def _has(cfg: dict, path: tuple) -> bool:
+    for key in path:
+        if not isinstance(cfg, dict) or key not in cfg:
+            return False
+        cfg = cfg[key]
+    return True
