@@ -121,9 +121,10 @@ def admit(
     entropy ``(B, N)`` nats (any value off ``masked``), masked ``(B, N)`` bool, pairwise ``(B, N, N)``
     Î ≥ 0 (a tensor, or an object whose ``among(idx (B, k))`` gives Î among the positions the walk
     visits, ``(B, k, k)``, like :class:`HeadPairs`). Returns ``(B, N)`` bool U: the lowest-entropy
-    masked position of every row with a mask, plus each later candidate i (by increasing entropy, stable) with ``h_i + λ Σ_{j∈U} Î_ij ≤`` the
-    budget left, which then shrinks by that cost. Budget arithmetic is float64. As Î ≥ 0, a
-    candidate with ``h_i > γ`` can never fit, so the walk ends before the first of them.
+    masked position of every row with a mask, plus each later candidate i (by increasing entropy,
+    stable) with ``h_i + λ Σ_{j∈U} Î_ij ≤`` the budget left, which then shrinks by that cost. Budget
+    arithmetic is float64. As Î ≥ 0, a candidate with ``h_i > γ`` can never fit, so the walk ends
+    before the first of them; Î is asked for only among the ``k ≤ N`` candidates it visits.
     """
     source = pairwise if hasattr(pairwise, "among") else DensePairs(pairwise)
     assert entropy.shape == masked.shape and tuple(source.shape) == (*masked.shape, masked.shape[1]), (
