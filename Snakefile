@@ -18,6 +18,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/tracking.smk"
 include: "workflow/rules/sudoku.smk"
 include: "workflow/rules/mi.smk"
+include: "workflow/rules/budgets.smk"
 include: "workflow/rules/protein.smk"
 include: "workflow/rules/protein_figures.smk"
 include: "workflow/rules/figures.smk"
@@ -26,6 +27,7 @@ include: "workflow/rules/figures.smk"
 rule all:
     input:
         rules.sudoku_table.output,
+        rules.sudoku_budgets.output,
         rules.protein_table.output,
         FIGURES,
     default_target: True

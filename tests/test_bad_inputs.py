@@ -131,12 +131,42 @@ def fasta(text: str):
     return text_file("x.fasta", text)
 
 
+def solutions_npy(tmp: Path) -> dict:
+    """Three Sudoku solutions, two of them the same: two distinct sequences."""
+    import numpy as np
+
+    from mdm_mi.sudoku.grid import parse_puzzle
+
+    rows = np.stack([parse_puzzle(SOLUTION)] * 2 + [parse_puzzle(SOLUTION[::-1])])
+    np.save(tmp / "solutions.npy", rows)
+    return {"file": str(tmp / "solutions.npy")}
+
+
+def label_shards(tmp: Path) -> dict:
+    """One small label shard (two contexts of the example puzzle) for train-head."""
+    import torch
+    from safetensors.torch import save_file
+
+    from mdm_mi.sudoku.grid import MASK_ID, parse_puzzle
+
+    contexts = torch.as_tensor(parse_puzzle(PUZZLE)).long().expand(2, -1).contiguous()
+    masked = contexts == MASK_ID
+    save_file({"contexts": contexts, "masked": masked, "label": torch.zeros(2, 81, 81)}, str(tmp / "s.safetensors"))
+    return {"shard": str(tmp / "s.safetensors")}
+
+
 CSV_NO_COLUMN = f"grid,solution\n{P},\n"
 SOLVE = ["solve", "--quiet"]
 MAP = ["mi-map", "--quiet", "--out", "out/map.png"]
 EVAL = ["evaluate", "--quiet", "--out", "out/s.json", "--per-puzzle", "out/p.csv"]
 PROT = [*MAP, "--model", "{protein}"]
 GEN = ["generate", "--quiet", "--out", "out/g.fasta", "--summary", "out/g.json"]
+LABEL = ["label", "--model", "results/tiny/sudoku/model", "--sequences", "{file}", "--out", "out/s.safetensors",
+         "--shard", "0", "--n-shards", "1", "--method", "exact", "--tol", "0.001", "--batch-size", "8", "--seed", "0",
+         "--device", "cpu", "--threads", "1"]
+HEAD = ["train-head", "--model", "results/tiny/sudoku/model", "--out", "out/head", "--fidelity", "out/f.json",
+        "--pairs", "out/p.csv", "--hidden", "4", "--heads", "2", "--rank", "2", "--unary", "--steps", "1",
+        "--batch-size", "2", "--lr", "0.01", "--weight-decay", "0", "--seed", "0", "--device", "cpu", "--threads", "1"]
 
 CASES = [
     # puzzles: length, letters, broken rules, no solution, empty input
@@ -266,6 +296,19 @@ CASES = [
          "ESM-C weights file not found: nope.pth"),
     Case("import-esmc-corrupt", ["import-esmc", "--weights", "{file}", "--out", "out/m"],
          "corrupt or not a PyTorch weights file", text_file("w.pth", b"\x80\x02garbage")),
+    # MI labels and head: the train / val / test splits
+    Case("label-split-unknown", [*LABEL, "--n-contexts", "2", "--split", "heldout"],
+         "--split must be one of all, val, test, got 'heldout'", solutions_npy),
+    Case("label-val-empty", [*LABEL, "--n-contexts", "2", "--split", "val", "--val-contexts", "0"],
+         "needs 0 < --val-contexts < --n-contexts", solutions_npy),
+    Case("label-test-empty", [*LABEL, "--n-contexts", "2", "--split", "test", "--val-contexts", "2"],
+         "val and test must both be non-empty", solutions_npy),
+    Case("label-too-few-distinct", [*LABEL, "--n-contexts", "3", "--split", "test", "--val-contexts", "1"],
+         "the val and test splits need 3 distinct sequences, the sequence file has 2", solutions_npy),
+    Case("train-head-no-test", [*HEAD, "--labels", "{shard}", "--val", "{shard}"],
+         "the following arguments are required: --test", label_shards),
+    Case("train-head-test-missing", [*HEAD, "--labels", "{shard}", "--val", "{shard}", "--test", "nope.safetensors"],
+         "label shard not found: nope.safetensors", label_shards),
     # workflow configs
     Case("config-misspelt", ["check-config", "{cfg}"], "did you mean 'train'", config("sudoku:\n  trian: {}\n")),
     Case("config-misspelt-top", ["check-config", "{cfg}"], "did you mean 'name'", config("nmae: x\n")),
@@ -277,6 +320,9 @@ CASES = [
          config("sudoku:\n  train: {t_min: 0.9, t_max: 0.5}\n")),
     Case("config-heads", ["check-config", "{cfg}"], "not divisible by n_heads",
          config("sudoku:\n  model: {d_model: 100, n_heads: 8}\n")),
+    Case("config-eval-splits-too-large", ["check-config", "{cfg}"],
+         "val_contexts 150 + test_contexts 100 > protein/data/n_heldout_contexts 200",
+         config("protein:\n  mi: {val_contexts: 150, test_contexts: 100}\n")),
     Case("config-not-yaml", ["check-config", "{cfg}"], "cannot read config", config("a: [1, 2\n")),
     Case("config-not-a-mapping", ["check-config", "{cfg}"], "must be a mapping", config("- 1\n- 2\n")),
     Case("config-missing", ["check-config", "nope.yaml"], "config file not found: nope.yaml"),

@@ -228,6 +228,10 @@ def test_generate_verb_writes_fasta_and_scores(tmp_path, model_dir, reference):
     assert len(seqs) == 12 and all(len(s) in lengths for s in seqs)
     s = json.loads(summary.read_text())
     assert 0 <= s["jsd"] <= 1 and s["jsd_lo"] <= s["jsd_hi"] and s["n_reference2"] == 15
+    assert 0 <= s["jsd_lo"] <= s["jsd_bc"] <= s["jsd_hi"] and s["jsd_interval"].startswith("basic bootstrap")
+    analytic = (3 - 1) * (1 / 30 + 1 / 12) / (8 * np.log(2))  # 3 clusters, 30 reference, 12 generated
+    assert s["jsd_noise_floor"] > 0 and s["jsd_floor_analytic"] == pytest.approx(analytic)
+    assert s["jsd_reference2"] >= 0 and "jsd_floor_kind" in s
     assert s["mean_passes"] == pytest.approx(np.mean([-(-len(x) // 8) for x in seqs]))
 
 
@@ -257,7 +261,8 @@ def test_label_draw_never_masks_specials(backbone):
 
 def _summary(sampler, params, passes, jsd):
     return {"sampler": sampler, "params": params, "n": 500, "mean_passes": passes, "passes_ci": 0.5, "jsd": jsd,
-            "jsd_lo": jsd - 0.01, "jsd_hi": jsd + 0.01, "jsd_noise_floor": 0.02, "composition_jsd": 0.001,
+            "jsd_bc": jsd - 0.01, "jsd_lo": jsd - 0.02, "jsd_hi": jsd, "jsd_noise_floor": 0.01,
+            "jsd_floor_analytic": 0.0101, "composition_jsd": 0.001,
             "unique_fraction": 1.0, "kmer_distance": 0.9, "mean_longest_run": 2.0, "seconds": 1.0}
 
 
@@ -279,6 +284,11 @@ def test_protein_tables_and_speed_quality_figure(tmp_path):
     mi_row = next(line for line in matched.splitlines() if line.startswith("| gamma=4.0 lam=1.0"))
     assert "gamma=8.0: 10.5 / 0.100" in mi_row and "k=8: 10.0 / 0.200" in mi_row
     assert "none within ±10%" not in mi_row
+    assert "75.0 / 0.050 (bc 0.040) [0.030, 0.050]" in paper
+    table = report.to_markdown(rows, "tiny")
+    assert "basic-bootstrap 95% interval" in table
+    assert "noise floor (plug-in JSD expected of a perfect generator" in table
+    assert "| 0.050 | 0.040 [0.030, 0.050] |" in table and "analytic 0.010" in table
     report.speed_quality(back, tmp_path / "f.png", "tiny")
     assert (tmp_path / "f.png").stat().st_size > 1000
 

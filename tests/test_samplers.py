@@ -36,6 +36,10 @@ SPECS = [
     ("eb", {"gamma": 0.0}),
     ("eb", {"gamma": 0.5}),
     ("eb", {"gamma": 100.0}),
+    ("naive", {"k": 2.5}),
+    ("threshold", {"tau": 0.0}),
+    ("threshold", {"tau": 0.5}),
+    ("threshold", {"tau": 1.0}),
 ]
 SPEC_IDS = [f"{name}-{next(iter(p.values()))}" for name, p in SPECS]
 

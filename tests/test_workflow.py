@@ -8,6 +8,7 @@ logs/ are relative to the working directory, resources/ to ``workflow.basedir``.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import shlex
@@ -181,8 +182,9 @@ def test_smoke_dag_runs_in_a_fresh_directory(tmp_path):
     assert ("hard", "mi") in have
     assert ("oracle", "mi-oracle") in {(r["set"], r["sampler"]) for r in rows}
     results = tmp_path / "results" / cfg["name"]
-    fidelity = (results / "sudoku" / "head_fidelity.json").read_text()
-    assert all(key in fidelity for key in ("pearson", "spearman", "mae", "auroc"))
+    fidelity = json.loads((results / "sudoku" / "head_fidelity.json").read_text())
+    assert fidelity["reported"] == "test"  # val chooses the head, test is reported
+    assert all(key in fidelity[split] for split in ("val", "test") for key in ("pearson", "spearman", "mae", "auroc"))
     for name in ("sudoku_paper_table.md", "sudoku_mi_map.png", "sudoku_mi_map.csv", "sudoku_head_scatter.png",
                  *(f"sudoku_speed_quality_{s}.png" for s in cfg["sudoku"]["eval"]["sets"])):
         assert (results / "figures" / name).is_file(), name
@@ -191,7 +193,8 @@ def test_smoke_dag_runs_in_a_fresh_directory(tmp_path):
         prow = list(csv.DictReader(fh))
     assert {r["sampler"] for r in prow} == {"sequential", "naive", "eb", "mi"}
     assert all(0 <= float(r["jsd"]) <= 1 and float(r["mean_passes"]) >= 1 for r in prow)
-    assert "pearson" in (results / "protein" / "head_fidelity.json").read_text()
+    protein_fidelity = json.loads((results / "protein" / "head_fidelity.json").read_text())
+    assert all("pearson" in protein_fidelity[split] for split in ("val", "test"))
     for name in ("protein_paper_table.md", "protein_speed_quality.png", "protein_mi_map.png",
                  "protein_mi_map.csv", "protein_head_scatter.png"):
         assert (results / "figures" / name).is_file(), name

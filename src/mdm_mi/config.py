@@ -77,6 +77,12 @@ def _check_ranges(cfg: dict) -> None:
         raise ConfigError(
             f"config error at sudoku/model: d_model {model['d_model']} not divisible by n_heads {model['n_heads']}"
         )
+    mi, data = cfg["protein"]["mi"], cfg["protein"]["data"]
+    if mi["val_contexts"] + mi["test_contexts"] > data["n_heldout_contexts"]:
+        raise ConfigError(
+            f"config error at protein/mi: val_contexts {mi['val_contexts']} + test_contexts {mi['test_contexts']} "
+            f"> protein/data/n_heldout_contexts {data['n_heldout_contexts']} (val and test are distinct held-out crops)"
+        )
 
 
 def load_config(path: str | Path) -> dict:

@@ -103,13 +103,13 @@ def figure_mi_map(args: MiMapArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class ScatterArgs:
-    pairs: Path = field(metadata=_h("held-out (label, prediction) CSV from train-head"))
+    pairs: Path = field(metadata=_h("test (label, prediction) CSV from train-head"))
     fidelity: Path = field(metadata=_h("fidelity JSON from train-head"))
     model: Path = field(metadata=_h("backbone checkpoint folder (named in the title)"))
     out: Path = field(metadata=_h("output PNG"))
 
 
-@verb("figure-scatter", ScatterArgs, "MI head vs probing label on held-out pairs")
+@verb("figure-scatter", ScatterArgs, "MI head vs probing label on the test pairs")
 def figure_scatter(args: ScatterArgs, tracker) -> None:
     from mdm_mi.mi_figures import scatter_figure
 

@@ -86,8 +86,16 @@ def write_matrix_csv(path, pred, label) -> None:
                 w.writerow([i, j, f"{float(pred[i, j]):.6g}", "" if label is None else f"{float(label[i, j]):.6g}"])
 
 
+def reported_fidelity(fidelity: dict) -> tuple[str, dict]:
+    """The reported split's name and numbers of a train-head fidelity JSON (``"reported": "test"``);
+    a JSON from before the val/test split holds one flat set of held-out numbers."""
+    name = fidelity.get("reported")
+    return (name, fidelity[name]) if name else ("held-out", fidelity)
+
+
 def scatter_figure(pairs_csv, fidelity: dict, out, backbone_name: str) -> None:
-    """Head prediction against the probing label over held-out masked pairs, with the fidelity numbers."""
+    """Head prediction against the probing label over the reported (test) split's masked pairs, with
+    that split's fidelity numbers."""
     with Path(pairs_csv).open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     x = np.array([float(r["label"]) for r in rows])
@@ -98,6 +106,7 @@ def scatter_figure(pairs_csv, fidelity: dict, out, backbone_name: str) -> None:
     ax.plot([0, hi], [0, hi], "k--", lw=1)
     ax.set_xlabel("probing label I(X_i; X_j | C) (nats)")
     ax.set_ylabel("MI head Î (nats)")
-    text = ", ".join(f"{k} {fidelity[k]:.3f}" for k in ("pearson", "spearman", "mae", "auroc") if k in fidelity)
-    ax.set_title(f"held-out pairs — {text}\nbackbone: {backbone_name}", fontsize=8)
+    split, numbers = reported_fidelity(fidelity)
+    text = ", ".join(f"{k} {numbers[k]:.3f}" for k in ("pearson", "spearman", "mae", "auroc") if k in numbers)
+    ax.set_title(f"{split} pairs — {text}\nbackbone: {backbone_name}", fontsize=8)
     _save(fig, out)

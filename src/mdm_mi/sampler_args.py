@@ -16,17 +16,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from mdm_mi.samplers import Sampler
 
 MI_FLAGS = ("gamma", "lam", "on_reject", "charge_first")
-SAMPLER_FLAGS = {"sequential": ("order",), "naive": ("k",), "eb": ("gamma",), "mi": MI_FLAGS, "mi-oracle": MI_FLAGS}
+SAMPLER_FLAGS = {"sequential": ("order",), "naive": ("k",), "eb": ("gamma",), "threshold": ("tau",),
+                 "mi": MI_FLAGS, "mi-oracle": MI_FLAGS}
 
 
 @dataclass(frozen=True, kw_only=True)
 class SamplerFlags:
     """The decoding flags shared by ``evaluate`` and ``generate`` (inherited by their arguments)."""
 
-    sampler: str = field(default="sequential", metadata=h("sequential | naive | eb | mi | mi-oracle"))
+    sampler: str = field(default="sequential", metadata=h("sequential | naive | eb | threshold | mi | mi-oracle"))
     order: str = field(default="entropy", metadata=h("sequential: entropy | margin"))
-    k: int = field(default=0, metadata=h("naive: tokens per pass"))
+    k: float = field(default=0, metadata=h("naive: tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average)"))
     gamma: float = field(default=0.0, metadata=h("eb, mi: budget γ (nats)"))
+    tau: float = field(default=0.9, metadata=h("threshold: unmask every token whose top probability exceeds τ"))
     lam: float = field(default=1.0, metadata=h("mi: weight λ of the pairwise MI"))
     on_reject: str = field(default="skip", metadata=h("mi: skip | stop at a rejected candidate"))
     charge_first: bool = field(default=False, metadata=h("mi: charge the first token's entropy to γ"))

@@ -17,11 +17,14 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
+import math
+
 import torch
 
 from mdm_mi.backbone import Backbone, BackboneOutput
 
 INF = float("inf")
+EPS_K = 1e-9  # round-off guard of the fractional-k schedule (k·s is exact for integer k)
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,9 @@ class StepView:
     masked:   ``(B, N)`` bool, positions still masked (the only ones a policy may choose).
     entropy:  ``(B, N)`` nats of each position's marginal; +inf where not masked.
     margin:   ``(B, N)`` top-1 minus top-2 probability; -inf where not masked.
+    confidence: ``(B, N)`` top-1 probability; -inf where not masked (None if not computed).
+    step:     0-based index of this pass within the decode (the same for every row: rows start
+              together and leave when done).
     pairwise: ``(B, N, N)`` symmetric matrix (e.g. the MI head's Î), or an object whose
               ``among(idx (B, k))`` returns it among the positions asked for
               (:class:`mdm_mi.mi.guided.HeadPairs`), or None.
@@ -40,10 +46,12 @@ class StepView:
     entropy: torch.Tensor
     margin: torch.Tensor
     pairwise: object | None = None  # a tensor or a row source (see above)
+    confidence: torch.Tensor | None = None
+    step: int = 0
 
     @staticmethod
-    def from_logits(logits: torch.Tensor, masked: torch.Tensor, pairwise=None) -> "StepView":
-        """Build the view from ``(B, N, V)`` logits and the ``(B, N)`` mask."""
+    def from_logits(logits: torch.Tensor, masked: torch.Tensor, pairwise=None, step: int = 0) -> "StepView":
+        """Build the view from ``(B, N, V)`` logits and the ``(B, N)`` mask at pass ``step``."""
         logp = torch.log_softmax(logits.float(), dim=-1)
         p = logp.exp()
         ent = -(p * logp).sum(-1)
@@ -54,6 +62,8 @@ class StepView:
             entropy=ent.masked_fill(~masked, INF),
             margin=margin.masked_fill(~masked, -INF),
             pairwise=pairwise,
+            confidence=top2[..., 0].masked_fill(~masked, -INF),
+            step=step,
         )
 
 
@@ -103,17 +113,26 @@ class Sequential(Sampler):
 
 
 class TopK(Sampler):
-    """Naive parallel decoding: the ``k`` lowest-entropy masked positions per pass."""
+    """Naive parallel decoding: the ``k`` lowest-entropy masked positions per pass.
+
+    ``k`` may be fractional (k ≥ 1), so that its passes can be calibrated to any budget: pass ``s``
+    unmasks ``⌊k(s+1)⌋ − ⌊ks⌋`` positions, i.e. ``⌊k⌋`` or ``⌈k⌉`` and ``k`` on average; an integer
+    ``k`` unmasks exactly ``k`` every pass.
+    """
 
     name = "naive"
 
-    def __init__(self, k: int):
-        if k < 1:
+    def __init__(self, k: float):
+        if not k >= 1:
             raise ValueError(f"naive k must be >= 1, got {k}")
-        self.k = int(k)
+        self.k = int(k) if float(k).is_integer() else float(k)
+
+    def per_pass(self, step: int) -> int:
+        """Positions unmasked at pass ``step`` (0-based)."""
+        return math.floor(self.k * (step + 1) + EPS_K) - math.floor(self.k * step + EPS_K)
 
     def select(self, view: StepView) -> torch.Tensor:
-        return _lowest_entropy_first(view, self.k)
+        return _lowest_entropy_first(view, self.per_pass(view.step))
 
     def params(self) -> dict:
         return {"k": self.k}
@@ -146,6 +165,32 @@ class EntropyBounded(Sampler):
         return {"gamma": self.gamma}
 
 
+class ConfidenceThreshold(Sampler):
+    """Confidence-threshold parallel decoding (Fast-dLLM, Wu et al. 2025, arXiv 2505.22618).
+
+    Unmask every masked position whose top-1 probability exceeds ``tau``; when none does, the single
+    most confident one, so each pass unmasks at least one. Passes rise with ``tau``; ``tau`` ≥ 1
+    is sequential decoding by confidence.
+    """
+
+    name = "threshold"
+
+    def __init__(self, tau: float):
+        if not 0 <= tau <= 1:
+            raise ValueError(f"threshold tau must lie in [0, 1], got {tau}")
+        self.tau = float(tau)
+
+    def select(self, view: StepView) -> torch.Tensor:
+        conf = view.confidence
+        if conf is None:
+            raise ValueError(f"sampler {self.name!r} needs view.confidence (B, N)")
+        best = conf.argmax(dim=1, keepdim=True)
+        return ((conf > self.tau) | torch.zeros_like(view.masked).scatter_(1, best, True)) & view.masked
+
+    def params(self) -> dict:
+        return {"tau": self.tau}
+
+
 SAMPLERS: dict[str, type[Sampler]] = {}
 
 
@@ -155,7 +200,7 @@ def register(cls: type[Sampler]) -> type[Sampler]:
     return cls
 
 
-for _cls in (Sequential, TopK, EntropyBounded):
+for _cls in (Sequential, TopK, EntropyBounded, ConfidenceThreshold):
     register(_cls)
 
 
@@ -213,7 +258,7 @@ def decode(
     passes = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
     vocab_ids = backbone.vocab_token_ids.to(tokens.device)
     limit = max_passes if max_passes is not None else tokens.shape[1] + 1
-    for _ in range(limit):
+    for step in range(limit):
         masked_all = tokens == backbone.mask_id
         active = masked_all.any(1).nonzero().squeeze(1)
         if active.numel() == 0:
@@ -222,7 +267,7 @@ def decode(
         out = backbone(sub)
         passes[active] += 1
         pairwise = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
-        chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise)) & masked
+        chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise, step)) & masked
         if not chosen.any(1).all():
             raise RuntimeError(f"sampler {sampler.name!r} chose no position for a sequence with masks")
         values = vocab_ids[choose_tokens(out.logits, temperature, generator)]

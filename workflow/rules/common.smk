@@ -42,6 +42,28 @@ def job_flags():
     return cli_flags({"device": config["device"], "seed": config["seed"]})
 
 
+LABEL_SPLITS = "train|val|test"  # MI label splits: val and test are disjoint parts of one held-out draw
+
+
+def label_options(mi, split):
+    """The label verb's flags for ``split`` under an ``mi`` config section: train labels its whole
+    draw of train_contexts; val and test label their parts of one draw of val_contexts +
+    test_contexts distinct contexts (val first), so they share no sequence and no context."""
+    if split == "train":
+        n_contexts, method, part = mi["train_contexts"], mi["train_method"], {}
+    else:
+        n_contexts, method = mi["val_contexts"] + mi["test_contexts"], mi["eval_method"]
+        part = {"split": split, "val_contexts": mi["val_contexts"]}
+    options = {
+        "n_contexts": n_contexts,
+        "n_shards": mi["n_shards"],
+        "method": method,
+        "tol": mi["tol"],
+        "batch_size": mi["label_batch_size"],
+    }
+    return cli_flags(options | part)
+
+
 def oracle_runs():
     """The exact-MI oracle (λ = 1) and the MI head at the same settings, on the small oracle set."""
     grid = SUDOKU["samplers"]

@@ -1,4 +1,7 @@
 # Mutual information on Sudoku: probing labels (scatter over shards) → MI head → fidelity.
+# Labels come in three splits: train (from the training grids), and val (choosing the head's size,
+# steps and number of contexts) and test (the reported fidelity only), the two disjoint parts of one
+# draw of distinct held-out contexts (real Radcliffe solutions).
 
 MI = SUDOKU["mi"]
 HEAD = f"{R}/sudoku/head/model.safetensors"
@@ -15,20 +18,12 @@ rule sudoku_label:
     log:
         f"{L}/sudoku/labels/{{split}}/shard{{shard}}.log",
     params:
-        options=lambda w: cli_flags(
-            {
-                "n_contexts": MI[f"{w.split}_contexts"],
-                "n_shards": MI["n_shards"],
-                "method": MI[f"{w.split}_method"],
-                "tol": MI["tol"],
-                "batch_size": MI["label_batch_size"],
-            }
-        ),
+        options=lambda w: label_options(MI, w.split),
         job=job_flags(),
         tracking=tracking_flags("sudoku_label"),
         model_dir=parent_dir("model"),
     wildcard_constraints:
-        split="train|heldout",
+        split=LABEL_SPLITS,
         shard=r"\d+",
     threads: 1  # shards run side by side, one per core
     resources:
@@ -46,7 +41,8 @@ rule sudoku_train_head:
     input:
         model=rules.sudoku_pretrain.output.meta,
         train=expand(f"{R}/sudoku/labels/train/shard{{i}}.safetensors", i=SHARDS),
-        heldout=expand(f"{R}/sudoku/labels/heldout/shard{{i}}.safetensors", i=SHARDS),
+        val=expand(f"{R}/sudoku/labels/val/shard{{i}}.safetensors", i=SHARDS),
+        test=expand(f"{R}/sudoku/labels/test/shard{{i}}.safetensors", i=SHARDS),
         tracking=TRACKING_READY,
     output:
         head=HEAD,
@@ -70,5 +66,5 @@ rule sudoku_train_head:
         "../../envs/mdm-mi.yaml"
     shell:
         "python -m mdm_mi train-head --model {params.model_dir} --labels {input.train} "
-        "--heldout {input.heldout} --out {params.out_dir} --fidelity {output.fidelity} "
+        "--val {input.val} --test {input.test} --out {params.out_dir} --fidelity {output.fidelity} "
         "--pairs {output.pairs} {params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"

@@ -117,27 +117,19 @@ else:
 rule protein_label:
     input:
         model=PROTEIN_MODEL,
-        sequences=f"{P}/data/{{split}}_contexts.npy",
+        sequences=lambda w: f"{P}/data/{'train' if w.split == 'train' else 'heldout'}_contexts.npy",
         tracking=TRACKING_READY,
     output:
         f"{P}/labels/{{split}}/shard{{shard}}.safetensors",
     log:
         f"{PL}/labels/{{split}}/shard{{shard}}.log",
     params:
-        options=lambda w: cli_flags(
-            {
-                "n_contexts": PMI[f"{w.split}_contexts"],
-                "n_shards": PMI["n_shards"],
-                "method": PMI[f"{w.split}_method"],
-                "tol": PMI["tol"],
-                "batch_size": PMI["label_batch_size"],
-            }
-        ),
+        options=lambda w: label_options(PMI, w.split),
         job=job_flags(),
         tracking=tracking_flags("protein_label"),
         model_dir=parent_dir("model"),
     wildcard_constraints:
-        split="train|heldout",
+        split=LABEL_SPLITS,
         shard=r"\d+",
     threads: 1
     resources:
@@ -155,7 +147,8 @@ rule protein_train_head:
     input:
         model=PROTEIN_MODEL,
         train=expand(f"{P}/labels/train/shard{{i}}.safetensors", i=range(PMI["n_shards"])),
-        heldout=expand(f"{P}/labels/heldout/shard{{i}}.safetensors", i=range(PMI["n_shards"])),
+        val=expand(f"{P}/labels/val/shard{{i}}.safetensors", i=range(PMI["n_shards"])),
+        test=expand(f"{P}/labels/test/shard{{i}}.safetensors", i=range(PMI["n_shards"])),
         tracking=TRACKING_READY,
     output:
         head=PROTEIN_HEAD,
@@ -179,7 +172,7 @@ rule protein_train_head:
         "../../envs/mdm-mi.yaml"
     shell:
         "python -m mdm_mi train-head --model {params.model_dir} --labels {input.train} "
-        "--heldout {input.heldout} --out {params.out_dir} --fidelity {output.fidelity} "
+        "--val {input.val} --test {input.test} --out {params.out_dir} --fidelity {output.fidelity} "
         "--pairs {output.pairs} {params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 

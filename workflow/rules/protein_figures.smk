@@ -82,7 +82,7 @@ rule figure_protein_mi:
         model=PROTEIN_MODEL,
         head=f"{P}/head/meta.json",
         generated=f"{P}/eval/{PROTEIN_MI_RUN}.fasta",
-        heldout=expand(f"{P}/labels/heldout/shard{{i}}.safetensors", i=range(PMI["n_shards"])),
+        test=expand(f"{P}/labels/test/shard{{i}}.safetensors", i=range(PMI["n_shards"])),
     output:
         png=report(f"{PFIG}/protein_mi_map.png", caption="../report/protein_mi_map.rst", category="Proteins"),
         csv=f"{PFIG}/protein_mi_map.csv",
@@ -102,7 +102,7 @@ rule figure_protein_mi:
         "../../envs/mdm-mi.yaml"
     shell:
         "python -m mdm_mi figure-protein-mi --model {params.model_dir} --head {params.head_dir} "
-        "--generated {input.generated} --heldout {input.heldout} --out {output.png} --csv {output.csv} "
+        "--generated {input.generated} --test {input.test} --out {output.png} --csv {output.csv} "
         "{params.job} {params.tracking} > {log} 2>&1"
 
 

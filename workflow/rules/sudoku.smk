@@ -108,3 +108,4 @@ rule sudoku_table:
     shell:
         "python -m mdm_mi gather --inputs {input} --out {output.table} --markdown {output.markdown} "
         "{params.tracking} > {log} 2>&1"
+

@@ -331,7 +331,7 @@ def train_head(
     """Fit an :class:`MIHead` to probing labels by minibatch AdamW on :func:`masked_pair_mse`.
 
     features ``(C, N, D)`` float (from :func:`backbone_features`), labels ``(C, N, N)`` nats,
-    masked ``(C, N)`` bool; ``val`` = (features, labels, masked) of held-out contexts. Training runs on
+    masked ``(C, N)`` bool; ``val`` = (features, labels, masked) of validation contexts. Training runs on
     the features' device; init and batch order depend on ``cfg.seed`` only. Returns the head in eval
     mode and a history of ``{"step", "train_mse", "val_mse"?}`` rows (train_mse: mean of the batch
     losses since the previous row).

@@ -1,10 +1,18 @@
-"""The MI verbs of the CLI: ``label`` (one shard of ground-truth probing labels).
+"""The MI verbs of the CLI: ``label`` (one shard of ground-truth probing labels) and ``train-head``.
 
 A shard is a slice of a fixed, seeded draw of contexts, so the labels do not depend on how many
-shards (jobs, GPUs, cluster nodes) share the work.
+shards (jobs, GPUs, cluster nodes) share the work. The labels come in three splits: ``train`` (the
+whole draw from the training sequences, ``--split all``) and the two evaluation splits ``val``
+(choosing the head's size, steps and number of contexts) and ``test`` (only the reported fidelity).
+Val and test are the two parts of one seeded draw of distinct contexts from distinct held-out
+sequences, val the first ``--val-contexts`` of it, so the two share no sequence and no context.
 
     python -m mdm_mi label --model results/x/sudoku/model --sequences train_solutions.npy \
         --n-contexts 600 --shard 0 --n-shards 4 --method certified --out shard0.safetensors ...
+    python -m mdm_mi label --model results/x/sudoku/model --sequences heldout_solutions.npy \
+        --n-contexts 100 --split test --val-contexts 50 --shard 0 --n-shards 2 --method exact ...
+    python -m mdm_mi train-head --model M --labels train/shard*.safetensors \
+        --val val/shard*.safetensors --test test/shard*.safetensors --out head --fidelity f.json ...
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -28,7 +37,8 @@ class LabelArgs:
     model: Path = field(metadata=_h("backbone checkpoint folder"))
     sequences: Path = field(metadata=_h(".npy (S, N) complete token sequences to mask into contexts"))
     out: Path = field(metadata=_h("output .safetensors shard"))
-    n_contexts: int = field(metadata=_h("contexts in the whole draw (all shards)"))
+    n_contexts: int = field(metadata=_h(
+        "contexts in the whole draw (all shards; with --split val|test, val's and test's together)"))
     shard: int = field(metadata=_h("this shard's index, 0-based"))
     n_shards: int = field(metadata=_h("number of shards"))
     method: str = field(metadata=_h("exact | certified"))
@@ -37,11 +47,32 @@ class LabelArgs:
     seed: int = field(metadata=_h("seed of the context draw"))
     device: str = field(metadata=_h("auto | cpu | cuda"))
     threads: int = field(metadata=_h("torch CPU threads"))
+    split: str = field(default="all", metadata=_h(
+        "all: the whole draw, sequences drawn with replacement if too few (training labels); val | test: "
+        "the first --val-contexts | the rest of one draw of distinct contexts from distinct sequences"))
+    val_contexts: int = field(default=0, metadata=_h("with --split val|test: contexts of the draw that go to val"))
 
 
-def draw_contexts(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None):
+LABEL_SPLITS = ("all", "val", "test")  # --split: the whole draw, or one of its two disjoint evaluation parts
+MAX_REMASK_ROUNDS = 100  # re-maskings of repeated contexts before an evaluation draw gives up
+
+
+class ContextDraw(NamedTuple):
+    """A seeded draw of contexts: ``contexts (C, N)`` long, ``t (C,)`` masking rates and ``rows (C,)``
+    long, the row of each context's sequence in the sequence file."""
+
+    contexts: torch.Tensor
+    t: torch.Tensor
+    rows: torch.Tensor
+
+    def part(self, sel: slice) -> ContextDraw:
+        """The contexts ``sel`` of this draw."""
+        return ContextDraw(self.contexts[sel], self.t[sel], self.rows[sel])
+
+
+def draw_training(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None) -> ContextDraw:
     """The fixed draw: ``n_contexts`` sequences (with replacement if needed) masked at t ~ U[0,1]
-    (paper: contexts masked at t ~ U[0, 1]) → contexts ``(C, N)`` and t ``(C,)``.
+    (paper: contexts masked at t ~ U[0, 1]).
 
     With ``vocab_ids`` (the backbone's ``vocab_token_ids``) only those tokens are maskable: BOS, EOS
     and pads of protein sequences stay fixed."""
@@ -52,8 +83,83 @@ def draw_contexts(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: in
     idx = torch.randperm(len(sequences), generator=gen)[:n_contexts] if not replace else \
         torch.randint(len(sequences), (n_contexts,), generator=gen)
     seqs = torch.as_tensor(sequences[idx.numpy()], dtype=torch.long)
-    fixed = None if vocab_ids is None else ~torch.isin(seqs, torch.as_tensor(vocab_ids).cpu())
-    return mask_contexts(seqs, mask_id, gen, fixed)
+    return ContextDraw(*mask_contexts(seqs, mask_id, gen, _fixed_tokens(seqs, vocab_ids)), idx)
+
+
+def draw_contexts(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None):
+    """:func:`draw_training` → contexts ``(C, N)`` and t ``(C,)`` only."""
+    draw = draw_training(sequences, n_contexts, mask_id, seed, vocab_ids)
+    return draw.contexts, draw.t
+
+
+def _fixed_tokens(seqs: torch.Tensor, vocab_ids) -> torch.Tensor | None:
+    """Tokens that are never masked (those outside ``vocab_ids``), or None when all are maskable."""
+    return None if vocab_ids is None else ~torch.isin(seqs, torch.as_tensor(vocab_ids).cpu())
+
+
+def distinct_rows(sequences: np.ndarray) -> np.ndarray:
+    """Indices of the rows of ``sequences (S, N)`` that repeat no earlier row, ascending."""
+    _, first = np.unique(sequences, axis=0, return_index=True)
+    return np.sort(first)
+
+
+def repeated_rows(x: torch.Tensor) -> torch.Tensor:
+    """``(C,)`` bool: row ``c`` of ``x (C, N)`` equals an earlier row."""
+    if len(x) == 0:
+        return torch.zeros(0, dtype=torch.bool)
+    _, group = torch.unique(x, dim=0, return_inverse=True)
+    order = torch.arange(len(x))
+    first = torch.full((int(group.max()) + 1,), len(x)).scatter_reduce(0, group, order, "amin")
+    return order != first[group]
+
+
+def split_part(split: str, n_contexts: int, val_contexts: int) -> slice:
+    """The part of a draw of ``n_contexts`` that ``split`` labels: all of it, or val's first
+    ``val_contexts`` / test's rest (both non-empty)."""
+    if split not in LABEL_SPLITS:
+        raise InputError(f"--split must be one of {', '.join(LABEL_SPLITS)}, got {split!r}")
+    if n_contexts < 1:
+        raise InputError(f"--n-contexts must be >= 1, got {n_contexts}")
+    if split == "all":
+        return slice(0, n_contexts)
+    if not 0 < val_contexts < n_contexts:
+        raise InputError(f"--split {split} needs 0 < --val-contexts < --n-contexts, got {val_contexts} "
+                         f"of {n_contexts} (val and test must both be non-empty)")
+    return slice(0, val_contexts) if split == "val" else slice(val_contexts, n_contexts)
+
+
+def draw_evaluation(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None) -> ContextDraw:
+    """The evaluation draw: ``n_contexts`` distinct sequences (a repeated row counts once, none is
+    drawn twice), masked as in :func:`draw_training`; a context equal to an earlier one (e.g. two
+    fully masked grids) is masked again with a fresh t until all differ.
+
+    Any two disjoint slices of the draw (val and test) therefore share neither a sequence nor a context."""
+    from mdm_mi.mi.probe import mask_contexts
+
+    unique = distinct_rows(sequences)
+    if n_contexts > len(unique):
+        raise InputError(f"the val and test splits need {n_contexts} distinct sequences, "
+                         f"the sequence file has {len(unique)}")
+    gen = torch.Generator().manual_seed(seed)
+    rows = torch.as_tensor(unique)[torch.randperm(len(unique), generator=gen)[:n_contexts]]
+    seqs = torch.as_tensor(sequences[rows.numpy()], dtype=torch.long)
+    fixed = _fixed_tokens(seqs, vocab_ids)
+    contexts, t = mask_contexts(seqs, mask_id, gen, fixed)
+    for _ in range(MAX_REMASK_ROUNDS):
+        again = repeated_rows(contexts)
+        if not again.any():
+            return ContextDraw(contexts, t, rows)
+        contexts[again], t[again] = mask_contexts(seqs[again], mask_id, gen, None if fixed is None else fixed[again])
+    raise RuntimeError(f"contexts still repeat after {MAX_REMASK_ROUNDS} re-maskings")
+
+
+def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=None) -> ContextDraw:
+    """``args.split``'s part of its seeded draw (before sharding): the whole training draw, or val's
+    or test's part of the evaluation draw (the same draw in both jobs)."""
+    part = split_part(args.split, args.n_contexts, args.val_contexts)
+    if args.split == "all":
+        return draw_training(sequences, args.n_contexts, mask_id, args.seed, vocab_ids)
+    return draw_evaluation(sequences, args.n_contexts, mask_id, args.seed, vocab_ids).part(part)
 
 
 def shard_slice(n: int, shard: int, n_shards: int) -> slice:
@@ -71,35 +177,39 @@ def label(args: LabelArgs, tracker) -> None:
     from mdm_mi.models import load_backbone
 
     setup(args.threads, args.seed)
+    split_part(args.split, args.n_contexts, args.val_contexts)  # bad split flags fail before any loading
     device = resolve_device(args.device)
     if not Path(args.sequences).is_file():
         raise InputError(f"sequence file not found: {args.sequences}")
+    sequences = np.load(args.sequences, allow_pickle=False)
     backbone, _ = load_backbone(args.model, device)
-    contexts, t = draw_contexts(np.load(args.sequences, allow_pickle=False), args.n_contexts,
-                                backbone.mask_id, args.seed, backbone.vocab_token_ids)
-    part = shard_slice(len(contexts), args.shard, args.n_shards)
+    draw = draw_split(args, sequences, backbone.mask_id, backbone.vocab_token_ids)
+    shard = draw.part(shard_slice(len(draw.contexts), args.shard, args.n_shards))
     start = time.time()
-    out = label_contexts(backbone, contexts[part].to(device), args.method, args.tol, args.batch_size,
+    out = label_contexts(backbone, shard.contexts.to(device), args.method, args.tol, args.batch_size,
                          progress=lambda d, n: print(f"context {d}/{n}", flush=True))
-    tensors = {k: v.cpu().contiguous() for k, v in out.items()} | {"contexts": contexts[part], "t": t[part]}
+    tensors = {k: v.cpu().contiguous() for k, v in out.items()}
+    tensors |= {"contexts": shard.contexts, "t": shard.t, "sequence_row": shard.rows.contiguous()}
     with atomic_path(args.out) as tmp:
         save_file(tensors, str(tmp))
-    stats = {"contexts": int(part.stop - part.start), "seconds": time.time() - start,
+    stats = {"split": args.split, "contexts": len(shard.contexts), "seconds": time.time() - start,
              "passes_total": int(out["passes"].sum()), "max_bound": float(out["bound"].max()) if len(out["bound"]) else 0.0,
              "gap_mean": float(out["gap_mean"].mean()) if len(out["gap_mean"]) else 0.0}
     write_json(Path(args.out).with_suffix(".json"), stats)
     tracker.log_params(dataclasses.asdict(args))
-    tracker.log_metrics(stats)
+    tracker.log_metrics({k: v for k, v in stats.items() if k != "split"})
 
 
 @dataclass(frozen=True)
 class TrainHeadArgs:
     model: Path = field(metadata=_h("frozen backbone checkpoint folder"))
     labels: tuple[Path, ...] = field(metadata=_h("training label shards (.safetensors)"))
-    heldout: tuple[Path, ...] = field(metadata=_h("held-out label shards for fidelity"))
+    val: tuple[Path, ...] = field(metadata=_h(
+        "validation label shards: the history's val_mse and the val fidelity (for choosing the head)"))
+    test: tuple[Path, ...] = field(metadata=_h("test label shards: the reported fidelity and the pairs CSV"))
     out: Path = field(metadata=_h("output head checkpoint folder"))
-    fidelity: Path = field(metadata=_h("fidelity JSON on the held-out contexts"))
-    pairs: Path = field(metadata=_h("CSV of held-out (label, prediction) pairs for the scatter figure"))
+    fidelity: Path = field(metadata=_h("fidelity JSON: 'test' (the reported numbers) and 'val'"))
+    pairs: Path = field(metadata=_h("CSV of test (label, prediction) pairs for the scatter figure"))
     hidden: int = field(metadata=_h("head MLP width"))
     heads: int = field(metadata=_h("bilinear heads"))
     rank: int = field(metadata=_h("rank of each bilinear head"))
@@ -114,7 +224,11 @@ class TrainHeadArgs:
     distance_buckets: int = field(default=0, metadata=_h("learned score per separation |i-j| < K (0 = none)"))
 
 
-MAX_SCATTER_PAIRS = 20000  # held-out pairs written for the scatter figure
+MAX_SCATTER_PAIRS = 20000  # test pairs written for the scatter figure
+REPORTED_SPLIT = "test"  # the fidelity JSON's reported split; "val" is for choosing the head
+EVAL_SPLITS = ("val", "test")  # the fidelity JSON's per-split entries
+PREDICT_BATCH = 256  # contexts per head call when predicting a split
+FEATURE_BATCH = 512  # contexts per backbone call when extracting features
 
 
 def load_label_shards(paths) -> dict[str, torch.Tensor]:
@@ -139,7 +253,7 @@ def structure_matrix(domain: str) -> torch.Tensor | None:
 
 
 def _write_pairs(path, pred, label, masked, seed: int) -> None:
-    """A seeded sample of held-out masked pairs i < j as CSV (label, prediction)."""
+    """A seeded sample of (test) masked pairs i < j as CSV (label, prediction)."""
     from mdm_mi.mi.fidelity import masked_pairs
 
     sel = masked_pairs(masked)
@@ -149,33 +263,63 @@ def _write_pairs(path, pred, label, masked, seed: int) -> None:
     write_text(path, "\n".join(lines) + "\n")
 
 
+def _predict(head, feats: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """The head's ``(C, N, N)`` prediction for features ``(C, N, D)``, on the CPU."""
+    with torch.inference_mode():
+        return torch.cat([head(f, m) for f, m in zip(feats.split(PREDICT_BATCH),
+                                                     masked.to(feats.device).split(PREDICT_BATCH))]).cpu()
+
+
+def split_fidelity(head, feats: torch.Tensor, split: dict, structure) -> tuple[torch.Tensor, dict]:
+    """The head's prediction on one split's contexts and its fidelity there (plus ``contexts``)."""
+    from mdm_mi.mi.fidelity import fidelity
+
+    pred = _predict(head, feats, split["masked"])
+    return pred, fidelity(pred, split["label"], split["masked"], structure) | {"contexts": len(feats)}
+
+
+def flat_metrics(fid: dict) -> dict[str, float]:
+    """The fidelity JSON's numbers as flat tracker metrics (``test_pearson``, ``val_mae``, ``n_params``...)."""
+    flat = {f"{name}_{k}": v for name in EVAL_SPLITS for k, v in fid[name].items()}
+    flat |= {k: v for k, v in fid.items() if k not in EVAL_SPLITS}
+    return {k: v for k, v in flat.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
 @verb("train-head", TrainHeadArgs, "train the MI head on probing labels and report its fidelity")
 def train_head_job(args: TrainHeadArgs, tracker) -> None:
-    from mdm_mi.mi.fidelity import fidelity
+    """Train on ``--labels``; the history's val_mse and the ``val`` fidelity come from ``--val`` (the
+    only held-out data any choice may look at), the reported ``test`` fidelity and the pairs CSV from
+    ``--test``."""
     from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
     from mdm_mi.models import load_backbone
 
     setup(args.threads, args.seed)
     device = resolve_device(args.device)
+    splits = {"train": load_label_shards(args.labels), "val": load_label_shards(args.val),
+              "test": load_label_shards(args.test)}
     backbone, meta = load_backbone(args.model, device)
-    train, held = load_label_shards(args.labels), load_label_shards(args.heldout)
-    feats = backbone_features(backbone, train["contexts"].to(device), 512).clone()
-    hfeats = backbone_features(backbone, held["contexts"].to(device), 512).clone()
+    feats = {name: backbone_features(backbone, split["contexts"].to(device), FEATURE_BATCH).clone()
+             for name, split in splits.items()}
     head_cfg = HeadConfig(args.hidden, args.heads, args.rank, args.unary, args.distance_buckets)
     train_cfg = HeadTrainConfig(args.steps, args.batch_size, args.lr, args.weight_decay, args.seed)
     tracker.log_params(dataclasses.asdict(args))
     start = time.time()
-    head, history = train_head(feats, train["label"], train["masked"], train_cfg, head_cfg,
-                               val=(hfeats, held["label"], held["masked"]), log=lambda m: print(m, flush=True))
-    with torch.inference_mode():
-        pred = torch.cat([head(f, m) for f, m in zip(hfeats.split(256), held["masked"].to(device).split(256))]).cpu()
-    fid = fidelity(pred, held["label"], held["masked"], structure_matrix(meta["domain"]))
-    fid |= {"n_params": count_params(head), "train_contexts": len(feats), "heldout_contexts": len(hfeats),
-            "train_minutes": (time.time() - start) / 60, "backbone_domain": meta["domain"]}
+    train, val = splits["train"], splits["val"]
+    head, history = train_head(feats["train"], train["label"], train["masked"], train_cfg, head_cfg,
+                               val=(feats["val"], val["label"], val["masked"]), log=lambda m: print(m, flush=True))
+    minutes = (time.time() - start) / 60
+    structure = structure_matrix(meta["domain"])
+    fid: dict = {"reported": REPORTED_SPLIT}
+    preds = {}
+    for name in EVAL_SPLITS:
+        preds[name], fid[name] = split_fidelity(head, feats[name], splits[name], structure)
+    fid |= {"n_params": count_params(head), "train_contexts": len(feats["train"]), "train_minutes": minutes,
+            "backbone_domain": meta["domain"]}
     save_head(head, args.out, {"backbone": str(args.model), "history": history, "fidelity": fid})
     write_json(args.fidelity, fid)
-    _write_pairs(args.pairs, pred, held["label"], held["masked"], args.seed)
+    test = splits[REPORTED_SPLIT]
+    _write_pairs(args.pairs, preds[REPORTED_SPLIT], test["label"], test["masked"], args.seed)
     for row in history:
         tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step=row["step"])
-    tracker.log_metrics({k: v for k, v in fid.items() if isinstance(v, (int, float))})
+    tracker.log_metrics(flat_metrics(fid))
     tracker.log_artifact(args.fidelity)

@@ -29,7 +29,7 @@ class GenerateArgs(SamplerFlags, ModelFlags):
     min_length: int = field(default=50, metadata=_h("shortest length (without --reference)"))
     max_length: int = field(default=100, metadata=_h("longest length (without --reference)"))
     reference: Path | None = field(default=None, metadata=_h("FASTA: draw lengths from it and score against it"))
-    reference2: Path | None = field(default=None, metadata=_h("second reference draw: the JSD noise floor"))
+    reference2: Path | None = field(default=None, metadata=_h("second reference draw: JSD/composition check"))
     clusters: int = field(default=15, metadata=_h("k-means clusters of the JSD metric (paper: 15)"))
     embed_layer: int = field(default=-1, metadata=_h("embedder block mean-pooled for the metric"))
     embedder: Path | None = field(default=None, metadata=_h("model folder embedding for the metric (default: --model)"))
@@ -101,7 +101,8 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     if args.summary is not None:
         write_json(args.summary, summary)
     print(f"{args.n} sequences -> {args.out}; mean passes {mean:.1f}"
-          + (f"; JSD {summary['jsd']:.3f} [{summary['jsd_lo']:.3f}, {summary['jsd_hi']:.3f}]" if reference else ""))
+          + (f"; JSD {summary['jsd']:.3f} (bias-corrected {summary['jsd_bc']:.3f} [{summary['jsd_lo']:.3f}, "
+             f"{summary['jsd_hi']:.3f}], noise floor {summary['jsd_noise_floor']:.3f})" if reference else ""))
     tracker.log_params({"sampler": sampler.name, **sampler.params(), "n": args.n, "temperature": args.temperature})
     tracker.log_metrics({k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
     tracker.log_artifact(args.out)
@@ -109,7 +110,8 @@ def generate_job(args: GenerateArgs, tracker) -> None:
 
 def _scores(args: GenerateArgs, backbone, seqs, reference, reference2, device) -> dict:
     """The protein metrics of ``seqs``; the embedder is ``--embedder`` or the backbone itself, read at
-    block ``--embed-layer``. Without a second reference the noise floor is left out."""
+    block ``--embed-layer``. The JSD noise floor (``jsd_noise_floor``, ``jsd_floor_analytic``) needs only
+    the reference; without a second reference its second-draw comparisons are left out."""
     from mdm_mi.models import load_backbone
     from mdm_mi.protein.esmc import ESMCBackbone
     from mdm_mi.protein.metrics import score_sample
@@ -118,7 +120,7 @@ def _scores(args: GenerateArgs, backbone, seqs, reference, reference2, device) -
     embedder = ESMCBackbone(source.model, args.embed_layer, source.bf16).to(device).eval()
     scores = score_sample(seqs, reference, reference2 or reference, embedder, args.clusters, args.seed)
     if reference2 is None:
-        for key in ("jsd_noise_floor", "composition_jsd_floor", "n_reference2"):
+        for key in ("jsd_reference2", "jsd_reference2_analytic", "composition_jsd_floor", "n_reference2"):
             scores.pop(key)
     return scores
 

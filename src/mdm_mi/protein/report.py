@@ -1,10 +1,12 @@
 """Protein tables and figures from results already computed (``snakemake figures``).
 
 * :func:`protein_rows` / :func:`to_markdown` — one tidy row per sampler setting (mean passes with CI,
-  cluster JSD with bootstrap CI, noise floor, composition JSD, diversity).
+  cluster JSD with its bias-corrected value and basic-bootstrap 95% interval, the equal-size noise floor,
+  composition JSD, diversity).
 * :func:`paper_table` — the paper's protein table with ours beside it; :func:`matched_table` — MI-guided
   against EB and naive at matched mean passes (±10%).
-* :func:`speed_quality` — mean passes (NFE) vs JSD, one curve per sampler, noise floor and paper points.
+* :func:`speed_quality` — mean passes (NFE) vs JSD (plug-in points, basic-bootstrap interval bars), one
+  curve per sampler, noise floor and paper points.
 * :func:`mi_map` — the head's MI on a generated protein (position × position) and MI vs |i − j|.
 """
 
@@ -20,8 +22,11 @@ from mdm_mi import paper
 from mdm_mi.figures import MATCH_TOLERANCE, SAMPLER_STYLE, _nearest, _save, plt
 from mdm_mi.results import PARAM_COLUMNS, setting_label
 
-METRICS = ["n", "mean_passes", "passes_ci", "jsd", "jsd_lo", "jsd_hi", "jsd_noise_floor", "composition_jsd",
-           "unique_fraction", "kmer_distance", "mean_longest_run", "seconds"]
+METRICS = ["n", "mean_passes", "passes_ci", "jsd", "jsd_bc", "jsd_lo", "jsd_hi", "jsd_noise_floor",
+           "jsd_floor_analytic", "composition_jsd", "unique_fraction", "kmer_distance", "mean_longest_run", "seconds"]
+JSD_CAPTION = ("JSD (bits) of k-means cluster histograms vs the reference: plug-in value (the paper's metric, "
+               "biased upwards), bias-corrected value (bc) and basic-bootstrap 95% interval (labels redrawn, "
+               "clusters fixed; clipped at 0), which can lie below the plug-in value")
 COLUMNS = ["sampler", "setting", *PARAM_COLUMNS, *METRICS]
 
 
@@ -43,23 +48,41 @@ def read_rows(path: str | Path) -> list[dict]:
     return rows
 
 
+def _num(r: dict, key: str) -> float:
+    """A metric cell as a float; NaN when missing or empty (summaries from before a field existed)."""
+    value = r.get(key, "")
+    return float("nan") if value in ("", None) else float(value)
+
+
 def _fmt(r: dict | None) -> str:
+    """``passes / plug-in JSD (bc …) [lo, hi]`` of one row; the bc part only when present."""
     if r is None:
         return "not run"
-    return f"{float(r['mean_passes']):.1f} / {float(r['jsd']):.3f} [{float(r['jsd_lo']):.3f}, {float(r['jsd_hi']):.3f}]"
+    bc = _num(r, "jsd_bc")
+    return (f"{float(r['mean_passes']):.1f} / {float(r['jsd']):.3f}" + (f" (bc {bc:.3f})" if np.isfinite(bc) else "")
+            + f" [{float(r['jsd_lo']):.3f}, {float(r['jsd_hi']):.3f}]")
+
+
+def _floor_text(rows: list[dict]) -> str:
+    """The noise floor of the first row that has one, with its analytic check when present."""
+    r = next((r for r in rows if np.isfinite(_num(r, "jsd_noise_floor"))), None)
+    if r is None:
+        return "noise floor not computed"
+    analytic = _num(r, "jsd_floor_analytic")
+    text = ("noise floor (plug-in JSD expected of a perfect generator at these sample sizes; compare with the "
+            f"JSD column) {_num(r, 'jsd_noise_floor'):.3f}")
+    return text + (f", analytic {analytic:.3f}" if np.isfinite(analytic) else "")
 
 
 def to_markdown(rows: list[dict], backbone: str) -> str:
     """All settings as a Markdown table."""
-    floor = next((float(r["jsd_noise_floor"]) for r in rows if r.get("jsd_noise_floor", "") != ""), float("nan"))
-    lines = [f"Protein generation — backbone: {backbone}; JSD (bits) of k-means cluster histograms vs the "
-             f"reference, bootstrap 95% interval; noise floor (second reference draw) {floor:.3f}", "",
-             "| sampler | setting | n | mean passes | JSD [95% CI] | composition JSD | unique | 3-mer distance |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [f"Protein generation — backbone: {backbone}; {JSD_CAPTION}; {_floor_text(rows)}", "",
+             "| sampler | setting | n | mean passes | JSD | bias-corrected JSD [95% CI] | composition JSD | unique "
+             "| 3-mer distance |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['sampler']} | {r['setting']} | {int(float(r['n']))} | {float(r['mean_passes']):.1f} ± "
-                     f"{float(r['passes_ci']):.1f} | {float(r['jsd']):.3f} [{float(r['jsd_lo']):.3f}, "
-                     f"{float(r['jsd_hi']):.3f}] | {float(r['composition_jsd']):.4f} | "
+                     f"{float(r['passes_ci']):.1f} | {float(r['jsd']):.3f} | {_num(r, 'jsd_bc'):.3f} "
+                     f"[{float(r['jsd_lo']):.3f}, {float(r['jsd_hi']):.3f}] | {float(r['composition_jsd']):.4f} | "
                      f"{float(r['unique_fraction']):.2f} | {float(r['kmer_distance']):.3f} |")
     return "\n".join(lines) + "\n"
 
@@ -67,8 +90,10 @@ def to_markdown(rows: list[dict], backbone: str) -> str:
 def paper_table(rows: list[dict], backbone: str) -> str:
     """Markdown laid out like the paper's protein table: paper passes / JSD beside ours (same setting
     and nearest in mean passes)."""
-    lines = [f"Proteins: mean passes / JSD — paper (ESM-C 300M) beside ours (backbone: {backbone})", "",
-             "| sampler | paper: passes / JSD | ours, same setting: passes / JSD [95% CI] "
+    lines = [f"Proteins: mean passes / JSD — paper (ESM-C 300M) beside ours (backbone: {backbone}); the paper's "
+             "numbers and our first JSD are plug-in values; (bc …) [95% CI]: our bias-corrected JSD and its "
+             "basic-bootstrap interval", "",
+             "| sampler | paper: passes / JSD | ours, same setting: passes / JSD (bc) [95% CI] "
              "| ours, nearest passes: setting, passes / JSD |", "|---|---|---|---|"]
     for sampler, label, params, passes, jsd in paper.PROTEIN:
         same = [r for r in rows if r["sampler"] == sampler and all(str(r.get(k)) == str(v) for k, v in params.items())]
@@ -84,7 +109,7 @@ def matched_table(rows: list[dict]) -> str:
     seq = next((r for r in rows if r["sampler"] == "sequential"), None)
     lines = [f"MI-guided vs baselines at matched mean passes (±{MATCH_TOLERANCE:.0%})"
              + (f"; sequential: {_fmt(seq)}" if seq else ""), "",
-             "| MI-guided setting | passes / JSD [95% CI] | EB at matched passes | naive at matched passes |",
+             "| MI-guided setting | passes / JSD (bc) [95% CI] | EB at matched passes | naive at matched passes |",
              "|---|---|---|---|"]
     for mi in sorted((r for r in rows if r["sampler"] == "mi"), key=lambda r: r["mean_passes"]):
         cells = []
@@ -97,7 +122,10 @@ def matched_table(rows: list[dict]) -> str:
 
 
 def speed_quality(rows: list[dict], out, title: str, overlay_paper: bool = True) -> None:
-    """JSD (bootstrap 95% interval) against mean passes (log), one curve per sampler (MI per λ)."""
+    """JSD against mean passes (log), one curve per sampler (MI per λ). Points are plug-in JSDs, on the
+    same scale as the paper's stars and the noise floor (a perfect generator's plug-in JSD at these
+    sizes); bars are the basic-bootstrap 95% interval of the true JSD, which sits below a point by
+    about the plug-in bias."""
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     groups: dict[tuple, list] = {}
     for r in rows:
@@ -106,21 +134,21 @@ def speed_quality(rows: list[dict], out, title: str, overlay_paper: bool = True)
         label, colour = SAMPLER_STYLE.get(sampler, (sampler, "grey"))
         pts = sorted(pts, key=lambda r: float(r["mean_passes"]))
         x = [float(r["mean_passes"]) for r in pts]
-        y = [float(r["jsd"]) for r in pts]
-        err = [[float(r["jsd"]) - float(r["jsd_lo"]) for r in pts], [float(r["jsd_hi"]) - float(r["jsd"]) for r in pts]]
         style = {"0.5": ":", "2.0": "--"}.get(str(lam), "-")
-        ax.errorbar(x, y, yerr=err, marker="o", ms=4, capsize=2, color=colour, ls=style,
-                    label=label + (f" λ={lam}" if lam != "" else ""))
+        ax.plot(x, [float(r["jsd"]) for r in pts], marker="o", ms=4, color=colour, ls=style,
+                label=label + (f" λ={lam}" if lam != "" else ""))
+        ax.vlines(x, [float(r["jsd_lo"]) for r in pts], [float(r["jsd_hi"]) for r in pts], color=colour, lw=2,
+                  alpha=0.4)
     floor = [float(r["jsd_noise_floor"]) for r in rows if np.isfinite(float(r["jsd_noise_floor"]))]
     if floor:
-        ax.axhline(floor[0], color="grey", ls="--", lw=1, label="noise floor (2nd reference draw)")
+        ax.axhline(floor[0], color="grey", ls="--", lw=1, label="noise floor (perfect generator, same sizes)")
     if overlay_paper:
         for sampler, _, _, passes, jsd in paper.PROTEIN:
             ax.scatter([passes], [jsd], marker="*", s=140, color=SAMPLER_STYLE[sampler][1], edgecolor="k", zorder=5)
         ax.scatter([], [], marker="*", s=140, color="white", edgecolor="k", label="paper, ESM-C 300M (stars)")
     ax.set_xscale("log")
     ax.set_xlabel("mean forward passes per sequence (NFE, log)")
-    ax.set_ylabel("cluster-histogram JSD vs reference (bits)")
+    ax.set_ylabel("cluster-histogram JSD vs reference (bits)\npoints plug-in, bars 95% CI of true JSD", fontsize=8)
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)

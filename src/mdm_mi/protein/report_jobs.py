@@ -3,7 +3,7 @@
     python -m mdm_mi protein-table --inputs results/x/protein/eval/*.json --model M --out t.csv --markdown t.md
     python -m mdm_mi protein-paper-table --table t.csv --model M --out paper.md
     python -m mdm_mi figure-protein-speed-quality --table t.csv --model M --out nfe_jsd.png
-    python -m mdm_mi figure-protein-mi --model M --head H --generated g.fasta --heldout s0.safetensors --out mi.png
+    python -m mdm_mi figure-protein-mi --model M --head H --generated g.fasta --test s0.safetensors --out mi.png
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class ProteinMiArgs:
     model: Path = field(metadata=_h("protein model folder"))
     head: Path = field(metadata=_h("MI head folder"))
     generated: Path = field(metadata=_h("FASTA of generated proteins (the first is mapped)"))
-    heldout: tuple[Path, ...] = field(metadata=_h("held-out label shards (MI vs |i-j|)"))
+    test: tuple[Path, ...] = field(metadata=_h("test-split label shards (MI vs |i-j|)"))
     out: Path = field(metadata=_h("output PNG"))
     csv: Path = field(metadata=_h("output CSV: the mapped matrix and the distance profile"))
     mask_fraction: float = field(default=0.5, metadata=_h("fraction of the protein masked for the map"))
@@ -109,13 +109,13 @@ def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
     hide = torch.rand(len(seq), generator=gen) < args.mask_fraction
     tokens[1 : len(seq) + 1][hide.to(tokens.device)] = backbone.mask_id
     masked = tokens == backbone.mask_id
-    held = load_label_shards(args.heldout)
+    test = load_label_shards(args.test)
     with torch.inference_mode():
         pred = head(backbone(tokens[None]).hidden, masked[None])[0].cpu()
-        held_pred = torch.cat([head(backbone(c.to(device)).hidden, m.to(device)).cpu()
-                               for c, m in zip(held["contexts"].split(64), held["masked"].split(64))])
+        test_pred = torch.cat([head(backbone(c.to(device)).hidden, m.to(device)).cpu()
+                               for c, m in zip(test["contexts"].split(64), test["masked"].split(64))])
     inner = pred[1 : len(seq) + 1, 1 : len(seq) + 1].numpy()
-    profile = distance_profile(held_pred, held["label"], held["masked"], args.max_distance)
+    profile = distance_profile(test_pred, test["label"], test["masked"], args.max_distance)
     mi_map(inner, seq, profile, args.out, f"backbone: {backbone_name(args.model)}")
     with atomic_path(args.csv) as tmp:
         lines = ["kind,i,j,value"] + [f"map,{i},{j},{inner[i, j]:.6g}" for i in range(len(seq)) for j in range(len(seq))]

@@ -1,0 +1,157 @@
+"""The budgets table: every sampler at every calibrated budget, with paired differences.
+
+Input is a comparison's runs (``run id → {family, divisor, solved (P,), passes (P,), ...}``, one
+``sequential`` run and one run per calibrated family and budget, all on the same P test items).
+Contenders (MI-guided at each λ, and ``mi*``: at each budget the λ with the best *calibration*
+accuracy, so the choice never sees the test items) are compared with every baseline by
+:func:`mdm_mi.paired.paired_difference`.
+
+    rows = budget_rows(runs, set_name="hard")          # long format, one row per comparison
+    write_csv(rows, "budgets.csv"); print(markdown(rows, runs, "hard"))
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from mdm_mi.io import atomic_path
+from mdm_mi.paired import paired_difference
+from mdm_mi.stats import wilson_interval
+
+SEQUENTIAL = "sequential"
+BEST_MI = "mi*"  # MI-guided with λ chosen per budget on the calibration split
+CONTENDER_PREFIXES = ("mi",)  # families whose rows are compared with the baselines
+FIELDS = ["set", "divisor", "target", "first", "second", "n", "passes_first", "passes_second", "acc_first",
+          "acc_second", "diff", "lo", "hi", "b", "c", "p_value", "detectable", "verdict"]
+
+
+def is_contender(family: str) -> bool:
+    return family.startswith(CONTENDER_PREFIXES)
+
+
+def by_budget(runs: dict[str, dict]) -> dict[int, dict[str, dict]]:
+    """divisor → family → run, with ``mi*`` added (best calibration accuracy among MI-guided λ)."""
+    table: dict[int, dict[str, dict]] = {}
+    for run in runs.values():
+        if run["family"] != SEQUENTIAL:
+            table.setdefault(run["divisor"], {})[run["family"]] = run
+    for fams in table.values():
+        mi = [f for f in fams if f.startswith("mi λ=")]
+        if mi:
+            best = max(mi, key=lambda f: fams[f]["calib_accuracy"])  # first of ties: the lowest λ
+            fams[BEST_MI] = fams[best] | {"chosen": best}
+    return dict(sorted(table.items()))
+
+
+def budget_rows(runs: dict[str, dict], set_name: str) -> list[dict]:
+    """One row per (budget, contender, baseline): accuracies, passes, difference [95% Newcombe],
+    discordant counts, exact McNemar p, the difference this set resolves, and the verdict."""
+    seq = runs[SEQUENTIAL]
+    rows = []
+    for d, fams in by_budget(runs).items():
+        baselines = {f: r for f, r in fams.items() if not is_contender(f) and f != BEST_MI} | {SEQUENTIAL: seq}
+        for first in [f for f in fams if is_contender(f) or f == BEST_MI]:
+            for second, base in baselines.items():
+                pd = paired_difference(fams[first]["solved"], base["solved"])
+                rows.append({
+                    "set": set_name, "divisor": d, "target": fams[first].get("target", float("nan")),
+                    "first": first, "second": second, "n": pd.n,
+                    "passes_first": float(np.mean(fams[first]["passes"])),
+                    "passes_second": float(np.mean(base["passes"])),
+                    "acc_first": pd.acc_first, "acc_second": pd.acc_second, "diff": pd.diff, "lo": pd.lo,
+                    "hi": pd.hi, "b": pd.b, "c": pd.c, "p_value": pd.p_value, "detectable": pd.detectable,
+                    "verdict": pd.verdict(),
+                })
+    return rows
+
+
+def write_csv(rows: list[dict], path: str | Path) -> None:
+    """The long-format budgets table as CSV (atomically)."""
+    with atomic_path(path) as tmp, tmp.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _acc_cell(run: dict) -> str:
+    k, n = int(np.sum(run["solved"])), len(run["solved"])
+    lo, hi = wilson_interval(k, n)
+    return f"{100 * k / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] @ {np.mean(run['passes']):.1f}"
+
+
+def _diff_cell(r: dict) -> str:
+    return f"{100 * r['diff']:+.1f} [{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}] p={r['p_value']:.2g}"
+
+
+def markdown(rows: list[dict], runs: dict[str, dict], set_name: str) -> str:
+    """Two tables for one set: accuracy % [Wilson 95%] @ mean passes of every family at each budget,
+    and ``mi*`` minus each baseline (pp, 95% Newcombe interval, exact McNemar p)."""
+    table = by_budget(runs)
+    families = list(dict.fromkeys(f for fams in table.values() for f in fams))
+    seq = runs[SEQUENTIAL]
+    n = len(seq["solved"])
+    lines = [f"**{set_name}** ({n} test puzzles; sequential {_acc_cell(seq)})", "",
+             "| budget (target passes) | " + " | ".join(families) + " |",
+             "|---|" + "---|" * len(families)]
+    for d, fams in table.items():
+        target = next(iter(fams.values())).get("target", float("nan"))
+        cells = [(_acc_cell(fams[f]) + (f" ({fams[f]['chosen'].split('=')[1]})" if f == BEST_MI else "")
+                  if f in fams else "") for f in families]
+        lines.append(f"| 1/{d} ({target:.1f}) | " + " | ".join(cells) + " |")
+    mine = [r for r in rows if r["first"] == BEST_MI]
+    seconds = list(dict.fromkeys(r["second"] for r in mine))
+    if mine:
+        lines += ["", f"{BEST_MI} minus each baseline on the same puzzles (pp, 95% interval, exact McNemar p):", "",
+                  "| budget | " + " | ".join(seconds) + " | resolves ± (pp) |", "|---|" + "---|" * (len(seconds) + 1)]
+        for d in table:
+            rs = {r["second"]: r for r in mine if r["divisor"] == d}
+            res = np.median([r["detectable"] for r in rs.values()])
+            lines.append(f"| 1/{d} | " + " | ".join(_diff_cell(rs[s]) if s in rs else "" for s in seconds)
+                         + f" | {100 * res:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def read_csv(path: str | Path) -> list[dict]:
+    """A budgets CSV written by :func:`write_csv`, numbers as floats/ints."""
+    ints = {"divisor", "n", "b", "c"}
+    with Path(path).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        for k in FIELDS:
+            if k in ints:
+                r[k] = int(r[k])
+            elif k not in ("set", "first", "second", "verdict"):
+                r[k] = float(r[k])
+    return rows
+
+
+def winners(rows: list[dict], against=("eb", "naive", "threshold", SEQUENTIAL)) -> list[dict]:
+    """Per set and budget: the family with the best test accuracy, and ``mi*`` minus each of
+    ``against`` (difference, 95% interval, p and verdict at p < 0.05), from long-format rows."""
+    out = []
+    for key in dict.fromkeys((r["set"], r["divisor"]) for r in rows):
+        rs = [r for r in rows if (r["set"], r["divisor"]) == key]
+        acc = {r["first"]: (r["acc_first"], r["passes_first"]) for r in rs if r["first"] != BEST_MI}
+        acc |= {r["second"]: (r["acc_second"], r["passes_second"]) for r in rs if r["second"] != SEQUENTIAL}
+        best = max(acc, key=lambda f: acc[f][0])
+        mine = {r["second"]: r for r in rs if r["first"] == BEST_MI}
+        out.append({"set": key[0], "divisor": key[1], "passes": mine[against[0]]["passes_first"] if against[0] in mine
+                    else float("nan"), "best": best, "best_acc": acc[best][0],
+                    "vs": {a: mine[a] for a in against if a in mine}})
+    return out
+
+
+def summary_markdown(rows: list[dict]) -> str:
+    """Who wins at each budget, every set: the best family and ``mi*`` against each baseline."""
+    table = winners(rows)
+    against = list(dict.fromkeys(a for w in table for a in w["vs"]))
+    lines = [f"| set | budget | passes | best (acc %) | " + " | ".join(f"{BEST_MI} − {a}" for a in against) + " |",
+             "|---|---|---|---|" + "---|" * len(against)]
+    for w in table:
+        cells = [(f"{_diff_cell(w['vs'][a])} **{w['vs'][a]['verdict']}**" if a in w["vs"] else "") for a in against]
+        lines.append(f"| {w['set']} | 1/{w['divisor']} | {w['passes']:.1f} | {w['best']} ({100 * w['best_acc']:.1f}) | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,131 @@
+"""Calibrated budgets: the parameter of each parallel sampler that reaches a target mean number of
+forward passes, found by bisection on a calibration split (never on the test items).
+
+Only passes are comparable across samplers; their parameters (naive k, EB γ, MI-guided γ, the
+threshold τ) are not. So every sampler is set to the same pass budgets — sequential's passes divided
+by 2, 3, 4, 5, 6, 8 and 10 — and compared there.
+
+    fam = Family("eb", "eb", "gamma", lo=1e-3, hi=50.0, scale="log", increasing=False)
+    point = calibrate(fam, target=11.4, measure=lambda s: mean_passes_on_calibration_split(s))
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from mdm_mi.samplers import Sampler, build_sampler
+
+SCALES = ("linear", "log", "log1m")  # bisect on p, log p, or −log(1 − p) (for τ near 1)
+DEFAULT_ITERS = 14
+DEFAULT_RTOL = 0.02  # stop once the mean passes lie within 2% of the target
+ON_TARGET_RTOL = 0.05  # a calibrated point is reported "on target" within ±5%
+DIVISORS = (2, 3, 4, 5, 6, 8, 10)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A sampler with one free parameter to calibrate.
+
+    label:      the row name in tables (e.g. ``mi λ=1``).
+    sampler:    the registered sampler name.
+    param:      the calibrated keyword (``k``, ``gamma``, ``tau``, ...).
+    lo, hi:     the search interval of the parameter.
+    scale:      how to bisect (``linear``, ``log`` or ``log1m``).
+    increasing: whether mean passes rise with the parameter (τ) or fall (k, γ).
+    fixed:      the other keywords of the sampler (λ, on_reject, ...).
+    """
+
+    label: str
+    sampler: str
+    param: str
+    lo: float
+    hi: float
+    scale: str
+    increasing: bool
+    fixed: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.scale not in SCALES:
+            raise ValueError(f"scale must be one of {SCALES}, got {self.scale!r}")
+        if not self.lo < self.hi:
+            raise ValueError(f"{self.label}: need lo < hi, got {self.lo}, {self.hi}")
+
+    def build(self, value: float) -> Sampler:
+        """The sampler at parameter ``value``."""
+        return build_sampler(self.sampler, **self.fixed, **{self.param: value})
+
+    def to_u(self, value: float) -> float:
+        """The bisection coordinate, increasing with ``value``."""
+        if self.scale == "log":
+            return math.log(value)
+        return -math.log1p(-value) if self.scale == "log1m" else value
+
+    def from_u(self, u: float) -> float:
+        if self.scale == "log":
+            return math.exp(u)
+        return -math.expm1(-u) if self.scale == "log1m" else u
+
+
+@dataclass(frozen=True)
+class Point:
+    """A calibrated setting: the parameter, the mean passes it gave on the calibration split, how
+    many decodes the search took and any extra measurement (e.g. calibration accuracy)."""
+
+    family: str
+    target: float
+    value: float
+    passes: float
+    decodes: int
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def on_target(self) -> bool:
+        return abs(self.passes / self.target - 1) <= ON_TARGET_RTOL
+
+
+Measure = Callable[[Sampler], tuple[float, dict]]  # sampler → (mean passes, extra measurements)
+
+
+def calibrate(family: Family, target: float, measure: Measure, iters: int = DEFAULT_ITERS,
+              rtol: float = DEFAULT_RTOL, cache: dict | None = None) -> Point:
+    """Bisect ``family``'s parameter so that ``measure(sampler)[0]`` (mean passes on the calibration
+    split) reaches ``target``; the closest point seen is returned (passes are a step function of the
+    parameter, so an exact hit is not always possible). ``cache`` (value → result) may be shared
+    between the targets of one family to reuse decodes."""
+    cache = {} if cache is None else cache
+    lo, hi = family.to_u(family.lo), family.to_u(family.hi)
+    best: tuple[float, float, float, dict] | None = None  # (error, value, passes, extra)
+    decodes = 0
+
+    def run(u: float):
+        nonlocal best, decodes
+        value = family.from_u(u)
+        if value not in cache:
+            cache[value] = measure(family.build(value))
+            decodes += 1
+        passes, extra = cache[value]
+        err = abs(passes / target - 1)
+        if best is None or err < best[0]:
+            best = (err, value, passes, extra)
+        return passes
+
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        passes = run(mid)
+        if abs(passes / target - 1) <= rtol:
+            break
+        too_many = passes > target
+        # more passes than wanted: move towards fewer passes
+        if too_many != family.increasing:
+            lo = mid
+        else:
+            hi = mid
+    _, value, passes, extra = best
+    return Point(family=family.label, target=target, value=value, passes=passes, decodes=decodes, extra=extra)
+
+
+def targets(sequential_passes: float, divisors=DIVISORS) -> dict[int, float]:
+    """Target mean passes: sequential's divided by each divisor."""
+    return {d: sequential_passes / d for d in divisors}

@@ -1,0 +1,175 @@
+"""The ``sudoku-compare`` verb: every parallel sampler calibrated to sequential's passes ÷ 2…10 on
+a calibration split, then decoded on a disjoint test split, with paired differences (budgets table).
+
+    python -m mdm_mi sudoku-compare --model results/x/sudoku/model --head results/x/sudoku/head \
+        --radcliffe radcliffe.csv --easy easy.csv --set hard --out-dir results/x/sudoku/budgets/hard ...
+
+Writes, in ``--out-dir``: ``calib.csv`` and ``test.csv`` (the splits), ``runs.json`` (every run's
+sampler settings, calibration and test summary), ``outcomes.npz`` (per-puzzle solved/passes of every
+run), ``budgets.csv`` (long format) and ``budgets.md``, ``curve.png``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mdm_mi.calibrate import DIVISORS, Family
+from mdm_mi.cli import h as _h, verb
+from mdm_mi.errors import InputError
+from mdm_mi.io import write_json, write_text
+from mdm_mi.runtime import resolve_device, setup
+
+SUDOKU_CELLS = 81
+GAMMA_RANGE = (1e-3, 100.0)  # nats: from one token per pass to everything at once
+TAU_RANGE = (0.0, 1 - 1e-6)
+
+
+def sudoku_families(mi_lambda, on_reject: str, charge_first: bool, n_cells: int = SUDOKU_CELLS) -> list[Family]:
+    """The calibrated samplers: naive top-k (fractional k), EB-Sampler, the Fast-dLLM confidence
+    threshold and MI-guided (Algorithm 1) at each λ."""
+    fams = [
+        Family("naive", "naive", "k", 1.0, float(n_cells), "linear", increasing=False),
+        Family("eb", "eb", "gamma", *GAMMA_RANGE, "log", increasing=False),
+        Family("threshold", "threshold", "tau", *TAU_RANGE, "log1m", increasing=True),
+    ]
+    mi = {"on_reject": on_reject, "charge_first": charge_first}
+    fams += [Family(f"mi λ={lam:g}", "mi", "gamma", *GAMMA_RANGE, "log", increasing=False, fixed={"lam": lam} | mi)
+             for lam in mi_lambda]
+    return fams
+
+
+@dataclass(frozen=True)
+class CompareArgs:
+    model: Path = field(metadata=_h("Sudoku backbone checkpoint folder"))
+    head: Path = field(metadata=_h("MI head checkpoint folder"))
+    radcliffe: Path = field(metadata=_h("Radcliffe curated CSV (levels Beginner..Expert)"))
+    easy: Path = field(metadata=_h("HKUNLP easy CSV"))
+    set: str = field(metadata=_h("hard | graded | levels | easy"))
+    out_dir: Path = field(metadata=_h("output folder"))
+    calib_puzzles: int = field(metadata=_h("calibration puzzles per set (disjoint from the test puzzles)"))
+    test_puzzles: int = field(metadata=_h("at most this many test puzzles per set"))
+    graded_givens: tuple[int, ...] = field(metadata=_h("givens of the graded set's levels"))
+    graded_per_level: int = field(metadata=_h("graded test puzzles per level"))
+    divisors: tuple[int, ...] = field(default=DIVISORS, metadata=_h("budgets: sequential's passes ÷ each"))
+    mi_lambda: tuple[float, ...] = field(default=(1.0, 2.0), metadata=_h("MI-guided λ values"))
+    mi_on_reject: str = field(default="skip", metadata=_h("MI-guided: skip | stop"))
+    mi_charge_first: bool = field(default=False, metadata=_h("MI-guided: charge the first token"))
+    bootstrap: int = field(default=1000, metadata=_h("paired-bootstrap replicates of the curve bands"))
+    batch_size: int = field(default=500, metadata=_h("puzzles decoded together"))
+    seed: int = field(default=0, metadata=_h("random seed (splits, bootstrap)"))
+    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
+    threads: int = field(default=1, metadata=_h("torch CPU threads"))
+
+
+@verb("sudoku-compare", CompareArgs, "calibrate every sampler to common pass budgets and compare them pairwise")
+def sudoku_compare(args: CompareArgs, tracker) -> None:
+    from mdm_mi.budgets import budget_rows, markdown, write_csv
+    from mdm_mi.mi.guided import head_pairwise_fn
+    from mdm_mi.models import load_backbone
+    from mdm_mi.mi.head import load_head
+    from mdm_mi.sudoku.compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_test
+    from mdm_mi.sudoku.data import load_puzzle_csv, write_puzzle_csv
+
+    setup(args.threads, args.seed)
+    if not args.divisors or min(args.divisors) < 1:
+        raise InputError(f"--divisors must be integers >= 1, got {args.divisors}")
+    spec = SplitSpec(args.calib_puzzles, args.test_puzzles, tuple(args.graded_givens), args.graded_per_level, args.seed)
+    try:
+        calib, test = compare_splits(load_puzzle_csv(args.radcliffe), load_puzzle_csv(args.easy), [args.set], spec)[args.set]
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    device = resolve_device(args.device)
+    model, _ = load_backbone(args.model, device, domain="sudoku")
+    head, _ = load_head(args.head, device)
+    out = Path(args.out_dir)
+    write_puzzle_csv(out / "calib.csv", calib)
+    write_puzzle_csv(out / "test.csv", test)
+    families = sudoku_families(args.mi_lambda, args.mi_on_reject, args.mi_charge_first)
+    decoder = Decoder(model, head_pairwise_fn(head), args.batch_size, args.seed)
+    t0 = time.time()
+    seq_passes, points = calibrate_families(decoder, calib, families, args.divisors)
+    t_calib = time.time() - t0
+    runs = decode_test(decoder, test, families, points)
+    rows = budget_rows(runs, args.set)
+    _write(out, args, runs, rows, seq_passes, {"calibration_s": t_calib, "test_s": time.time() - t0 - t_calib})
+    write_csv(rows, out / "budgets.csv")
+    write_text(out / "budgets.md", markdown(rows, runs, args.set))
+    curve_figure(runs, out / "curve.png", args.set, args.bootstrap, args.seed)
+    tracker.log_params({"set": args.set, "calib_puzzles": len(calib), "test_puzzles": len(test),
+                        "divisors": list(args.divisors), "mi_lambda": list(args.mi_lambda)})
+    tracker.log_metrics({f"{r['first']}-{r['second']}.1_{r['divisor']}.diff": r["diff"] for r in rows})
+    for name in ("budgets.md", "budgets.csv", "runs.json", "curve.png"):
+        tracker.log_artifact(out / name)
+
+
+def _write(out: Path, args: CompareArgs, runs: dict, rows: list, seq_passes: float, seconds: dict) -> None:
+    """``runs.json`` (settings and summaries) and ``outcomes.npz`` (per-puzzle arrays)."""
+    from mdm_mi.io import atomic_path
+
+    summary = {name: {k: v for k, v in r.items() if k not in ("solved", "passes")}
+               | {"accuracy": float(np.mean(r["solved"])), "mean_passes": float(np.mean(r["passes"]))}
+               for name, r in runs.items()}
+    write_json(out / "runs.json", {"set": args.set, "args": {k: str(v) if isinstance(v, Path) else v
+                                                             for k, v in dataclasses.asdict(args).items()},
+                                   "sequential_passes_calib": seq_passes, "seconds": seconds, "runs": summary})
+    with atomic_path(out / "outcomes.npz") as tmp, tmp.open("wb") as fh:  # a file object: no suffix added
+        np.savez(fh, names=np.array(list(runs)), solved=np.stack([r["solved"] for r in runs.values()]),
+                 passes=np.stack([r["passes"] for r in runs.values()]))
+
+
+def curve_figure(runs: dict, out: Path, set_name: str, n_boot: int, seed: int) -> None:
+    """Accuracy at budget (interpolated between calibrated points, paired-bootstrap 95% bands)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mdm_mi.budgets import SEQUENTIAL, by_budget
+    from mdm_mi.figures import _save
+    from mdm_mi.paired import bootstrap_curves
+
+    table = by_budget(runs)
+    families = [f for f in dict.fromkeys(f for fams in table.values() for f in fams)]
+    solved = {f: np.stack([table[d][f]["solved"] for d in table]) for f in families}
+    passes = {f: np.array([np.mean(table[d][f]["passes"]) for d in table]) for f in families}
+    lo = max(min(p.min() for p in passes.values()), 1.0)
+    hi = max(p.max() for p in passes.values())
+    grid = np.geomspace(lo, hi, 60)
+    curves = bootstrap_curves(solved, passes, grid, n_boot, seed)
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for f, c in curves.items():
+        line, = ax.plot(grid, 100 * c["acc"], label=f)
+        ax.fill_between(grid, 100 * c["lo"], 100 * c["hi"], color=line.get_color(), alpha=0.15)
+    seq = runs[SEQUENTIAL]
+    ax.scatter([np.mean(seq["passes"])], [100 * np.mean(seq["solved"])], color="black", zorder=3, label="sequential")
+    ax.set_xscale("log")
+    ax.set_xlabel("mean forward passes (calibrated budgets)")
+    ax.set_ylabel("solved % (test split)")
+    ax.set_title(f"Sudoku {set_name}: accuracy at budget, paired-bootstrap 95% bands")
+    ax.legend(fontsize=8)
+    _save(fig, out)
+
+
+@dataclass(frozen=True)
+class SummaryArgs:
+    inputs: tuple[Path, ...] = field(metadata=_h("budgets.csv of each set (sudoku-compare)"))
+    out: Path = field(metadata=_h("output markdown: who wins at each budget"))
+
+
+@verb("budgets-summary", SummaryArgs, "who wins at each calibrated budget, over every set's budgets table")
+def budgets_summary(args: SummaryArgs, tracker) -> None:
+    from mdm_mi.budgets import read_csv, summary_markdown
+
+    for path in args.inputs:
+        if not Path(path).is_file():
+            raise InputError(f"budgets table not found: {path}")
+    rows = [r for path in args.inputs for r in read_csv(path)]
+    if not rows:
+        raise InputError("the budgets tables hold no rows")
+    write_text(args.out, summary_markdown(rows))
+    tracker.log_artifact(args.out)

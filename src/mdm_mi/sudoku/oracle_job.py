@@ -1,0 +1,120 @@
+"""The ``sudoku-oracle-ceiling`` verb: Algorithm 1 fed the certified probing MI (the oracle) in place
+of the MI head, at the head's calibrated settings, on a seeded subset of a comparison's test split.
+
+It answers what stands between MI-guided decoding and sequential accuracy at a budget: the gap from
+head to oracle is what a perfect head would add; the gap from oracle to sequential is the rule's.
+
+    python -m mdm_mi sudoku-oracle-ceiling --model results/x/sudoku/model \
+        --compare-dir results/x/sudoku/budgets/hard --divisors 5 8 --puzzles 100 --out-dir ...
+
+Writes ``ceiling.json`` (per-divisor settings, accuracies, passes, paired differences, seconds) and
+``ceiling.md``. The oracle's probing passes are not counted (as in :mod:`mdm_mi.mi.guided`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mdm_mi.cli import h as _h, verb
+from mdm_mi.errors import InputError
+from mdm_mi.io import write_json, write_text
+from mdm_mi.runtime import resolve_device, setup
+
+CEILING_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
+
+
+@dataclass(frozen=True)
+class CeilingArgs:
+    model: Path = field(metadata=_h("Sudoku backbone checkpoint folder"))
+    compare_dir: Path = field(metadata=_h("a sudoku-compare output folder (runs.json, outcomes.npz, test.csv)"))
+    out_dir: Path = field(metadata=_h("output folder"))
+    divisors: tuple[int, ...] = field(metadata=_h("budgets (sequential's passes ÷ d) at which to run the oracle"))
+    puzzles: int = field(metadata=_h("test puzzles decoded with the oracle (a seeded subset)"))
+    tol: float = field(metadata=_h("certified probing tolerance (nats)"))
+    batch_size: int = field(default=100, metadata=_h("puzzles decoded together"))
+    seed: int = field(default=0, metadata=_h("random seed of the subset"))
+    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
+    threads: int = field(default=1, metadata=_h("torch CPU threads"))
+
+
+def _load_compare(folder: Path):
+    """``runs.json``'s runs and the per-puzzle outcomes by run id."""
+    for name in ("runs.json", "outcomes.npz", "test.csv"):
+        if not (folder / name).is_file():
+            raise InputError(f"comparison output missing: {folder / name}")
+    runs = json.loads((folder / "runs.json").read_text())["runs"]
+    with np.load(folder / "outcomes.npz", allow_pickle=False) as z:
+        outcomes = {str(n): (z["solved"][i], z["passes"][i]) for i, n in enumerate(z["names"])}
+    return runs, outcomes
+
+
+def _head_run(runs: dict, divisor: int) -> str:
+    """The run id of ``mi*`` at ``divisor``: the MI-guided λ with the best calibration accuracy."""
+    mi = [k for k, r in runs.items() if r["family"].startswith("mi λ=") and r["divisor"] == divisor]
+    if not mi:
+        raise InputError(f"the comparison has no MI-guided run at divisor {divisor}")
+    return max(mi, key=lambda k: runs[k]["calib_accuracy"])
+
+
+@verb("sudoku-oracle-ceiling", CeilingArgs, "decode with the exact-MI oracle at the head's calibrated settings")
+def sudoku_oracle_ceiling(args: CeilingArgs, tracker) -> None:
+    from mdm_mi.mi.guided import oracle_pairwise_fn
+    from mdm_mi.models import load_backbone
+    from mdm_mi.paired import paired_difference
+    from mdm_mi.samplers import build_sampler
+    from mdm_mi.sudoku.compare import Decoder
+    from mdm_mi.sudoku.data import load_puzzle_csv
+
+    setup(args.threads, args.seed)
+    folder = Path(args.compare_dir)
+    runs, outcomes = _load_compare(folder)
+    test = load_puzzle_csv(folder / "test.csv")
+    idx = np.sort(np.random.default_rng([args.seed, 4]).permutation(len(test))[: args.puzzles])
+    device = resolve_device(args.device)
+    model, _ = load_backbone(args.model, device, domain="sudoku")
+    oracle = Decoder(model, oracle_pairwise_fn(model, method="certified", tol=args.tol), args.batch_size, args.seed)
+    result = {"n": len(idx), "tol": args.tol, "divisors": {}}
+    for d in args.divisors:
+        head_id = _head_run(runs, d)
+        params = runs[head_id]["params"]
+        t0 = time.time()
+        solved, passes = oracle(test.subset(idx), build_sampler("mi-oracle", **params))
+        arms = {"oracle": (solved, passes), "head": tuple(a[idx] for a in outcomes[head_id]),
+                "sequential": tuple(a[idx] for a in outcomes["sequential"])}
+        diffs = {f"{a}-{b}": dataclasses.asdict(paired_difference(arms[a][0], arms[b][0])) for a, b in CEILING_PAIRS}
+        result["divisors"][str(d)] = {
+            "head_run": head_id, "params": params, "seconds": time.time() - t0, "differences": diffs,
+            **{f"{k}_accuracy": float(np.mean(v[0])) for k, v in arms.items()},
+            **{f"{k}_passes": float(np.mean(v[1])) for k, v in arms.items()}}
+        print(f"1/{d}: oracle {np.mean(solved):.3f} @ {np.mean(passes):.1f}, head {np.mean(arms['head'][0]):.3f}, "
+              f"{time.time() - t0:.0f} s", flush=True)
+    out = Path(args.out_dir)
+    write_json(out / "ceiling.json", result)
+    write_text(out / "ceiling.md", ceiling_markdown(result, folder.name))
+    tracker.log_metrics({f"1_{d}.{k}": v for d, r in result["divisors"].items() for k, v in r.items()
+                         if isinstance(v, float)})
+    tracker.log_artifact(out / "ceiling.md")
+
+
+def ceiling_markdown(result: dict, set_name: str) -> str:
+    """One row per budget: sequential, head and oracle accuracy @ passes, and the paired gaps."""
+    lines = [f"**{set_name}**, {result['n']} test puzzles, oracle = certified probing MI (±{result['tol']:g} nats)", "",
+             "| budget | sequential | MI head (mi*) | MI oracle | oracle − head | oracle − sequential | oracle s |",
+             "|---|---|---|---|---|---|---|"]
+    for d, r in result["divisors"].items():
+        def cell(k):
+            return f"{100 * r[k + '_accuracy']:.1f} @ {r[k + '_passes']:.1f}"
+
+        def diff(k):
+            x = r["differences"][k]
+            return f"{100 * x['diff']:+.1f} [{100 * x['lo']:+.1f}, {100 * x['hi']:+.1f}] p={x['p_value']:.2g}"
+
+        lines.append(f"| 1/{d} | {cell('sequential')} | {cell('head')} | {cell('oracle')} | {diff('oracle-head')} | "
+                     f"{diff('oracle-sequential')} | {r['seconds']:.0f} |")
+    return "\n".join(lines) + "\n"

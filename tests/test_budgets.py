@@ -1,0 +1,178 @@
+"""Calibrated budgets and paired comparisons: fractional naive k, the confidence-threshold sampler,
+the bisection reaching its targets on a toy backbone, exact McNemar and Newcombe's interval by hand,
+the disjoint comparison splits and the budgets table."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import MockBackbone, seeded_logits
+from mdm_mi.budgets import BEST_MI, budget_rows, by_budget, markdown, read_csv, summary_markdown, winners, write_csv
+from mdm_mi.calibrate import Family, calibrate, targets
+from mdm_mi.paired import (bootstrap_curves, detectable_difference, interpolate_curve, mcnemar_exact,
+                           newcombe_interval, paired_difference)
+from mdm_mi.samplers import INF, StepView, TopK, build_sampler, decode
+
+N, V = 30, 6
+
+
+def test_fractional_k_unmasks_k_on_average_and_integer_k_exactly():
+    frac = TopK(2.5)
+    assert [frac.per_pass(s) for s in range(4)] == [2, 3, 2, 3]
+    assert all(TopK(3).per_pass(s) == 3 for s in range(10))
+    assert sum(TopK(1.3).per_pass(s) for s in range(10)) == 13
+
+
+def test_threshold_admits_exactly_the_confident_positions_and_at_least_one():
+    conf = torch.tensor([[0.95, 0.5, 0.91, 0.2], [0.3, 0.4, 0.2, 0.1]])
+    masked = torch.tensor([[True, True, True, False], [True, True, True, True]])
+    view = StepView(masked=masked, entropy=torch.zeros(2, 4), margin=torch.zeros(2, 4),
+                    confidence=conf.masked_fill(~masked, -INF))
+    chosen = build_sampler("threshold", tau=0.9).select(view)
+    assert chosen.tolist() == [[True, False, True, False], [False, True, False, False]]
+
+
+class SharpeningBackbone(MockBackbone):
+    """Known logits that sharpen as the context fills (``× (1 + 4 · revealed fraction)`` per row), so
+    confidences and entropies change from pass to pass as in a real MDM."""
+
+    def __call__(self, tokens):
+        out = super().__call__(tokens)
+        revealed = (tokens != self.mask_id).float().mean(1)
+        return type(out)(logits=out.logits * (1 + 4 * revealed)[:, None, None], hidden=out.hidden)
+
+
+def _toy_measure(backbone, tokens):
+    def measure(sampler):
+        out = decode(backbone, tokens, sampler, torch.Generator().manual_seed(0))
+        return float(out.passes.float().mean()), {}
+    return measure
+
+
+@pytest.mark.parametrize("family", [
+    Family("naive", "naive", "k", 1.0, float(2 * N), "linear", increasing=False),
+    Family("eb", "eb", "gamma", 1e-3, 100.0, "log", increasing=False),
+    Family("threshold", "threshold", "tau", 0.0, 1 - 1e-6, "log1m", increasing=True),
+])
+@pytest.mark.parametrize("divisor", [2, 3, 5, 8])
+def test_calibration_reaches_its_target_within_5_percent(family, divisor):
+    n = 2 * N
+    backbone = SharpeningBackbone(seeded_logits(n, V, seed=1) * 2, mask_id=V)
+    gen = torch.Generator().manual_seed(0)
+    tokens = torch.randint(V, (32, n), generator=gen)
+    for row in range(32):  # 20..n masks at random places: mean passes can fall between integers
+        tokens[row, torch.randperm(n, generator=gen)[:20 + row * (n - 20) // 31]] = V
+    sequential = float((tokens == V).sum(1).float().mean())
+    target = targets(sequential, [divisor])[divisor]
+    point = calibrate(family, target, _toy_measure(backbone, tokens))
+    assert point.on_target, (family.label, point)
+    assert abs(point.passes / target - 1) <= 0.05
+
+
+def test_mcnemar_exact_matches_a_hand_calculation():
+    # b=1, c=6: p = 2 * P[Bin(7, 1/2) <= 1] = 2 * (1 + 7) / 128 = 0.125
+    assert mcnemar_exact(1, 6) == pytest.approx(0.125)
+    assert mcnemar_exact(6, 1) == pytest.approx(0.125)
+    assert mcnemar_exact(0, 5) == pytest.approx(2 / 32)
+    assert mcnemar_exact(3, 3) == 1.0
+    assert mcnemar_exact(0, 0) == 1.0
+
+
+def test_newcombe_interval_without_correlation_is_square_and_add_of_wilson():
+    # a·d = b·c gives φ = 0: the interval is θ ∓ √(Wilson half-widths² added), by hand
+    from mdm_mi.stats import wilson_interval
+
+    a, b, c, d = 20, 10, 20, 10
+    n, p1, p2 = 60, 30 / 60, 40 / 60
+    l1, u1 = wilson_interval(30, n)
+    l2, u2 = wilson_interval(40, n)
+    lo, hi = newcombe_interval(a, b, c, d)
+    assert lo == pytest.approx(p1 - p2 - math.hypot(p1 - l1, u2 - p2))
+    assert hi == pytest.approx(p1 - p2 + math.hypot(u1 - p1, p2 - l2))
+
+
+def test_newcombe_interval_covers_the_true_paired_difference_at_about_95_percent():
+    rng = np.random.default_rng(0)
+    cells = np.array([0.30, 0.10, 0.05, 0.55])  # both, only first, only second, neither
+    truth = cells[1] - cells[2]
+    hits = 0
+    draws = 400
+    for _ in range(draws):
+        a, b, c, d = rng.multinomial(300, cells)
+        lo, hi = newcombe_interval(a, b, c, d)
+        hits += lo <= truth <= hi
+    assert 0.92 <= hits / draws <= 0.98
+
+
+def test_paired_difference_counts_discordant_pairs_and_decides():
+    first = np.array([1, 1, 1, 0, 1, 0, 1, 1] * 20, dtype=bool)
+    second = np.array([1, 0, 0, 0, 0, 0, 1, 0] * 20, dtype=bool)
+    d = paired_difference(first, second)
+    assert (d.b, d.c) == (80, 0)
+    assert d.diff == pytest.approx(0.5)
+    assert d.lo < d.diff < d.hi and d.p_value < 1e-20 and d.verdict() == "better"
+    same = paired_difference(first, first)
+    assert same.diff == 0 and same.p_value == 1.0 and same.verdict() == "equal"
+
+
+def test_detectable_difference_shrinks_with_n():
+    assert detectable_difference(1000, 0.1) == pytest.approx((1.959964 + 0.841621) * math.sqrt(1e-4), rel=1e-5)
+    assert detectable_difference(4000, 0.1) == pytest.approx(detectable_difference(1000, 0.1) / 2)
+
+
+def test_interpolation_is_exact_at_the_points_and_nan_outside():
+    passes = np.array([5.0, 10.0, 20.0])
+    acc = np.array([0.2, 0.4, 0.5])
+    got = interpolate_curve(passes, acc, np.array([4.0, 5.0, 10.0, 20.0, 30.0]))
+    assert np.isnan(got[0]) and np.isnan(got[-1])
+    assert got[1:4] == pytest.approx(acc)
+
+
+def test_bootstrap_bands_contain_the_curve():
+    rng = np.random.default_rng(0)
+    solved = {"a": rng.random((3, 200)) < np.array([[0.2], [0.4], [0.6]])}
+    curves = bootstrap_curves(solved, {"a": np.array([5.0, 10.0, 20.0])}, np.array([6.0, 12.0]), 200, 0)
+    c = curves["a"]
+    assert np.all(c["lo"] <= c["acc"]) and np.all(c["acc"] <= c["hi"])
+
+
+def _runs():
+    rng = np.random.default_rng(0)
+    p = 300
+    base = rng.random(p)
+    runs = {"sequential": {"family": "sequential", "divisor": 1, "solved": base < 0.5, "passes": np.full(p, 50)}}
+    for d in (2, 5):
+        for fam, acc, calib in (("eb", 0.4, 0.0), ("naive", 0.3, 0.0), ("mi λ=1", 0.45, 0.4), ("mi λ=2", 0.35, 0.5)):
+            runs[f"{fam}@1/{d}"] = {"family": fam, "divisor": d, "solved": base < acc, "passes": np.full(p, 50 / d),
+                                    "calib_accuracy": calib, "target": 50 / d}
+    return runs
+
+
+def test_best_mi_is_chosen_on_calibration_accuracy_not_on_test():
+    table = by_budget(_runs())
+    assert table[2][BEST_MI]["chosen"] == "mi λ=2"  # higher calibration accuracy, lower test accuracy
+
+
+def test_budget_rows_compare_each_contender_with_every_baseline(tmp_path):
+    runs = _runs()
+    rows = budget_rows(runs, "toy")
+    pairs = {(r["divisor"], r["first"], r["second"]) for r in rows}
+    for d in (2, 5):
+        for first in ("mi λ=1", "mi λ=2", BEST_MI):
+            for second in ("eb", "naive", "sequential"):
+                assert (d, first, second) in pairs
+    r = next(r for r in rows if r["first"] == "mi λ=1" and r["second"] == "eb" and r["divisor"] == 2)
+    assert r["diff"] == pytest.approx(np.mean(runs["mi λ=1@1/2"]["solved"]) - np.mean(runs["eb@1/2"]["solved"]))
+    assert r["c"] == 0  # nested outcomes: mi λ=1 solves a superset of eb's puzzles
+    text = markdown(rows, runs, "toy")
+    assert "1/2" in text and "1/5" in text and BEST_MI in text
+    write_csv(rows, tmp_path / "b.csv")
+    back = read_csv(tmp_path / "b.csv")
+    table = winners(back)
+    assert [(w["divisor"], w["best"]) for w in table] == [(2, "mi λ=1"), (5, "mi λ=1")]
+    assert table[0]["vs"]["naive"]["verdict"] == "better"
+    assert "| toy | 1/2 |" in summary_markdown(back)

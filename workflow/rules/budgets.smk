@@ -1,0 +1,104 @@
+# Calibrated budgets: every sampler bisected to sequential's passes ÷ 2…10 on a calibration split,
+# decoded on a disjoint test split, compared pairwise (per set), then one who-wins summary.
+COMPARE = SUDOKU["compare"]
+
+
+rule sudoku_compare:
+    input:
+        model=rules.sudoku_pretrain.output.meta,
+        head=HEAD,
+        radcliffe=f"{DATA}/sudoku/radcliffe_curated_5000.csv",
+        easy=f"{DATA}/sudoku/hkunlp_easy_1k.csv",
+        tracking=TRACKING_READY,
+    output:
+        budgets=f"{R}/sudoku/budgets/{{cset}}/budgets.csv",
+        markdown=f"{R}/sudoku/budgets/{{cset}}/budgets.md",
+        runs=f"{R}/sudoku/budgets/{{cset}}/runs.json",
+        outcomes=f"{R}/sudoku/budgets/{{cset}}/outcomes.npz",
+        test=f"{R}/sudoku/budgets/{{cset}}/test.csv",
+        curve=report(f"{R}/sudoku/budgets/{{cset}}/curve.png", caption="../report/budgets.rst", category="Budgets"),
+    log:
+        f"{L}/sudoku/budgets/{{cset}}.log",
+    params:
+        options=cli_flags(
+            {k: COMPARE[k] for k in ("calib_puzzles", "test_puzzles", "graded_per_level", "divisors", "mi_lambda",
+                                     "bootstrap", "batch_size")}
+            | {"graded_givens": SUDOKU["data"]["graded_givens"], "mi_on_reject": SUDOKU["samplers"]["mi_on_reject"],
+               "mi_charge_first": SUDOKU["samplers"]["mi_charge_first"]}
+        ),
+        job=job_flags(),
+        tracking=tracking_flags("sudoku_compare"),
+        model_dir=parent_dir("model"),
+        head_dir=parent_dir("head"),
+        out_dir=parent_dir("budgets"),
+    wildcard_constraints:
+        cset="|".join(COMPARE["sets"]),
+    threads: 1  # one set per core
+    resources:
+        gpu=1,
+        mem_mb=4000,
+        runtime=240,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi sudoku-compare --model {params.model_dir} --head {params.head_dir} "
+        "--radcliffe {input.radcliffe} --easy {input.easy} --set {wildcards.cset} --out-dir {params.out_dir} "
+        "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+
+
+rule sudoku_budgets:
+    input:
+        budgets=expand(f"{R}/sudoku/budgets/{{s}}/budgets.csv", s=COMPARE["sets"]),
+        tracking=TRACKING_READY,
+    output:
+        report(f"{R}/sudoku/budgets.md", caption="../report/budgets.rst", category="Budgets"),
+    log:
+        f"{L}/sudoku/budgets.log",
+    params:
+        tracking=tracking_flags("sudoku_budgets"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi budgets-summary --inputs {input.budgets} --out {output} {params.tracking} > {log} 2>&1"
+
+
+rule sudoku_oracle_ceiling:
+    input:
+        model=rules.sudoku_pretrain.output.meta,
+        runs=rules.sudoku_compare.output.runs,
+        outcomes=rules.sudoku_compare.output.outcomes,
+        tracking=TRACKING_READY,
+    output:
+        json=f"{R}/sudoku/ceiling/{{cset}}/ceiling.json",
+        markdown=f"{R}/sudoku/ceiling/{{cset}}/ceiling.md",
+    log:
+        f"{L}/sudoku/ceiling/{{cset}}.log",
+    params:
+        options=cli_flags(
+            {"divisors": COMPARE["oracle_divisors"], "puzzles": COMPARE["oracle_puzzles"], "tol": COMPARE["oracle_tol"]}
+        ),
+        job=job_flags(),
+        tracking=tracking_flags("sudoku_oracle_ceiling"),
+        model_dir=parent_dir("model"),
+        compare_dir=parent_dir("runs"),
+        out_dir=parent_dir("json"),
+    threads: 1
+    resources:
+        gpu=1,
+        mem_mb=4000,
+        runtime=600,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi sudoku-oracle-ceiling --model {params.model_dir} --compare-dir {params.compare_dir} "
+        "--out-dir {params.out_dir} {params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+
+
+rule oracle_ceiling:
+    """Target: the MI-oracle ceiling on every comparison set (expensive on CPU, not in the default run)."""
+    input:
+        expand(f"{R}/sudoku/ceiling/{{s}}/ceiling.md", s=COMPARE["sets"]),
