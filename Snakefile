@@ -29,5 +29,6 @@ rule all:
         rules.sudoku_table.output,
         rules.sudoku_budgets.output,
         rules.protein_table.output,
+        rules.protein_compare.output,
         FIGURES,
     default_target: True

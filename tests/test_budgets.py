@@ -15,6 +15,7 @@ from mdm_mi.budgets import BEST_MI, budget_rows, by_budget, markdown, read_csv, 
 from mdm_mi.calibrate import Family, calibrate, targets
 from mdm_mi.paired import (bootstrap_curves, detectable_difference, interpolate_curve, mcnemar_exact,
                            newcombe_interval, paired_difference)
+import mdm_mi.mi.rules  # noqa: F401  (registers mi-indep, mi-2b)
 from mdm_mi.samplers import INF, StepView, TopK, build_sampler, decode
 
 N, V = 30, 6
@@ -148,7 +149,7 @@ def _runs():
     for d in (2, 5):
         for fam, acc, calib in (("eb", 0.4, 0.0), ("naive", 0.3, 0.0), ("mi λ=1", 0.45, 0.4), ("mi λ=2", 0.35, 0.5)):
             runs[f"{fam}@1/{d}"] = {"family": fam, "divisor": d, "solved": base < acc, "passes": np.full(p, 50 / d),
-                                    "calib_accuracy": calib, "target": 50 / d}
+                                    "calib_score": calib, "target": 50 / d}
     return runs
 
 
@@ -176,3 +177,55 @@ def test_budget_rows_compare_each_contender_with_every_baseline(tmp_path):
     assert [(w["divisor"], w["best"]) for w in table] == [(2, "mi λ=1"), (5, "mi λ=1")]
     assert table[0]["vs"]["naive"]["verdict"] == "better"
     assert "| toy | 1/2 |" in summary_markdown(back)
+
+
+# --- rules beyond Algorithm 1 ---------------------------------------------------------------------
+
+
+def _rule_inputs(seed=0, b=6, n=12):
+    gen = torch.Generator().manual_seed(seed)
+    h = torch.rand(b, n, generator=gen) * 0.3
+    masked = torch.rand(b, n, generator=gen) < 0.8
+    masked[:, 0] = True
+    a = torch.rand(b, n, n, generator=gen) * 0.2
+    mi = (a + a.transpose(1, 2)) / 2 * (1 - torch.eye(n))
+    return h.masked_fill(~masked, INF), masked, mi
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.05, 0.12])
+def test_independent_set_admits_no_pair_above_tau(tau):
+    h, masked, mi = _rule_inputs()
+    view = StepView(masked=masked, entropy=h, margin=torch.zeros_like(h), pairwise=mi)
+    chosen = build_sampler("mi-indep", gamma=0.8, tau=tau).select(view)
+    assert chosen.any(1).all() and not (chosen & ~masked).any()
+    pair = chosen[:, :, None] & chosen[:, None, :] & ~torch.eye(h.shape[1], dtype=torch.bool)
+    assert (mi[pair] <= tau).all()
+
+
+@pytest.mark.parametrize("delta", [0.0, 0.1, 0.3])
+def test_two_budget_never_exceeds_its_dependence_budget(delta):
+    h, masked, mi = _rule_inputs(seed=1)
+    view = StepView(masked=masked, entropy=h, margin=torch.zeros_like(h), pairwise=mi)
+    chosen = build_sampler("mi-2b", gamma=0.8, delta=delta).select(view)
+    total = torch.einsum("bi,bij,bj->b", chosen.double(), mi.double(), chosen.double()) / 2
+    assert (total <= delta + 1e-9).all()
+    assert chosen.any(1).all()
+
+
+def test_rules_reduce_to_eb_without_a_dependence_limit():
+    h, masked, mi = _rule_inputs(seed=2)
+    view = StepView(masked=masked, entropy=h, margin=torch.zeros_like(h), pairwise=mi)
+    for gamma in (0.0, 0.2, 0.5, 5.0):
+        eb = build_sampler("eb", gamma=gamma).select(view)
+        assert torch.equal(build_sampler("mi-indep", gamma=gamma, tau=float("inf")).select(view), eb)
+        assert torch.equal(build_sampler("mi-2b", gamma=gamma, delta=float("inf")).select(view), eb)
+
+
+def test_a_dependent_candidate_is_skipped_and_a_later_independent_one_admitted():
+    h = torch.tensor([[0.1, 0.2, 0.3]])
+    masked = torch.ones(1, 3, dtype=torch.bool)
+    mi = torch.zeros(1, 3, 3)
+    mi[0, 0, 1] = mi[0, 1, 0] = 0.5  # positions 0 and 1 depend on each other
+    view = StepView(masked=masked, entropy=h, margin=torch.zeros_like(h), pairwise=mi)
+    assert build_sampler("mi-indep", gamma=0.25, tau=0.1).select(view).tolist() == [[True, False, True]]
+    assert build_sampler("eb", gamma=0.25).select(view).tolist() == [[True, True, False]]

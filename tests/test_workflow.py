@@ -96,6 +96,8 @@ def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
         assert counts[rule] == 1, rule
     backbone_rule = "protein_pretrain" if cfg["protein"]["backbone"] == "trained" else "protein_import_esmc"
     assert counts[backbone_rule] == 1
+    assert counts["sudoku_compare"] == len(cfg["sudoku"]["compare"]["sets"])  # one calibrated comparison per set
+    assert counts["sudoku_budgets"] == counts["protein_compare"] == 1
     assert counts["protein_generate"] == len(
         [*cfg["protein"]["samplers"]["sequential"], *cfg["protein"]["samplers"]["naive_k"],
          *cfg["protein"]["samplers"]["eb_gamma"]]) + len(cfg["protein"]["samplers"]["mi_gamma"]) * len(
@@ -198,3 +200,17 @@ def test_smoke_dag_runs_in_a_fresh_directory(tmp_path):
     for name in ("protein_paper_table.md", "protein_speed_quality.png", "protein_mi_map.png",
                  "protein_mi_map.csv", "protein_head_scatter.png"):
         assert (results / "figures" / name).is_file(), name
+    # calibrated budgets: every sampler at every budget on every comparison set, paired rows, summaries
+    from mdm_mi.budgets import read_csv
+
+    compare = cfg["sudoku"]["compare"]
+    for set_ in compare["sets"]:
+        brows = read_csv(results / "sudoku" / "budgets" / set_ / "budgets.csv")
+        assert {r["divisor"] for r in brows} == set(compare["divisors"])
+        assert {"mi*", "mi λ=1"} <= {r["first"] for r in brows}
+        assert {"eb", "naive", "threshold", "sequential"} <= {r["second"] for r in brows}
+        assert all(0 <= r["p_value"] <= 1 and r["lo"] <= r["diff"] <= r["hi"] for r in brows)
+    assert "mi* − eb" in (results / "sudoku" / "budgets.md").read_text()
+    with (results / "protein" / "budgets" / "budgets.csv").open(newline="") as fh:
+        pb = list(csv.DictReader(fh))
+    assert {r["second"] for r in pb} >= {"eb", "naive", "sequential"} and {r["first"] for r in pb} >= {"mi*"}

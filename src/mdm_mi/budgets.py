@@ -3,7 +3,7 @@
 Input is a comparison's runs (``run id → {family, divisor, solved (P,), passes (P,), ...}``, one
 ``sequential`` run and one run per calibrated family and budget, all on the same P test items).
 Contenders (MI-guided at each λ, and ``mi*``: at each budget the λ with the best *calibration*
-accuracy, so the choice never sees the test items) are compared with every baseline by
+score — Sudoku accuracy, protein −JSD — so the choice never sees the test items) are compared with every baseline by
 :func:`mdm_mi.paired.paired_difference`.
 
     rows = budget_rows(runs, set_name="hard")          # long format, one row per comparison
@@ -33,7 +33,7 @@ def is_contender(family: str) -> bool:
 
 
 def by_budget(runs: dict[str, dict]) -> dict[int, dict[str, dict]]:
-    """divisor → family → run, with ``mi*`` added (best calibration accuracy among MI-guided λ)."""
+    """divisor → family → run, with ``mi*`` added (best ``calib_score`` among MI-guided λ)."""
     table: dict[int, dict[str, dict]] = {}
     for run in runs.values():
         if run["family"] != SEQUENTIAL:
@@ -41,7 +41,7 @@ def by_budget(runs: dict[str, dict]) -> dict[int, dict[str, dict]]:
     for fams in table.values():
         mi = [f for f in fams if f.startswith("mi λ=")]
         if mi:
-            best = max(mi, key=lambda f: fams[f]["calib_accuracy"])  # first of ties: the lowest λ
+            best = max(mi, key=lambda f: fams[f]["calib_score"])  # first of ties: the lowest λ
             fams[BEST_MI] = fams[best] | {"chosen": best}
     return dict(sorted(table.items()))
 
@@ -76,10 +76,15 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
         w.writerows(rows)
 
 
+OFF_TARGET = "†"  # the calibration missed its target passes by more than ±5%
+OFF_TARGET_NOTE = f"{OFF_TARGET} calibration missed the target passes by more than 5% (the sampler cannot reach it)"
+
+
 def _acc_cell(run: dict) -> str:
     k, n = int(np.sum(run["solved"])), len(run["solved"])
     lo, hi = wilson_interval(k, n)
-    return f"{100 * k / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] @ {np.mean(run['passes']):.1f}"
+    mark = "" if run.get("on_target", True) else OFF_TARGET
+    return f"{100 * k / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] @ {np.mean(run['passes']):.1f}{mark}"
 
 
 def _diff_cell(r: dict) -> str:
@@ -101,6 +106,8 @@ def markdown(rows: list[dict], runs: dict[str, dict], set_name: str) -> str:
         cells = [(_acc_cell(fams[f]) + (f" ({fams[f]['chosen'].split('=')[1]})" if f == BEST_MI else "")
                   if f in fams else "") for f in families]
         lines.append(f"| 1/{d} ({target:.1f}) | " + " | ".join(cells) + " |")
+    if any(not r.get("on_target", True) for fams in table.values() for r in fams.values()):
+        lines += ["", OFF_TARGET_NOTE]
     mine = [r for r in rows if r["first"] == BEST_MI]
     seconds = list(dict.fromkeys(r["second"] for r in mine))
     if mine:

@@ -22,6 +22,8 @@ DEFAULT_ITERS = 14
 DEFAULT_RTOL = 0.02  # stop once the mean passes lie within 2% of the target
 ON_TARGET_RTOL = 0.05  # a calibrated point is reported "on target" within ±5%
 DIVISORS = (2, 3, 4, 5, 6, 8, 10)
+GAMMA_RANGE = (1e-3, 1e3)  # nats: from one token per pass to everything at once (proteins: ~2.9 nats/residue)
+TAU_RANGE = (0.0, 1 - 1e-6)
 
 
 @dataclass(frozen=True)
@@ -129,3 +131,27 @@ def calibrate(family: Family, target: float, measure: Measure, iters: int = DEFA
 def targets(sequential_passes: float, divisors=DIVISORS) -> dict[int, float]:
     """Target mean passes: sequential's divided by each divisor."""
     return {d: sequential_passes / d for d in divisors}
+
+
+def standard_families(max_tokens: int, mi_lambda, on_reject: str, charge_first: bool, indep_tau=(),
+                      two_budget_delta=()) -> list[Family]:
+    """The calibrated samplers of both domains: naive top-k (fractional k ≤ ``max_tokens``),
+    EB-Sampler, the Fast-dLLM confidence threshold, MI-guided (Algorithm 1) at each λ, and the rules of
+    :mod:`mdm_mi.mi.rules` at each pair cap τ / dependence budget δ (their entropy budget γ is the
+    calibrated parameter). Labels starting with ``mi`` are the contenders of :mod:`mdm_mi.budgets`."""
+    import mdm_mi.mi.guided  # noqa: F401  (registers mi)
+    import mdm_mi.mi.rules  # noqa: F401  (registers mi-indep, mi-2b)
+
+    fams = [
+        Family("naive", "naive", "k", 1.0, float(max_tokens), "linear", increasing=False),
+        Family("eb", "eb", "gamma", *GAMMA_RANGE, "log", increasing=False),
+        Family("threshold", "threshold", "tau", *TAU_RANGE, "log1m", increasing=True),
+    ]
+    mi = {"on_reject": on_reject, "charge_first": charge_first}
+    fams += [Family(f"mi λ={lam:g}", "mi", "gamma", *GAMMA_RANGE, "log", increasing=False, fixed={"lam": lam} | mi)
+             for lam in mi_lambda]
+    fams += [Family(f"mi-indep τ={tau:g}", "mi-indep", "gamma", *GAMMA_RANGE, "log", increasing=False,
+                    fixed={"tau": tau}) for tau in indep_tau]
+    fams += [Family(f"mi-2b δ={delta:g}", "mi-2b", "gamma", *GAMMA_RANGE, "log", increasing=False,
+                    fixed={"delta": delta}) for delta in two_budget_delta]
+    return fams

@@ -9,7 +9,7 @@ from mdm_mi import figure_jobs, results  # noqa: F401  (register figures, gather
 from mdm_mi.cli import verb
 from mdm_mi.io import write_json
 from mdm_mi.mi import jobs as mi_jobs  # noqa: F401  (registers the MI verbs)
-from mdm_mi.protein import generate_job, report_jobs, jobs as protein_jobs  # noqa: F401  (protein verbs)
+from mdm_mi.protein import compare_job as protein_compare_job, generate_job, report_jobs, jobs as protein_jobs  # noqa: F401
 from mdm_mi.sudoku import compare_job, jobs as sudoku_jobs, oracle_job  # noqa: F401  (registers the Sudoku verbs)
 
 

@@ -38,6 +38,7 @@ class SamplerFlags:
 def sampler_from_args(args) -> "Sampler":
     """Build the sampler named by ``args.sampler`` from the flags it uses (InputError if invalid)."""
     import mdm_mi.mi.guided  # noqa: F401  (registers mi and mi-oracle)
+    import mdm_mi.mi.rules  # noqa: F401  (registers mi-indep and mi-2b)
     from mdm_mi.samplers import build_sampler
 
     if args.sampler not in SAMPLER_FLAGS:

@@ -22,7 +22,7 @@ rule sudoku_compare:
     params:
         options=cli_flags(
             {k: COMPARE[k] for k in ("calib_puzzles", "test_puzzles", "graded_per_level", "divisors", "mi_lambda",
-                                     "bootstrap", "batch_size")}
+                                     "indep_tau", "two_budget_delta", "bootstrap", "batch_size")}
             | {"graded_givens": SUDOKU["data"]["graded_givens"], "mi_on_reject": SUDOKU["samplers"]["mi_on_reject"],
                "mi_charge_first": SUDOKU["samplers"]["mi_charge_first"]}
         ),

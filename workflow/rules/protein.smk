@@ -206,3 +206,39 @@ rule protein_generate:
         "python -m mdm_mi generate --model {params.model_dir} --reference {input.reference} "
         "--reference2 {input.reference2} --out {output.fasta} --summary {output.summary} {params.sampler} "
         "{params.head} {params.options} --quiet {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+
+
+rule protein_compare:
+    input:
+        model=PROTEIN_MODEL,
+        head=PROTEIN_HEAD,
+        reference=f"{P}/data/reference.fasta",
+        tracking=TRACKING_READY,
+    output:
+        budgets=f"{P}/budgets/budgets.csv",
+        markdown=report(f"{P}/budgets/budgets.md", caption="../report/budgets.rst", category="Budgets"),
+        runs=f"{P}/budgets/runs.json",
+    log:
+        f"{PL}/budgets.log",
+    params:
+        options=cli_flags(
+            PROTEIN["compare"]
+            | {k: PROTEIN["generate"][k] for k in ("n", "temperature", "clusters", "embed_layer", "batch_size")}
+            | {"mi_on_reject": PROTEIN["samplers"]["mi_on_reject"], "mi_charge_first": PROTEIN["samplers"]["mi_charge_first"]}
+        ),
+        job=job_flags(),
+        tracking=tracking_flags("protein_compare"),
+        model_dir=parent_dir("model"),
+        head_dir=parent_dir("head"),
+        out_dir=parent_dir("budgets"),
+    threads: config["threads"]
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=600,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi protein-compare --model {params.model_dir} --head {params.head_dir} "
+        "--reference {input.reference} --out-dir {params.out_dir} {params.options} {params.job} "
+        "--threads {threads} {params.tracking} > {log} 2>&1"

@@ -133,6 +133,7 @@ def decode_test(decoder: Decoder, test: PuzzleSet, families: list[Family], point
         solved, passes = decoder(test, sampler)
         runs[f"{fam.label}@1/{d}"] = {"family": fam.label, "divisor": d, "params": sampler.params(),
                                       "calib_passes": point.passes, "calib_accuracy": point.extra["calib_accuracy"],
+                                      "calib_score": point.extra["calib_accuracy"],
                                       "target": point.target, "on_target": point.on_target,
                                       "solved": solved, "passes": passes}
     return runs

@@ -18,29 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.calibrate import DIVISORS, Family
+from mdm_mi.calibrate import DIVISORS, standard_families
 from mdm_mi.cli import h as _h, verb
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
 
 SUDOKU_CELLS = 81
-GAMMA_RANGE = (1e-3, 100.0)  # nats: from one token per pass to everything at once
-TAU_RANGE = (0.0, 1 - 1e-6)
-
-
-def sudoku_families(mi_lambda, on_reject: str, charge_first: bool, n_cells: int = SUDOKU_CELLS) -> list[Family]:
-    """The calibrated samplers: naive top-k (fractional k), EB-Sampler, the Fast-dLLM confidence
-    threshold and MI-guided (Algorithm 1) at each λ."""
-    fams = [
-        Family("naive", "naive", "k", 1.0, float(n_cells), "linear", increasing=False),
-        Family("eb", "eb", "gamma", *GAMMA_RANGE, "log", increasing=False),
-        Family("threshold", "threshold", "tau", *TAU_RANGE, "log1m", increasing=True),
-    ]
-    mi = {"on_reject": on_reject, "charge_first": charge_first}
-    fams += [Family(f"mi λ={lam:g}", "mi", "gamma", *GAMMA_RANGE, "log", increasing=False, fixed={"lam": lam} | mi)
-             for lam in mi_lambda]
-    return fams
 
 
 @dataclass(frozen=True)
@@ -59,6 +43,8 @@ class CompareArgs:
     mi_lambda: tuple[float, ...] = field(default=(1.0, 2.0), metadata=_h("MI-guided λ values"))
     mi_on_reject: str = field(default="skip", metadata=_h("MI-guided: skip | stop"))
     mi_charge_first: bool = field(default=False, metadata=_h("MI-guided: charge the first token"))
+    indep_tau: tuple[float, ...] = field(default=(), metadata=_h("mi-indep: pair caps τ (nats), each calibrated"))
+    two_budget_delta: tuple[float, ...] = field(default=(), metadata=_h("mi-2b: dependence budgets δ (nats)"))
     bootstrap: int = field(default=1000, metadata=_h("paired-bootstrap replicates of the curve bands"))
     batch_size: int = field(default=500, metadata=_h("puzzles decoded together"))
     seed: int = field(default=0, metadata=_h("random seed (splits, bootstrap)"))
@@ -69,6 +55,7 @@ class CompareArgs:
 @verb("sudoku-compare", CompareArgs, "calibrate every sampler to common pass budgets and compare them pairwise")
 def sudoku_compare(args: CompareArgs, tracker) -> None:
     from mdm_mi.budgets import budget_rows, markdown, write_csv
+    import mdm_mi.mi.rules  # noqa: F401  (registers mi-indep, mi-2b)
     from mdm_mi.mi.guided import head_pairwise_fn
     from mdm_mi.models import load_backbone
     from mdm_mi.mi.head import load_head
@@ -89,7 +76,8 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
     out = Path(args.out_dir)
     write_puzzle_csv(out / "calib.csv", calib)
     write_puzzle_csv(out / "test.csv", test)
-    families = sudoku_families(args.mi_lambda, args.mi_on_reject, args.mi_charge_first)
+    families = standard_families(SUDOKU_CELLS, args.mi_lambda, args.mi_on_reject, args.mi_charge_first,
+                                 args.indep_tau, args.two_budget_delta)
     decoder = Decoder(model, head_pairwise_fn(head), args.batch_size, args.seed)
     t0 = time.time()
     seq_passes, points = calibrate_families(decoder, calib, families, args.divisors)

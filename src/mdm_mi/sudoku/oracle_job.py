@@ -59,7 +59,7 @@ def _head_run(runs: dict, divisor: int) -> str:
     mi = [k for k, r in runs.items() if r["family"].startswith("mi λ=") and r["divisor"] == divisor]
     if not mi:
         raise InputError(f"the comparison has no MI-guided run at divisor {divisor}")
-    return max(mi, key=lambda k: runs[k]["calib_accuracy"])
+    return max(mi, key=lambda k: runs[k]["calib_score"])
 
 
 @verb("sudoku-oracle-ceiling", CeilingArgs, "decode with the exact-MI oracle at the head's calibrated settings")

@@ -1,0 +1,148 @@
+"""Protein samplers compared at calibrated budgets (the Sudoku protocol of :mod:`mdm_mi.calibrate`).
+
+Every parallel sampler is bisected on *calibration* lengths (drawn from the reference, seeded) to
+sequential's mean passes ÷ each divisor; then each generates the *test* lengths (another draw, as
+many as the reference holds). Generated sets are compared with the cluster JSD, and differences
+between samplers by :func:`mdm_mi.protein.metrics.bootstrap_jsd_differences` (generated sequences and
+reference resampled, k-means refit in every replicate). Lower JSD is better.
+
+    runs = compare_proteins(backbone, pairwise_fn, embedder, reference, families, spec)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from mdm_mi.calibrate import Family, calibrate, targets
+from mdm_mi.protein.generate import draw_lengths, generate
+from mdm_mi.samplers import Sequential
+
+SEQUENTIAL = "sequential"
+
+
+@dataclass(frozen=True)
+class ProteinCompareSpec:
+    """n test sequences, calib_n calibration sequences, budgets, sampling temperature, k-means k,
+    bootstrap replicates, batch size and seed."""
+
+    n: int
+    calib_n: int
+    divisors: tuple[int, ...]
+    temperature: float
+    clusters: int
+    bootstrap: int
+    batch_size: int
+    seed: int
+
+
+class Scorer:
+    """Cluster JSD against the reference with one k-means fitted on the reference embeddings."""
+
+    def __init__(self, embedder, reference: list[str], k: int, seed: int):
+        from mdm_mi.protein.metrics import embed, fit_clusters
+
+        self.embedder, self.k, self.seed = embedder, k, seed
+        self.ref_emb = embed(embedder, reference)
+        self.km = fit_clusters(self.ref_emb, k, seed)
+
+    def embed(self, seqs: list[str]) -> np.ndarray:
+        from mdm_mi.protein.metrics import embed
+
+        return embed(self.embedder, seqs)
+
+    def jsd(self, emb: np.ndarray) -> dict:
+        """Plug-in, bias-corrected and basic-bootstrap interval of one set's cluster JSD."""
+        from mdm_mi.protein.metrics import cluster_histogram, jsd_with_interval
+
+        return jsd_with_interval(cluster_histogram(self.km, self.ref_emb), cluster_histogram(self.km, emb), self.seed)
+
+
+def _generator(backbone, seed: int) -> torch.Generator:
+    return torch.Generator(device=backbone.vocab_token_ids.device).manual_seed(seed)
+
+
+def calibrate_proteins(backbone, pairwise_fn, scorer: Scorer, families: list[Family], spec: ProteinCompareSpec,
+                       reference_lengths, log=print):
+    """Sequential's passes on the calibration lengths (one per residue) and each family's point at
+    every budget; ``extra`` holds the calibration set's JSD (mi* picks λ by it)."""
+    lengths = draw_lengths(reference_lengths, spec.calib_n, np.random.default_rng([spec.seed, 5]))
+    seq_passes = float(np.mean(lengths))
+    points = []
+    for fam in families:
+        cache: dict = {}
+
+        def measure(sampler):
+            fn = pairwise_fn if sampler.uses_pairwise else None
+            seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.seed),
+                                    temperature=spec.temperature, pairwise_fn=fn, batch_size=spec.batch_size)
+            return float(passes.mean()), {"calib_jsd": scorer.jsd(scorer.embed(seqs))["jsd"]}
+
+        for d, target in targets(seq_passes, spec.divisors).items():
+            t0 = time.time()
+            point = calibrate(fam, target, measure, cache=cache)
+            points.append(dataclasses.replace(point, extra={**point.extra, "divisor": d}))
+            log(f"calibrated {fam.label} 1/{d}: {fam.param}={point.value:.4g} → {point.passes:.2f} passes "
+                f"(target {target:.2f}, {point.decodes} decodes, {time.time() - t0:.1f} s)")
+    return seq_passes, points
+
+
+def generate_test(backbone, pairwise_fn, scorer: Scorer, families: list[Family], points, spec: ProteinCompareSpec,
+                  reference_lengths) -> dict[str, dict]:
+    """Generate the test lengths with sequential and every calibrated point → run id → {family,
+    divisor, params, seqs, passes (n,), emb (n, D), jsd...}."""
+    lengths = draw_lengths(reference_lengths, spec.n, np.random.default_rng([spec.seed, 6]))
+    by_label = {f.label: f for f in families}
+    settings = [(SEQUENTIAL, SEQUENTIAL, 1, Sequential("entropy"), None)]
+    settings += [(f"{p.family}@1/{p.extra['divisor']}", p.family, p.extra["divisor"], by_label[p.family].build(p.value), p)
+                 for p in points]
+    runs = {}
+    for run_id, family, d, sampler, point in settings:
+        fn = pairwise_fn if sampler.uses_pairwise else None
+        seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.seed + 1),
+                                temperature=spec.temperature, pairwise_fn=fn, batch_size=spec.batch_size)
+        emb = scorer.embed(seqs)
+        run = {"family": family, "divisor": d, "params": sampler.params(), "seqs": seqs, "passes": passes,
+               "emb": emb, **scorer.jsd(emb)}
+        if point is not None:
+            run |= {"target": point.target, "calib_passes": point.passes, "on_target": point.on_target,
+                    "calib_jsd": point.extra["calib_jsd"], "calib_score": -point.extra["calib_jsd"]}
+        runs[run_id] = run
+    return runs
+
+
+def jsd_rows(runs: dict[str, dict], scorer: Scorer, n_boot: int, seed: int) -> list[dict]:
+    """Per budget: every contender (``mi…``, ``mi*``) minus every baseline in cluster JSD, with the
+    whole-metric bootstrap (basic 95% interval, two-sided p). Negative = the contender is closer to
+    the reference."""
+    from mdm_mi.budgets import BEST_MI, by_budget, is_contender
+    from mdm_mi.paired import ALPHA
+    from mdm_mi.protein.metrics import bootstrap_jsd_differences
+
+    rows = []
+    for d, fams in by_budget(runs).items():
+        sets = {f: r["emb"] for f, r in fams.items()} | {SEQUENTIAL: runs[SEQUENTIAL]["emb"]}
+        result = bootstrap_jsd_differences(scorer.ref_emb, sets, scorer.k, seed, n_boot=n_boot)
+        firsts = [f for f in fams if is_contender(f) or f == BEST_MI]
+        for pair in result["pairs"]:
+            a, b, sign = pair["a"], pair["b"], 1.0
+            if a not in firsts and b in firsts:
+                a, b, sign = b, a, -1.0
+            if a not in firsts or b in firsts:
+                continue
+            diff, lo, hi = sign * pair["diff"], *sorted((sign * pair["lo"], sign * pair["hi"]))
+            verdict = "equal" if pair["p_value"] >= ALPHA else ("better" if diff < 0 else "worse")
+            rows.append({"set": "protein", "divisor": d, "first": a, "second": b,
+                         "passes_first": float(np.mean(sets_passes(runs, fams, a))),
+                         "passes_second": float(np.mean(sets_passes(runs, fams, b))),
+                         "jsd_first": result["jsd"][a], "jsd_second": result["jsd"][b], "diff": diff, "lo": lo,
+                         "hi": hi, "p_value": pair["p_value"], "verdict": verdict})
+    return rows
+
+
+def sets_passes(runs: dict, fams: dict, name: str) -> np.ndarray:
+    return runs[SEQUENTIAL]["passes"] if name == SEQUENTIAL else fams[name]["passes"]
