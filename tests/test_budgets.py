@@ -229,3 +229,27 @@ def test_a_dependent_candidate_is_skipped_and_a_later_independent_one_admitted()
     view = StepView(masked=masked, entropy=h, margin=torch.zeros_like(h), pairwise=mi)
     assert build_sampler("mi-indep", gamma=0.25, tau=0.1).select(view).tolist() == [[True, False, True]]
     assert build_sampler("eb", gamma=0.25).select(view).tolist() == [[True, True, False]]
+
+
+def test_protein_jsd_rows_put_the_contender_first_and_lower_jsd_is_better():
+    from types import SimpleNamespace
+
+    from mdm_mi.protein.compare import jsd_rows
+
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(4, 3)) * 5
+
+    def draw(n, weights):
+        return centres[rng.choice(4, size=n, p=weights)] + rng.normal(size=(n, 3)) * 0.3
+
+    ref = draw(300, [0.25] * 4)
+    scorer = SimpleNamespace(ref_emb=ref, k=4)
+    close, far = draw(300, [0.25] * 4), draw(300, [0.85, 0.05, 0.05, 0.05])
+    passes = np.full(300, 10)
+    runs = {"sequential": {"family": "sequential", "divisor": 1, "emb": close, "passes": passes * 5},
+            "eb@1/5": {"family": "eb", "divisor": 5, "emb": far, "passes": passes, "calib_score": 0.0},
+            "mi λ=1@1/5": {"family": "mi λ=1", "divisor": 5, "emb": close, "passes": passes, "calib_score": -0.1}}
+    rows = jsd_rows(runs, scorer, n_boot=40, seed=0)
+    vs_eb = next(r for r in rows if r["first"] == "mi*" and r["second"] == "eb")
+    assert vs_eb["diff"] < 0 and vs_eb["lo"] <= vs_eb["diff"] <= vs_eb["hi"] and vs_eb["verdict"] == "better"
+    assert all(r["first"] in ("mi*", "mi λ=1") and r["second"] in ("eb", "sequential") for r in rows)

@@ -155,7 +155,7 @@ def summary_markdown(rows: list[dict]) -> str:
     """Who wins at each budget, every set: the best family and ``mi*`` against each baseline."""
     table = winners(rows)
     against = list(dict.fromkeys(a for w in table for a in w["vs"]))
-    lines = [f"| set | budget | passes | best (acc %) | " + " | ".join(f"{BEST_MI} − {a}" for a in against) + " |",
+    lines = ["| set | budget | passes | best (acc %) | " + " | ".join(f"{BEST_MI} − {a}" for a in against) + " |",
              "|---|---|---|---|" + "---|" * len(against)]
     for w in table:
         cells = [(f"{_diff_cell(w['vs'][a])} **{w['vs'][a]['verdict']}**" if a in w["vs"] else "") for a in against]

@@ -11,7 +11,9 @@ by 2, 3, 4, 5, 6, 8 and 10 — and compared there.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -131,6 +133,22 @@ def calibrate(family: Family, target: float, measure: Measure, iters: int = DEFA
 def targets(sequential_passes: float, divisors=DIVISORS) -> dict[int, float]:
     """Target mean passes: sequential's divided by each divisor."""
     return {d: sequential_passes / d for d in divisors}
+
+
+def calibrate_grid(families: list[Family], sequential_passes: float, divisors, measure: Measure,
+                   log=print) -> list[Point]:
+    """Every family's point at every budget ``sequential_passes / d`` (family-major order), each with
+    its divisor in ``extra``; one decode cache per family is shared by its budgets."""
+    points = []
+    for fam in families:
+        cache: dict = {}
+        for d, target in targets(sequential_passes, divisors).items():
+            t0 = time.time()
+            point = calibrate(fam, target, measure, cache=cache)
+            points.append(dataclasses.replace(point, extra={**point.extra, "divisor": d}))
+            log(f"calibrated {fam.label} 1/{d}: {fam.param}={point.value:.4g} → {point.passes:.2f} passes "
+                f"(target {target:.2f}, {point.decodes} decodes, {time.time() - t0:.1f} s)")
+    return points
 
 
 def standard_families(max_tokens: int, mi_lambda, on_reject: str, charge_first: bool, indep_tau=(),

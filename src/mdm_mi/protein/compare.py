@@ -11,14 +11,12 @@ reference resampled, k-means refit in every replicate). Lower JSD is better.
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from mdm_mi.calibrate import Family, calibrate, targets
+from mdm_mi.calibrate import Family, calibrate_grid
 from mdm_mi.protein.generate import draw_lengths, generate
 from mdm_mi.samplers import Sequential
 
@@ -72,23 +70,14 @@ def calibrate_proteins(backbone, pairwise_fn, scorer: Scorer, families: list[Fam
     every budget; ``extra`` holds the calibration set's JSD (mi* picks λ by it)."""
     lengths = draw_lengths(reference_lengths, spec.calib_n, np.random.default_rng([spec.seed, 5]))
     seq_passes = float(np.mean(lengths))
-    points = []
-    for fam in families:
-        cache: dict = {}
 
-        def measure(sampler):
-            fn = pairwise_fn if sampler.uses_pairwise else None
-            seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.seed),
-                                    temperature=spec.temperature, pairwise_fn=fn, batch_size=spec.batch_size)
-            return float(passes.mean()), {"calib_jsd": scorer.jsd(scorer.embed(seqs))["jsd"]}
+    def measure(sampler):
+        fn = pairwise_fn if sampler.uses_pairwise else None
+        seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.seed),
+                                temperature=spec.temperature, pairwise_fn=fn, batch_size=spec.batch_size)
+        return float(passes.mean()), {"calib_jsd": scorer.jsd(scorer.embed(seqs))["jsd"]}
 
-        for d, target in targets(seq_passes, spec.divisors).items():
-            t0 = time.time()
-            point = calibrate(fam, target, measure, cache=cache)
-            points.append(dataclasses.replace(point, extra={**point.extra, "divisor": d}))
-            log(f"calibrated {fam.label} 1/{d}: {fam.param}={point.value:.4g} → {point.passes:.2f} passes "
-                f"(target {target:.2f}, {point.decodes} decodes, {time.time() - t0:.1f} s)")
-    return seq_passes, points
+    return seq_passes, calibrate_grid(families, seq_passes, spec.divisors, measure, log)
 
 
 def generate_test(backbone, pairwise_fn, scorer: Scorer, families: list[Family], points, spec: ProteinCompareSpec,

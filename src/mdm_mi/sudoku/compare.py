@@ -9,16 +9,14 @@ the test split at those settings (per-puzzle outcomes for the paired tests of
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import time
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 import torch
 
-from mdm_mi.calibrate import Family, Point, calibrate, targets
+from mdm_mi.calibrate import Family, Point, calibrate_grid
 from mdm_mi.samplers import Sequential
 from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
 from mdm_mi.sudoku.evaluate import decode_set
@@ -101,22 +99,12 @@ def calibrate_families(decoder: Decoder, calib: PuzzleSet, families: list[Family
     """Sequential's passes on ``calib`` (one per blank) and every family's point at each
     ``sequential ÷ d``; each point carries its calibration accuracy in ``extra``."""
     seq_passes = float((calib.puzzles == MASK_ID).sum(1).mean())
-    points = []
-    for fam in families:
-        cache: dict = {}
 
-        def measure(sampler):
-            solved, passes = decoder(calib, sampler)
-            return float(passes.mean()), {"calib_accuracy": float(solved.mean())}
+    def measure(sampler):
+        solved, passes = decoder(calib, sampler)
+        return float(passes.mean()), {"calib_accuracy": float(solved.mean())}
 
-        for d, target in targets(seq_passes, divisors).items():
-            t0 = time.time()
-            point = calibrate(fam, target, measure, cache=cache)
-            point = dataclasses.replace(point, extra={**point.extra, "divisor": d})
-            points.append(point)
-            log(f"calibrated {fam.label} 1/{d}: {fam.param}={point.value:.4g} → {point.passes:.2f} passes "
-                f"(target {target:.2f}, {point.decodes} decodes, {time.time() - t0:.1f} s)")
-    return seq_passes, points
+    return seq_passes, calibrate_grid(families, seq_passes, divisors, measure, log)
 
 
 def decode_test(decoder: Decoder, test: PuzzleSet, families: list[Family], points: list[Point]) -> dict[str, dict]:
