@@ -196,7 +196,7 @@ def _rule_inputs(seed=0, b=6, n=12):
 def test_independent_set_admits_no_pair_above_tau(tau):
     h, masked, mi = _rule_inputs()
     view = StepView(masked=masked, entropy=h, margin=torch.zeros_like(h), pairwise=mi)
-    chosen = build_sampler("mi-indep", gamma=0.8, tau=tau).select(view)
+    chosen = build_sampler("mi-indep", gamma=0.8, cap=tau).select(view)
     assert chosen.any(1).all() and not (chosen & ~masked).any()
     pair = chosen[:, :, None] & chosen[:, None, :] & ~torch.eye(h.shape[1], dtype=torch.bool)
     assert (mi[pair] <= tau).all()
@@ -217,7 +217,7 @@ def test_rules_reduce_to_eb_without_a_dependence_limit():
     view = StepView(masked=masked, entropy=h, margin=torch.zeros_like(h), pairwise=mi)
     for gamma in (0.0, 0.2, 0.5, 5.0):
         eb = build_sampler("eb", gamma=gamma).select(view)
-        assert torch.equal(build_sampler("mi-indep", gamma=gamma, tau=float("inf")).select(view), eb)
+        assert torch.equal(build_sampler("mi-indep", gamma=gamma, cap=float("inf")).select(view), eb)
         assert torch.equal(build_sampler("mi-2b", gamma=gamma, delta=float("inf")).select(view), eb)
 
 
@@ -227,7 +227,7 @@ def test_a_dependent_candidate_is_skipped_and_a_later_independent_one_admitted()
     mi = torch.zeros(1, 3, 3)
     mi[0, 0, 1] = mi[0, 1, 0] = 0.5  # positions 0 and 1 depend on each other
     view = StepView(masked=masked, entropy=h, margin=torch.zeros_like(h), pairwise=mi)
-    assert build_sampler("mi-indep", gamma=0.25, tau=0.1).select(view).tolist() == [[True, False, True]]
+    assert build_sampler("mi-indep", gamma=0.25, cap=0.1).select(view).tolist() == [[True, False, True]]
     assert build_sampler("eb", gamma=0.25).select(view).tolist() == [[True, True, False]]
 
 

@@ -169,7 +169,7 @@ def standard_families(max_tokens: int, mi_lambda, on_reject: str, charge_first: 
     fams += [Family(f"mi λ={lam:g}", "mi", "gamma", *GAMMA_RANGE, "log", increasing=False, fixed={"lam": lam} | mi)
              for lam in mi_lambda]
     fams += [Family(f"mi-indep τ={tau:g}", "mi-indep", "gamma", *GAMMA_RANGE, "log", increasing=False,
-                    fixed={"tau": tau}) for tau in indep_tau]
+                    fixed={"cap": tau}) for tau in indep_tau]
     fams += [Family(f"mi-2b δ={delta:g}", "mi-2b", "gamma", *GAMMA_RANGE, "log", increasing=False,
                     fixed={"delta": delta}) for delta in two_budget_delta]
     return fams

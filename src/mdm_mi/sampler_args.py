@@ -17,18 +17,21 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MI_FLAGS = ("gamma", "lam", "on_reject", "charge_first")
 SAMPLER_FLAGS = {"sequential": ("order",), "naive": ("k",), "eb": ("gamma",), "threshold": ("tau",),
-                 "mi": MI_FLAGS, "mi-oracle": MI_FLAGS}
+                 "mi": MI_FLAGS, "mi-oracle": MI_FLAGS, "mi-indep": ("gamma", "cap"), "mi-2b": ("gamma", "delta")}
+HEAD_SAMPLERS = ("mi", "mi-indep", "mi-2b")  # samplers that read the trained MI head
 
 
 @dataclass(frozen=True, kw_only=True)
 class SamplerFlags:
     """The decoding flags shared by ``evaluate`` and ``generate`` (inherited by their arguments)."""
 
-    sampler: str = field(default="sequential", metadata=h("sequential | naive | eb | threshold | mi | mi-oracle"))
+    sampler: str = field(default="sequential", metadata=h("sequential | naive | eb | threshold | mi | mi-indep | mi-2b | mi-oracle"))
     order: str = field(default="entropy", metadata=h("sequential: entropy | margin"))
     k: float = field(default=0, metadata=h("naive: tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average)"))
     gamma: float = field(default=0.0, metadata=h("eb, mi: budget γ (nats)"))
     tau: float = field(default=0.9, metadata=h("threshold: unmask every token whose top probability exceeds τ"))
+    cap: float = field(default=0.05, metadata=h("mi-indep: never unmask together two tokens with MI above this (nats)"))
+    delta: float = field(default=0.1, metadata=h("mi-2b: budget on the summed pairwise MI of one pass (nats)"))
     lam: float = field(default=1.0, metadata=h("mi: weight λ of the pairwise MI"))
     on_reject: str = field(default="skip", metadata=h("mi: skip | stop at a rejected candidate"))
     charge_first: bool = field(default=False, metadata=h("mi: charge the first token's entropy to γ"))
@@ -55,7 +58,7 @@ def pairwise_from_args(args, backbone, model_dir, domain: str, device):
     from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
     from mdm_mi.user.common import load_head_for
 
-    if args.sampler == "mi":
+    if args.sampler in HEAD_SAMPLERS:
         return head_pairwise_fn(load_head_for(args, backbone, model_dir, domain, device))
     if args.sampler == "mi-oracle":
         return oracle_pairwise_fn(backbone, method="certified", tol=args.oracle_tol)

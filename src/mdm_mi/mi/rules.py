@@ -16,7 +16,7 @@ instead of using up the confidence budget:
 Both use only the pass's marginals and the head's Î among the positions they visit (no extra
 backbone pass), and both reduce to EB-Sampler when τ or δ is infinite.
 
-    sampler = build_sampler("mi-indep", gamma=0.3, tau=0.05)
+    sampler = build_sampler("mi-indep", gamma=0.3, cap=0.05)
 """
 
 from __future__ import annotations
@@ -88,20 +88,20 @@ def _pairwise(view: StepView, name: str):
 
 @register
 class IndependentSet(Sampler):
-    """EB's entropy budget γ, never two admitted positions with ``Î_ij > τ`` (nats)."""
+    """EB's entropy budget γ, never two admitted positions with ``Î_ij > cap`` (τ, nats)."""
 
     name = "mi-indep"
     uses_pairwise = True
 
-    def __init__(self, gamma: float, tau: float):
-        _check(self.name, gamma=gamma, tau=tau)
-        self.gamma, self.tau = float(gamma), float(tau)
+    def __init__(self, gamma: float, cap: float):
+        _check(self.name, gamma=gamma, cap=cap)
+        self.gamma, self.cap = float(gamma), float(cap)
 
     def select(self, view: StepView) -> torch.Tensor:
-        return eb_walk(view.entropy, view.masked, _pairwise(view, self.name), self.gamma, pair_cap=self.tau)
+        return eb_walk(view.entropy, view.masked, _pairwise(view, self.name), self.gamma, pair_cap=self.cap)
 
     def params(self) -> dict:
-        return {"gamma": self.gamma, "tau": self.tau}
+        return {"gamma": self.gamma, "cap": self.cap}
 
 
 @register

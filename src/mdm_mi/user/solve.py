@@ -23,7 +23,7 @@ from mdm_mi.errors import InputError
 from mdm_mi.user.common import ModelFlags, load_backbone_for, load_head_for, note, progress, start
 from mdm_mi.user.puzzles import MAX_NODES, Puzzle, answer_problem, check_puzzle, grid_lines, read_puzzles
 
-SAMPLERS = ("sequential", "naive", "eb", "mi")
+SAMPLERS = ("sequential", "naive", "eb", "threshold", "mi", "mi-indep", "mi-2b")
 EXAMPLES = """examples:
   mdm-mi solve 53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79
   mdm-mi solve --file puzzles.txt --sampler mi --gamma 0.1
@@ -37,8 +37,12 @@ class SolveArgs(ModelFlags):
     puzzle: str | None = field(default=None, metadata=h(
         "81 characters, 0 or . for blanks; - reads puzzles from stdin (one per line, or a CSV)", positional=True))
     file: Path | None = field(default=None, metadata=h("puzzles, one per line, or a CSV with a 'puzzle' column"))
-    sampler: str = field(default="sequential", metadata=h("sequential | naive | eb | mi (mi uses the MI head)"))
-    k: int = field(default=4, metadata=h("naive: cells unmasked per pass"))
+    sampler: str = field(default="sequential", metadata=h(
+        "sequential | naive | eb | threshold | mi | mi-indep | mi-2b (the mi samplers use the MI head)"))
+    k: float = field(default=4, metadata=h("naive: cells unmasked per pass (fractional: k on average)"))
+    tau: float = field(default=0.9, metadata=h("threshold: unmask every cell whose top probability exceeds τ"))
+    cap: float = field(default=0.05, metadata=h("mi-indep: never unmask together two cells with MI above this (nats)"))
+    delta: float = field(default=0.1, metadata=h("mi-2b: budget on the summed pairwise MI of one pass (nats)"))
     gamma: float = field(default=0.2, metadata=h("eb, mi: entropy budget γ per pass (nats)"))
     lam: float = field(default=1.0, metadata=h("mi: weight λ of the predicted pairwise MI"))
     temperature: float = field(default=0.0, metadata=h("0 = the most likely digit; > 0 samples"))
@@ -52,12 +56,12 @@ def user_sampler(args):
 
     if args.sampler not in SAMPLERS:
         raise InputError(f"unknown sampler {args.sampler!r}; choose one of {', '.join(SAMPLERS)}")
-    for name in ("gamma", "lam", "temperature"):
+    for name in ("gamma", "lam", "temperature", "tau", "cap", "delta"):
         value = getattr(args, name)
         if not (math.isfinite(value) and value >= 0):
             raise InputError(f"--{name} must be a finite number >= 0, got {value}")
     flags = SimpleNamespace(sampler=args.sampler, k=args.k, gamma=args.gamma, lam=args.lam, order="entropy",
-                            on_reject="skip", charge_first=False)
+                            on_reject="skip", charge_first=False, tau=args.tau, cap=args.cap, delta=args.delta)
     return sampler_from_args(flags)
 
 
