@@ -149,7 +149,8 @@ def _runs():
     for d in (2, 5):
         for fam, acc, calib in (("eb", 0.4, 0.0), ("naive", 0.3, 0.0), ("mi λ=1", 0.45, 0.4), ("mi λ=2", 0.35, 0.5)):
             runs[f"{fam}@1/{d}"] = {"family": fam, "divisor": d, "solved": base < acc, "passes": np.full(p, 50 / d),
-                                    "calib_score": calib, "target": 50 / d}
+                                    "calib_score": calib, "target": 50 / d,
+                                    "params": {"k": d} if fam == "naive" else {"gamma": 0.1 * d}}
     return runs
 
 

@@ -87,6 +87,14 @@ def _acc_cell(run: dict) -> str:
     return f"{100 * k / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] @ {np.mean(run['passes']):.1f}{mark}"
 
 
+CALIBRATED = {"k": "k", "gamma": "γ", "tau": "τ"}  # the calibrated keyword of each family, as shown
+
+
+def _param_cell(run: dict) -> str:
+    key = next(k for k in CALIBRATED if k in run.get("params", {}))
+    return f"{CALIBRATED[key]}={run['params'][key]:.4g}"
+
+
 def _diff_cell(r: dict) -> str:
     return f"{100 * r['diff']:+.1f} [{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}] p={r['p_value']:.2g}"
 
@@ -103,11 +111,17 @@ def markdown(rows: list[dict], runs: dict[str, dict], set_name: str) -> str:
              "|---|" + "---|" * len(families)]
     for d, fams in table.items():
         target = next(iter(fams.values())).get("target", float("nan"))
-        cells = [(_acc_cell(fams[f]) + (f" ({fams[f]['chosen'].split('=')[1]})" if f == BEST_MI else "")
+        cells = [(_acc_cell(fams[f]) + (f" (λ={fams[f]['chosen'].split('=')[1]})" if f == BEST_MI else "")
                   if f in fams else "") for f in families]
         lines.append(f"| 1/{d} ({target:.1f}) | " + " | ".join(cells) + " |")
     if any(not r.get("on_target", True) for fams in table.values() for r in fams.values()):
         lines += ["", OFF_TARGET_NOTE]
+    lines += ["", "Calibrated settings (on the calibration split):", "",
+              "| budget | " + " | ".join(f for f in families if f != BEST_MI) + " |",
+              "|---|" + "---|" * (len(families) - (BEST_MI in families))]
+    for d, fams in table.items():
+        lines.append(f"| 1/{d} | " + " | ".join(_param_cell(fams[f]) if f in fams else ""
+                                               for f in families if f != BEST_MI) + " |")
     mine = [r for r in rows if r["first"] == BEST_MI]
     seconds = list(dict.fromkeys(r["second"] for r in mine))
     if mine:
