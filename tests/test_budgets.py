@@ -254,3 +254,20 @@ def test_protein_jsd_rows_put_the_contender_first_and_lower_jsd_is_better():
     vs_eb = next(r for r in rows if r["first"] == "mi*" and r["second"] == "eb")
     assert vs_eb["diff"] < 0 and vs_eb["lo"] <= vs_eb["diff"] <= vs_eb["hi"] and vs_eb["verdict"] == "better"
     assert all(r["first"] in ("mi*", "mi λ=1") and r["second"] in ("eb", "sequential") for r in rows)
+
+
+def test_calibration_grid_reaches_every_budget_and_reuses_brackets():
+    from mdm_mi.calibrate import DIVISORS, calibrate_grid, standard_families
+
+    n = 2 * N
+    backbone = SharpeningBackbone(seeded_logits(n, V, seed=1) * 2, mask_id=V)
+    gen = torch.Generator().manual_seed(0)
+    tokens = torch.randint(V, (32, n), generator=gen)
+    for row in range(32):
+        tokens[row, torch.randperm(n, generator=gen)[:20 + row * (n - 20) // 31]] = V
+    sequential = float((tokens == V).sum(1).float().mean())
+    families = [f for f in standard_families(n, [1.0], "skip", False) if not f.sampler.startswith("mi")]
+    points = calibrate_grid(families, sequential, DIVISORS, _toy_measure(backbone, tokens), log=lambda m: None)
+    assert [p.extra["divisor"] for p in points] == list(DIVISORS) * len(families)
+    assert all(p.on_target for p in points), [(p.family, p.target, p.passes) for p in points if not p.on_target]
+    assert sum(p.decodes for p in points) < 6 * len(points)  # narrowing the bracket keeps the search short

@@ -142,10 +142,15 @@ def calibrate_grid(families: list[Family], sequential_passes: float, divisors, m
     points = []
     for fam in families:
         cache: dict = {}
-        for d, target in targets(sequential_passes, divisors).items():
+        bracket = fam
+        for d, target in sorted(targets(sequential_passes, divisors).items()):
             t0 = time.time()
-            point = calibrate(fam, target, measure, cache=cache)
+            point = calibrate(bracket, target, measure, cache=cache)
             points.append(dataclasses.replace(point, extra={**point.extra, "divisor": d}))
+            # passes fall as d grows, so the next parameter lies beyond this one: narrow the search
+            if point.passes >= target and bracket.lo < point.value < bracket.hi:
+                bound = {"hi": point.value} if fam.increasing else {"lo": point.value}
+                bracket = dataclasses.replace(bracket, **bound)
             log(f"calibrated {fam.label} 1/{d}: {fam.param}={point.value:.4g} → {point.passes:.2f} passes "
                 f"(target {target:.2f}, {point.decodes} decodes, {time.time() - t0:.1f} s)")
     return points

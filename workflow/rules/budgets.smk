@@ -20,9 +20,10 @@ rule sudoku_compare:
     log:
         f"{L}/sudoku/budgets/{{cset}}.log",
     params:
-        options=cli_flags(
-            {k: COMPARE[k] for k in ("calib_puzzles", "test_puzzles", "graded_per_level", "divisors", "mi_lambda",
+        options=lambda w: cli_flags(
+            {k: COMPARE[k] for k in ("calib_puzzles", "graded_per_level", "divisors", "mi_lambda",
                                      "indep_tau", "two_budget_delta", "bootstrap", "batch_size")}
+            | {"test_puzzles": COMPARE["test_puzzles"].get(w.cset, 1)}
             | {"graded_givens": SUDOKU["data"]["graded_givens"], "mi_on_reject": SUDOKU["samplers"]["mi_on_reject"],
                "mi_charge_first": SUDOKU["samplers"]["mi_charge_first"]}
         ),
