@@ -34,7 +34,7 @@ rule sudoku_compare:
         out_dir=parent_dir("budgets"),
     wildcard_constraints:
         cset="|".join(COMPARE["sets"]),
-    threads: 1  # one set per core
+    threads: lambda w: config["threads"] if w.cset == "hard" else 1  # the largest set gets every core
     resources:
         gpu=1,
         mem_mb=4000,
