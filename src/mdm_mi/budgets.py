@@ -88,11 +88,15 @@ def _acc_cell(run: dict) -> str:
 
 
 CALIBRATED = {"k": "k", "gamma": "γ", "tau": "τ"}  # the calibrated keyword of each family, as shown
+NEAR_ONE = 0.99
 
 
 def _param_cell(run: dict) -> str:
     key = next(k for k in CALIBRATED if k in run.get("params", {}))
-    return f"{CALIBRATED[key]}={run['params'][key]:.4g}"
+    value = run["params"][key]
+    if key == "tau" and value > NEAR_ONE:  # τ close to 1: show how close
+        return f"τ=1−{1 - value:.2g}"
+    return f"{CALIBRATED[key]}={value:.4g}"
 
 
 def _diff_cell(r: dict) -> str:

@@ -151,7 +151,7 @@ def calibrate_grid(families: list[Family], sequential_passes: float, divisors, m
             if point.passes >= target and bracket.lo < point.value < bracket.hi:
                 bound = {"hi": point.value} if fam.increasing else {"lo": point.value}
                 bracket = dataclasses.replace(bracket, **bound)
-            log(f"calibrated {fam.label} 1/{d}: {fam.param}={point.value:.4g} → {point.passes:.2f} passes "
+            log(f"calibrated {fam.label} 1/{d}: {fam.param}={point.value:.6g} → {point.passes:.2f} passes "
                 f"(target {target:.2f}, {point.decodes} decodes, {time.time() - t0:.1f} s)")
     return points
 
