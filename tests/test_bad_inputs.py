@@ -207,7 +207,7 @@ CASES = [
     Case("gamma-nan", [*SOLVE, P, "--sampler", "mi", "--gamma", "nan"], "--gamma must be a finite number"),
     Case("lam-negative", [*SOLVE, P, "--sampler", "mi", "--lam", "-2"], "--lam must be"),
     Case("temperature-negative", [*SOLVE, P, "--temperature", "-1"], "--temperature must be"),
-    Case("k-not-a-number", [*SOLVE, P, "--k", "four"], "argument --k: invalid int value: 'four'"),
+    Case("k-not-a-number", [*SOLVE, P, "--k", "four"], "argument --k: invalid float value: 'four'"),
     Case("unknown-flag", [*SOLVE, P, "--gama", "0.1"], "unrecognized arguments: --gama"),
     Case("batch-size-zero", [*SOLVE, P, "--batch-size", "0"], "--batch-size must be >= 1"),
     Case("threads-negative", [*SOLVE, P, "--threads", "-1"], "--threads must be >= 0"),
