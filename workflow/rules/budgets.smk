@@ -3,6 +3,7 @@
 COMPARE = SUDOKU["compare"]
 
 
+
 rule sudoku_compare:
     input:
         model=rules.sudoku_pretrain.output.meta,
@@ -21,10 +22,10 @@ rule sudoku_compare:
         f"{L}/sudoku/budgets/{{cset}}.log",
     params:
         options=lambda w: cli_flags(
-            {k: COMPARE[k] for k in ("calib_puzzles", "graded_per_level", "divisors", "mi_lambda",
-                                     "indep_tau", "two_budget_delta", "bootstrap", "batch_size")}
-            | {"test_puzzles": COMPARE["test_puzzles"].get(w.cset, 1)}
-            | {"graded_givens": SUDOKU["data"]["graded_givens"], "mi_on_reject": SUDOKU["samplers"]["mi_on_reject"],
+            {k: COMPARE[k] for k in ("calib_puzzles", "divisors", "mi_lambda", "indep_tau", "two_budget_delta",
+                                     "bootstrap", "batch_size")}
+            | set_size_flags(w.cset)
+            | {"mi_on_reject": SUDOKU["samplers"]["mi_on_reject"],
                "mi_charge_first": SUDOKU["samplers"]["mi_charge_first"]}
         ),
         job=job_flags(),

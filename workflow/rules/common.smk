@@ -106,3 +106,12 @@ def parent_dir(key):
         return os.path.dirname(files[key])
 
     return get
+
+
+def set_size_flags(cset):
+    """Comparison-set size flags of ``sudoku-compare``: only those the set uses, so that resizing one
+    set reruns only that set's comparison."""
+    compare = SUDOKU["compare"]
+    if cset == "graded":
+        return {"graded_per_level": compare["graded_per_level"], "graded_givens": SUDOKU["data"]["graded_givens"]}
+    return {"test_puzzles": compare["test_puzzles"][cset]}

@@ -36,9 +36,9 @@ class CompareArgs:
     set: str = field(metadata=_h("hard | graded | levels | easy"))
     out_dir: Path = field(metadata=_h("output folder"))
     calib_puzzles: int = field(metadata=_h("calibration puzzles per set (disjoint from the test puzzles)"))
-    test_puzzles: int = field(metadata=_h("at most this many test puzzles per set"))
-    graded_givens: tuple[int, ...] = field(metadata=_h("givens of the graded set's levels"))
-    graded_per_level: int = field(metadata=_h("graded test puzzles per level"))
+    test_puzzles: int | None = field(default=None, metadata=_h("hard, levels, easy: at most this many test puzzles"))
+    graded_givens: tuple[int, ...] = field(default=(), metadata=_h("graded: givens of its levels"))
+    graded_per_level: int | None = field(default=None, metadata=_h("graded: test puzzles per level"))
     divisors: tuple[int, ...] = field(default=DIVISORS, metadata=_h("budgets: sequential's passes ÷ each"))
     mi_lambda: tuple[float, ...] = field(default=(1.0, 2.0), metadata=_h("MI-guided λ values"))
     mi_on_reject: str = field(default="skip", metadata=_h("MI-guided: skip | stop"))
@@ -65,7 +65,9 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
     setup(args.threads, args.seed)
     if not args.divisors or min(args.divisors) < 1:
         raise InputError(f"--divisors must be integers >= 1, got {args.divisors}")
-    spec = SplitSpec(args.calib_puzzles, args.test_puzzles, tuple(args.graded_givens), args.graded_per_level, args.seed)
+    _check_sizes(args)
+    spec = SplitSpec(args.calib_puzzles, args.test_puzzles or 0, tuple(args.graded_givens), args.graded_per_level or 0,
+                     args.seed)
     try:
         calib, test = compare_splits(load_puzzle_csv(args.radcliffe), load_puzzle_csv(args.easy), [args.set], spec)[args.set]
     except ValueError as exc:
@@ -93,6 +95,18 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
     tracker.log_metrics({f"{r['first']}-{r['second']}.1_{r['divisor']}.diff": r["diff"] for r in rows})
     for name in ("budgets.md", "budgets.csv", "runs.json", "curve.png"):
         tracker.log_artifact(out / name)
+
+
+def _check_sizes(args: CompareArgs) -> None:
+    """The size flags the chosen set needs (graded: --graded-givens and --graded-per-level; the others:
+    --test-puzzles), each ≥ 1."""
+    if args.set == "graded":
+        if not args.graded_givens or not (args.graded_per_level or 0) >= 1:
+            raise InputError("--set graded needs --graded-givens and --graded-per-level >= 1")
+    elif not (args.test_puzzles or 0) >= 1:
+        raise InputError(f"--set {args.set} needs --test-puzzles >= 1")
+    if args.calib_puzzles < 1:
+        raise InputError(f"--calib-puzzles must be >= 1, got {args.calib_puzzles}")
 
 
 def _write(out: Path, args: CompareArgs, runs: dict, rows: list, seq_passes: float, seconds: dict) -> None:
