@@ -76,6 +76,7 @@ def write_csv(rows: list[dict], path: str | Path) -> None:
         w.writerows(rows)
 
 
+OVER_BUDGET = 0.05  # "best" ignores families whose test passes exceed the budget by more than this
 OFF_TARGET = "†"  # the calibration missed its target passes by more than ±5%
 OFF_TARGET_NOTE = f"{OFF_TARGET} calibration missed the target passes by more than 5% (the sampler cannot reach it)"
 
@@ -154,14 +155,18 @@ def read_csv(path: str | Path) -> list[dict]:
 
 
 def winners(rows: list[dict], against=("eb", "naive", "threshold", SEQUENTIAL)) -> list[dict]:
-    """Per set and budget: the family with the best test accuracy, and ``mi*`` minus each of
+    """Per set and budget: the family with the best test accuracy among those within 5% of the budget's
+    passes, and ``mi*`` minus each of
     ``against`` (difference, 95% interval, p and verdict at p < 0.05), from long-format rows."""
     out = []
     for key in dict.fromkeys((r["set"], r["divisor"]) for r in rows):
         rs = [r for r in rows if (r["set"], r["divisor"]) == key]
         acc = {r["first"]: (r["acc_first"], r["passes_first"]) for r in rs if r["first"] != BEST_MI}
         acc |= {r["second"]: (r["acc_second"], r["passes_second"]) for r in rs if r["second"] != SEQUENTIAL}
-        best = max(acc, key=lambda f: acc[f][0])
+        target = rs[0]["target"]
+        # a family whose test passes exceed the budget by > 5% (it cannot reach it, †) cannot be best
+        eligible = [f for f in acc if acc[f][1] <= target * (1 + OVER_BUDGET)] or list(acc)
+        best = max(eligible, key=lambda f: acc[f][0])
         mine = {r["second"]: r for r in rs if r["first"] == BEST_MI}
         out.append({"set": key[0], "divisor": key[1], "passes": mine[against[0]]["passes_first"] if against[0] in mine
                     else float("nan"), "best": best, "best_acc": acc[best][0],
