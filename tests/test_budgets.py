@@ -271,3 +271,19 @@ def test_calibration_grid_reaches_every_budget_and_reuses_brackets():
     assert [p.extra["divisor"] for p in points] == list(DIVISORS) * len(families)
     assert all(p.on_target for p in points), [(p.family, p.target, p.passes) for p in points if not p.on_target]
     assert sum(p.decodes for p in points) < 6 * len(points)  # narrowing the bracket keeps the search short
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--set", "hard"], "--set hard needs --test-puzzles >= 1"),
+    (["--set", "graded", "--graded-per-level", "5"], "--set graded needs --graded-givens"),
+    (["--set", "hard", "--test-puzzles", "5", "--divisors", "0"], "--divisors must be integers >= 1"),
+])
+def test_compare_size_flags_are_checked_before_any_work(tmp_path, capsys, extra, message):
+    from mdm_mi.cli import main
+
+    argv = ["sudoku-compare", "--model", str(tmp_path / "m"), "--head", str(tmp_path / "h"), "--radcliffe",
+            str(tmp_path / "r.csv"), "--easy", str(tmp_path / "e.csv"), "--out-dir", str(tmp_path / "out"),
+            "--calib-puzzles", "5", "--tracking-uri", "none", *extra]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
