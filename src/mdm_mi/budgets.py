@@ -68,10 +68,10 @@ def budget_rows(runs: dict[str, dict], set_name: str) -> list[dict]:
     return rows
 
 
-def write_csv(rows: list[dict], path: str | Path) -> None:
-    """The long-format budgets table as CSV (atomically)."""
+def write_csv(rows: list[dict], path: str | Path, fields: list[str] = FIELDS) -> None:
+    """A long-format budgets table as CSV (atomically); ``fields`` are its columns."""
     with atomic_path(path) as tmp, tmp.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        w = csv.DictWriter(fh, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
 

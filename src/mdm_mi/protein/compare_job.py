@@ -11,7 +11,6 @@ generated sequences under ``fasta/``.
 
 from __future__ import annotations
 
-import csv
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ import numpy as np
 from mdm_mi.calibrate import DIVISORS, standard_families
 from mdm_mi.cli import h as _h, verb
 from mdm_mi.errors import InputError
-from mdm_mi.io import atomic_path, write_json, write_text
+from mdm_mi.io import write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",
@@ -95,6 +94,7 @@ def protein_compare(args: ProteinCompareArgs, tracker) -> None:
 
 def _write(out: Path, runs: dict, rows: list[dict], meta: dict) -> None:
     """runs.json, budgets.csv, budgets.md and one FASTA per run."""
+    from mdm_mi.budgets import write_csv
     from mdm_mi.protein.fasta import write_fasta
 
     summary = {k: {f: v for f, v in r.items() if f not in ("seqs", "passes", "emb")}
@@ -104,10 +104,7 @@ def _write(out: Path, runs: dict, rows: list[dict], meta: dict) -> None:
         safe = name.replace("/", "_").replace(" ", "_").replace("=", "")
         write_fasta(out / "fasta" / f"{safe}.fasta",
                     [(f"gen{i} passes={p}", s) for i, (s, p) in enumerate(zip(r["seqs"], r["passes"]))])
-    with atomic_path(out / "budgets.csv") as tmp, tmp.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=ROW_FIELDS)
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(rows, out / "budgets.csv", ROW_FIELDS)
     write_text(out / "budgets.md", protein_markdown(summary, rows))
 
 

@@ -19,8 +19,8 @@ import torch
 from mdm_mi.calibrate import Family, Point, calibrate_grid
 from mdm_mi.samplers import Sequential
 from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
-from mdm_mi.sudoku.evaluate import decode_set
-from mdm_mi.sudoku.grid import MASK_ID, consistent_with_clues, is_valid_solution
+from mdm_mi.sudoku.evaluate import decode_set, solved_mask
+from mdm_mi.sudoku.grid import MASK_ID
 
 SEQUENTIAL = "sequential"
 SETS = ("hard", "graded", "levels", "easy")
@@ -72,12 +72,6 @@ def compare_splits(radcliffe: PuzzleSet, easy: PuzzleSet, sets, spec: SplitSpec)
     return out
 
 
-def solved_mask(ps: PuzzleSet, grids: torch.Tensor) -> np.ndarray:
-    """``(P,)`` bool: a valid grid that keeps every given."""
-    puzzles = torch.as_tensor(ps.puzzles)
-    return (is_valid_solution(grids) & consistent_with_clues(grids, puzzles)).numpy()
-
-
 @dataclass
 class Decoder:
     """Decodes a puzzle set with a sampler on one model (the MI head's Î for samplers that use it)."""
@@ -91,7 +85,7 @@ class Decoder:
         """→ solved ``(P,)`` bool, passes ``(P,)`` int."""
         fn = self.pairwise_fn if sampler.uses_pairwise else None
         grids, passes = decode_set(self.model, ps, sampler, self.batch_size, self.seed, fn)
-        return solved_mask(ps, grids), passes.numpy()
+        return solved_mask(ps, grids).numpy(), passes.numpy()
 
 
 def calibrate_families(decoder: Decoder, calib: PuzzleSet, families: list[Family], divisors,

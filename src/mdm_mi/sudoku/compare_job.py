@@ -21,7 +21,7 @@ import numpy as np
 from mdm_mi.calibrate import DIVISORS, standard_families
 from mdm_mi.cli import h as _h, verb
 from mdm_mi.errors import InputError
-from mdm_mi.io import write_json, write_text
+from mdm_mi.io import atomic_path, write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
 
 SUDOKU_CELLS = 81
@@ -111,8 +111,6 @@ def _check_sizes(args: CompareArgs) -> None:
 
 def _write(out: Path, args: CompareArgs, runs: dict, rows: list, seq_passes: float, seconds: dict) -> None:
     """``runs.json`` (settings and summaries) and ``outcomes.npz`` (per-puzzle arrays)."""
-    from mdm_mi.io import atomic_path
-
     summary = {name: {k: v for k, v in r.items() if k not in ("solved", "passes")}
                | {"accuracy": float(np.mean(r["solved"])), "mean_passes": float(np.mean(r["passes"]))}
                for name, r in runs.items()}

@@ -33,10 +33,15 @@ def decode_set(model, ps: PuzzleSet, sampler: Sampler, batch_size: int, seed: in
     return torch.cat(grids), torch.cat(passes)
 
 
+def solved_mask(ps: PuzzleSet, grids: torch.Tensor) -> torch.Tensor:
+    """``(P,)`` bool: a valid grid that keeps every given."""
+    return is_valid_solution(grids) & consistent_with_clues(grids, torch.as_tensor(ps.puzzles))
+
+
 def score(ps: PuzzleSet, grids: torch.Tensor, passes: torch.Tensor) -> list[dict]:
     """One record per puzzle: level, clues, passes, solved (valid & keeps clues), matches given solution."""
     puzzles = torch.as_tensor(ps.puzzles)
-    solved = is_valid_solution(grids) & consistent_with_clues(grids, puzzles)
+    solved = solved_mask(ps, grids)
     if ps.solutions is not None:
         matches = (grids == torch.as_tensor(ps.solutions)).all(1).tolist()
     else:
