@@ -15,8 +15,8 @@ from mdm_mi.budgets import BEST_MI, budget_rows, by_budget, markdown, read_csv, 
 from mdm_mi.calibrate import Family, calibrate, targets
 from mdm_mi.paired import (bootstrap_curves, detectable_difference, interpolate_curve, mcnemar_exact,
                            newcombe_interval, paired_difference)
-import mdm_mi.mi.rules  # noqa: F401  (registers mi-indep, mi-2b)
-from mdm_mi.samplers import INF, StepView, TopK, build_sampler, decode
+from mdm_mi.sampler_table import build_sampler
+from mdm_mi.samplers import INF, StepView, TopK, decode
 
 N, V = 30, 6
 

@@ -21,7 +21,8 @@ from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
 from mdm_mi.mi.head import HeadConfig, MIHead
 from mdm_mi.mi.probe import certified_mi, exact_mi
 from mdm_mi.runtime import resolve_device
-from mdm_mi.samplers import build_sampler, decode
+from mdm_mi.sampler_table import build_sampler
+from mdm_mi.samplers import decode
 from mdm_mi.sudoku.grid import MASK_ID
 from mdm_mi.sudoku.model import DOMAIN, ModelConfig, SudokuMDM, load_model
 from mdm_mi.sudoku.train import TrainConfig, train

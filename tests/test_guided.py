@@ -8,7 +8,8 @@ import torch
 from mdm_mi.backbone import BackboneOutput
 from mdm_mi.mi.guided import MIGuided, OracleMI, admit, head_pairwise_fn, oracle_pairwise_fn
 from mdm_mi.mi.head import HeadConfig, MIHead
-from mdm_mi.samplers import SAMPLERS, StepView, build_sampler, decode
+from mdm_mi.sampler_table import SAMPLERS, build_sampler
+from mdm_mi.samplers import StepView, decode
 
 INF = float("inf")
 
@@ -98,7 +99,7 @@ def test_vectorised_walk_matches_a_plain_loop(stop, charge_first, gamma):
 
 
 def test_registry_params_and_validation():
-    assert SAMPLERS["mi"] is MIGuided and SAMPLERS["mi-oracle"] is OracleMI
+    assert SAMPLERS["mi"].cls is MIGuided and SAMPLERS["mi-oracle"].cls is OracleMI
     s = build_sampler("mi-oracle", gamma=0.5, lam=2, on_reject="skip", charge_first=False)
     assert isinstance(s, OracleMI) and s.uses_pairwise
     assert s.params() == {"gamma": 0.5, "lam": 2.0, "on_reject": "skip", "charge_first": False}

@@ -15,7 +15,7 @@ pytest.importorskip("esm.models.esmc")
 from mdm_mi.checkpoint import CheckpointError  # noqa: E402
 from mdm_mi.cli import main  # noqa: E402
 from mdm_mi.errors import InputError  # noqa: E402
-from mdm_mi.models import load_backbone  # noqa: E402
+from mdm_mi.domain import load_backbone  # noqa: E402
 from mdm_mi.protein import data as pdata  # noqa: E402
 from mdm_mi.protein import metrics  # noqa: E402
 from mdm_mi.protein.fasta import AMINO_ACIDS, read_fasta, write_fasta  # noqa: E402
@@ -23,7 +23,7 @@ from mdm_mi.protein.generate import generate  # noqa: E402
 from mdm_mi.protein.model import load_protein_model, new_esmc, save_trained, write_300m_meta  # noqa: E402
 from mdm_mi.protein.tokens import protein_tokens  # noqa: E402
 from mdm_mi.protein.train import ProteinTrainConfig, sample_batch  # noqa: E402
-from mdm_mi.samplers import build_sampler  # noqa: E402
+from mdm_mi.sampler_table import build_sampler  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 UNIREF = REPO / "resources" / "data" / "protein" / "uniref50_len50-100.fasta"

@@ -10,15 +10,14 @@ import pytest
 import torch
 
 from mdm_mi.backbone import entropy_from_logits
+from mdm_mi.sampler_table import SAMPLERS, build_sampler
 from mdm_mi.samplers import (
     INF,
-    SAMPLERS,
     EntropyBounded,
     Sampler,
     Sequential,
     StepView,
     TopK,
-    build_sampler,
     choose_tokens,
     decode,
 )

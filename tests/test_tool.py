@@ -4,6 +4,8 @@ answer), ``mi-map`` (PNG + CSV), ``evaluate`` with the model found by :mod:`mdm_
 
 from __future__ import annotations
 
+import dataclasses
+
 import csv
 import io
 import json
@@ -18,7 +20,7 @@ import pytest
 import torch
 
 from conftest import write_csv
-from mdm_mi import locate, models
+from mdm_mi import domain, locate
 from mdm_mi.backbone import BackboneOutput
 from mdm_mi.cli import main
 from mdm_mi.errors import InputError
@@ -54,7 +56,8 @@ class OracleBackbone:
 @pytest.fixture
 def oracle(monkeypatch, results):
     """Make every Sudoku checkpoint load as :class:`OracleBackbone`."""
-    monkeypatch.setitem(models.LOADERS, "sudoku", lambda directory, device: (OracleBackbone(), {}))
+    monkeypatch.setitem(domain.DOMAINS, "sudoku", dataclasses.replace(
+        domain.DOMAINS["sudoku"], load=lambda directory, device: (OracleBackbone(), {})))
     return results
 
 
@@ -199,7 +202,8 @@ def test_mi_map_of_a_protein_draws_positions(capsys, results, tmp_path, monkeypa
     from tool_helpers import save_tiny_head
 
     save_tiny_head(results / "tiny" / "protein" / "head")
-    monkeypatch.setitem(models.LOADERS, "protein", lambda directory, device: (FakeProteinBackbone(), {}))
+    monkeypatch.setitem(domain.DOMAINS, "protein", dataclasses.replace(
+        domain.DOMAINS["protein"], load=lambda directory, device: (FakeProteinBackbone(), {})))
     code, out, err = run(capsys, ["mi-map", "MKV___LA", "--cell", "5", "--exact", "--out", "p.png"])
     assert code == 0, err
     assert out.startswith("position 5:") and "(exact " in out

@@ -17,7 +17,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from mdm_mi.samplers import Sampler, build_sampler
+from mdm_mi.sampler_table import build_sampler
+from mdm_mi.samplers import Sampler
 
 SCALES = ("linear", "log", "log1m")  # bisect on p, log p, or −log(1 − p) (for τ near 1)
 DEFAULT_ITERS = 14
@@ -162,9 +163,6 @@ def standard_families(max_tokens: int, mi_lambda, on_reject: str, charge_first: 
     EB-Sampler, the Fast-dLLM confidence threshold, MI-guided (Algorithm 1) at each λ, and the rules of
     :mod:`mdm_mi.mi.rules` at each pair cap τ / dependence budget δ (their entropy budget γ is the
     calibrated parameter). Labels starting with ``mi`` are the contenders of :mod:`mdm_mi.budgets`."""
-    import mdm_mi.mi.guided  # noqa: F401  (registers mi)
-    import mdm_mi.mi.rules  # noqa: F401  (registers mi-indep, mi-2b)
-
     fams = [
         Family("naive", "naive", "k", 1.0, float(max_tokens), "linear", increasing=False),
         Family("eb", "eb", "gamma", *GAMMA_RANGE, "log", increasing=False),

@@ -13,13 +13,14 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from mdm_mi.errors import UserError
 from mdm_mi.io import atomic_path, write_json
 
 WEIGHTS = "model.safetensors"
 META = "meta.json"
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError):
     """A checkpoint that is missing, truncated, corrupt or for another domain."""
 
 

@@ -1,12 +1,12 @@
 """Command line: ``mdm-mi <verb> --flag value ...`` (or ``python -m mdm_mi``).
 
-Each verb is a frozen dataclass of arguments plus one library function. The parser is derived from
-the dataclass fields (``foo_bar`` → ``--foo-bar``; a field without default is required; a field
-marked ``h(..., positional=True)`` is an optional positional argument), so the CLI only parses and
-calls; no logic lives here. Workflow verbs also take the tracking flags (``--tracking-uri``,
-``--experiment``, ``--rule``, ``--wildcard k=v``, ``--config-hash``); user verbs
-(``verb(..., user=True)``) do not track. A verb returns its exit code (None = 0); bad input is one
-``error: ...`` line on stderr and exit code 2.
+:data:`VERBS` is the one table of verbs: name → argument dataclass, function, help. The parser is
+derived from the dataclass fields (``foo_bar`` → ``--foo-bar``; a field without default is required;
+a field marked ``flags.h(..., positional=True)`` is an optional positional argument), so the CLI only
+parses and calls; no logic lives here. Imports run one way: cli → job modules → library. Workflow
+verbs also take the tracking flags (``--tracking-uri``, ``--experiment``, ``--rule``,
+``--wildcard k=v``, ``--config-hash``); user verbs (``user=True``) do not track. A verb returns its
+exit code (None = 0); bad input is one ``error: ...`` line on stderr and exit code 2.
 
     mdm-mi solve --help
 """
@@ -19,37 +19,90 @@ import hashlib
 import json
 import sys
 import typing
-from typing import Callable
+from typing import Callable, NamedTuple
 
-from mdm_mi.errors import InputError
-from mdm_mi.tracking import TrackingArgs
-
-VERBS: dict[str, tuple[type, Callable, str]] = {}
-USER_VERBS: set[str] = set()  # verbs people run by hand: no tracking flags
-EXAMPLES: dict[str, str] = {}  # verb → examples shown at the end of its --help
-
-
-def h(text: str, positional: bool = False, group: str | None = None) -> dict:
-    """Field metadata carrying a flag's help text: ``field(metadata=h("..."))``; ``positional=True``
-    makes the field an optional positional argument instead of a ``--flag``; ``group`` lists the flag
-    under that heading in ``--help``."""
-    return {"help": text, "positional": positional, "group": group}
+from mdm_mi import figure_jobs, jobs as core_jobs, results
+from mdm_mi.errors import USER_ERRORS, InputError
+from mdm_mi.mi import jobs as mi_jobs
+from mdm_mi.protein import compare_job as protein_compare_job, generate_job, jobs as protein_jobs, report_jobs
+from mdm_mi.sudoku import compare_job as sudoku_compare_job, jobs as sudoku_jobs, oracle_job
+from mdm_mi.tracking import NullTracker, TrackingArgs, open_tracker
+from mdm_mi.user import check_config, mi_map, solve
 
 
-def verb(name: str, args_cls: type, help_text: str, user: bool = False, examples: str = ""):
-    """Register ``fn(args, tracker) -> exit code | None`` as CLI verb ``name`` parsing into
-    ``args_cls``; ``user=True`` for verbs people run by hand (no tracking flags); ``examples`` end its
-    ``--help``."""
+class Verb(NamedTuple):
+    """One CLI verb: its argument dataclass, ``run(args, tracker) -> exit code | None`` and one-line
+    help; ``user`` verbs are run by hand (no tracking flags); ``examples`` end its ``--help``."""
 
-    def deco(fn):
-        VERBS[name] = (args_cls, fn, help_text)
-        if user:
-            USER_VERBS.add(name)
-        if examples:
-            EXAMPLES[name] = examples
-        return fn
+    args: type
+    run: Callable
+    help: str
+    user: bool = False
+    examples: str = ""
 
-    return deco
+
+# THE verb table, by stage. Each workflow rule is named after the verb it runs (workflow/rules/).
+VERBS: dict[str, Verb] = {
+    # data
+    "prepare-sudoku": Verb(sudoku_jobs.PrepareArgs, sudoku_jobs.prepare_sudoku,
+                           "generate training grids and build the Sudoku evaluation sets"),
+    "prepare-protein": Verb(protein_jobs.PrepareProteinArgs, protein_jobs.prepare_protein,
+                            "split the protein data, draw the references and MI contexts"),
+    "download-esmc": Verb(protein_jobs.DownloadEsmcArgs, protein_jobs.download_esmc,
+                          "fetch the ESM-C 300M weights from the Hugging Face Hub"),
+    "import-esmc": Verb(protein_jobs.ImportEsmcArgs, protein_jobs.import_esmc,
+                        "make ESM-C 300M the protein model of a run (checked, not copied)"),
+    # backbones
+    "pretrain": Verb(sudoku_jobs.PretrainArgs, sudoku_jobs.pretrain, "train the Sudoku masked diffusion model"),
+    "pretrain-protein": Verb(protein_jobs.PretrainProteinArgs, protein_jobs.pretrain_protein,
+                             "train the small protein MDM (an ESM-C) with masked diffusion"),
+    # MI labels and head (either domain: it comes from the checkpoint)
+    "label": Verb(mi_jobs.LabelArgs, mi_jobs.label, "label one shard of contexts with ground-truth probing MI"),
+    "train-head": Verb(mi_jobs.TrainHeadArgs, mi_jobs.train_head_job,
+                       "train the MI head on probing labels and report its fidelity"),
+    # decoding and comparisons
+    "evaluate": Verb(sudoku_jobs.EvaluateArgs, sudoku_jobs.evaluate, "decode a puzzle CSV with one sampler and score it",
+                     examples=sudoku_jobs.EVAL_EXAMPLES),
+    "generate": Verb(generate_job.GenerateArgs, generate_job.generate_job,
+                     "generate proteins from fully masked sequences with a sampler",
+                     examples=generate_job.GENERATE_EXAMPLES),
+    "sudoku-compare": Verb(sudoku_compare_job.CompareArgs, sudoku_compare_job.sudoku_compare,
+                           "calibrate every sampler to common pass budgets and compare them pairwise"),
+    "protein-compare": Verb(protein_compare_job.ProteinCompareArgs, protein_compare_job.protein_compare,
+                            "calibrate every sampler to common pass budgets and compare proteins by JSD"),
+    "sudoku-oracle-ceiling": Verb(oracle_job.CeilingArgs, oracle_job.sudoku_oracle_ceiling,
+                                  "decode with the exact-MI oracle at the head's calibrated settings"),
+    # tables and figures
+    "gather": Verb(results.GatherArgs, results.gather, "gather evaluation summaries into one tidy table"),
+    "budgets-summary": Verb(sudoku_compare_job.SummaryArgs, sudoku_compare_job.budgets_summary,
+                            "who wins at each calibrated budget, over every set's budgets table"),
+    "paper-table": Verb(figure_jobs.PaperTableArgs, figure_jobs.paper_table_job,
+                        "our Sudoku results laid out beside the paper's table"),
+    "figure-speed-quality": Verb(figure_jobs.SpeedQualityArgs, figure_jobs.figure_speed_quality,
+                                 "mean passes vs accuracy, one curve per sampler"),
+    "figure-mi-map": Verb(figure_jobs.MiMapArgs, figure_jobs.figure_mi_map,
+                          "Figure-1-style MI map of one cell of a real puzzle"),
+    "figure-scatter": Verb(figure_jobs.ScatterArgs, figure_jobs.figure_scatter,
+                           "MI head vs probing label on the test pairs"),
+    "protein-table": Verb(report_jobs.ProteinTableArgs, report_jobs.protein_table,
+                          "gather protein generation summaries into one table"),
+    "protein-paper-table": Verb(report_jobs.ProteinPaperTableArgs, report_jobs.protein_paper_table,
+                                "our protein results beside the paper's table"),
+    "figure-protein-speed-quality": Verb(report_jobs.ProteinSpeedQualityArgs, report_jobs.figure_protein_speed_quality,
+                                         "NFE vs JSD, one curve per sampler"),
+    "figure-protein-mi": Verb(report_jobs.ProteinMiArgs, report_jobs.figure_protein_mi,
+                              "MI map of a generated protein and MI vs sequence separation"),
+    # tracking
+    "init-tracking": Verb(core_jobs.InitTrackingArgs, core_jobs.init_tracking,
+                          "create the MLflow store before parallel jobs write to it"),
+    # by hand, on the trained models
+    "solve": Verb(solve.SolveArgs, solve.solve, "solve Sudoku puzzles with the trained model", user=True,
+                  examples=solve.EXAMPLES),
+    "mi-map": Verb(mi_map.MiMapArgs, mi_map.mi_map, "draw the MI head's predicted mutual information for one position",
+                   user=True, examples=mi_map.EXAMPLES),
+    "check-config": Verb(check_config.CheckConfigArgs, check_config.check_config,
+                         "check a workflow config file against the schema", user=True, examples=check_config.EXAMPLES),
+}
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -106,20 +159,18 @@ def _add_tracking(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with one sub-parser per registered verb."""
-    _register_all()
+    """The top-level parser with one sub-parser per verb of :data:`VERBS`."""
     parser = _Parser(prog="mdm-mi", description="Masked diffusion models with mutual-information heads.",
                      epilog="Using the trained models: mdm-mi solve --help, mdm-mi mi-map --help, "
                             "mdm-mi evaluate --help.")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
-    for name, (args_cls, _, help_text) in sorted(VERBS.items()):
-        user = name in USER_VERBS
-        p = sub.add_parser(name, help=help_text, description=help_text, epilog=EXAMPLES.get(name),
+    for name, v in sorted(VERBS.items()):
+        p = sub.add_parser(name, help=v.help, description=v.help, epilog=v.examples or None,
                            formatter_class=_HelpFormatter)
-        hints, groups = typing.get_type_hints(args_cls), {}
-        for f in dataclasses.fields(args_cls):
+        hints, groups = typing.get_type_hints(v.args), {}
+        for f in dataclasses.fields(v.args):
             _add_field(p, f, hints, groups)
-        if not user:
+        if not v.user:
             _add_tracking(p)
     return parser
 
@@ -142,30 +193,20 @@ def args_hash(args) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def _register_all() -> None:
-    """Import the modules that define verbs (each registers itself)."""
-    from mdm_mi import jobs, user  # noqa: F401
-
-
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the verb → its exit code; expected errors become one line on stderr
     and exit code 2 (usage errors exit through argparse with the same one line)."""
-    from mdm_mi.errors import USER_ERRORS
-    from mdm_mi.tracking import NullTracker, open_tracker
-
     ns = build_parser().parse_args(argv)
-    args_cls, fn, _ = VERBS[ns.verb]
-    args = args_cls(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(args_cls)})
+    v = VERBS[ns.verb]
+    args = v.args(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(v.args)})
     try:
-        if ns.verb in USER_VERBS:
-            return fn(args, NullTracker()) or 0
+        if v.user:
+            return v.run(args, NullTracker()) or 0
         with open_tracker(_tracking_args(ns, args)) as tracker:
-            return fn(args, tracker) or 0
+            return v.run(args, tracker) or 0
     except USER_ERRORS as exc:
         print("error: " + " ".join(str(exc).split()), file=sys.stderr)  # always one line
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-
-

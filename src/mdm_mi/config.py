@@ -15,10 +15,12 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from mdm_mi.errors import UserError
+
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A configuration that does not satisfy the schema."""
 
 

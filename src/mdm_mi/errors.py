@@ -1,12 +1,15 @@
-"""Errors that mean bad input (reported as one line, exit code 2) rather than a bug."""
+"""Errors that mean bad input (reported as one line, exit code 2) rather than a bug.
 
-from mdm_mi.checkpoint import CheckpointError
-from mdm_mi.config import ConfigError
-from mdm_mi.sudoku.grid import PuzzleFormatError
+Every such error subclasses :class:`UserError`; this module imports nothing, so any module may use it.
+"""
 
 
-class InputError(ValueError):
+class UserError(ValueError):
+    """Base of the errors the CLI reports as one ``error: ...`` line and exit code 2."""
+
+
+class InputError(UserError):
     """Bad user input: a file, a value or a combination of flags that cannot be used."""
 
 
-USER_ERRORS = (InputError, CheckpointError, ConfigError, PuzzleFormatError, FileNotFoundError)
+USER_ERRORS = (UserError, FileNotFoundError)

@@ -8,21 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.cli import h as _h, verb
+from mdm_mi.domain import backbone_name
+from mdm_mi.flags import h as _h
 from mdm_mi.io import read_json, write_text
-
-
-def backbone_name(model_dir: Path) -> str:
-    """A short description of the backbone that produced a result, for figure titles and tables."""
-    meta = read_json(Path(model_dir) / "meta.json")
-    if meta.get("kind") == "esmc-300m":
-        return "ESM-C 300M (pretrained)"
-    n = meta.get("metrics", {}).get("n_params")
-    size = f", {n / 1e6:.2f}M params" if n else ""
-    if meta.get("domain") == "protein":
-        dims = meta.get("esmc", {})
-        return f"small ESM-C d{dims.get('d_model')} L{dims.get('n_layers')}{size}, trained here"
-    return f"{meta['domain']} MDM{size}"
 
 
 @dataclass(frozen=True)
@@ -34,7 +22,6 @@ class SpeedQualityArgs:
     paper: bool = field(default=True, metadata=_h("overlay the paper's points"))
 
 
-@verb("figure-speed-quality", SpeedQualityArgs, "mean passes vs accuracy, one curve per sampler")
 def figure_speed_quality(args: SpeedQualityArgs, tracker) -> None:
     from mdm_mi.figures import read_table, speed_quality
 
@@ -51,7 +38,6 @@ class PaperTableArgs:
     out: Path = field(metadata=_h("output Markdown"))
 
 
-@verb("paper-table", PaperTableArgs, "our Sudoku results laid out beside the paper's table")
 def paper_table_job(args: PaperTableArgs, tracker) -> None:
     from mdm_mi.figures import matched_table, paper_table, read_table
 
@@ -75,14 +61,13 @@ class MiMapArgs:
     device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
 
 
-@verb("figure-mi-map", MiMapArgs, "Figure-1-style MI map of one cell of a real puzzle")
 def figure_mi_map(args: MiMapArgs, tracker) -> None:
     import torch
 
     from mdm_mi.errors import InputError
     from mdm_mi.mi.head import load_head
     from mdm_mi.mi_figures import mi_map_figure, mi_matrices, pick_cell, write_matrix_csv
-    from mdm_mi.models import load_backbone
+    from mdm_mi.domain import load_backbone
     from mdm_mi.runtime import resolve_device
     from mdm_mi.sudoku.data import load_puzzle_csv
 
@@ -109,7 +94,6 @@ class ScatterArgs:
     out: Path = field(metadata=_h("output PNG"))
 
 
-@verb("figure-scatter", ScatterArgs, "MI head vs probing label on the test pairs")
 def figure_scatter(args: ScatterArgs, tracker) -> None:
     from mdm_mi.mi_figures import scatter_figure
 

@@ -11,8 +11,11 @@ import contextlib
 import glob
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
+
+from mdm_mi.errors import InputError
 
 
 @contextlib.contextmanager
@@ -76,3 +79,18 @@ def write_npy(path: str | Path, array) -> None:
 def read_json(path: str | Path):
     """Read a JSON file."""
     return json.loads(Path(path).read_text())
+
+
+def read_text_input(path: Path | str, what: str) -> str:
+    """The text of ``path`` (``-`` = stdin) with a one-line error for a missing or unreadable file."""
+    if str(path) == "-":
+        return sys.stdin.read()
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{what} file {path} is a folder, not a file")
+    if not path.is_file():
+        raise InputError(f"{what} file not found: {path}")
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {what} file {path}: {type(exc).__name__}") from None

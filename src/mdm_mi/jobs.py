@@ -1,16 +1,11 @@
-"""Imports every module that registers CLI verbs, plus the tracking-store verb."""
+"""The tracking-store verb ``init-tracking`` (run once, before parallel jobs write to MLflow)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi import figure_jobs, results  # noqa: F401  (register figures, gather)
-from mdm_mi.cli import verb
 from mdm_mi.io import write_json
-from mdm_mi.mi import jobs as mi_jobs  # noqa: F401  (registers the MI verbs)
-from mdm_mi.protein import compare_job as protein_compare_job, generate_job, report_jobs, jobs as protein_jobs  # noqa: F401
-from mdm_mi.sudoku import compare_job, jobs as sudoku_jobs, oracle_job  # noqa: F401  (registers the Sudoku verbs)
 
 
 @dataclass(frozen=True)
@@ -21,7 +16,6 @@ class InitTrackingArgs:
     out: Path = field(metadata={"help": "marker JSON written once the store exists"})
 
 
-@verb("init-tracking", InitTrackingArgs, "create the MLflow store before parallel jobs write to it")
 def init_tracking(args: InitTrackingArgs, tracker) -> None:
     """Create the store and experiment (sqlite schema migrations run once, here), then the marker;
     an unreachable tracking server is a one-line error, before any GPU job starts."""

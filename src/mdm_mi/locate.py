@@ -16,20 +16,18 @@ import os
 from pathlib import Path
 
 from mdm_mi.checkpoint import META
+from mdm_mi.domain import DOMAINS
 from mdm_mi.errors import InputError
 
 RUN_ENV = "MDM_MI_RUN"
 DEFAULT_RESULTS = Path("results")
 TRAIN_HINT = "train one with `snakemake --cores 2` (see README.md)"
 
-# paths of a domain's checkpoints inside one run's folder results/<run>/
-MODEL_DIRS: dict[str, tuple[str, ...]] = {"sudoku": ("sudoku/model",), "protein": ("protein/model",)}
-HEAD_DIRS: dict[str, tuple[str, ...]] = {"sudoku": ("sudoku/head",), "protein": ("protein/head", "protein/mi/head")}
 
 
 def find_model(domain: str, results_root: str | Path = DEFAULT_RESULTS, run: str | None = None) -> Path:
     """The backbone checkpoint folder of ``domain`` under ``results_root`` (see the module doc)."""
-    return _find(_dirs(MODEL_DIRS, domain), f"{domain} model", "--model", Path(results_root), run)
+    return _find(_dirs(domain).model_dirs, f"{domain} model", "--model", Path(results_root), run)
 
 
 def find_head(
@@ -37,7 +35,7 @@ def find_head(
 ) -> Path:
     """The MI head folder of ``domain``: with ``model``, the one beside it (``<model>/../head``: a head
     only fits the backbone it was trained on), else as :func:`find_model` searches."""
-    rel = _dirs(HEAD_DIRS, domain)
+    rel = _dirs(domain).head_dirs
     if model is None:
         return _find(rel, f"{domain} MI head", "--head", Path(results_root), run)
     beside = [Path(model).parent / Path(sub).relative_to(domain) for sub in rel]
@@ -48,10 +46,11 @@ def find_head(
                      f"{TRAIN_HINT}, or pass --head PATH")
 
 
-def _dirs(table: dict[str, tuple[str, ...]], domain: str) -> tuple[str, ...]:
-    if domain not in table:
-        raise InputError(f"unknown domain {domain!r}; known: {', '.join(table)}")
-    return table[domain]
+def _dirs(domain: str):
+    """The :data:`~mdm_mi.domain.DOMAINS` entry whose checkpoint folders are searched."""
+    if domain not in DOMAINS:
+        raise InputError(f"unknown domain {domain!r}; known: {', '.join(DOMAINS)}")
+    return DOMAINS[domain]
 
 
 def _find(rel: tuple[str, ...], what: str, flag: str, root: Path, run: str | None) -> Path:

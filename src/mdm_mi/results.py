@@ -13,7 +13,6 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.cli import verb
 from mdm_mi.io import read_json, write_text
 
 PARAM_COLUMNS = ["order", "k", "gamma", "lam", "on_reject", "charge_first"]
@@ -65,7 +64,6 @@ class GatherArgs:
     markdown: Path = field(metadata={"help": "Markdown table of the 'all' rows"})
 
 
-@verb("gather", GatherArgs, "gather evaluation summaries into one tidy table")
 def gather(args: GatherArgs, tracker) -> None:
     rows = tidy_rows([read_json(p) for p in args.inputs])
     write_text(args.out, to_csv(rows))

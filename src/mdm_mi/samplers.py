@@ -7,8 +7,10 @@ the token choice and the pass counting, so every sampler counts forward passes i
 sequence is charged one pass for each backbone call it takes part in, and leaves the batch as soon as
 it has no mask left.
 
-    from mdm_mi.samplers import build_sampler, decode
-    result = decode(model, puzzles, build_sampler("eb", gamma=0.2), torch.Generator().manual_seed(0))
+    from mdm_mi.samplers import EntropyBounded, decode
+    result = decode(model, puzzles, EntropyBounded(gamma=0.2), torch.Generator().manual_seed(0))
+
+Samplers are chosen by name through the one table :data:`mdm_mi.sampler_table.SAMPLERS`.
 """
 
 from __future__ import annotations
@@ -189,26 +191,6 @@ class ConfidenceThreshold(Sampler):
 
     def params(self) -> dict:
         return {"tau": self.tau}
-
-
-SAMPLERS: dict[str, type[Sampler]] = {}
-
-
-def register(cls: type[Sampler]) -> type[Sampler]:
-    """Add a sampler class to the name → class registry used by configs and the CLI."""
-    SAMPLERS[cls.name] = cls
-    return cls
-
-
-for _cls in (Sequential, TopK, EntropyBounded, ConfidenceThreshold):
-    register(_cls)
-
-
-def build_sampler(name: str, **params) -> Sampler:
-    """Instantiate a registered sampler by name, e.g. ``build_sampler("naive", k=4)``."""
-    if name not in SAMPLERS:
-        raise ValueError(f"unknown sampler {name!r}; known: {', '.join(sorted(SAMPLERS))}")
-    return SAMPLERS[name](**params)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 
 import torch
 
-from mdm_mi.cli import h
+from mdm_mi.flags import h
 
 
 @dataclass(frozen=True, kw_only=True)

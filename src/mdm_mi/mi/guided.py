@@ -12,9 +12,9 @@ forward pass (:func:`head_pairwise_fn`, no extra pass), or, for :class:`OracleMI
 (:func:`oracle_pairwise_fn`, ``1 + |M| V`` extra passes per sequence per step: an upper bound on what
 a perfect head could give, not a practical sampler).
 
-    from mdm_mi.mi.guided import head_pairwise_fn  # importing registers "mi" and "mi-oracle"
-    from mdm_mi.samplers import build_sampler, decode
-    sampler = build_sampler("mi", gamma=1.0, lam=1.0, on_reject="skip", charge_first=True)
+    from mdm_mi.mi.guided import MIGuided, head_pairwise_fn
+    from mdm_mi.samplers import decode
+    sampler = MIGuided(gamma=1.0, lam=1.0, on_reject="skip", charge_first=True)
     result = decode(model, puzzles, sampler, pairwise_fn=head_pairwise_fn(head))
 """
 
@@ -23,13 +23,12 @@ from __future__ import annotations
 import torch
 
 from mdm_mi.backbone import Backbone, BackboneOutput
-from mdm_mi.samplers import PairwiseFn, Sampler, StepView, register
+from mdm_mi.samplers import PairwiseFn, Sampler, StepView
 
 ON_REJECT = ("skip", "stop")  # a rejected candidate: walk on to the next one, or end the pass
 ORACLE_METHODS = ("exact", "certified")
 
 
-@register
 class MIGuided(Sampler):
     """Algorithm 1: entropy-ordered walk admitting candidates whose MI-penalised cost fits the budget.
 
@@ -70,7 +69,6 @@ class MIGuided(Sampler):
                 "charge_first": self.charge_first}
 
 
-@register
 class OracleMI(MIGuided):
     """Algorithm 1 fed the probing MI itself as its pairwise matrix (:func:`oracle_pairwise_fn`:
     exact, or certified within a tolerance).

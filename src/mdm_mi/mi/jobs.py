@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from mdm_mi.cli import h as _h, verb
+from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
@@ -169,12 +169,11 @@ def shard_slice(n: int, shard: int, n_shards: int) -> slice:
     return slice(n * shard // n_shards, n * (shard + 1) // n_shards)
 
 
-@verb("label", LabelArgs, "label one shard of contexts with ground-truth probing MI")
 def label(args: LabelArgs, tracker) -> None:
     from safetensors.torch import save_file
 
     from mdm_mi.mi.probe import label_contexts
-    from mdm_mi.models import load_backbone
+    from mdm_mi.domain import get_domain, load_backbone
 
     setup(args.threads, args.seed)
     split_part(args.split, args.n_contexts, args.val_contexts)  # bad split flags fail before any loading
@@ -243,15 +242,6 @@ def load_label_shards(paths) -> dict[str, torch.Tensor]:
     return {k: torch.cat([part[k] for part in parts]) for k in ("contexts", "label", "masked")}
 
 
-def structure_matrix(domain: str) -> torch.Tensor | None:
-    """Known dependency structure used to score the head: Sudoku's same row/column/box pairs."""
-    if domain == "sudoku":
-        from mdm_mi.sudoku.grid import peer_matrix
-
-        return torch.as_tensor(peer_matrix())
-    return None
-
-
 def _write_pairs(path, pred, label, masked, seed: int) -> None:
     """A seeded sample of (test) masked pairs i < j as CSV (label, prediction)."""
     from mdm_mi.mi.fidelity import masked_pairs
@@ -285,13 +275,12 @@ def flat_metrics(fid: dict) -> dict[str, float]:
     return {k: v for k, v in flat.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
-@verb("train-head", TrainHeadArgs, "train the MI head on probing labels and report its fidelity")
 def train_head_job(args: TrainHeadArgs, tracker) -> None:
     """Train on ``--labels``; the history's val_mse and the ``val`` fidelity come from ``--val`` (the
     only held-out data any choice may look at), the reported ``test`` fidelity and the pairs CSV from
     ``--test``."""
     from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
-    from mdm_mi.models import load_backbone
+    from mdm_mi.domain import get_domain, load_backbone
 
     setup(args.threads, args.seed)
     device = resolve_device(args.device)
@@ -308,7 +297,7 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
     head, history = train_head(feats["train"], train["label"], train["masked"], train_cfg, head_cfg,
                                val=(feats["val"], val["label"], val["masked"]), log=lambda m: print(m, flush=True))
     minutes = (time.time() - start) / 60
-    structure = structure_matrix(meta["domain"])
+    structure = get_domain(meta["domain"]).structure()
     fid: dict = {"reported": REPORTED_SPLIT}
     preds = {}
     for name in EVAL_SPLITS:

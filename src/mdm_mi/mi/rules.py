@@ -16,7 +16,7 @@ instead of using up the confidence budget:
 Both use only the pass's marginals and the head's Î among the positions they visit (no extra
 backbone pass), and both reduce to EB-Sampler when τ or δ is infinite.
 
-    sampler = build_sampler("mi-indep", gamma=0.3, cap=0.05)
+    sampler = IndependentSet(gamma=0.3, cap=0.05)
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import math
 import torch
 
 from mdm_mi.mi.guided import DensePairs
-from mdm_mi.samplers import Sampler, StepView, register
+from mdm_mi.samplers import Sampler, StepView
 
 
 def _check(name: str, **values) -> None:
@@ -86,7 +86,6 @@ def _pairwise(view: StepView, name: str):
     return view.pairwise
 
 
-@register
 class IndependentSet(Sampler):
     """EB's entropy budget γ, never two admitted positions with ``Î_ij > cap`` (τ, nats)."""
 
@@ -104,7 +103,6 @@ class IndependentSet(Sampler):
         return {"gamma": self.gamma, "cap": self.cap}
 
 
-@register
 class TwoBudget(Sampler):
     """EB's entropy budget γ and a dependence budget δ on ``Σ_{i<j∈U} Î_ij`` (nats)."""
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.calibrate import DIVISORS, standard_families
-from mdm_mi.cli import h as _h, verb
+from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
@@ -52,11 +52,10 @@ class ProteinCompareArgs:
     threads: int = field(default=1, metadata=_h("torch CPU threads"))
 
 
-@verb("protein-compare", ProteinCompareArgs, "calibrate every sampler to common pass budgets and compare proteins by JSD")
 def protein_compare(args: ProteinCompareArgs, tracker) -> None:
     from mdm_mi.mi.guided import head_pairwise_fn
     from mdm_mi.mi.head import load_head
-    from mdm_mi.models import load_backbone
+    from mdm_mi.domain import load_backbone
     from mdm_mi.protein.compare import ProteinCompareSpec, Scorer, calibrate_proteins, generate_test, jsd_rows
     from mdm_mi.protein.esmc import ESMCBackbone
     from mdm_mi.protein.fasta import read_fasta, validate_sequence

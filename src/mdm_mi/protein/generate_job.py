@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.cli import h as _h, verb
+from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json
-from mdm_mi.sampler_args import SamplerFlags
+from mdm_mi.sampler_table import SamplerFlags
 from mdm_mi.user.common import ModelFlags
 
 
@@ -66,12 +66,10 @@ def _reference(path: Path | None):
     return [validate_sequence(s, name=h) for h, s in read_fasta(path)]
 
 
-@verb("generate", GenerateArgs, "generate proteins from fully masked sequences with a sampler",
-      examples=GENERATE_EXAMPLES)
 def generate_job(args: GenerateArgs, tracker) -> None:
     from mdm_mi.protein.fasta import write_fasta
     from mdm_mi.protein.generate import draw_lengths, generate, uniform_lengths
-    from mdm_mi.sampler_args import pairwise_from_args, sampler_from_args
+    from mdm_mi.sampler_table import pairwise_from_args, sampler_from_args
     from mdm_mi.stats import mean_ci
     from mdm_mi.user.common import check_outputs, load_backbone_for, progress, start
 
@@ -112,7 +110,7 @@ def _scores(args: GenerateArgs, backbone, seqs, reference, reference2, device) -
     """The protein metrics of ``seqs``; the embedder is ``--embedder`` or the backbone itself, read at
     block ``--embed-layer``. The JSD noise floor (``jsd_noise_floor``, ``jsd_floor_analytic``) needs only
     the reference; without a second reference its second-draw comparisons are left out."""
-    from mdm_mi.models import load_backbone
+    from mdm_mi.domain import load_backbone
     from mdm_mi.protein.esmc import ESMCBackbone
     from mdm_mi.protein.metrics import score_sample
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.cli import h as _h, verb
+from mdm_mi.flags import h as _h
 from mdm_mi.train_loop import DiffusionTrainFlags
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json, write_npy
@@ -36,7 +36,6 @@ class PrepareProteinArgs:
     seed: int = field(metadata=_h("random seed"))
 
 
-@verb("prepare-protein", PrepareProteinArgs, "split the protein data, draw the references and MI contexts")
 def prepare_protein(args: PrepareProteinArgs, tracker) -> None:
     from mdm_mi.protein.data import PrepareConfig, crops_like, reference_pair, split_records, standard_only
     from mdm_mi.protein.fasta import read_fasta, write_fasta
@@ -78,7 +77,6 @@ class PretrainProteinArgs(DiffusionTrainFlags):
     crop_max: int = field(metadata=_h("longest training crop"))
 
 
-@verb("pretrain-protein", PretrainProteinArgs, "train the small protein MDM (an ESM-C) with masked diffusion")
 def pretrain_protein(args: PretrainProteinArgs, tracker) -> None:
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.model import save_trained
@@ -110,7 +108,6 @@ class DownloadEsmcArgs:
     dest: Path = field(metadata=_h("folder for esmc_300m_2024_12_v0.pth (e.g. resources/esmc)"))
 
 
-@verb("download-esmc", DownloadEsmcArgs, "fetch the ESM-C 300M weights from the Hugging Face Hub")
 def download_esmc(args: DownloadEsmcArgs, tracker) -> None:
     from mdm_mi.protein.esmc import ensure_esmc_300m
 
@@ -128,7 +125,6 @@ class ImportEsmcArgs:
     check: bool = field(default=True, metadata=_h("load the weights once to check them"))
 
 
-@verb("import-esmc", ImportEsmcArgs, "make ESM-C 300M the protein model of a run (checked, not copied)")
 def import_esmc(args: ImportEsmcArgs, tracker) -> None:
     from mdm_mi.protein.esmc import ESMC_300M_DIMS, load_esmc
     from mdm_mi.protein.model import write_300m_meta

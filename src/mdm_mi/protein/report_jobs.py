@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.cli import h as _h, verb
+from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
-from mdm_mi.figure_jobs import backbone_name
+from mdm_mi.domain import backbone_name
 from mdm_mi.io import read_json, write_text
 
 
@@ -25,7 +25,6 @@ class ProteinTableArgs:
     markdown: Path = field(metadata=_h("Markdown table"))
 
 
-@verb("protein-table", ProteinTableArgs, "gather protein generation summaries into one table")
 def protein_table(args: ProteinTableArgs, tracker) -> None:
     from mdm_mi.protein.report import COLUMNS, protein_rows, to_markdown
     from mdm_mi.results import to_csv
@@ -47,7 +46,6 @@ class ProteinPaperTableArgs:
     out: Path = field(metadata=_h("output Markdown"))
 
 
-@verb("protein-paper-table", ProteinPaperTableArgs, "our protein results beside the paper's table")
 def protein_paper_table(args: ProteinPaperTableArgs, tracker) -> None:
     from mdm_mi.protein.report import matched_table, paper_table, read_rows
 
@@ -64,7 +62,6 @@ class ProteinSpeedQualityArgs:
     paper: bool = field(default=True, metadata=_h("overlay the paper's points"))
 
 
-@verb("figure-protein-speed-quality", ProteinSpeedQualityArgs, "NFE vs JSD, one curve per sampler")
 def figure_protein_speed_quality(args: ProteinSpeedQualityArgs, tracker) -> None:
     from mdm_mi.protein.report import read_rows, speed_quality
 
@@ -86,14 +83,13 @@ class ProteinMiArgs:
     device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
 
 
-@verb("figure-protein-mi", ProteinMiArgs, "MI map of a generated protein and MI vs sequence separation")
 def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
     import torch
 
     from mdm_mi.io import atomic_path
     from mdm_mi.mi.head import load_head
     from mdm_mi.mi.jobs import load_label_shards
-    from mdm_mi.models import load_backbone
+    from mdm_mi.domain import load_backbone
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.report import distance_profile, mi_map
     from mdm_mi.runtime import resolve_device

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.calibrate import DIVISORS, standard_families
-from mdm_mi.cli import h as _h, verb
+from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
@@ -52,12 +52,10 @@ class CompareArgs:
     threads: int = field(default=1, metadata=_h("torch CPU threads"))
 
 
-@verb("sudoku-compare", CompareArgs, "calibrate every sampler to common pass budgets and compare them pairwise")
 def sudoku_compare(args: CompareArgs, tracker) -> None:
     from mdm_mi.budgets import budget_rows, markdown, write_csv
-    import mdm_mi.mi.rules  # noqa: F401  (registers mi-indep, mi-2b)
     from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.models import load_backbone
+    from mdm_mi.domain import load_backbone
     from mdm_mi.mi.head import load_head
     from mdm_mi.sudoku.compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_test
     from mdm_mi.sudoku.data import load_puzzle_csv, write_puzzle_csv
@@ -161,7 +159,6 @@ class SummaryArgs:
     out: Path = field(metadata=_h("output markdown: who wins at each budget"))
 
 
-@verb("budgets-summary", SummaryArgs, "who wins at each calibrated budget, over every set's budgets table")
 def budgets_summary(args: SummaryArgs, tracker) -> None:
     from mdm_mi.budgets import read_csv, summary_markdown
 

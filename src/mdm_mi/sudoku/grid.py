@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from mdm_mi.errors import UserError
+
 N_CELLS = 81
 SIDE = 9
 N_DIGITS = 9  # vocabulary size V: ids 0..8 are the digits 1..9
@@ -17,7 +19,7 @@ BLANK_CHARS = "0."
 DIGIT_CHARS = "123456789"
 
 
-class PuzzleFormatError(ValueError):
+class PuzzleFormatError(UserError):
     """A puzzle string that is not 81 digits/blanks."""
 
 

@@ -15,12 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.checkpoint import save_checkpoint
-from mdm_mi.cli import h as _h, verb
+from mdm_mi.domain import set_domain
+from mdm_mi.flags import h as _h
 from mdm_mi.train_loop import DiffusionTrainFlags
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_npy
 from mdm_mi.runtime import resolve_device, setup
-from mdm_mi.sampler_args import SamplerFlags
+from mdm_mi.sampler_table import SamplerFlags
 from mdm_mi.user.common import ModelFlags, start
 
 
@@ -39,7 +40,6 @@ class PrepareArgs:
     seed: int = field(metadata=_h("random seed"))
 
 
-@verb("prepare-sudoku", PrepareArgs, "generate training grids and build the Sudoku evaluation sets")
 def prepare_sudoku(args: PrepareArgs, tracker) -> None:
     from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, graded, load_puzzle_csv, stratified, write_puzzle_csv
     from mdm_mi.sudoku.generate import random_solutions
@@ -82,7 +82,6 @@ class PretrainArgs(DiffusionTrainFlags):
     compile: bool = field(metadata=_h("torch.compile the model"))
 
 
-@verb("pretrain", PretrainArgs, "train the Sudoku masked diffusion model")
 def pretrain(args: PretrainArgs, tracker) -> None:
     from mdm_mi.sudoku.model import DOMAIN, ModelConfig, n_params
     from mdm_mi.sudoku.train import TrainConfig, train
@@ -124,18 +123,16 @@ class EvaluateArgs(SamplerFlags, ModelFlags):
     seed: int = field(default=0, metadata=_h("random seed"))
 
 
-FASTA_SUFFIXES = (".fasta", ".fa", ".faa")
 EVAL_EXAMPLES = """examples:
   mdm-mi evaluate --puzzles my.csv                          # model found in results/, table printed
   mdm-mi evaluate --puzzles my.csv --sampler mi --gamma 0.1 --out my.json --per-puzzle my_per_puzzle.csv
   mdm-mi evaluate --puzzles ref.fasta --sampler eb --gamma 8 --out scores.json --per-puzzle generated.fasta"""
 
 
-@verb("evaluate", EvaluateArgs, "decode a puzzle CSV with one sampler and score it", examples=EVAL_EXAMPLES)
 def evaluate(args: EvaluateArgs, tracker) -> None:
     """Score an evaluation set; the set's file type picks the domain (a puzzle CSV is Sudoku, a FASTA
     reference is proteins: as many sequences as it holds are generated and scored against it)."""
-    if Path(args.puzzles).suffix.lower() in FASTA_SUFFIXES:
+    if set_domain(args.puzzles) == "protein":
         from mdm_mi.protein.generate_job import evaluate_fasta
 
         return evaluate_fasta(args, tracker)
@@ -144,7 +141,7 @@ def evaluate(args: EvaluateArgs, tracker) -> None:
 
 def evaluate_sudoku(args: EvaluateArgs, tracker) -> None:
     """Decode every puzzle of ``args.puzzles`` and write/print accuracy and passes per level."""
-    from mdm_mi.sampler_args import pairwise_from_args, sampler_from_args
+    from mdm_mi.sampler_table import pairwise_from_args, sampler_from_args
     from mdm_mi.sudoku.data import load_puzzle_csv
     from mdm_mi.sudoku.evaluate import decode_set, score, summarise
     from mdm_mi.user.common import check_outputs, load_backbone_for, progress

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.cli import h as _h, verb
+from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
@@ -62,12 +62,11 @@ def _head_run(runs: dict, divisor: int) -> str:
     return max(mi, key=lambda k: runs[k]["calib_score"])
 
 
-@verb("sudoku-oracle-ceiling", CeilingArgs, "decode with the exact-MI oracle at the head's calibrated settings")
 def sudoku_oracle_ceiling(args: CeilingArgs, tracker) -> None:
     from mdm_mi.mi.guided import oracle_pairwise_fn
-    from mdm_mi.models import load_backbone
+    from mdm_mi.domain import load_backbone
     from mdm_mi.paired import paired_difference
-    from mdm_mi.samplers import build_sampler
+    from mdm_mi.sampler_table import build_sampler
     from mdm_mi.sudoku.compare import Decoder
     from mdm_mi.sudoku.data import load_puzzle_csv
 

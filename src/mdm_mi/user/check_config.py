@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.cli import h, verb
+from mdm_mi.flags import h
 from mdm_mi.errors import InputError
 
 EXAMPLES = """examples:
@@ -24,8 +24,6 @@ class CheckConfigArgs:
     config: Path | None = field(default=None, metadata=h("YAML config file", positional=True))
 
 
-@verb("check-config", CheckConfigArgs, "check a workflow config file against the schema", user=True,
-      examples=EXAMPLES)
 def check_config(args: CheckConfigArgs, tracker) -> None:
     from mdm_mi.config import load_config
 

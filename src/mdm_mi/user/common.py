@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from mdm_mi.cli import h
+from mdm_mi.flags import h
 from mdm_mi.errors import InputError
 from mdm_mi.locate import DEFAULT_RESULTS, find_head, find_model
 from mdm_mi.runtime import resolve_device
@@ -57,7 +57,7 @@ def model_path(args, domain: str) -> Path:
 def checked_domain(path: Path, want: str | None = None) -> str:
     """The domain in ``path``'s meta.json; a one-line error when it is a head where a model is needed
     (``want`` a backbone domain) or any other domain than ``want``."""
-    from mdm_mi.models import checkpoint_domain
+    from mdm_mi.domain import checkpoint_domain
 
     found = checkpoint_domain(path)
     if found == HEAD_DOMAIN and want != HEAD_DOMAIN:
@@ -71,7 +71,7 @@ def checked_domain(path: Path, want: str | None = None) -> str:
 
 def load_backbone_for(args, domain: str, device: str):
     """Load the ``domain`` backbone of ``args`` → ``(backbone, its folder)``."""
-    from mdm_mi.models import load_backbone
+    from mdm_mi.domain import load_backbone
 
     path = model_path(args, domain)
     checked_domain(path, domain)
@@ -113,17 +113,3 @@ def check_outputs(*paths: Path | str | None) -> None:
         if path is not None and Path(path).is_dir():
             raise InputError(f"output {path} is a folder; give a file name")
 
-
-def read_text_input(path: Path | str, what: str) -> str:
-    """The text of ``path`` (``-`` = stdin) with a one-line error for a missing or unreadable file."""
-    if str(path) == "-":
-        return sys.stdin.read()
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"{what} file {path} is a folder, not a file")
-    if not path.is_file():
-        raise InputError(f"{what} file not found: {path}")
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {what} file {path}: {type(exc).__name__}") from None

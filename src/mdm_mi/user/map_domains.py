@@ -1,5 +1,5 @@
-"""How ``mdm-mi mi-map`` reads, locates and draws each domain's input; :data:`DOMAINS` maps a model's
-domain (its meta.json ``domain``) to one :class:`MapDomain`.
+"""How ``mdm-mi mi-map`` reads, locates and draws each domain's input: one :class:`MapDomain` per
+domain, named by :data:`mdm_mi.domain.DOMAINS` (``mapper``).
 
 A context is the checked input (Sudoku: ``(81,)`` tokens; protein: a string over the 20 amino acids
 with ``_`` masked). Positions are token indices of the backbone's input ``(N,)``.
@@ -156,11 +156,3 @@ def protein_map_figure(seq: str, pred: torch.Tensor, label, cell: int, out, back
     ax.legend(fontsize=8)
     ax.set_title(f"MI of position {cell} (red) with every other — backbone: {backbone_name}", fontsize=9)
     _save(fig, out)
-
-
-DOMAINS: dict[str, MapDomain] = {"sudoku": SudokuMap(), "protein": ProteinMap()}
-
-
-def guess_domain(text: str) -> str:
-    """``sudoku`` for digits and dots (a puzzle), else ``protein``."""
-    return "sudoku" if set(text.strip()) <= set("0123456789.") else "protein"

@@ -14,14 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.cli import h, verb
+from mdm_mi.domain import DOMAINS, FASTA_SUFFIXES, backbone_name, guess_domain
 from mdm_mi.errors import InputError
-from mdm_mi.user.common import (ModelFlags, check_outputs, checked_domain, load_head_for, model_path, note,
-                                read_text_input, start)
-from mdm_mi.user.map_domains import DOMAINS, guess_domain
+from mdm_mi.flags import h
+from mdm_mi.io import read_text_input
+from mdm_mi.user.common import ModelFlags, check_outputs, checked_domain, load_head_for, model_path, note, start
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
-FASTA_SUFFIXES = (".fasta", ".fa", ".faa")
 EXAMPLES = """examples:
   mdm-mi mi-map 53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79
   mdm-mi mi-map PUZZLE --cell 1,3 --exact --out map.png --csv map.csv
@@ -97,27 +96,22 @@ def _model_and_domain(args, text: str) -> tuple[Path | None, str]:
 
 def _load_backbone(args, model: Path | None, domain: str, device: str):
     """The ``domain`` backbone (``--model`` or found in results/) → ``(backbone, its folder)``."""
-    from mdm_mi.models import LOADERS, load_backbone
+    from mdm_mi.domain import load_backbone
 
-    if domain not in LOADERS:
-        raise InputError(f"{domain} mi-map needs a {domain} model, and this install has no {domain} model loader")
     path = model if model is not None else model_path(args, domain)
     checked_domain(path, domain)
     return load_backbone(path, device, domain=domain)[0], path
 
 
-@verb("mi-map", MiMapArgs, "draw the MI head's predicted mutual information for one position", user=True,
-      examples=EXAMPLES)
 def mi_map(args: MiMapArgs, tracker) -> None:
     """Check the input, cell and outputs before loading anything, then draw and write the CSV."""
-    from mdm_mi.figure_jobs import backbone_name
     from mdm_mi.mi_figures import mi_matrices, pick_cell, write_matrix_csv
 
     del tracker
     csv_path = _check_outputs(args)
     text = _input_text(args)
     model, domain = _model_and_domain(args, text)
-    dom = DOMAINS[domain]
+    dom = DOMAINS[domain].mapper()
     context = dom.check(text)
     dom.parse_cell(args.cell, context)  # a bad --cell fails before the model loads
     device = start(args)

@@ -18,7 +18,7 @@ import numpy as np
 
 from mdm_mi.errors import InputError
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, SIDE, PuzzleFormatError, cell_name, parse_puzzle, rule_break
-from mdm_mi.user.common import read_text_input
+from mdm_mi.io import read_text_input
 
 MAX_NODES = 100_000  # solver nodes spent deciding solvability (hard puzzles need ~2,000; ~0.3 s at most)
 

@@ -18,12 +18,12 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from mdm_mi.cli import h, verb
+from mdm_mi.flags import h
 from mdm_mi.errors import InputError
+from mdm_mi.sampler_table import HEAD_SAMPLERS, USER_SAMPLERS, sampler_from_args
 from mdm_mi.user.common import ModelFlags, load_backbone_for, load_head_for, note, progress, start
 from mdm_mi.user.puzzles import MAX_NODES, Puzzle, answer_problem, check_puzzle, grid_lines, read_puzzles
 
-SAMPLERS = ("sequential", "naive", "eb", "threshold", "mi", "mi-indep", "mi-2b")
 EXAMPLES = """examples:
   mdm-mi solve 53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79
   mdm-mi solve --file puzzles.txt --sampler mi --gamma 0.1
@@ -38,7 +38,7 @@ class SolveArgs(ModelFlags):
         "81 characters, 0 or . for blanks; - reads puzzles from stdin (one per line, or a CSV)", positional=True))
     file: Path | None = field(default=None, metadata=h("puzzles, one per line, or a CSV with a 'puzzle' column"))
     sampler: str = field(default="sequential", metadata=h(
-        "sequential | naive | eb | threshold | mi | mi-indep | mi-2b (the mi samplers use the MI head)"))
+        f"{' | '.join(USER_SAMPLERS)} ({', '.join(HEAD_SAMPLERS)} use the MI head)"))
     k: float = field(default=4, metadata=h("naive: cells unmasked per pass (fractional: k on average)"))
     tau: float = field(default=0.9, metadata=h("threshold: unmask every cell whose top probability exceeds τ"))
     cap: float = field(default=0.05, metadata=h("mi-indep: never unmask together two cells with MI above this (nats)"))
@@ -52,17 +52,13 @@ class SolveArgs(ModelFlags):
 
 def user_sampler(args):
     """The sampler named by ``--sampler`` with ``--k/--gamma/--lam``; one-line errors on bad values."""
-    from mdm_mi.sampler_args import sampler_from_args
-
-    if args.sampler not in SAMPLERS:
-        raise InputError(f"unknown sampler {args.sampler!r}; choose one of {', '.join(SAMPLERS)}")
     for name in ("gamma", "lam", "temperature", "tau", "cap", "delta"):
         value = getattr(args, name)
         if not (math.isfinite(value) and value >= 0):
             raise InputError(f"--{name} must be a finite number >= 0, got {value}")
     flags = SimpleNamespace(sampler=args.sampler, k=args.k, gamma=args.gamma, lam=args.lam, order="entropy",
                             on_reject="skip", charge_first=False, tau=args.tau, cap=args.cap, delta=args.delta)
-    return sampler_from_args(flags)
+    return sampler_from_args(flags, allowed=USER_SAMPLERS)
 
 
 @torch.inference_mode()
@@ -99,7 +95,6 @@ def report(puzzle: Puzzle, grid: np.ndarray, passes: int, n_solutions: int | Non
     return problem is None
 
 
-@verb("solve", SolveArgs, "solve Sudoku puzzles with the trained model", user=True, examples=EXAMPLES)
 def solve(args: SolveArgs, tracker) -> int:
     """Check every input first (nothing is loaded for bad input), then decode and report."""
     from mdm_mi.mi.guided import head_pairwise_fn

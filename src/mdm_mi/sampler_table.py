@@ -1,0 +1,95 @@
+"""THE table of samplers: name → class, the flags it takes and what pairwise matrix it reads.
+
+Every decoding verb (Sudoku ``evaluate``/``solve``, protein ``generate``, the comparisons) builds its
+sampler here; the classes live in :mod:`mdm_mi.samplers` (baselines), :mod:`mdm_mi.mi.guided`
+(Algorithm 1 and its oracle) and :mod:`mdm_mi.mi.rules` (rules beyond Algorithm 1).
+
+    sampler = build_sampler("eb", gamma=0.2)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from mdm_mi.errors import InputError
+from mdm_mi.flags import h
+from mdm_mi.mi.guided import MIGuided, OracleMI
+from mdm_mi.mi.rules import IndependentSet, TwoBudget
+from mdm_mi.samplers import ConfidenceThreshold, EntropyBounded, Sampler, Sequential, TopK
+
+HEAD, ORACLE = "head", "oracle"  # where a sampler's pairwise matrix comes from
+
+
+class SamplerSpec(NamedTuple):
+    """One sampler: its class, the flags (constructor arguments) it takes, the pairwise matrix it
+    reads (``None``, the trained ``HEAD`` or the probing ``ORACLE``) and whether users may pick it."""
+
+    cls: type[Sampler]
+    flags: tuple[str, ...]
+    pairwise: str | None = None
+    user: bool = True
+
+
+MI_FLAGS = ("gamma", "lam", "on_reject", "charge_first")
+SAMPLERS: dict[str, SamplerSpec] = {
+    "sequential": SamplerSpec(Sequential, ("order",)),
+    "naive": SamplerSpec(TopK, ("k",)),
+    "eb": SamplerSpec(EntropyBounded, ("gamma",)),
+    "threshold": SamplerSpec(ConfidenceThreshold, ("tau",)),
+    "mi": SamplerSpec(MIGuided, MI_FLAGS, HEAD),
+    "mi-indep": SamplerSpec(IndependentSet, ("gamma", "cap"), HEAD),
+    "mi-2b": SamplerSpec(TwoBudget, ("gamma", "delta"), HEAD),
+    "mi-oracle": SamplerSpec(OracleMI, MI_FLAGS, ORACLE, user=False),  # 1 + |M|·V extra passes per step
+}
+HEAD_SAMPLERS = tuple(name for name, s in SAMPLERS.items() if s.pairwise == HEAD)
+USER_SAMPLERS = tuple(name for name, s in SAMPLERS.items() if s.user)
+
+
+def build_sampler(name: str, **params) -> Sampler:
+    """Instantiate a sampler of :data:`SAMPLERS` by name, e.g. ``build_sampler("naive", k=4)``."""
+    if name not in SAMPLERS:
+        raise ValueError(f"unknown sampler {name!r}; known: {', '.join(sorted(SAMPLERS))}")
+    return SAMPLERS[name].cls(**params)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplerFlags:
+    """The decoding flags shared by ``evaluate``, ``solve`` and ``generate`` (inherited by their
+    arguments); each sampler reads the ones its :data:`SAMPLERS` entry names."""
+
+    sampler: str = field(default="sequential", metadata=h(" | ".join(SAMPLERS)))
+    order: str = field(default="entropy", metadata=h("sequential: entropy | margin"))
+    k: float = field(default=0, metadata=h("naive: tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average)"))
+    gamma: float = field(default=0.0, metadata=h("eb, mi: budget γ (nats)"))
+    tau: float = field(default=0.9, metadata=h("threshold: unmask every token whose top probability exceeds τ"))
+    cap: float = field(default=0.05, metadata=h("mi-indep: never unmask together two tokens with MI above this (nats)"))
+    delta: float = field(default=0.1, metadata=h("mi-2b: budget on the summed pairwise MI of one pass (nats)"))
+    lam: float = field(default=1.0, metadata=h("mi: weight λ of the pairwise MI"))
+    on_reject: str = field(default="skip", metadata=h("mi: skip | stop at a rejected candidate"))
+    charge_first: bool = field(default=False, metadata=h("mi: charge the first token's entropy to γ"))
+    oracle_tol: float = field(default=1e-3, metadata=h("mi-oracle: certified probing tolerance (nats)"))
+
+
+def sampler_from_args(args, allowed: tuple[str, ...] = tuple(SAMPLERS)) -> Sampler:
+    """Build the sampler named by ``args.sampler`` from the flags it uses (InputError if invalid)."""
+    if args.sampler not in allowed:
+        raise InputError(f"unknown sampler {args.sampler!r}; choose one of {', '.join(allowed)}")
+    try:
+        return build_sampler(args.sampler, **{f: getattr(args, f) for f in SAMPLERS[args.sampler].flags})
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def pairwise_from_args(args, backbone, model_dir, domain: str, device):
+    """The pairwise matrix of MI samplers: ``HEAD`` samplers read the trained head (``--head``, else
+    the one beside ``model_dir``; no extra pass), ``mi-oracle`` probes the model exactly; else ``None``."""
+    from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
+    from mdm_mi.user.common import load_head_for
+
+    source = SAMPLERS[args.sampler].pairwise
+    if source == HEAD:
+        return head_pairwise_fn(load_head_for(args, backbone, model_dir, domain, device))
+    if source == ORACLE:
+        return oracle_pairwise_fn(backbone, method="certified", tol=args.oracle_tol)
+    return None

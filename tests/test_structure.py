@@ -1,0 +1,119 @@
+"""The package's shape: imports run one way (no cycle, lazy imports included), and each of the
+verb, sampler and domain tables is one literal dict whose keys are unique and match their entries."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+SRC = REPO / "src"
+PACKAGE = "mdm_mi"
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted module name → file, for every module of the package."""
+    mods = {}
+    for path in (SRC / PACKAGE).rglob("*.py"):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = path
+    return mods
+
+
+def _owner(name: str, mods: dict[str, Path]) -> str | None:
+    """The package module that ``name`` (a module or an attribute of one) belongs to."""
+    while name and name not in mods:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the package modules it imports anywhere in its body (lazy imports count)."""
+    mods, graph = _modules(), {}
+    for mod, path in mods.items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                deps |= {_owner(a.name, mods) for a in node.names if a.name.startswith(PACKAGE)}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                if base.startswith(PACKAGE):
+                    deps |= {_owner(f"{base}.{a.name}", mods) for a in node.names}
+        graph[mod] = deps - {mod, None}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a list of nodes (first == last), or None (iterative DFS)."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    for root in sorted(graph):
+        if root in state:
+            continue
+        path, stack = [root], [iter(sorted(graph[root]))]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(sorted(graph.get(nxt, ()))))
+    return None
+
+
+def test_find_cycle_finds_a_hand_made_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_the_package_import_graph_has_no_cycle():
+    graph = import_graph()
+    assert "mdm_mi.cli" in graph and graph["mdm_mi.cli"]  # the graph was read
+    assert find_cycle(graph) is None, " → ".join(find_cycle(graph))
+
+
+def test_only_the_cli_and_main_import_the_cli():
+    importers = {m for m, deps in import_graph().items() if "mdm_mi.cli" in deps}
+    assert importers <= {"mdm_mi.__main__"}, importers
+
+
+def _literal_keys(path: Path, name: str) -> list[str]:
+    """The keys of the dict literal assigned to ``name`` at module level of ``path``."""
+    for node in ast.parse(path.read_text()).body:
+        target = getattr(node, "target", None) or (node.targets[0] if isinstance(node, ast.Assign) else None)
+        if isinstance(target, ast.Name) and target.id == name:
+            assert isinstance(node.value, ast.Dict), f"{name} in {path.name} is not a dict literal"
+            return [k.value for k in node.value.keys]
+    raise AssertionError(f"no {name} table in {path}")
+
+
+@pytest.mark.parametrize("module, table", [("cli.py", "VERBS"), ("sampler_table.py", "SAMPLERS"),
+                                           ("domain.py", "DOMAINS")])
+def test_each_table_is_one_literal_without_repeated_names(module, table):
+    keys = _literal_keys(SRC / PACKAGE / module, table)
+    assert keys and len(keys) == len(set(keys)), [k for k in keys if keys.count(k) > 1]
+
+
+def test_table_entries_match_their_names():
+    import dataclasses
+
+    from mdm_mi.cli import VERBS
+    from mdm_mi.domain import DOMAINS
+    from mdm_mi.sampler_table import SAMPLERS
+
+    assert all(s.cls.name == name for name, s in SAMPLERS.items())
+    assert all(d.name == name for name, d in DOMAINS.items())
+    assert all(dataclasses.is_dataclass(v.args) and callable(v.run) and v.help for v in VERBS.values())
