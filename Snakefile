@@ -1,6 +1,11 @@
 # mdm-mi: the workflow's table of contents. Rules live in workflow/rules/; every rule runs one
 # `python -m mdm_mi <verb>` command and logs to logs/. See README.md.
-from snakemake.utils import min_version, validate
+import sys
+
+from snakemake.utils import min_version
+
+sys.path.insert(0, f"{workflow.basedir}/src")  # the package's own config check, also without an install
+from mdm_mi.config import validate_config  # noqa: E402
 
 min_version("9.0")
 
@@ -8,7 +13,7 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
+validate_config(config)  # schema defaults and types, then the cross-field checks (t_min ≤ t_max, ...)
 
 
 report: "workflow/report/workflow.rst"

@@ -92,12 +92,13 @@ def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
     assert planned == expected
     counts = job_counts(proc.stdout + proc.stderr)
     for rule in ("tracking_store", "sudoku_data", "sudoku_pretrain", "sudoku_table", "all", "protein_data",
-                 "protein_train_head", "protein_table"):
+                 "protein_table"):
         assert counts[rule] == 1, rule
     backbone_rule = "protein_pretrain" if cfg["protein"]["backbone"] == "trained" else "protein_import_esmc"
     assert counts[backbone_rule] == 1
     assert counts["sudoku_compare"] == len(cfg["sudoku"]["compare"]["sets"])  # one calibrated comparison per set
     assert counts["sudoku_budgets"] == counts["protein_compare"] == 1
+    assert counts["train_head"] == 2  # one rule for both domains
     assert counts["protein_generate"] == len(
         [*cfg["protein"]["samplers"]["sequential"], *cfg["protein"]["samplers"]["naive_k"],
          *cfg["protein"]["samplers"]["eb_gamma"]]) + len(cfg["protein"]["samplers"]["mi_gamma"]) * len(
@@ -134,6 +135,33 @@ def test_smoke_settings_do_not_depend_on_the_working_directory(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     (pretrain,) = [c for c in shell_commands(proc.stdout + proc.stderr) if c[3] == "pretrain"]
     assert build_parser().parse_args(pretrain[3:]).compile is False
+
+
+def test_a_pretrained_sudoku_backbone_replaces_pretraining(tmp_path):
+    """``sudoku.backbone: pretrained`` plans the hash-checked import instead of the pretraining job."""
+    extra = tmp_path / "pretrained.yaml"
+    extra.write_text("sudoku:\n  backbone: pretrained\n")
+    cmd = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n",
+           "--configfile", str(REPO / "config" / "smoke.yaml"), str(extra)]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = job_counts(proc.stdout + proc.stderr)
+    assert counts["sudoku_import_pretrained"] == 1 and counts["sudoku_pretrain"] == 0
+
+
+def test_the_snakefile_runs_the_packages_cross_field_checks(tmp_path):
+    """A config the schema accepts but the package rejects (t_min > t_max) stops the DAG before any job."""
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+    cfg["sudoku"]["train"] = cfg["sudoku"].get("train", {}) | {"t_min": 0.9, "t_max": 0.5}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(cfg))
+    cmd = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n",
+           "--configfile", str(bad)]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "t_min 0.9 > t_max 0.5" in proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("configfile", CONFIGS)

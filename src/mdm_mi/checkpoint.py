@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from mdm_mi.io import atomic_path, write_json
 
 WEIGHTS = "model.safetensors"
 META = "meta.json"
+MANIFEST = "MANIFEST.json"  # a shipped checkpoint's sha256 per file (resources/pretrained/)
+HASH_CHUNK = 1 << 20
 
 
 class CheckpointError(UserError):
@@ -34,13 +37,45 @@ def save_checkpoint(model: torch.nn.Module, directory: str | Path, meta: dict) -
     write_json(directory / META, meta)
 
 
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for chunk in iter(lambda: fh.read(HASH_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_manifest(directory: str | Path) -> dict:
+    """Check every file listed in ``directory/MANIFEST.json`` against its sha256 → the manifest;
+    :class:`CheckpointError` naming the first file that is missing or differs."""
+    path = Path(directory) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+        files = dict(manifest["files"])
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError):
+        raise CheckpointError(f"checkpoint manifest is unreadable or has no 'files': {path}") from None
+    for name, want in files.items():
+        file = Path(directory) / name
+        if not file.is_file():
+            raise CheckpointError(f"checkpoint file missing: {file} (listed in {path})")
+        got = sha256_file(file)
+        if got != want:
+            raise CheckpointError(f"checkpoint file {file} has sha256 {got[:16]}…, but {MANIFEST} says {want[:16]}…: "
+                                  "it was changed or corrupted")
+    return manifest
+
+
 def load_checkpoint(directory: str | Path, domain: str | None = None) -> tuple[dict, dict]:
-    """Return ``(state_dict, meta)``; raise :class:`CheckpointError` with a one-line reason."""
+    """Return ``(state_dict, meta)``; raise :class:`CheckpointError` with a one-line reason. A folder
+    with a ``MANIFEST.json`` (a shipped checkpoint) is first checked against its hashes."""
     directory = Path(directory)
     weights, meta_path = directory / WEIGHTS, directory / META
     for path in (weights, meta_path):
         if not path.is_file():
             raise CheckpointError(f"checkpoint file missing: {path}")
+    if (directory / MANIFEST).is_file():
+        verify_manifest(directory)
     try:
         meta = json.loads(meta_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

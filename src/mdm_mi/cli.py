@@ -21,7 +21,7 @@ import sys
 import typing
 from typing import Callable, NamedTuple
 
-from mdm_mi import figure_jobs, jobs as core_jobs, results
+from mdm_mi import figure_jobs, jobs as core_jobs, pretrained, results
 from mdm_mi.errors import USER_ERRORS, InputError
 from mdm_mi.mi import jobs as mi_jobs
 from mdm_mi.protein import compare_job as protein_compare_job, generate_job, jobs as protein_jobs, report_jobs
@@ -54,6 +54,10 @@ VERBS: dict[str, Verb] = {
                         "make ESM-C 300M the protein model of a run (checked, not copied)"),
     # backbones
     "pretrain": Verb(sudoku_jobs.PretrainArgs, sudoku_jobs.pretrain, "train the Sudoku masked diffusion model"),
+    "export-pretrained": Verb(pretrained.ExportPretrainedArgs, pretrained.export_pretrained,
+                              "ship a trained backbone to resources/pretrained/ with its sha256 manifest"),
+    "import-pretrained": Verb(pretrained.ImportPretrainedArgs, pretrained.import_pretrained,
+                              "make a shipped backbone the model of a run, after checking its hashes"),
     "pretrain-protein": Verb(protein_jobs.PretrainProteinArgs, protein_jobs.pretrain_protein,
                              "train the small protein MDM (an ESM-C) with masked diffusion"),
     # MI labels and head (either domain: it comes from the checkpoint)

@@ -6,7 +6,7 @@ COMPARE = SUDOKU["compare"]
 
 rule sudoku_compare:
     input:
-        model=rules.sudoku_pretrain.output.meta,
+        model=model_meta("sudoku"),
         head=HEAD,
         radcliffe=f"{DATA}/sudoku/radcliffe_curated_5000.csv",
         easy=f"{DATA}/sudoku/hkunlp_easy_1k.csv",
@@ -70,7 +70,7 @@ rule sudoku_budgets:
 
 rule sudoku_oracle_ceiling:
     input:
-        model=rules.sudoku_pretrain.output.meta,
+        model=model_meta("sudoku"),
         runs=rules.sudoku_compare.output.runs,
         outcomes=rules.sudoku_compare.output.outcomes,
         tracking=TRACKING_READY,

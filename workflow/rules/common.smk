@@ -7,6 +7,27 @@ R = f"results/{NAME}"
 L = f"logs/{NAME}"
 DATA = f"{workflow.basedir}/resources/data"
 SUDOKU = config["sudoku"]
+PROTEIN = config["protein"]
+DOMAINS = "sudoku|protein"  # the {domain} wildcard of the rules both domains share (mi.smk)
+
+
+def model_meta(domain):
+    """The backbone checkpoint of ``domain`` (its meta.json), whichever rule writes it."""
+    return f"{R}/{domain}/model/meta.json"
+
+
+def head_file(domain):
+    """The MI head weights of ``domain`` (written by rule train_head)."""
+    return f"{R}/{domain}/head/model.safetensors"
+
+
+HEAD, PROTEIN_HEAD = head_file("sudoku"), head_file("protein")
+
+
+def label_shards(domain, split):
+    """Every label shard of one split of ``domain`` (the inputs of rule train_head)."""
+    n_shards = config[domain]["mi"]["n_shards"]
+    return expand(f"{R}/{domain}/labels/{split}/shard{{i}}.safetensors", i=range(n_shards))
 
 
 def cli_flags(options):

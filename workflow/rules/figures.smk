@@ -13,7 +13,7 @@ FIGURES = [*SUDOKU_FIGURES, *PROTEIN_FIGURES]
 rule figure_speed_quality:
     input:
         table=rules.sudoku_table.output.table,
-        model=rules.sudoku_pretrain.output.meta,
+        model=model_meta("sudoku"),
     output:
         report(
             f"{FIG}/sudoku_speed_quality_{{sudoku_set}}.png",
@@ -39,7 +39,7 @@ rule figure_speed_quality:
 rule paper_table:
     input:
         table=rules.sudoku_table.output.table,
-        model=rules.sudoku_pretrain.output.meta,
+        model=model_meta("sudoku"),
     output:
         report(f"{FIG}/sudoku_paper_table.md", caption="../report/paper_table.rst", category="Sudoku"),
     log:
@@ -60,8 +60,8 @@ rule paper_table:
 
 rule figure_mi_map:
     input:
-        model=rules.sudoku_pretrain.output.meta,
-        head=rules.sudoku_train_head.output.meta,
+        model=model_meta("sudoku"),
+        head=f"{R}/sudoku/head/meta.json",
         puzzles=f"{R}/sudoku/data/hard.csv",
     output:
         png=report(f"{FIG}/sudoku_mi_map.png", caption="../report/mi_map.rst", category="MI"),
@@ -84,29 +84,6 @@ rule figure_mi_map:
         "python -m mdm_mi figure-mi-map --model {params.model_dir} --head {params.head_dir} "
         "--puzzles {input.puzzles} --out {output.png} --csv {output.csv} {params.job} "
         "{params.tracking} > {log} 2>&1"
-
-
-rule figure_scatter:
-    input:
-        pairs=rules.sudoku_train_head.output.pairs,
-        fidelity=rules.sudoku_train_head.output.fidelity,
-        model=rules.sudoku_pretrain.output.meta,
-    output:
-        report(f"{FIG}/sudoku_head_scatter.png", caption="../report/scatter.rst", category="MI"),
-    log:
-        f"{L}/figures/scatter.log",
-    params:
-        tracking=tracking_flags("figure_scatter"),
-        model_dir=parent_dir("model"),
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    conda:
-        "../../envs/mdm-mi.yaml"
-    shell:
-        "python -m mdm_mi figure-scatter --pairs {input.pairs} --fidelity {input.fidelity} "
-        "--model {params.model_dir} --out {output} {params.tracking} > {log} 2>&1"
 
 
 rule figures:

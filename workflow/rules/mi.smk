@@ -1,35 +1,37 @@
-# Mutual information on Sudoku: probing labels (scatter over shards) → MI head → fidelity.
-# Labels come in three splits: train (from the training grids), and val (choosing the head's size,
-# steps and number of contexts) and test (the reported fidelity only), the two disjoint parts of one
-# draw of distinct held-out contexts (real Radcliffe solutions).
+# Mutual information, one rule per stage for both domains ({domain} = sudoku | protein): probing labels
+# (scatter over shards) → MI head → fidelity → scatter figure. Labels come in three splits: train
+# (from the training sequences), and val (choosing the head's size, steps and number of contexts) and
+# test (the reported fidelity only), the two disjoint parts of one draw of distinct held-out contexts.
 
-MI = SUDOKU["mi"]
-HEAD = f"{R}/sudoku/head/model.safetensors"
-SHARDS = range(MI["n_shards"])
+MI_CONFIG = {"sudoku": SUDOKU["mi"], "protein": PROTEIN["mi"]}
+LABEL_SOURCE = {"sudoku": "{part}_solutions.npy", "protein": "{part}_contexts.npy"}  # in {R}/{domain}/data/
+LABEL_RESOURCES = {"sudoku": {"mem_mb": 4000, "runtime": 240}, "protein": {"mem_mb": 8000, "runtime": 480}}
 
 
-rule sudoku_label:
+rule label:
     input:
-        model=rules.sudoku_pretrain.output.meta,
-        sequences=lambda w: f"{R}/sudoku/data/{'train' if w.split == 'train' else 'heldout'}_solutions.npy",
+        model=lambda w: model_meta(w.domain),
+        sequences=lambda w: f"{R}/{w.domain}/data/"
+        + LABEL_SOURCE[w.domain].format(part="train" if w.split == "train" else "heldout"),
         tracking=TRACKING_READY,
     output:
-        f"{R}/sudoku/labels/{{split}}/shard{{shard}}.safetensors",
+        f"{R}/{{domain}}/labels/{{split}}/shard{{shard}}.safetensors",
     log:
-        f"{L}/sudoku/labels/{{split}}/shard{{shard}}.log",
+        f"{L}/{{domain}}/labels/{{split}}/shard{{shard}}.log",
     params:
-        options=lambda w: label_options(MI, w.split),
+        options=lambda w: label_options(MI_CONFIG[w.domain], w.split),
         job=job_flags(),
-        tracking=tracking_flags("sudoku_label"),
+        tracking=tracking_flags("label"),
         model_dir=parent_dir("model"),
     wildcard_constraints:
+        domain=DOMAINS,
         split=LABEL_SPLITS,
         shard=r"\d+",
     threads: 1  # shards run side by side, one per core
     resources:
         gpu=1,
-        mem_mb=4000,
-        runtime=240,
+        mem_mb=lambda w: LABEL_RESOURCES[w.domain]["mem_mb"],
+        runtime=lambda w: LABEL_RESOURCES[w.domain]["runtime"],
     conda:
         "../../envs/mdm-mi.yaml"
     shell:
@@ -37,26 +39,28 @@ rule sudoku_label:
         "--shard {wildcards.shard} {params.options} --out {output} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 
-rule sudoku_train_head:
+rule train_head:
     input:
-        model=rules.sudoku_pretrain.output.meta,
-        train=expand(f"{R}/sudoku/labels/train/shard{{i}}.safetensors", i=SHARDS),
-        val=expand(f"{R}/sudoku/labels/val/shard{{i}}.safetensors", i=SHARDS),
-        test=expand(f"{R}/sudoku/labels/test/shard{{i}}.safetensors", i=SHARDS),
+        model=lambda w: model_meta(w.domain),
+        train=lambda w: label_shards(w.domain, "train"),
+        val=lambda w: label_shards(w.domain, "val"),
+        test=lambda w: label_shards(w.domain, "test"),
         tracking=TRACKING_READY,
     output:
-        head=HEAD,
-        meta=f"{R}/sudoku/head/meta.json",
-        fidelity=report(f"{R}/sudoku/head_fidelity.json", caption="../report/head_fidelity.rst", category="MI"),
-        pairs=f"{R}/sudoku/head_pairs.csv",
+        head=f"{R}/{{domain}}/head/model.safetensors",
+        meta=f"{R}/{{domain}}/head/meta.json",
+        fidelity=report(f"{R}/{{domain}}/head_fidelity.json", caption="../report/head_fidelity.rst", category="MI"),
+        pairs=f"{R}/{{domain}}/head_pairs.csv",
     log:
-        f"{L}/sudoku/train_head.log",
+        f"{L}/{{domain}}/train_head.log",
     params:
-        options=cli_flags(MI["head"] | MI["head_train"]),
+        options=lambda w: cli_flags(MI_CONFIG[w.domain]["head"] | MI_CONFIG[w.domain]["head_train"]),
         job=job_flags(),
-        tracking=tracking_flags("sudoku_train_head"),
+        tracking=tracking_flags("train_head"),
         model_dir=parent_dir("model"),
         out_dir=parent_dir("meta"),
+    wildcard_constraints:
+        domain=DOMAINS,
     threads: config["threads"]
     resources:
         gpu=1,
@@ -68,3 +72,28 @@ rule sudoku_train_head:
         "python -m mdm_mi train-head --model {params.model_dir} --labels {input.train} "
         "--val {input.val} --test {input.test} --out {params.out_dir} --fidelity {output.fidelity} "
         "--pairs {output.pairs} {params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+
+
+rule figure_scatter:
+    input:
+        pairs=f"{R}/{{domain}}/head_pairs.csv",
+        fidelity=f"{R}/{{domain}}/head_fidelity.json",
+        model=lambda w: model_meta(w.domain),
+    output:
+        report(f"{R}/figures/{{domain}}_head_scatter.png", caption="../report/scatter.rst", category="MI"),
+    log:
+        f"{L}/figures/{{domain}}_scatter.log",
+    params:
+        tracking=tracking_flags("figure_scatter"),
+        model_dir=parent_dir("model"),
+    wildcard_constraints:
+        domain=DOMAINS,
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi figure-scatter --pairs {input.pairs} --fidelity {input.fidelity} "
+        "--model {params.model_dir} --out {output} {params.tracking} > {log} 2>&1"

@@ -1,12 +1,10 @@
 # Proteins: data → protein MDM (a small ESM-C trained here, or ESM-C 300M) → probing labels →
 # MI head → unconditional generation with every sampler (one job per setting) → table.
 
-PROTEIN = config["protein"]
 P = f"{R}/protein"
 PL = f"{L}/protein"
 PMI = PROTEIN["mi"]
 PROTEIN_MODEL = f"{P}/model/meta.json"
-PROTEIN_HEAD = f"{P}/head/model.safetensors"
 ESMC_WEIGHTS = PROTEIN["esmc_weights"] or f"{PROTEIN['esmc_dir']}/esmc_300m_2024_12_v0.pth"
 
 
@@ -112,68 +110,6 @@ else:
         shell:
             "python -m mdm_mi import-esmc --weights {input.weights} --out {params.out_dir} "
             "{params.options} {params.tracking} > {log} 2>&1"
-
-
-rule protein_label:
-    input:
-        model=PROTEIN_MODEL,
-        sequences=lambda w: f"{P}/data/{'train' if w.split == 'train' else 'heldout'}_contexts.npy",
-        tracking=TRACKING_READY,
-    output:
-        f"{P}/labels/{{split}}/shard{{shard}}.safetensors",
-    log:
-        f"{PL}/labels/{{split}}/shard{{shard}}.log",
-    params:
-        options=lambda w: label_options(PMI, w.split),
-        job=job_flags(),
-        tracking=tracking_flags("protein_label"),
-        model_dir=parent_dir("model"),
-    wildcard_constraints:
-        split=LABEL_SPLITS,
-        shard=r"\d+",
-    threads: 1
-    resources:
-        gpu=1,
-        mem_mb=8000,
-        runtime=480,
-    conda:
-        "../../envs/mdm-mi.yaml"
-    shell:
-        "python -m mdm_mi label --model {params.model_dir} --sequences {input.sequences} "
-        "--shard {wildcards.shard} {params.options} --out {output} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
-
-
-rule protein_train_head:
-    input:
-        model=PROTEIN_MODEL,
-        train=expand(f"{P}/labels/train/shard{{i}}.safetensors", i=range(PMI["n_shards"])),
-        val=expand(f"{P}/labels/val/shard{{i}}.safetensors", i=range(PMI["n_shards"])),
-        test=expand(f"{P}/labels/test/shard{{i}}.safetensors", i=range(PMI["n_shards"])),
-        tracking=TRACKING_READY,
-    output:
-        head=PROTEIN_HEAD,
-        meta=f"{P}/head/meta.json",
-        fidelity=f"{P}/head_fidelity.json",
-        pairs=f"{P}/head_pairs.csv",
-    log:
-        f"{PL}/train_head.log",
-    params:
-        options=cli_flags(PMI["head"] | PMI["head_train"]),
-        job=job_flags(),
-        tracking=tracking_flags("protein_train_head"),
-        model_dir=parent_dir("model"),
-        out_dir=parent_dir("meta"),
-    threads: config["threads"]
-    resources:
-        gpu=1,
-        mem_mb=8000,
-        runtime=120,
-    conda:
-        "../../envs/mdm-mi.yaml"
-    shell:
-        "python -m mdm_mi train-head --model {params.model_dir} --labels {input.train} "
-        "--val {input.val} --test {input.test} --out {params.out_dir} --fidelity {output.fidelity} "
-        "--pairs {output.pairs} {params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 
 rule protein_generate:

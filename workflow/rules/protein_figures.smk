@@ -106,24 +106,3 @@ rule figure_protein_mi:
         "{params.job} {params.tracking} > {log} 2>&1"
 
 
-rule figure_protein_scatter:
-    input:
-        pairs=f"{P}/head_pairs.csv",
-        fidelity=f"{P}/head_fidelity.json",
-        model=PROTEIN_MODEL,
-    output:
-        report(f"{PFIG}/protein_head_scatter.png", caption="../report/scatter.rst", category="Proteins"),
-    log:
-        f"{L}/figures/protein_scatter.log",
-    params:
-        tracking=tracking_flags("figure_protein_scatter"),
-        model_dir=parent_dir("model"),
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    conda:
-        "../../envs/mdm-mi.yaml"
-    shell:
-        "python -m mdm_mi figure-scatter --pairs {input.pairs} --fidelity {input.fidelity} "
-        "--model {params.model_dir} --out {output} {params.tracking} > {log} 2>&1"

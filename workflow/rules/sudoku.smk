@@ -32,35 +32,62 @@ rule sudoku_data:
         "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
 
 
-rule sudoku_pretrain:
-    input:
-        solutions=rules.sudoku_data.output.solutions,
-        tracking=TRACKING_READY,
-    output:
-        weights=f"{R}/sudoku/model/model.safetensors",
-        meta=f"{R}/sudoku/model/meta.json",
-    log:
-        f"{L}/sudoku/pretrain.log",
-    params:
-        options=cli_flags(SUDOKU["model"] | SUDOKU["train"]),
-        job=job_flags(),
-        tracking=tracking_flags("sudoku_pretrain"),
-        out_dir=parent_dir("meta"),
-    threads: config["threads"]
-    resources:
-        gpu=1,
-        mem_mb=8000,
-        runtime=600,
-    conda:
-        "../../envs/mdm-mi.yaml"
-    shell:
-        "python -m mdm_mi pretrain --solutions {input.solutions} --out {params.out_dir} "
-        "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+if SUDOKU["backbone"] == "trained":
+
+    rule sudoku_pretrain:
+        input:
+            solutions=rules.sudoku_data.output.solutions,
+            tracking=TRACKING_READY,
+        output:
+            weights=f"{R}/sudoku/model/model.safetensors",
+            meta=f"{R}/sudoku/model/meta.json",
+        log:
+            f"{L}/sudoku/pretrain.log",
+        params:
+            options=cli_flags(SUDOKU["model"] | SUDOKU["train"]),
+            job=job_flags(),
+            tracking=tracking_flags("sudoku_pretrain"),
+            out_dir=parent_dir("meta"),
+        threads: config["threads"]
+        resources:
+            gpu=1,
+            mem_mb=8000,
+            runtime=600,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi pretrain --solutions {input.solutions} --out {params.out_dir} "
+            "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+
+else:
+
+    rule sudoku_import_pretrained:
+        input:
+            manifest=os.path.join(workflow.basedir, SUDOKU["pretrained"], "MANIFEST.json"),
+            tracking=TRACKING_READY,
+        output:
+            weights=f"{R}/sudoku/model/model.safetensors",
+            meta=f"{R}/sudoku/model/meta.json",
+        log:
+            f"{L}/sudoku/import_pretrained.log",
+        params:
+            source=lambda w, input: os.path.dirname(input.manifest),
+            tracking=tracking_flags("sudoku_import_pretrained"),
+            out_dir=parent_dir("meta"),
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi import-pretrained --source {params.source} --out {params.out_dir} "
+            "{params.tracking} > {log} 2>&1"
 
 
 rule sudoku_evaluate:
     input:
-        model=rules.sudoku_pretrain.output.meta,
+        model=model_meta("sudoku"),
         puzzles=f"{R}/sudoku/data/{{sudoku_set}}.csv",
         head=lambda w: HEAD if ALL_RUNS[w.sudoku_run]["sampler"] == "mi" else [],
         tracking=TRACKING_READY,

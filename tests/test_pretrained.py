@@ -1,0 +1,73 @@
+"""Shipped backbones: export writes a sha256 manifest, import and load check it, and a changed byte
+is a one-line error that writes nothing; the repository's own artifact verifies and loads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import REPO
+from mdm_mi.checkpoint import MANIFEST, META, WEIGHTS, CheckpointError, load_checkpoint, verify_manifest
+from mdm_mi.cli import main
+
+SHIPPED = REPO / "resources" / "pretrained" / "sudoku"
+
+
+@pytest.fixture
+def shipped(tmp_path, tiny_checkpoint):
+    """A tiny checkpoint exported as a shipped backbone."""
+    data = tmp_path / "train.npy"
+    data.write_bytes(b"training grids")
+    about = tmp_path / "about.json"
+    about.write_text(json.dumps({"name": "tiny", "command": "mdm-mi pretrain ...", "seed": 0}))
+    out = tmp_path / "shipped"
+    code = main(["export-pretrained", "--model", str(tiny_checkpoint), "--data", str(data), "--out", str(out),
+                 "--about", str(about)])
+    assert code == 0
+    return out
+
+
+def test_export_writes_a_manifest_that_verifies(shipped):
+    manifest = json.loads((shipped / MANIFEST).read_text())
+    assert set(manifest["files"]) == {WEIGHTS, META}
+    assert manifest["name"] == "tiny" and len(manifest["data_sha256"]) == 64
+    assert verify_manifest(shipped) == manifest
+
+
+def test_import_copies_files_that_load(shipped, tmp_path, tiny_checkpoint):
+    out = tmp_path / "run" / "model"
+    assert main(["import-pretrained", "--source", str(shipped), "--out", str(out)]) == 0
+    for name in (WEIGHTS, META):
+        assert (out / name).read_bytes() == (tiny_checkpoint / name).read_bytes()
+    state, meta = load_checkpoint(out, domain="sudoku")
+    assert state and meta["domain"] == "sudoku"
+
+
+def test_a_changed_byte_is_a_one_line_error_and_nothing_is_imported(shipped, tmp_path, capsys):
+    weights = shipped / WEIGHTS
+    blob = bytearray(weights.read_bytes())
+    blob[-1] ^= 0xFF
+    weights.write_bytes(bytes(blob))
+    out = tmp_path / "run" / "model"
+    assert main(["import-pretrained", "--source", str(shipped), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: checkpoint file") and "sha256" in err and "\n" not in err
+    assert not (out / META).exists()
+    with pytest.raises(CheckpointError, match="sha256"):
+        load_checkpoint(shipped)  # loading a shipped folder checks the hashes too
+
+
+def test_import_refuses_a_folder_without_manifest(tmp_path, tiny_checkpoint, capsys):
+    code = main(["import-pretrained", "--source", str(tiny_checkpoint), "--out", str(tmp_path / "m")])
+    assert code == 2 and "MANIFEST.json" in capsys.readouterr().err
+
+
+def test_the_shipped_sudoku_backbone_verifies_and_loads():
+    from mdm_mi.domain import load_backbone
+
+    manifest = verify_manifest(SHIPPED)
+    assert (SHIPPED / WEIGHTS).stat().st_size <= 20 * 2**20
+    assert {"command", "seed", "data_sha256", "evaluation"} <= set(manifest)
+    backbone, meta = load_backbone(SHIPPED, "cpu", domain="sudoku")
+    assert meta["domain"] == "sudoku"
