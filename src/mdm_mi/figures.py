@@ -12,22 +12,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from mdm_mi import paper  # noqa: E402
-from mdm_mi.io import atomic_path  # noqa: E402
-
-SAMPLER_STYLE = {  # sampler → (label, colour)
-    "sequential": ("sequential", "black"),
-    "naive": ("naive top-k", "tab:orange"),
-    "eb": ("EB-Sampler", "tab:blue"),
-    "mi": ("MI-guided (ours)", "tab:green"),
-    "mi-oracle": ("MI-guided, exact MI", "tab:purple"),
-}
-
+from mdm_mi import paper
+from mdm_mi.plotting import SAMPLER_STYLE, matched_table as matched, nearest, plt, save
 
 def read_table(path: str | Path) -> list[dict]:
     """Read a tidy table written by ``gather`` (numbers as floats)."""
@@ -42,12 +28,6 @@ def read_table(path: str | Path) -> list[dict]:
 def select(rows: list[dict], set_name: str, level: str = "all") -> list[dict]:
     """Rows of one evaluation set and level."""
     return [r for r in rows if r["set"] == set_name and r["level"] == level]
-
-
-def _save(fig, out: str | Path) -> None:
-    with atomic_path(out) as tmp:
-        fig.savefig(tmp, dpi=150, bbox_inches="tight", format=Path(out).suffix.lstrip(".") or "png")
-    plt.close(fig)
 
 
 def speed_quality(rows: list[dict], set_name: str, out: str | Path, title: str, overlay_paper: bool) -> None:
@@ -73,12 +53,7 @@ def speed_quality(rows: list[dict], set_name: str, out: str | Path, title: str, 
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    _save(fig, out)
-
-
-def _nearest(rows: list[dict], sampler: str, passes: float) -> dict | None:
-    cands = [r for r in rows if r["sampler"] == sampler]
-    return min(cands, key=lambda r: abs(r["mean_passes"] - passes)) if cands else None
+    save(fig, out)
 
 
 def _matches(row: dict, params: dict) -> bool:
@@ -93,7 +68,7 @@ def paper_table(rows: list[dict], set_name: str, caption: str) -> str:
              "| ours, nearest passes: setting, passes / acc % |", "|---|---|---|---|"]
     for sampler, label, params, passes, acc in paper.SUDOKU:
         same = next((r for r in data if r["sampler"] == sampler and _matches(r, params)), None)
-        near = _nearest(data, sampler, passes)
+        near = nearest(data, sampler, passes)
         lines.append(f"| {label} | {passes:.1f} / {acc:.1f} | {_fmt(same)} | "
                      f"{(near['setting'] + ', ' + _fmt(near)) if near else 'not run'} |")
     return "\n".join(lines) + "\n"
@@ -106,23 +81,7 @@ def _fmt(r: dict | None) -> str:
             f"[{100 * r['acc_lo']:.1f}, {100 * r['acc_hi']:.1f}]")
 
 
-MATCH_TOLERANCE = 0.10  # "matched mean passes": within ±10%
-
-
 def matched_table(rows: list[dict], set_name: str) -> str:
     """Markdown: each MI-guided setting beside the EB and naive settings whose mean passes are within
     ±10% of it (the closest one of each), accuracies with Wilson 95% intervals."""
-    data = select(rows, set_name)
-    seq = next((r for r in data if r["sampler"] == "sequential" and r.get("order") == "entropy"), None)
-    lines = [f"MI-guided vs baselines at matched mean passes (±{MATCH_TOLERANCE:.0%}), set '{set_name}'"
-             + (f"; sequential: {_fmt(seq)}" if seq else ""), "",
-             "| MI-guided setting | passes / acc % [95% CI] | EB at matched passes | naive at matched passes |",
-             "|---|---|---|---|"]
-    for mi in sorted((r for r in data if r["sampler"] == "mi"), key=lambda r: r["mean_passes"]):
-        cells = []
-        for sampler in ("eb", "naive"):
-            near = _nearest(data, sampler, mi["mean_passes"])
-            ok = near and abs(near["mean_passes"] - mi["mean_passes"]) <= MATCH_TOLERANCE * mi["mean_passes"]
-            cells.append(f"{near['setting']}: {_fmt(near)}" if ok else "none within ±10%")
-        lines.append(f"| {mi['setting']} | {_fmt(mi)} | {cells[0]} | {cells[1]} |")
-    return "\n".join(lines) + "\n"
+    return matched(select(rows, set_name), _fmt, "acc % [95% CI]", f", set '{set_name}'")

@@ -8,16 +8,12 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import torch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from mdm_mi.figures import _save  # noqa: E402
-from mdm_mi.io import atomic_path  # noqa: E402
-from mdm_mi.sudoku.grid import MASK_ID, SIDE  # noqa: E402
+from mdm_mi.io import atomic_path
+from mdm_mi.plotting import plt, save
+from mdm_mi.sudoku.grid import MASK_ID, SIDE
 
 
 @torch.inference_mode()
@@ -72,7 +68,7 @@ def mi_map_figure(puzzle: np.ndarray, pred, label, cell: int, out, backbone_name
         row = mat[cell].numpy().copy()
         _draw_grid(ax, row, puzzle, cell, f"{name}: I(X_{cell}; X_j | C) in nats", vmax)
     fig.suptitle(f"MI of cell r{cell // SIDE + 1}c{cell % SIDE + 1} (red) — backbone: {backbone_name}", fontsize=10)
-    _save(fig, out)
+    save(fig, out)
 
 
 def write_matrix_csv(path, pred, label) -> None:
@@ -109,4 +105,4 @@ def scatter_figure(pairs_csv, fidelity: dict, out, backbone_name: str) -> None:
     split, numbers = reported_fidelity(fidelity)
     text = ", ".join(f"{k} {numbers[k]:.3f}" for k in ("pearson", "spearman", "mae", "auroc") if k in numbers)
     ax.set_title(f"{split} pairs — {text}\nbackbone: {backbone_name}", fontsize=8)
-    _save(fig, out)
+    save(fig, out)

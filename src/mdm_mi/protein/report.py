@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from mdm_mi import paper
-from mdm_mi.figures import MATCH_TOLERANCE, SAMPLER_STYLE, _nearest, _save, plt
+from mdm_mi.plotting import SAMPLER_STYLE, matched_table as matched, nearest, plt, save
 from mdm_mi.results import PARAM_COLUMNS, setting_label
 
 METRICS = ["n", "mean_passes", "passes_ci", "jsd", "jsd_bc", "jsd_lo", "jsd_hi", "jsd_noise_floor",
@@ -98,7 +98,7 @@ def paper_table(rows: list[dict], backbone: str) -> str:
     for sampler, label, params, passes, jsd in paper.PROTEIN:
         same = [r for r in rows if r["sampler"] == sampler and all(str(r.get(k)) == str(v) for k, v in params.items())]
         same_r = min(same, key=lambda r: float(r["jsd"])) if len(same) > 1 else (same[0] if same else None)
-        near = _nearest(rows, sampler, passes)
+        near = nearest(rows, sampler, passes)
         lines.append(f"| {label} | {passes:.1f} / {jsd:.3f} | {_fmt(same_r)}"
                      f"{' (best λ)' if len(same) > 1 else ''} | {(near['setting'] + ', ' + _fmt(near)) if near else 'not run'} |")
     return "\n".join(lines) + "\n"
@@ -106,19 +106,7 @@ def paper_table(rows: list[dict], backbone: str) -> str:
 
 def matched_table(rows: list[dict]) -> str:
     """Markdown: each MI-guided setting beside the EB and naive settings within ±10% mean passes."""
-    seq = next((r for r in rows if r["sampler"] == "sequential"), None)
-    lines = [f"MI-guided vs baselines at matched mean passes (±{MATCH_TOLERANCE:.0%})"
-             + (f"; sequential: {_fmt(seq)}" if seq else ""), "",
-             "| MI-guided setting | passes / JSD (bc) [95% CI] | EB at matched passes | naive at matched passes |",
-             "|---|---|---|---|"]
-    for mi in sorted((r for r in rows if r["sampler"] == "mi"), key=lambda r: r["mean_passes"]):
-        cells = []
-        for sampler in ("eb", "naive"):
-            near = _nearest(rows, sampler, mi["mean_passes"])
-            ok = near and abs(near["mean_passes"] - mi["mean_passes"]) <= MATCH_TOLERANCE * mi["mean_passes"]
-            cells.append(f"{near['setting']}: {_fmt(near)}" if ok else "none within ±10%")
-        lines.append(f"| {mi['setting']} | {_fmt(mi)} | {cells[0]} | {cells[1]} |")
-    return "\n".join(lines) + "\n"
+    return matched(rows, _fmt, "JSD (bc) [95% CI]")
 
 
 def speed_quality(rows: list[dict], out, title: str, overlay_paper: bool = True) -> None:
@@ -152,7 +140,7 @@ def speed_quality(rows: list[dict], out, title: str, overlay_paper: bool = True)
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    _save(fig, out)
+    save(fig, out)
 
 
 def distance_profile(pred: torch.Tensor, label: torch.Tensor, masked: torch.Tensor, max_dist: int):
@@ -190,4 +178,4 @@ def mi_map(matrix: np.ndarray, seq: str, profile, out, title: str) -> None:
     b.legend(fontsize=8)
     b.set_title("MI vs separation: sequence-local dependence", fontsize=9)
     fig.suptitle(title, fontsize=10)
-    _save(fig, out)
+    save(fig, out)

@@ -122,14 +122,9 @@ def _write(out: Path, args: CompareArgs, runs: dict, rows: list, seq_passes: flo
 
 def curve_figure(runs: dict, out: Path, set_name: str, n_boot: int, seed: int) -> None:
     """Accuracy at budget (interpolated between calibrated points, paired-bootstrap 95% bands)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from mdm_mi.budgets import SEQUENTIAL, by_budget
-    from mdm_mi.figures import _save
     from mdm_mi.paired import bootstrap_curves
+    from mdm_mi.plotting import plt, save
 
     table = by_budget(runs)
     families = [f for f in dict.fromkeys(f for fams in table.values() for f in fams)]
@@ -150,7 +145,7 @@ def curve_figure(runs: dict, out: Path, set_name: str, n_boot: int, seed: int) -
     ax.set_ylabel("solved % (test split)")
     ax.set_title(f"Sudoku {set_name}: accuracy at budget, paired-bootstrap 95% bands")
     ax.legend(fontsize=8)
-    _save(fig, out)
+    save(fig, out)
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,7 @@ class ProteinMap(MapDomain):
 def protein_map_figure(seq: str, pred: torch.Tensor, label, cell: int, out, backbone_name: str) -> None:
     """Bars of Î(cell, j) (and the exact MI) over residue positions ``j = 1..L`` (token indices; BOS at
     0), the sequence letters as ticks."""
-    from mdm_mi.figures import _save, plt  # figures selects the Agg backend first
+    from mdm_mi.plotting import plt, save
 
     pos = np.arange(1, len(seq) + 1)
     panels = [("MI head Î", pred)] + ([("exact probing MI", label)] if label is not None else [])
@@ -155,4 +155,4 @@ def protein_map_figure(seq: str, pred: torch.Tensor, label, cell: int, out, back
     ax.set_ylabel("nats")
     ax.legend(fontsize=8)
     ax.set_title(f"MI of position {cell} (red) with every other — backbone: {backbone_name}", fontsize=9)
-    _save(fig, out)
+    save(fig, out)

@@ -1,0 +1,61 @@
+"""What every figure and table shares: the Agg backend, atomic saving, one style per sampler, and the
+one "MI-guided beside EB and naive at matched passes" table of both domains.
+
+    from mdm_mi.plotting import plt, save
+    fig, ax = plt.subplots(); ...; save(fig, "out.png")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from mdm_mi.io import atomic_path  # noqa: E402
+
+__all__ = ["MATCH_TOLERANCE", "SAMPLER_STYLE", "matched_table", "nearest", "plt", "save"]
+
+MATCH_TOLERANCE = 0.10  # "matched mean passes": within ±10%
+SAMPLER_STYLE = {  # sampler → (label, colour)
+    "sequential": ("sequential", "black"),
+    "naive": ("naive top-k", "tab:orange"),
+    "eb": ("EB-Sampler", "tab:blue"),
+    "mi": ("MI-guided (ours)", "tab:green"),
+    "mi-oracle": ("MI-guided, exact MI", "tab:purple"),
+}
+
+
+def save(fig, out: str | Path) -> None:
+    """Write ``fig`` to ``out`` atomically (format from the suffix) and close it."""
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, dpi=150, bbox_inches="tight", format=Path(out).suffix.lstrip(".") or "png")
+    plt.close(fig)
+
+
+def nearest(rows: list[dict], sampler: str, passes: float) -> dict | None:
+    """The row of ``sampler`` whose mean passes are closest to ``passes`` (None if it never ran)."""
+    cands = [r for r in rows if r["sampler"] == sampler]
+    return min(cands, key=lambda r: abs(float(r["mean_passes"]) - passes)) if cands else None
+
+
+def matched_table(rows: list[dict], fmt: Callable[[dict | None], str], quality: str, where: str = "") -> str:
+    """Markdown: each MI-guided row beside the EB and naive rows whose mean passes are within ±10% of
+    it (the closest of each); ``fmt`` writes one row's ``passes / quality``, ``quality`` names it in
+    the header, ``where`` (e.g. ``", set 'hard'"``) ends the title."""
+    seq = next((r for r in rows if r["sampler"] == "sequential" and r.get("order", "entropy") == "entropy"), None)
+    lines = [f"MI-guided vs baselines at matched mean passes (±{MATCH_TOLERANCE:.0%}){where}"
+             + (f"; sequential: {fmt(seq)}" if seq else ""), "",
+             f"| MI-guided setting | passes / {quality} | EB at matched passes | naive at matched passes |",
+             "|---|---|---|---|"]
+    for mi in sorted((r for r in rows if r["sampler"] == "mi"), key=lambda r: float(r["mean_passes"])):
+        passes, cells = float(mi["mean_passes"]), []
+        for sampler in ("eb", "naive"):
+            near = nearest(rows, sampler, passes)
+            ok = near and abs(float(near["mean_passes"]) - passes) <= MATCH_TOLERANCE * passes
+            cells.append(f"{near['setting']}: {fmt(near)}" if ok else "none within ±10%")
+        lines.append(f"| {mi['setting']} | {fmt(mi)} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + "\n"
