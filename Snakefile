@@ -25,6 +25,7 @@ include: "workflow/rules/sudoku.smk"
 include: "workflow/rules/mi.smk"
 include: "workflow/rules/budgets.smk"
 include: "workflow/rules/protein.smk"
+include: "workflow/rules/family.smk"
 include: "workflow/rules/protein_figures.smk"
 include: "workflow/rules/figures.smk"
 
@@ -35,5 +36,6 @@ rule all:
         rules.sudoku_budgets.output,
         rules.protein_table.output,
         rules.protein_compare.output,
+        FAMILY_TARGETS,
         FIGURES,
     default_target: True

@@ -91,9 +91,12 @@ def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
     expected = Counter({(s, *setting): 1 for s in cfg["sudoku"]["eval"]["sets"] for setting in settings})
     assert planned == expected
     counts = job_counts(proc.stdout + proc.stderr)
-    for rule in ("tracking_store", "sudoku_data", "sudoku_pretrain", "sudoku_table", "all", "protein_data",
+    family = cfg["protein"]["data"]["source"] == "family"
+    data_rule = "prepare_family" if family else "protein_data"
+    for rule in ("tracking_store", "sudoku_data", "sudoku_pretrain", "sudoku_table", "all", data_rule,
                  "protein_table"):
         assert counts[rule] == 1, rule
+    assert counts["protein_data" if family else "prepare_family"] == 0  # one data source per run
     backbone_rule = "protein_pretrain" if cfg["protein"]["backbone"] == "trained" else "protein_import_esmc"
     assert counts[backbone_rule] == 1
     assert counts["sudoku_compare"] == len(cfg["sudoku"]["compare"]["sets"])  # one calibrated comparison per set
@@ -103,6 +106,9 @@ def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
         [*cfg["protein"]["samplers"]["sequential"], *cfg["protein"]["samplers"]["naive_k"],
          *cfg["protein"]["samplers"]["eb_gamma"]]) + len(cfg["protein"]["samplers"]["mi_gamma"]) * len(
         cfg["protein"]["samplers"]["mi_lambda"])
+    # the family table: every generated set, the natural ceiling and the profile floor scored once each
+    assert counts["family_score"] == (counts["protein_generate"] + 2 if family else 0)
+    assert counts["family_table"] == int(family)
 
 
 def test_every_planned_command_parses_with_the_cli(dry_run):
@@ -228,6 +234,11 @@ def test_smoke_dag_runs_in_a_fresh_directory(tmp_path):
     for name in ("protein_paper_table.md", "protein_speed_quality.png", "protein_mi_map.png",
                  "protein_mi_map.csv", "protein_head_scatter.png"):
         assert (results / "figures" / name).is_file(), name
+    if cfg["protein"]["data"]["source"] == "family":  # the family table: every setting, ceiling and floor
+        with (results / "protein" / "family" / "table.csv").open(newline="") as fh:
+            frows = list(csv.DictReader(fh))
+        assert {r["sampler"] for r in frows} == {"sequential", "naive", "eb", "mi", "ceiling", "floor"}
+        assert all(0 <= float(r["hmm_pass_rate"]) <= 1 for r in frows)
     # calibrated budgets: every sampler at every budget on every comparison set, paired rows, summaries
     from mdm_mi.budgets import read_csv
 

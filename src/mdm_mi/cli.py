@@ -24,7 +24,8 @@ from typing import Callable, NamedTuple
 from mdm_mi import figure_jobs, jobs as core_jobs, pretrained, results
 from mdm_mi.errors import USER_ERRORS, InputError
 from mdm_mi.mi import jobs as mi_jobs
-from mdm_mi.protein import compare_job as protein_compare_job, generate_job, jobs as protein_jobs, report_jobs
+from mdm_mi.protein import (compare_job as protein_compare_job, family_job, generate_job, jobs as protein_jobs,
+                            report_jobs)
 from mdm_mi.sudoku import compare_job as sudoku_compare_job, jobs as sudoku_jobs, oracle_job
 from mdm_mi.tracking import NullTracker, TrackingArgs, open_tracker
 from mdm_mi.user import check_config, mi_map, solve
@@ -48,6 +49,8 @@ VERBS: dict[str, Verb] = {
                            "generate training grids and build the Sudoku evaluation sets"),
     "prepare-protein": Verb(protein_jobs.PrepareProteinArgs, protein_jobs.prepare_protein,
                             "split the protein data, draw the references and MI contexts"),
+    "prepare-family": Verb(family_job.PrepareFamilyArgs, family_job.prepare_family,
+                           "split a protein family (Pfam A2M) by identity clusters; its references and MI contexts"),
     "download-esmc": Verb(protein_jobs.DownloadEsmcArgs, protein_jobs.download_esmc,
                           "fetch the ESM-C 300M weights from the Hugging Face Hub"),
     "import-esmc": Verb(protein_jobs.ImportEsmcArgs, protein_jobs.import_esmc,
@@ -74,6 +77,8 @@ VERBS: dict[str, Verb] = {
                            "calibrate every sampler to common pass budgets and compare them pairwise"),
     "protein-compare": Verb(protein_compare_job.ProteinCompareArgs, protein_compare_job.protein_compare,
                             "calibrate every sampler to common pass budgets and compare proteins by JSD"),
+    "family-score": Verb(family_job.FamilyScoreArgs, family_job.family_score,
+                         "score proteins against a family: HMM pass rate, C_ij / f_i / MI r, diversity, cluster JSD"),
     "sudoku-oracle-ceiling": Verb(oracle_job.CeilingArgs, oracle_job.sudoku_oracle_ceiling,
                                   "decode with the exact-MI oracle at the head's calibrated settings"),
     # tables and figures
@@ -90,6 +95,8 @@ VERBS: dict[str, Verb] = {
                            "MI head vs probing label on the test pairs"),
     "protein-table": Verb(report_jobs.ProteinTableArgs, report_jobs.protein_table,
                           "gather protein generation summaries into one table"),
+    "family-table": Verb(family_job.FamilyTableArgs, family_job.family_table,
+                         "gather family scores (sampler settings, ceiling, floor) into one table"),
     "protein-paper-table": Verb(report_jobs.ProteinPaperTableArgs, report_jobs.protein_paper_table,
                                 "our protein results beside the paper's table"),
     "figure-protein-speed-quality": Verb(report_jobs.ProteinSpeedQualityArgs, report_jobs.figure_protein_speed_quality,

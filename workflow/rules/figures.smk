@@ -101,4 +101,5 @@ rule sudoku:
 rule protein:
     input:
         rules.protein_table.output,
+        FAMILY_TARGETS,
         PROTEIN_FIGURES,

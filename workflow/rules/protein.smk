@@ -1,9 +1,12 @@
 # Proteins: data → protein MDM (a small ESM-C trained here, or ESM-C 300M) → probing labels →
-# MI head → unconditional generation with every sampler (one job per setting) → table.
+# MI head → unconditional generation with every sampler (one job per setting) → table. The data come
+# from one Pfam family (protein.data.source: family, rule prepare_family in family.smk) or from
+# UniRef50 + CATH (generic, rule protein_data below); both write the same files to {P}/data.
 
 P = f"{R}/protein"
 PL = f"{L}/protein"
 PMI = PROTEIN["mi"]
+FAMILY = PROTEIN["data"]["source"] == "family"
 PROTEIN_MODEL = f"{P}/model/meta.json"
 ESMC_WEIGHTS = PROTEIN["esmc_weights"] or f"{PROTEIN['esmc_dir']}/esmc_300m_2024_12_v0.pth"
 
@@ -16,30 +19,32 @@ wildcard_constraints:
     protein_run="|".join(map(re.escape, PROTEIN_RUNS)),
 
 
-rule protein_data:
-    input:
-        train=f"{DATA}/protein/train_uniref50_cath.fasta",
-        reference=f"{DATA}/protein/uniref50_len50-100.fasta",
-        tracking=TRACKING_READY,
-    output:
-        fasta=expand(f"{P}/data/{{s}}.fasta", s=["train", "heldout", "reference", "reference2"]),
-        contexts=expand(f"{P}/data/{{s}}_contexts.npy", s=["train", "heldout"]),
-        summary=f"{P}/data/summary.json",
-    log:
-        f"{PL}/data.log",
-    params:
-        options=cli_flags(PROTEIN["data"] | {"seed": config["seed"]}),
-        tracking=tracking_flags("protein_data"),
-        out_dir=parent_dir("summary"),
-    threads: 1
-    resources:
-        mem_mb=2000,
-        runtime=20,
-    conda:
-        "../../envs/mdm-mi.yaml"
-    shell:
-        "python -m mdm_mi prepare-protein --train-fasta {input.train} --reference-fasta {input.reference} "
-        "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
+if not FAMILY:
+
+    rule protein_data:
+        input:
+            train=f"{DATA}/protein/train_uniref50_cath.fasta",
+            reference=f"{DATA}/protein/uniref50_len50-100.fasta",
+            tracking=TRACKING_READY,
+        output:
+            fasta=expand(f"{P}/data/{{s}}.fasta", s=["train", "heldout", "reference", "reference2"]),
+            contexts=expand(f"{P}/data/{{s}}_contexts.npy", s=["train", "heldout"]),
+            summary=f"{P}/data/summary.json",
+        log:
+            f"{PL}/data.log",
+        params:
+            options=cli_flags({k: v for k, v in PROTEIN["data"].items() if k != "source"} | {"seed": config["seed"]}),
+            tracking=tracking_flags("protein_data"),
+            out_dir=parent_dir("summary"),
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=20,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi prepare-protein --train-fasta {input.train} --reference-fasta {input.reference} "
+            "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
 
 
 if PROTEIN["backbone"] == "trained":
@@ -54,7 +59,7 @@ if PROTEIN["backbone"] == "trained":
         log:
             f"{PL}/pretrain.log",
         params:
-            options=cli_flags(PROTEIN["model"] | PROTEIN["train"]),
+            options=cli_flags(PROTEIN["model"] | PROTEIN["train"] | ({"whole_sequences": True} if FAMILY else {})),
             job=job_flags(),
             tracking=tracking_flags("protein_pretrain"),
             out_dir=parent_dir("meta"),

@@ -39,7 +39,6 @@ class PrepareProteinArgs:
 def prepare_protein(args: PrepareProteinArgs, tracker) -> None:
     from mdm_mi.protein.data import PrepareConfig, crops_like, reference_pair, split_records, standard_only
     from mdm_mi.protein.fasta import read_fasta, write_fasta
-    from mdm_mi.protein.tokens import protein_tokens
 
     cfg = PrepareConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(PrepareConfig)})
     raw = read_fasta(args.train_fasta)
@@ -49,10 +48,9 @@ def prepare_protein(args: PrepareProteinArgs, tracker) -> None:
     train, held = split_records(train_all, cfg.heldout_fraction, cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     lengths = np.array([len(s) for _, s in ref])
-    tok, width = protein_tokens(), cfg.max_length + 2
     out = Path(args.out_dir)
     for name, records, n in (("train", train, cfg.n_train_contexts), ("heldout", held, cfg.n_heldout_contexts)):
-        write_npy(out / f"{name}_contexts.npy", tok.encode_batch(crops_like(records, lengths, n, rng), width).numpy())
+        write_contexts(out / f"{name}_contexts.npy", crops_like(records, lengths, n, rng), cfg.max_length + 2)
     write_fasta(out / "train.fasta", train)
     write_fasta(out / "heldout.fasta", held)
     write_fasta(out / "reference.fasta", ref)
@@ -65,6 +63,14 @@ def prepare_protein(args: PrepareProteinArgs, tracker) -> None:
     tracker.log_metrics(summary)
 
 
+def write_contexts(path: Path, seqs: list[str], width: int) -> None:
+    """MI label contexts: ``(S, width)`` token ids (BOS, residues, EOS, pads), the ``--sequences`` of
+    ``label``."""
+    from mdm_mi.protein.tokens import protein_tokens
+
+    write_npy(path, protein_tokens().encode_batch(seqs, width).numpy())
+
+
 @dataclass(frozen=True)
 class PretrainProteinArgs(DiffusionTrainFlags):
     train: Path = field(metadata=_h("training FASTA (train.fasta from prepare-protein)"))
@@ -75,6 +81,8 @@ class PretrainProteinArgs(DiffusionTrainFlags):
     hidden_layer: int = field(metadata=_h("block whose output the MI head reads (-1 = last)"))
     crop_min: int = field(metadata=_h("shortest training crop"))
     crop_max: int = field(metadata=_h("longest training crop"))
+    whole_sequences: bool = field(default=False, metadata=_h(
+        "train on whole sequences, never cropped (a protein family); --crop-min/--crop-max are then unused"))
 
 
 def pretrain_protein(args: PretrainProteinArgs, tracker) -> None:
@@ -89,6 +97,9 @@ def pretrain_protein(args: PretrainProteinArgs, tracker) -> None:
     seqs = [s for _, s in read_fasta(args.train)]
     dims = {"d_model": args.d_model, "n_heads": args.n_heads, "n_layers": args.n_layers}
     cfg = ProteinTrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ProteinTrainConfig)})
+    if args.whole_sequences:  # a crop as long as the longest sequence is every sequence whole
+        longest = max(map(len, seqs))
+        cfg = dataclasses.replace(cfg, crop_min=longest, crop_max=longest)
     tracker.log_params(dataclasses.asdict(args))
     start = time.time()
     backbone, history = train_protein_mdm(seqs, dims, args.hidden_layer, cfg, device, log=lambda m: print(m, flush=True))

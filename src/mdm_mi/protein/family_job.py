@@ -1,0 +1,277 @@
+"""The protein-family verbs: one Pfam family (PF00014, Kunitz) as the protein data, and its scores.
+
+    python -m mdm_mi prepare-family --a2m resources/data/protein/pf00014_kunitz_pfam_full.a2m --out-dir d \
+        --identity 0.8 --n-train-contexts 2000 --n-heldout-contexts 200 --n-score 500 --seed 0
+    python -m mdm_mi family-score --fasta eval/eb-g4.0.fasta --summary eval/eb-g4.0.json --row eb-g4.0 \
+        --data-dir d --clusters 15 --seed 0 --out family/eb-g4.0.json
+    python -m mdm_mi family-table --inputs family/*.json --out table.csv --markdown table.md
+
+``prepare-family`` writes the files ``prepare-protein`` writes for the generic data, so pretraining,
+labelling, generation and the comparisons run unchanged on the family:
+
+* ``train.fasta`` — the train split's whole, unaligned sequences (the MDM trains on them uncropped);
+* ``reference.fasta`` — the reference split: the JSD reference and the generated lengths;
+* ``reference2.fasta`` — the validation split, a natural set cluster-disjoint from the reference
+  (``generate``'s second reference);
+* ``train_contexts.npy`` / ``heldout_contexts.npy`` — MI label contexts: distinct whole sequences of
+  the train split / of the validation and reference splits, as token ids;
+
+and, for the family scores: ``{train,val,reference}.a2m`` (the splits' Pfam rows), ``floor.fasta`` and
+``ceiling.fasta`` (the two reference rows of the family table, see :func:`prepare_family`),
+``nonstandard.json`` (the records dropped for letters outside the 20 amino acids) and
+``summary.json`` (split sizes, cluster count, the scored set size, the site-independent baselines).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mdm_mi.errors import InputError
+from mdm_mi.flags import h as _h
+from mdm_mi.io import read_json, write_json, write_text
+
+REFERENCE_ROWS = ("ceiling", "floor")  # the table's natural and site-independent rows, after the samplers
+
+
+@dataclass(frozen=True)
+class PrepareFamilyArgs:
+    a2m: Path = field(metadata=_h("Pfam A2M alignment of the family (e.g. PF00014 Kunitz, full)"))
+    out_dir: Path = field(metadata=_h("output folder"))
+    identity: float = field(metadata=_h("identity at which records join one cluster (clusters stay whole in a split)"))
+    n_train_contexts: int = field(metadata=_h("distinct train sequences written for MI labelling"))
+    n_heldout_contexts: int = field(metadata=_h("distinct validation/reference sequences written for MI labelling"))
+    n_score: int = field(metadata=_h("sequences per scored set (floor, ceiling, generated); at most the validation size"))
+    seed: int = field(metadata=_h("seed of the split and the draws"))
+
+
+def _seqs(records) -> list[tuple[str, str]]:
+    """FamilyRecords → FASTA records ``(name, whole unaligned sequence)``."""
+    return [(r.name, r.sequence) for r in records]
+
+
+def _distinct(records) -> list[str]:
+    """The records' distinct sequences, in order (a family holds identical domains of different proteins)."""
+    return list(dict.fromkeys(r.sequence for r in records))
+
+
+def _check_prepare(args: PrepareFamilyArgs) -> None:
+    for name in ("n_train_contexts", "n_heldout_contexts"):
+        if getattr(args, name) < 1:
+            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.n_score < 2:
+        raise InputError(f"--n-score must be >= 2, got {args.n_score}")
+
+
+def _split_family(args: PrepareFamilyArgs) -> tuple[dict, list[dict], int]:
+    """The A2M's standard records split by identity clusters → ``(splits by name, dropped records,
+    number of clusters)``; :class:`InputError` when a split would hold fewer than 2 records."""
+    from mdm_mi.protein import family as fam
+
+    kept, dropped = fam.drop_nonstandard(fam.parse_a2m(args.a2m))
+    n_clusters = int(fam.identity_clusters(fam.encode_columns([r.columns for r in kept]), args.identity).max()) + 1
+    splits = dict(zip(fam.SPLIT_NAMES, fam.cluster_split(kept, args.identity, seed=args.seed)))
+    small = {k: len(v) for k, v in splits.items() if len(v) < 2}
+    if small:
+        raise InputError(f"{args.a2m}: too few identity clusters for an 80/5/15 split: {small} records")
+    return splits, dropped, n_clusters
+
+
+def _write_family_contexts(out: Path, splits: dict, args: PrepareFamilyArgs) -> dict:
+    """MI label contexts (prepare-protein's format, one width for both files): seeded draws of distinct
+    whole sequences of the train split and of the validation + reference splits → their counts."""
+    from mdm_mi.protein.fasta import sample_reference
+    from mdm_mi.protein.jobs import write_contexts
+
+    width = max(len(r.sequence) for records in splits.values() for r in records) + 2
+    pools = {"train": _distinct(splits["train"]), "heldout": _distinct(splits["val"] + splits["reference"])}
+    counts = {}
+    for name, k in (("train", args.n_train_contexts), ("heldout", args.n_heldout_contexts)):
+        seqs = sample_reference(pools[name], min(k, len(pools[name])), args.seed)
+        write_contexts(out / f"{name}_contexts.npy", seqs, width)
+        counts[f"n_{name}_contexts"] = len(seqs)
+    return counts
+
+
+def prepare_family(args: PrepareFamilyArgs, tracker) -> None:
+    """Parse, drop non-standard records, split by identity clusters (80/5/15, seeded) and write the
+    files of the module docstring. The two reference rows of the family table are drawn here once:
+    the *ceiling* is ``n`` natural validation sequences (cluster-disjoint from the reference and the
+    training set), the *floor* ``n`` site-independent draws from the training column profile
+    (:func:`~mdm_mi.protein.family.sample_profile`), with ``n = min(n_score, validation size)``."""
+    from mdm_mi.protein import family as fam
+    from mdm_mi.protein.fasta import sample_reference, write_fasta
+
+    _check_prepare(args)
+    splits, dropped, n_clusters = _split_family(args)
+    train, val, reference = (splits[name] for name in fam.SPLIT_NAMES)
+    out, n = Path(args.out_dir), min(args.n_score, len(val))
+    for name, records in splits.items():
+        write_fasta(out / f"{name}.a2m", [(r.name, fam.a2m_row(r)) for r in records])
+    for name, records in (("train", train), ("reference", reference), ("reference2", val)):
+        write_fasta(out / f"{name}.fasta", _seqs(records))
+    write_fasta(out / "ceiling.fasta", sample_reference(_seqs(val), n, args.seed))
+    floor = fam.sample_profile(fam.column_profile(train), n, np.random.default_rng(args.seed))
+    write_fasta(out / "floor.fasta", _seqs(floor))
+    contexts = _write_family_contexts(out, splits, args)
+    write_json(out / "nonstandard.json", dropped)
+    summary = {"source": "family", "a2m": str(args.a2m), "n_records": sum(map(len, splits.values())) + len(dropped),
+               "n_dropped_nonstandard": len(dropped), "n_clusters": n_clusters, "identity": args.identity,
+               **{f"n_{k}": len(v) for k, v in splits.items()}, "n_score": n, **contexts,
+               "reference_mean_length": float(np.mean([len(r.sequence) for r in reference])),
+               "baselines": fam.baseline_losses(train, reference)}
+    write_json(out / "summary.json", summary)
+    tracker.log_params(dataclasses.asdict(args))
+    tracker.log_metrics({k: v for k, v in summary.items() if isinstance(v, (int, float))} | summary["baselines"])
+
+
+@dataclass(frozen=True)
+class FamilyScoreArgs:
+    fasta: Path = field(metadata=_h("sequences to score: generated, or floor.fasta / ceiling.fasta"))
+    data_dir: Path = field(metadata=_h("prepare-family's folder (the splits' .a2m files, summary.json)"))
+    row: str = field(metadata=_h("row name in the family table: a sampler run, ceiling or floor"))
+    out: Path = field(metadata=_h("score JSON"))
+    clusters: int = field(metadata=_h("k-means k of the cluster JSD (fit on the reference, paper 15)"))
+    seed: int = field(metadata=_h("seed of k-means and the MI shuffles"))
+    summary: Path | None = field(default=None, metadata=_h(
+        "generate's summary JSON: the row's sampler, setting and mean passes"))
+
+
+def family_scores(seqs: list[str], train, val, reference, clusters: int, seed: int) -> dict:
+    """Family scores of protein sequences against the splits (FamilyRecords): HMM bit scores and the
+    pass rate at the 1st percentile of the validation split's scores; on the sequences and the
+    reference both realigned to the HMM (so gap placement is the same on both sides): f_i r, C_ij r
+    on the 20 × 20 residue pairs, corrected-MI r, cluster JSD of one-hot match columns (k-means on
+    the reference); the mean fraction of match columns holding a residue (coverage); mean pairwise
+    identity; each sequence's highest identity to a (realigned) training sequence, median and max
+    (identity counts aligned residues only: a sequence that barely aligns, low coverage, can reach 1)."""
+    from mdm_mi.protein import family_metrics as fm
+    from mdm_mi.protein.family import GAP
+
+    hmm = fm.build_hmm(train)
+    threshold = fm.score_threshold(fm.hmm_scores(hmm, [r.sequence for r in val]))
+    scores = fm.hmm_scores(hmm, seqs)
+    cols, ref = fm.align_columns(hmm, seqs), fm.align_columns(hmm, [r.sequence for r in reference])
+    nearest = fm.max_identity_to(cols, fm.align_columns(hmm, [r.sequence for r in train]))
+    coverage = np.mean([1 - c.count(GAP) / len(c) for c in cols])
+    return {"n": len(seqs), "hmm_threshold": threshold, "hmm_pass_rate": fm.pass_rate(scores, threshold),
+            "hmm_score_median": float(np.median(scores)), "match_coverage": float(coverage),
+            "f_i_r": fm.frequency_r(cols, ref), "c_ij_r": fm.correlation_r(cols, ref, residues_only=True),
+            "corrected_mi_r": fm.corrected_mi_r(cols, ref, seed), "mean_pairwise_identity": fm.mean_pairwise_identity(cols),
+            "train_identity_median": float(np.median(nearest)), "train_identity_max": float(nearest.max()),
+            "cluster_jsd": fm.cluster_jsd_columns(ref, cols, clusters, seed)}
+
+
+def _scored_sequences(fasta: Path, n: int) -> list[str]:
+    """The first ``n`` sequences of ``fasta`` (every row of the table is scored at the same size)."""
+    from mdm_mi.protein.fasta import read_fasta, validate_sequence
+
+    seqs = [validate_sequence(s, name=h) for h, s in read_fasta(fasta)]
+    if len(seqs) < n:
+        raise InputError(f"{fasta} has {len(seqs)} sequences; the family rows are scored at {n} (summary.json n_score)")
+    return seqs[:n]
+
+
+def _row_labels(row: str, summary: Path | None) -> dict:
+    """Sampler, setting, params and mean passes of a row: from generate's summary, or the row name."""
+    from mdm_mi.results import setting_label
+
+    if summary is None:
+        return {"row": row, "sampler": row, "setting": "", "params": {}, "mean_passes": None}
+    if not Path(summary).is_file():
+        raise InputError(f"generation summary not found: {summary}")
+    s = read_json(summary)
+    return {"row": row, "sampler": s["sampler"], "setting": setting_label(s["params"]), "params": s["params"],
+            "mean_passes": s["mean_passes"]}
+
+
+def family_score(args: FamilyScoreArgs, tracker) -> None:
+    from mdm_mi.protein.family import SPLIT_NAMES, parse_a2m
+
+    data = Path(args.data_dir)
+    if not (data / "summary.json").is_file():
+        raise InputError(f"{data} has no summary.json: run prepare-family first")
+    train, val, reference = (parse_a2m(data / f"{name}.a2m") for name in SPLIT_NAMES)
+    if not 2 <= args.clusters <= len(reference):
+        raise InputError(f"--clusters must lie in 2..{len(reference)} (the reference size), got {args.clusters}")
+    seqs = _scored_sequences(args.fasta, read_json(data / "summary.json")["n_score"])
+    labels = _row_labels(args.row, args.summary)
+    scores = family_scores(seqs, train, val, reference, args.clusters, args.seed)
+    write_json(args.out, labels | {"fasta": str(args.fasta)} | scores)
+    print(f"{args.row}: " + ", ".join(f"{k} {v:.3f}" for k, v in scores.items() if k != "n"), flush=True)
+    tracker.log_params({"row": args.row, "fasta": str(args.fasta), "clusters": args.clusters, "seed": args.seed})
+    tracker.log_metrics({k: v for k, v in scores.items() if math.isfinite(v)})
+
+
+# --- the family table ---------------------------------------------------------------------------------
+
+FAMILY_COLUMNS = ["row", "sampler", "setting", "n", "mean_passes", "cluster_jsd", "hmm_pass_rate", "c_ij_r", "f_i_r",
+                  "corrected_mi_r", "mean_pairwise_identity", "train_identity_median", "train_identity_max",
+                  "match_coverage", "hmm_score_median", "hmm_threshold"]
+FAMILY_CAPTION = (
+    "Protein family (Pfam A2M) — every row scored at the same number of sequences n against the reference "
+    "split, both realigned to a profile HMM built from the training split: cluster JSD (bits) of one-hot match "
+    "columns (k-means on the reference); HMM pass rate at the 1st percentile of the validation split's bit "
+    "scores; Pearson r with the reference of the connected correlations C_ij (20 × 20 residue pairs), of the "
+    "single-site frequencies f_i and of the bias-corrected column-pair MI; diversity (mean pairwise identity) "
+    "and memorisation (each sequence's highest identity to a training sequence, median / max, over aligned "
+    "residues: read it beside the coverage, the mean fraction of match columns holding a residue). "
+    "ceiling: natural validation-split sequences (cluster-disjoint from the reference; their pass rate is "
+    "≈ 99% by construction); floor: site-independent draws from the training column profile")
+
+
+MARKDOWN_HEADER = ["row", "sampler", "setting", "n", "mean passes", "cluster JSD", "HMM pass %", "C_ij r", "f_i r",
+                   "corrected-MI r", "mean pairwise identity", "identity to train (median / max)", "coverage"]
+
+
+def family_rows(scores: list[dict]) -> list[dict]:
+    """Score JSONs → table rows: sampler settings by sampler and mean passes, then ceiling and floor."""
+    rows = [{k: s.get(k, "") for k in FAMILY_COLUMNS} for s in scores]
+    for r in rows:
+        r["mean_passes"] = "" if r["mean_passes"] is None else r["mean_passes"]
+    samplers = sorted((r for r in rows if r["row"] not in REFERENCE_ROWS),
+                      key=lambda r: (r["sampler"], float(r["mean_passes"] or "nan"), r["setting"]))
+    return samplers + [r for name in REFERENCE_ROWS for r in rows if r["row"] == name]
+
+
+def family_markdown(rows: list[dict], backbone: str) -> str:
+    """The family table as Markdown."""
+
+    def num(value, fmt: str) -> str:
+        return "—" if value in ("", None) else format(float(value), fmt)
+
+    lines = [f"{FAMILY_CAPTION}; backbone: {backbone}", "", "| " + " | ".join(MARKDOWN_HEADER) + " |",
+             "|" + "---|" * len(MARKDOWN_HEADER)]
+    for r in rows:
+        lines.append(f"| {r['row']} | {r['sampler']} | {r['setting']} | {r['n']} | {num(r['mean_passes'], '.1f')} | "
+                     f"{num(r['cluster_jsd'], '.3f')} | {num(100 * float(r['hmm_pass_rate']), '.1f')} | "
+                     f"{num(r['c_ij_r'], '.3f')} | {num(r['f_i_r'], '.3f')} | {num(r['corrected_mi_r'], '.3f')} | "
+                     f"{num(r['mean_pairwise_identity'], '.3f')} | {num(r['train_identity_median'], '.2f')} / "
+                     f"{num(r['train_identity_max'], '.2f')} | {num(r['match_coverage'], '.2f')} |")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class FamilyTableArgs:
+    inputs: tuple[Path, ...] = field(metadata=_h("family-score JSONs (sampler runs, ceiling, floor)"))
+    out: Path = field(metadata=_h("tidy CSV"))
+    markdown: Path = field(metadata=_h("Markdown table"))
+    model: Path | None = field(default=None, metadata=_h("protein model folder (named in the table)"))
+
+
+def family_table(args: FamilyTableArgs, tracker) -> None:
+    from mdm_mi.domain import backbone_name
+    from mdm_mi.results import to_csv
+
+    missing = [p for p in args.inputs if not Path(p).is_file()]
+    if missing:
+        raise InputError(f"family score not found: {missing[0]}")
+    rows = family_rows([read_json(p) for p in args.inputs])
+    write_text(args.out, to_csv(rows, FAMILY_COLUMNS))
+    write_text(args.markdown, family_markdown(rows, backbone_name(args.model) if args.model else "not named"))
+    tracker.log_artifact(args.out)
+    tracker.log_artifact(args.markdown)

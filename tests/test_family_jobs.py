@@ -1,0 +1,173 @@
+"""The protein-family verbs through the CLI, on the first records of the Kunitz alignment:
+``prepare-family`` (cluster-disjoint splits, whole sequences, the generic pipeline's files),
+``family-score`` (a natural ceiling above a site-independent floor) and ``family-table``."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mdm_mi.cli import main
+from mdm_mi.protein import family as fam
+from mdm_mi.protein.fasta import read_fasta, write_fasta
+
+pytest.importorskip("esm.models.esmc")  # the MI contexts are ESM-C token ids
+
+REPO = Path(__file__).resolve().parents[1]
+KUNITZ = REPO / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"
+SUBSET = 1000  # records: enough clusters for a 5% validation split of ~50 sequences
+N_SCORE, N_TRAIN_CONTEXTS, N_HELDOUT_CONTEXTS, CLUSTERS = 200, 50, 20, 4
+
+
+def _subset_a2m(path: Path, n: int) -> Path:
+    """The first ``n`` records of the Kunitz alignment, as an A2M file."""
+    text = KUNITZ.read_text()
+    cut = [i for i, line in enumerate(text.splitlines(keepends=True)) if line.startswith(">")]
+    lines = text.splitlines(keepends=True)
+    path.write_text("".join(lines[: cut[n]] if n < len(cut) else lines))
+    return path
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("family")
+    a2m = _subset_a2m(root / "subset.a2m", SUBSET)
+    argv = ["prepare-family", "--a2m", str(a2m), "--out-dir", str(root / "data"), "--identity", "0.8",
+            "--n-train-contexts", str(N_TRAIN_CONTEXTS), "--n-heldout-contexts", str(N_HELDOUT_CONTEXTS),
+            "--n-score", str(N_SCORE), "--seed", "0"]
+    assert main(argv) == 0
+    return root / "data"
+
+
+def _split(prepared: Path, name: str) -> list[fam.FamilyRecord]:
+    return fam.parse_a2m(prepared / f"{name}.a2m")
+
+
+def _score(prepared: Path, fasta: Path, row: str, *extra: str) -> dict:
+    out = prepared.parent / "scores" / f"{row}.json"
+    argv = ["family-score", "--fasta", str(fasta), "--data-dir", str(prepared), "--row", row, "--out", str(out),
+            "--clusters", str(CLUSTERS), "--seed", "0", *extra]
+    assert main(argv) == 0
+    return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def scores(prepared) -> dict[str, dict]:
+    """Score JSONs of the ceiling, the floor and a 'generated' set that copies training sequences."""
+    n = json.loads((prepared / "summary.json").read_text())["n_score"]
+    copies = prepared.parent / "copies.fasta"
+    write_fasta(copies, [(r.name, r.sequence) for r in _split(prepared, "train")[:n]])
+    summary = prepared.parent / "copies.json"
+    summary.write_text(json.dumps({"sampler": "eb", "params": {"gamma": 4.0}, "mean_passes": 7.5}))
+    return {"ceiling": _score(prepared, prepared / "ceiling.fasta", "ceiling"),
+            "floor": _score(prepared, prepared / "floor.fasta", "floor"),
+            "eb-g4.0": _score(prepared, copies, "eb-g4.0", "--summary", str(summary))}
+
+
+def test_splits_are_cluster_disjoint_and_the_reference_is_never_trained_on(prepared):
+    train, val, reference = (_split(prepared, s) for s in fam.SPLIT_NAMES)
+    kept, _ = fam.drop_nonstandard(fam.parse_a2m(prepared.parent / "subset.a2m"))
+    assert sorted(r.name for r in train + val + reference) == sorted(r.name for r in kept)
+    assert min(len(train), len(val), len(reference)) >= 2 and len(train) > len(reference) > len(val)
+    codes = {s: fam.encode_columns([r.columns for r in recs]) for s, recs in
+             (("train", train), ("val", val), ("reference", reference))}
+    for a, b in (("train", "val"), ("train", "reference"), ("val", "reference")):
+        assert fam.pairwise_identity(codes[a], codes[b]).max() < 0.8, (a, b)  # whole clusters per split
+    trained_on = {s for _, s in read_fasta(prepared / "train.fasta")}
+    assert trained_on == {r.sequence for r in train}  # whole, unaligned sequences: never cropped
+    assert not trained_on & {r.sequence for r in reference + val}
+    assert [s for _, s in read_fasta(prepared / "reference.fasta")] == [r.sequence for r in reference]
+    assert [s for _, s in read_fasta(prepared / "reference2.fasta")] == [r.sequence for r in val]
+
+
+def test_contexts_are_distinct_whole_sequences_of_their_splits(prepared):
+    import torch
+
+    from mdm_mi.protein.tokens import protein_tokens
+
+    tok = protein_tokens()
+    train = {r.sequence for r in _split(prepared, "train")}
+    held = {r.sequence for r in _split(prepared, "val") + _split(prepared, "reference")}
+    widths = set()
+    for name, pool, n in (("train", train, N_TRAIN_CONTEXTS), ("heldout", held, N_HELDOUT_CONTEXTS)):
+        ids = np.load(prepared / f"{name}_contexts.npy", allow_pickle=False)
+        seqs = tok.decode_batch(torch.from_numpy(ids))
+        assert len(seqs) == len(set(seqs)) == n and set(seqs) <= pool, name
+        assert (ids[:, 0] == tok.bos).all()
+        widths.add(ids.shape[1])
+    assert len(widths) == 1  # one width for both files, as the label rule expects
+
+
+def test_summary_has_sizes_clusters_and_baselines(prepared):
+    summary = json.loads((prepared / "summary.json").read_text())
+    assert summary["n_train"] + summary["n_val"] + summary["n_reference"] + summary["n_dropped_nonstandard"] \
+        == summary["n_records"] == SUBSET
+    assert summary["n_clusters"] >= 3 and summary["n_score"] == min(N_SCORE, summary["n_val"])
+    base = summary["baselines"]
+    assert 0 < base["profile_nats"] < base["composition_nats"] < np.log(20)
+    assert isinstance(json.loads((prepared / "nonstandard.json").read_text()), list)
+    val = {r.sequence for r in _split(prepared, "val")}
+    ceiling, floor = read_fasta(prepared / "ceiling.fasta"), read_fasta(prepared / "floor.fasta")
+    assert len(ceiling) == len(floor) == summary["n_score"] and {s for _, s in ceiling} <= val
+
+
+def test_floor_has_no_pair_correlation_and_the_ceiling_has_more(scores):
+    ceiling, floor = scores["ceiling"], scores["floor"]
+    assert ceiling["n"] == floor["n"] == scores["eb-g4.0"]["n"]  # every row at the same size
+    assert abs(floor["c_ij_r"]) < 0.02 and ceiling["c_ij_r"] > floor["c_ij_r"]  # 0.006 and 0.049 at seed 0
+    assert ceiling["corrected_mi_r"] > floor["corrected_mi_r"] + 0.2
+    assert min(floor["f_i_r"], ceiling["f_i_r"]) > 0.8  # both have the family's single-site statistics
+    assert ceiling["hmm_pass_rate"] > 0.9 and 0 <= floor["hmm_pass_rate"] <= 1
+
+
+def test_copied_training_sequences_show_as_memorised(scores):
+    copies, ceiling = scores["eb-g4.0"], scores["ceiling"]
+    assert copies["train_identity_median"] == copies["train_identity_max"] == 1.0
+    assert ceiling["train_identity_max"] < 1.0
+    assert (copies["sampler"], copies["setting"], copies["mean_passes"]) == ("eb", "gamma=4.0", 7.5)
+
+
+def test_family_table_has_one_row_per_setting_then_ceiling_and_floor(prepared, scores):
+    out = prepared.parent / "table"
+    inputs = [str(prepared.parent / "scores" / f"{row}.json") for row in ("floor", "eb-g4.0", "ceiling")]
+    assert main(["family-table", "--inputs", *inputs, "--out", str(out / "t.csv"), "--markdown", str(out / "t.md")]) == 0
+    with (out / "t.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["row"] for r in rows] == ["eb-g4.0", "ceiling", "floor"]
+    assert float(rows[0]["mean_passes"]) == 7.5 and rows[1]["mean_passes"] == ""
+    markdown = (out / "t.md").read_text()
+    assert all(f"| {row} |" in markdown for row in ("eb-g4.0", "ceiling", "floor"))
+
+
+def test_bad_inputs_are_one_line(prepared, tmp_path, capsys):
+    short = tmp_path / "short.fasta"
+    write_fasta(short, [("a", "MKTAYIAKQRQISFVKSHFSRQ")])
+    argv = ["family-score", "--fasta", str(short), "--data-dir", str(prepared), "--row", "x", "--out",
+            str(tmp_path / "x.json"), "--clusters", str(CLUSTERS), "--seed", "0"]
+    assert main(argv) == 2
+    assert "scored at" in capsys.readouterr().err
+    assert main(argv[:-4] + ["--clusters", "100000", "--seed", "0"]) == 2
+    assert "--clusters must lie in 2.." in capsys.readouterr().err
+    tiny = _subset_a2m(tmp_path / "tiny.a2m", 3)
+    argv = ["prepare-family", "--a2m", str(tiny), "--out-dir", str(tmp_path / "d"), "--identity", "0.8",
+            "--n-train-contexts", "2", "--n-heldout-contexts", "2", "--n-score", "2", "--seed", "0"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "too few identity clusters" in err
+
+
+def test_whole_sequence_pretraining_never_crops(prepared, tmp_path):
+    out = tmp_path / "model"
+    argv = ["pretrain-protein", "--train", str(prepared / "train.fasta"), "--out", str(out), "--d-model", "16",
+            "--n-heads", "2", "--n-layers", "1", "--hidden-layer", "-1", "--steps", "1", "--batch-size", "2",
+            "--lr", "0.001", "--warmup", "0", "--weight-decay", "0", "--t-min", "0.5", "--t-max", "1",
+            "--loss-weight", "none", "--crop-min", "5", "--crop-max", "10", "--grad-clip", "1", "--log-every", "1",
+            "--seed", "0", "--device", "cpu", "--threads", "1", "--whole-sequences"]
+    assert main(argv) == 0
+    train = json.loads((out / "meta.json").read_text())["train"]
+    longest = max(len(s) for _, s in read_fasta(prepared / "train.fasta"))
+    assert train["crop_min"] == train["crop_max"] == longest  # every crop is the whole sequence

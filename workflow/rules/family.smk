@@ -1,0 +1,90 @@
+# One protein family (protein.data.source: family): its data in place of the generic set (rule
+# prepare_family writes the files of rule protein_data, so the protein rules run unchanged), then every
+# generated set scored against the family (profile HMM, realigned column statistics, diversity), beside
+# a natural ceiling and a site-independent floor drawn once by prepare_family, in one table.
+
+FAMILY_ROWS = [*PROTEIN_RUNS, "ceiling", "floor"]  # a sampler run, or one of the two reference rows
+FAMILY_SPLITS = expand(f"{P}/data/{{s}}.a2m", s=["train", "val", "reference"])
+FAMILY_TARGETS = [f"{P}/family/table.csv", f"{P}/family/table.md"] if FAMILY else []
+
+
+if FAMILY:
+
+    rule prepare_family:
+        input:
+            a2m=os.path.join(workflow.basedir, PROTEIN["family"]["a2m"]),
+            tracking=TRACKING_READY,
+        output:
+            fasta=expand(f"{P}/data/{{s}}.fasta", s=["train", "reference", "reference2", "ceiling", "floor"]),
+            a2m=FAMILY_SPLITS,
+            contexts=expand(f"{P}/data/{{s}}_contexts.npy", s=["train", "heldout"]),
+            nonstandard=f"{P}/data/nonstandard.json",
+            summary=f"{P}/data/summary.json",
+        log:
+            f"{PL}/data.log",
+        params:
+            options=cli_flags(
+                {k: PROTEIN["data"][k] for k in ("n_train_contexts", "n_heldout_contexts")}
+                | {"identity": PROTEIN["family"]["identity"], "n_score": PROTEIN["generate"]["n"], "seed": config["seed"]}
+            ),
+            tracking=tracking_flags("prepare_family"),
+            out_dir=parent_dir("summary"),
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=20,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi prepare-family --a2m {input.a2m} --out-dir {params.out_dir} {params.options} "
+            "{params.tracking} > {log} 2>&1"
+
+    rule family_score:
+        input:
+            fasta=lambda w: (f"{P}/eval/" if w.family_row in PROTEIN_RUNS else f"{P}/data/") + f"{w.family_row}.fasta",
+            summary=lambda w: f"{P}/eval/{w.family_row}.json" if w.family_row in PROTEIN_RUNS else [],
+            splits=FAMILY_SPLITS,
+            data=f"{P}/data/summary.json",
+            tracking=TRACKING_READY,
+        output:
+            f"{P}/family/{{family_row}}.json",
+        log:
+            f"{PL}/family/{{family_row}}.log",
+        params:
+            summary=lambda w, input: f"--summary {input.summary}" if input.summary else "",
+            options=cli_flags({"clusters": PROTEIN["generate"]["clusters"], "seed": config["seed"]}),
+            tracking=tracking_flags("family_score"),
+            data_dir=parent_dir("data"),
+        wildcard_constraints:
+            family_row="|".join(map(re.escape, FAMILY_ROWS)),
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=20,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi family-score --fasta {input.fasta} {params.summary} --row {wildcards.family_row} "
+            "--data-dir {params.data_dir} {params.options} --out {output} {params.tracking} > {log} 2>&1"
+
+    rule family_table:
+        input:
+            scores=expand(f"{P}/family/{{r}}.json", r=FAMILY_ROWS),
+            model=PROTEIN_MODEL,
+        output:
+            table=f"{P}/family/table.csv",
+            markdown=report(f"{P}/family/table.md", caption="../report/family_table.rst", category="Proteins"),
+        log:
+            f"{PL}/family/table.log",
+        params:
+            tracking=tracking_flags("family_table"),
+            model_dir=parent_dir("model"),
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi family-table --inputs {input.scores} --model {params.model_dir} "
+            "--out {output.table} --markdown {output.markdown} {params.tracking} > {log} 2>&1"
