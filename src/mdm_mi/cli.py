@@ -95,6 +95,8 @@ VERBS: dict[str, Verb] = {
                            "MI head vs probing label on the test pairs"),
     "protein-table": Verb(report_jobs.ProteinTableArgs, report_jobs.protein_table,
                           "gather protein generation summaries into one table"),
+    "family-compare": Verb(family_job.FamilyCompareArgs, family_job.family_compare,
+                           "co-variation (corrected-MI r, C_ij r) of protein-compare's calibrated runs, paired by budget"),
     "family-table": Verb(family_job.FamilyTableArgs, family_job.family_table,
                          "gather family scores (sampler settings, ceiling, floor) into one table"),
     "protein-paper-table": Verb(report_jobs.ProteinPaperTableArgs, report_jobs.protein_paper_table,

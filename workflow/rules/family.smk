@@ -5,7 +5,7 @@
 
 FAMILY_ROWS = [*PROTEIN_RUNS, "ceiling", "floor"]  # a sampler run, or one of the two reference rows
 FAMILY_SPLITS = expand(f"{P}/data/{{s}}.a2m", s=["train", "val", "reference"])
-FAMILY_TARGETS = [f"{P}/family/table.csv", f"{P}/family/table.md"] if FAMILY else []
+FAMILY_TARGETS = [f"{P}/family/table.csv", f"{P}/family/table.md", f"{P}/family/covariation.md"] if FAMILY else []
 
 
 if FAMILY:
@@ -88,3 +88,31 @@ if FAMILY:
         shell:
             "python -m mdm_mi family-table --inputs {input.scores} --model {params.model_dir} "
             "--out {output.table} --markdown {output.markdown} {params.tracking} > {log} 2>&1"
+
+    rule family_compare:
+        input:
+            runs=f"{P}/budgets/runs.json",
+            splits=FAMILY_SPLITS,
+            data=f"{P}/data/summary.json",
+            tracking=TRACKING_READY,
+        output:
+            table=f"{P}/family/covariation.csv",
+            markdown=report(f"{P}/family/covariation.md", caption="../report/family_table.rst", category="Budgets"),
+            scores=f"{P}/family/scores.json",
+        log:
+            f"{PL}/family/compare.log",
+        params:
+            options=cli_flags({"bootstrap": PROTEIN["compare"]["covariation_bootstrap"], "seed": config["seed"]}),
+            tracking=tracking_flags("family_compare"),
+            budgets_dir=parent_dir("runs"),
+            data_dir=parent_dir("data"),
+            out_dir=parent_dir("table"),
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=60,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi family-compare --budgets-dir {params.budgets_dir} --data-dir {params.data_dir} "
+            "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"

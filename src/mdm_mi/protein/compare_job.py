@@ -91,6 +91,11 @@ def protein_compare(args: ProteinCompareArgs, tracker) -> None:
     tracker.log_artifact(out / "budgets.md")
 
 
+def run_fasta(out: Path, run_id: str) -> Path:
+    """Where the generated sequences of run ``run_id`` (e.g. ``mi λ=1@1/4``) are written."""
+    return Path(out) / "fasta" / (run_id.replace("/", "_").replace(" ", "_").replace("=", "") + ".fasta")
+
+
 def _write(out: Path, runs: dict, rows: list[dict], meta: dict) -> None:
     """runs.json, budgets.csv, budgets.md and one FASTA per run."""
     from mdm_mi.budgets import write_csv
@@ -100,8 +105,7 @@ def _write(out: Path, runs: dict, rows: list[dict], meta: dict) -> None:
                | {"mean_passes": float(np.mean(r["passes"])), "n": len(r["seqs"])} for k, r in runs.items()}
     write_json(out / "runs.json", meta | {"runs": summary})
     for name, r in runs.items():
-        safe = name.replace("/", "_").replace(" ", "_").replace("=", "")
-        write_fasta(out / "fasta" / f"{safe}.fasta",
+        write_fasta(run_fasta(out, name),
                     [(f"gen{i} passes={p}", s) for i, (s, p) in enumerate(zip(r["seqs"], r["passes"]))])
     write_csv(rows, out / "budgets.csv", ROW_FIELDS)
     write_text(out / "budgets.md", protein_markdown(summary, rows))

@@ -275,3 +275,49 @@ def family_table(args: FamilyTableArgs, tracker) -> None:
     write_text(args.markdown, family_markdown(rows, backbone_name(args.model) if args.model else "not named"))
     tracker.log_artifact(args.out)
     tracker.log_artifact(args.markdown)
+
+
+# --- co-variation at calibrated budgets ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FamilyCompareArgs:
+    budgets_dir: Path = field(metadata=_h("protein-compare output (runs.json and fasta/)"))
+    data_dir: Path = field(metadata=_h("prepare-family output (the splits' .a2m and summary.json)"))
+    out_dir: Path = field(metadata=_h("output folder (covariation.csv, covariation.md, scores.json)"))
+    bootstrap: int = field(default=100, metadata=_h("bootstrap replicates of each difference"))
+    seed: int = field(default=0, metadata=_h("seed of the bootstrap and the MI shuffles"))
+
+
+def family_compare(args: FamilyCompareArgs, tracker) -> None:
+    """Realign every calibrated run of protein-compare and the reference to the training HMM, score
+    them and write the co-variation budgets table (see :mod:`mdm_mi.protein.family_compare`)."""
+    from mdm_mi.budgets import write_csv
+    from mdm_mi.protein import family_metrics as fm
+    from mdm_mi.protein.compare_job import run_fasta
+    from mdm_mi.protein.family import SPLIT_NAMES, parse_a2m
+    from mdm_mi.protein.family_compare import FIELDS, covariation_budgets, markdown, run_scores
+
+    budgets, data = Path(args.budgets_dir), Path(args.data_dir)
+    for need in (budgets / "runs.json", data / "summary.json"):
+        if not need.is_file():
+            raise InputError(f"{need} not found: run protein-compare and prepare-family first")
+    if args.bootstrap < 1:
+        raise InputError(f"--bootstrap must be >= 1, got {args.bootstrap}")
+    train, val, reference = (parse_a2m(data / f"{name}.a2m") for name in SPLIT_NAMES)
+    runs, n = read_json(budgets / "runs.json")["runs"], read_json(data / "summary.json")["n_score"]
+    hmm = fm.build_hmm(train)
+    threshold = fm.score_threshold(fm.hmm_scores(hmm, [r.sequence for r in val]))
+    ref_cols = fm.align_columns(hmm, [r.sequence for r in reference])
+    columns, scores = {}, {}
+    for run_id in runs:
+        seqs = _scored_sequences(run_fasta(budgets, run_id), n)
+        columns[run_id] = fm.align_columns(hmm, seqs)
+        scores[run_id] = run_scores(columns[run_id], ref_cols, fm.hmm_scores(hmm, seqs), threshold, args.seed)
+    rows = covariation_budgets(runs, columns, ref_cols, args.bootstrap, args.seed)
+    out = Path(args.out_dir)
+    write_json(out / "scores.json", {"n": n, "hmm_threshold": threshold, "scores": scores})
+    write_csv(rows, out / "covariation.csv", FIELDS)
+    write_text(out / "covariation.md", markdown(runs, scores, rows, n))
+    tracker.log_params({"bootstrap": args.bootstrap, "n": n})
+    tracker.log_artifact(out / "covariation.md")

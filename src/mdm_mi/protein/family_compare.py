@@ -1,0 +1,137 @@
+"""Co-variation at calibrated budgets: the runs of ``protein-compare`` (one FASTA per calibrated
+setting) scored against a protein family, with bootstrap intervals of the differences.
+
+Every run is realigned to the training split's profile HMM (as the reference is) and scored on its
+first ``n`` sequences: the Pearson r with the reference of the bias-corrected column-pair MI (the
+metric that decoding dependent positions together should break), of the connected correlations
+C_ij (20×20 residue pairs) and of the site frequencies f_i, and the HMM pass rate. At each budget,
+``mi*`` (the MI-guided λ chosen on calibration JSD by ``protein-compare``) minus each baseline gets a
+basic-bootstrap 95% interval and a two-sided bootstrap p: the generated sets are resampled
+independently (they are not paired), the reference is held fixed.
+
+    rows, scores = covariation_budgets(runs, columns, reference_columns, n_boot=100, seed=0)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mdm_mi.budgets import BEST_MI, SEQUENTIAL, by_budget, is_contender
+from mdm_mi.paired import ALPHA
+
+METRICS = ("corrected_mi_r", "c_ij_r")  # bootstrapped; higher is better
+BOOT_SHUFFLES = 1  # shuffles per bootstrap replicate for the MI bias correction (3 for point estimates)
+FIELDS = ["set", "divisor", "metric", "first", "second", "n", "passes_first", "passes_second", "value_first",
+          "value_second", "diff", "lo", "hi", "p_value", "verdict"]
+
+
+def metric_values(cols: list[str], ref_cols: list[str], seed: int, n_shuffles: int) -> dict[str, float]:
+    """The bootstrapped metrics of one set of match-column strings against the reference."""
+    from mdm_mi.protein import family_metrics as fm
+
+    return {"corrected_mi_r": fm.pearson(fm.corrected_mi(cols, seed, n_shuffles), _ref_mi(ref_cols, seed, n_shuffles)),
+            "c_ij_r": fm.correlation_r(cols, ref_cols, residues_only=True)}
+
+
+_REF_CACHE: dict = {}
+
+
+def _ref_mi(ref_cols: list[str], seed: int, n_shuffles: int) -> np.ndarray:
+    """The reference's corrected MI, computed once per (reference, seed, shuffles)."""
+    from mdm_mi.protein.family_metrics import corrected_mi
+
+    key = (id(ref_cols), len(ref_cols), seed, n_shuffles)
+    if key not in _REF_CACHE:
+        _REF_CACHE[key] = corrected_mi(ref_cols, seed, n_shuffles)
+    return _REF_CACHE[key]
+
+
+def run_id(run: dict) -> str:
+    """protein-compare's id of a calibrated run (``mi*`` is the run of the λ it chose)."""
+    return f"{run['family']}@1/{run['divisor']}"
+
+
+def bootstrap_differences(sets: dict[str, list[str]], ref_cols: list[str], pairs: list[tuple[str, str]],
+                          n_boot: int, seed: int) -> dict[tuple[str, str], dict[str, dict]]:
+    """(first, second) → metric → {value_first, value_second, diff, lo, hi, p_value}: point difference of the full sets, basic
+    bootstrap 95% interval (2·diff − quantiles) and two-sided p = 2·min(share ≤ 0, share ≥ 0) over
+    ``n_boot`` replicates in which every set is resampled with replacement."""
+    rng = np.random.default_rng([seed, 11])
+    names = sorted({n for pair in pairs for n in pair})
+    point = {n: metric_values(sets[n], ref_cols, seed, BOOT_SHUFFLES) for n in names}
+    reps = {n: [] for n in names}
+    for _ in range(n_boot):
+        for n in names:
+            idx = rng.integers(0, len(sets[n]), len(sets[n]))
+            reps[n].append(metric_values([sets[n][i] for i in idx], ref_cols, seed, BOOT_SHUFFLES))
+    out = {}
+    for a, b in pairs:
+        out[(a, b)] = {}
+        for m in METRICS:
+            diff = point[a][m] - point[b][m]
+            boot = np.array([ra[m] - rb[m] for ra, rb in zip(reps[a], reps[b])])
+            q_lo, q_hi = np.quantile(boot, [ALPHA / 2, 1 - ALPHA / 2])
+            p = min(1.0, 2 * min(np.mean(boot <= 0), np.mean(boot >= 0)))
+            out[(a, b)][m] = {"value_first": point[a][m], "value_second": point[b][m], "diff": diff,
+                              "lo": 2 * diff - q_hi, "hi": 2 * diff - q_lo, "p_value": float(p)}
+    return out
+
+
+def covariation_budgets(runs: dict[str, dict], columns: dict[str, list[str]], ref_cols: list[str], n_boot: int,
+                        seed: int) -> list[dict]:
+    """Per budget of ``runs`` (protein-compare's runs.json entries; ``columns``: run id → realigned
+    match columns): ``mi*`` and every other contender minus every baseline and sequential, for each
+    metric of :data:`METRICS`. Positive diff = the contender's co-variation is closer to the
+    reference's; verdict at p < 0.05."""
+    rows = []
+    for d, fams in sorted(by_budget(runs).items()):
+        run_of = {f: run_id(r) for f, r in fams.items()} | {SEQUENTIAL: SEQUENTIAL}
+        firsts = [f for f in fams if is_contender(f) or f == BEST_MI]
+        seconds = [f for f in fams if f not in firsts] + [SEQUENTIAL]
+        pairs = [(a, b) for a in firsts for b in seconds]
+        sets = {f: columns[run_of[f]] for f in run_of}
+        result = bootstrap_differences(sets, ref_cols, pairs, n_boot, seed)
+        for (a, b), metrics in result.items():
+            for m, r in metrics.items():
+                verdict = "equal" if r["p_value"] >= ALPHA else ("better" if r["diff"] > 0 else "worse")
+                rows.append({"set": "family", "divisor": d, "metric": m, "first": a, "second": b,
+                             "n": len(sets[a]), "passes_first": runs[run_of[a]]["mean_passes"],
+                             "passes_second": runs[run_of[b]]["mean_passes"], **r, "verdict": verdict})
+    return rows
+
+
+def run_scores(cols: list[str], ref_cols: list[str], scores: np.ndarray, threshold: float, seed: int) -> dict:
+    """Point estimates of one run: co-variation r's (3 shuffles for the MI correction), f_i r, HMM pass rate."""
+    from mdm_mi.protein import family_metrics as fm
+
+    return {"corrected_mi_r": fm.corrected_mi_r(cols, ref_cols, seed), "c_ij_r": fm.correlation_r(cols, ref_cols, True),
+            "f_i_r": fm.frequency_r(cols, ref_cols), "hmm_pass_rate": fm.pass_rate(scores, threshold)}
+
+
+def markdown(runs: dict[str, dict], scores: dict[str, dict], rows: list[dict], n: int) -> str:
+    """Every family's corrected-MI r / C_ij r / HMM pass % @ mean passes at each budget, then ``mi*``
+    minus each baseline in corrected-MI r and C_ij r (basic bootstrap 95%, p, verdict)."""
+    def cell(run_id):
+        s, r = scores[run_id], runs[run_id]
+        return (f"{s['corrected_mi_r']:.3f} / {s['c_ij_r']:.3f} / {100 * s['hmm_pass_rate']:.0f}% "
+                f"@ {r['mean_passes']:.1f}")
+
+    table = by_budget(runs)
+    families = list(dict.fromkeys(f for fams in table.values() for f in fams))
+    lines = [f"**family** ({n} sequences per setting, realigned to the training HMM; corrected-MI r / C_ij r / "
+             f"HMM pass % @ mean passes; sequential: {cell(SEQUENTIAL)})", "",
+             "| budget | " + " | ".join(families) + " |", "|---|" + "---|" * len(families)]
+    for d, fams in sorted(table.items()):
+        lines.append(f"| 1/{d} | " + " | ".join(cell(run_id(fams[f])) if f in fams else "" for f in families) + " |")
+    mine = [r for r in rows if r["first"] == BEST_MI]
+    seconds = list(dict.fromkeys(r["second"] for r in mine))
+    for metric in METRICS:
+        lines += ["", f"{BEST_MI} minus each baseline in {metric} (basic bootstrap 95%, p; positive = closer to "
+                      "the reference's co-variation):", "",
+                  "| budget | " + " | ".join(seconds) + " |", "|---|" + "---|" * len(seconds)]
+        for d in sorted({r["divisor"] for r in mine}):
+            at = {r["second"]: r for r in mine if r["divisor"] == d and r["metric"] == metric}
+            lines.append(f"| 1/{d} | " + " | ".join(
+                f"{at[s]['diff']:+.3f} [{at[s]['lo']:+.3f}, {at[s]['hi']:+.3f}] p={at[s]['p_value']:.2g} "
+                f"**{at[s]['verdict']}**" if s in at else "" for s in seconds) + " |")
+    return "\n".join(lines) + "\n"
