@@ -102,7 +102,7 @@ if FAMILY:
         log:
             f"{PL}/family/compare.log",
         params:
-            options=cli_flags({"bootstrap": PROTEIN["compare"]["covariation_bootstrap"], "seed": config["seed"]}),
+            options=cli_flags({"bootstrap": PROTEIN["family"]["bootstrap"], "seed": config["seed"]}),
             tracking=tracking_flags("family_compare"),
             budgets_dir=parent_dir("runs"),
             data_dir=parent_dir("data"),
