@@ -12,10 +12,9 @@ import time
 
 import torch
 
-import mdm_mi.mi.guided  # noqa: F401  (registers the MI samplers)
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.mi.head import load_head
-from mdm_mi.samplers import build_sampler
+from mdm_mi.sampler_table import build_sampler
 from mdm_mi.sudoku.data import load_puzzle_csv
 from mdm_mi.sudoku.evaluate import decode_set, score
 from mdm_mi.sudoku.model import load_model
