@@ -1,0 +1,89 @@
+"""Where the main job's time goes: per-rule wall time of the jobs of one configuration, read from
+the MLflow store every job mirrors itself to (one run per job, tagged with its rule), and an estimate
+of the run on more cores from the rule graph's critical path.
+
+    python benchmarks/profile_dag.py --db results/mlflow.db --config cpu-default --cores 2 8
+
+The estimate for c cores is max(critical path, Σ job minutes × threads / c): the longest chain of
+rules (each rule at its slowest job) against the total work spread over c cores. It is a lower bound
+on a real schedule and says so; measure where you can.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sqlite3
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RENAMED = {"sudoku_label": "label", "protein_label": "label", "sudoku_train_head": "train_head",  # before 2026-12-01
+           "protein_train_head": "train_head", "figure_protein_scatter": "figure_scatter"}
+QUERY = """
+select t.value, (r.end_time - r.start_time) / 60000.0
+from runs r
+join tags t on t.run_uuid = r.run_uuid and t.key = 'rule'
+join tags w on w.run_uuid = r.run_uuid and w.key = 'wildcard.config' and w.value = ?
+where r.end_time is not null and r.status = 'FINISHED'
+"""
+
+
+def job_minutes(db: Path, config: str) -> dict[str, list[float]]:
+    """rule → wall minutes of each finished job of ``config``."""
+    out: dict[str, list[float]] = defaultdict(list)
+    with sqlite3.connect(db) as con:
+        for rule, minutes in con.execute(QUERY, (config,)):
+            out[RENAMED.get(rule, rule)].append(minutes)
+    return dict(out)
+
+
+def rule_graph(configfile: str) -> dict[str, set[str]]:
+    """rule → the rules it needs, from ``snakemake --rulegraph``."""
+    dot = subprocess.run(["snakemake", "--rulegraph", "--configfile", configfile], cwd=REPO, capture_output=True,
+                         text=True, check=True).stdout
+    names = dict(re.findall(r'^\s*(\d+)\[label = "([^"]+)"', dot, flags=re.M))
+    needs: dict[str, set[str]] = {n: set() for n in names.values()}
+    for src, dst in re.findall(r"^\s*(\d+) -> (\d+)", dot, flags=re.M):
+        needs[names[dst]].add(names[src])
+    return needs
+
+
+def critical_path(needs: dict[str, set[str]], cost: dict[str, float]) -> tuple[float, list[str]]:
+    """The longest chain of rules, each at ``cost`` minutes (0 when unmeasured)."""
+    memo: dict[str, tuple[float, list[str]]] = {}
+
+    def longest(rule: str) -> tuple[float, list[str]]:
+        if rule not in memo:
+            best = max((longest(r) for r in needs.get(rule, ())), default=(0.0, []))
+            memo[rule] = (best[0] + cost.get(rule, 0.0), best[1] + [rule])
+        return memo[rule]
+
+    return max(longest(r) for r in needs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--db", type=Path, default=REPO / "results" / "mlflow.db")
+    ap.add_argument("--config", default="cpu-default", help="the configuration's name (wildcard.config tag)")
+    ap.add_argument("--configfile", default="config/config.yaml", help="for the rule graph")
+    ap.add_argument("--cores", type=int, nargs="+", default=[2, 8])
+    args = ap.parse_args()
+    jobs = job_minutes(args.db, args.config)
+    total = sum(sum(v) for v in jobs.values())
+    print(f"| rule | jobs | minutes (sum) | slowest job | share |\n|---|---|---|---|---|")
+    for rule, mins in sorted(jobs.items(), key=lambda kv: -sum(kv[1])):
+        print(f"| {rule} | {len(mins)} | {sum(mins):.1f} | {max(mins):.1f} | {100 * sum(mins) / total:.0f}% |")
+    print(f"| all measured jobs | {sum(map(len, jobs.values()))} | {total:.1f} | | |")
+    path_minutes, path = critical_path(rule_graph(args.configfile), {r: max(m) for r, m in jobs.items()})
+    print(f"\ncritical path {path_minutes:.1f} min: {' → '.join(path)}")
+    for c in args.cores:
+        print(f"estimate on {c} cores (lower bound, one thread per job): {max(path_minutes, total / c):.1f} min")
+    unmeasured = sorted(set(rule_graph(args.configfile)) - set(jobs) - {"all"})
+    if unmeasured:
+        print(f"not measured (no finished job in the store): {', '.join(unmeasured)}")
+
+
+if __name__ == "__main__":
+    main()
