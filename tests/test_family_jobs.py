@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -171,3 +172,27 @@ def test_whole_sequence_pretraining_never_crops(prepared, tmp_path):
     train = json.loads((out / "meta.json").read_text())["train"]
     longest = max(len(s) for _, s in read_fasta(prepared / "train.fasta"))
     assert train["crop_min"] == train["crop_max"] == longest  # every crop is the whole sequence
+
+
+def test_family_loss_masks_at_each_rate_and_states_it_under_the_table(prepared, scores, tmp_path):
+    model = tmp_path / "model"
+    argv = ["pretrain-protein", "--train", str(prepared / "train.fasta"), "--out", str(model), "--d-model", "16",
+            "--n-heads", "2", "--n-layers", "1", "--hidden-layer", "-1", "--steps", "1", "--batch-size", "2",
+            "--lr", "0.001", "--warmup", "0", "--weight-decay", "0", "--t-min", "0.5", "--t-max", "1",
+            "--loss-weight", "none", "--crop-min", "5", "--crop-max", "10", "--grad-clip", "1", "--log-every", "1",
+            "--seed", "0", "--device", "cpu", "--threads", "1", "--whole-sequences"]
+    assert main(argv) == 0
+    out = tmp_path / "loss.json"
+    assert main(["family-loss", "--model", str(model), "--data-dir", str(prepared), "--out", str(out),
+                 "--rates", "0.15", "1", "--device", "cpu"]) == 0
+    loss = json.loads(out.read_text())
+    residues = sum(len(s) for _, s in read_fasta(prepared / "reference.fasta"))
+    assert loss["losses"]["1"]["masked_residues"] == residues  # t = 1 masks every residue
+    assert 0 < loss["losses"]["0.15"]["masked_residues"] < 0.3 * residues
+    # an untrained model knows nothing: its loss is near ln 20 and far above the column profile
+    assert abs(loss["losses"]["1"]["loss_nats"] - math.log(20)) < 0.5 and loss["losses"]["1"]["vs_profile"] > 0.5
+    inputs = [str(prepared.parent / "scores" / f"{row}.json") for row in ("eb-g4.0", "ceiling", "floor")]
+    md = tmp_path / "t.md"
+    assert main(["family-table", "--inputs", *inputs, "--out", str(tmp_path / "t.csv"), "--markdown", str(md),
+                 "--loss", str(out)]) == 0
+    assert "Held-out masked-token loss" in md.read_text() and "column profile" in md.read_text()

@@ -24,8 +24,8 @@ from typing import Callable, NamedTuple
 from mdm_mi import figure_jobs, jobs as core_jobs, pretrained, results
 from mdm_mi.errors import USER_ERRORS, InputError
 from mdm_mi.mi import jobs as mi_jobs
-from mdm_mi.protein import (compare_job as protein_compare_job, family_job, generate_job, jobs as protein_jobs,
-                            report_jobs)
+from mdm_mi.protein import (compare_job as protein_compare_job, family_job, family_loss, generate_job,
+                            jobs as protein_jobs, report_jobs)
 from mdm_mi.sudoku import compare_job as sudoku_compare_job, jobs as sudoku_jobs, oracle_job
 from mdm_mi.tracking import NullTracker, TrackingArgs, open_tracker
 from mdm_mi.user import check_config, mi_map, solve
@@ -97,6 +97,8 @@ VERBS: dict[str, Verb] = {
                           "gather protein generation summaries into one table"),
     "family-compare": Verb(family_job.FamilyCompareArgs, family_job.family_compare,
                            "co-variation (corrected-MI r, C_ij r) of protein-compare's calibrated runs, paired by budget"),
+    "family-loss": Verb(family_loss.FamilyLossArgs, family_loss.family_loss,
+                        "held-out masked-token loss of a family model at fixed mask rates, beside the profile baselines"),
     "family-table": Verb(family_job.FamilyTableArgs, family_job.family_table,
                          "gather family scores (sampler settings, ceiling, floor) into one table"),
     "protein-paper-table": Verb(report_jobs.ProteinPaperTableArgs, report_jobs.protein_paper_table,

@@ -67,9 +67,34 @@ if FAMILY:
             "python -m mdm_mi family-score --fasta {input.fasta} {params.summary} --row {wildcards.family_row} "
             "--data-dir {params.data_dir} {params.options} --out {output} {params.tracking} > {log} 2>&1"
 
+    rule family_loss:
+        input:
+            model=PROTEIN_MODEL,
+            data=f"{P}/data/summary.json",
+            tracking=TRACKING_READY,
+        output:
+            f"{P}/family/loss.json",
+        log:
+            f"{PL}/family/loss.log",
+        params:
+            job=job_flags(),
+            tracking=tracking_flags("family_loss"),
+            model_dir=parent_dir("model"),
+            data_dir=parent_dir("data"),
+        threads: config["threads"]
+        resources:
+            mem_mb=2000,
+            runtime=20,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi family-loss --model {params.model_dir} --data-dir {params.data_dir} --out {output} "
+            "{params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+
     rule family_table:
         input:
             scores=expand(f"{P}/family/{{r}}.json", r=FAMILY_ROWS),
+            loss=f"{P}/family/loss.json",
             model=PROTEIN_MODEL,
         output:
             table=f"{P}/family/table.csv",
@@ -86,7 +111,7 @@ if FAMILY:
         conda:
             "../../envs/mdm-mi.yaml"
         shell:
-            "python -m mdm_mi family-table --inputs {input.scores} --model {params.model_dir} "
+            "python -m mdm_mi family-table --inputs {input.scores} --loss {input.loss} --model {params.model_dir} "
             "--out {output.table} --markdown {output.markdown} {params.tracking} > {log} 2>&1"
 
     rule family_compare:

@@ -261,6 +261,16 @@ class FamilyTableArgs:
     out: Path = field(metadata=_h("tidy CSV"))
     markdown: Path = field(metadata=_h("Markdown table"))
     model: Path | None = field(default=None, metadata=_h("protein model folder (named in the table)"))
+    loss: Path | None = field(default=None, metadata=_h("family-loss JSON: the held-out losses, stated under the table"))
+
+
+def loss_lines(loss: dict) -> str:
+    """The family-loss JSON as one Markdown paragraph: the model's loss at each t beside both baselines."""
+    base = loss["baselines"]
+    parts = [f"t = {t}: {v['loss_nats']:.3f} ({v['vs_profile']:+.3f} vs the profile)" for t, v in loss["losses"].items()]
+    return (f"Held-out masked-token loss on the {loss['reference_sequences']} reference sequences (nats per masked "
+            f"residue): {'; '.join(parts)}. Site-independent baselines: column profile {base['profile_nats']:.3f}, "
+            f"composition {base['composition_nats']:.3f}.\n")
 
 
 def family_table(args: FamilyTableArgs, tracker) -> None:
@@ -272,7 +282,12 @@ def family_table(args: FamilyTableArgs, tracker) -> None:
         raise InputError(f"family score not found: {missing[0]}")
     rows = family_rows([read_json(p) for p in args.inputs])
     write_text(args.out, to_csv(rows, FAMILY_COLUMNS))
-    write_text(args.markdown, family_markdown(rows, backbone_name(args.model) if args.model else "not named"))
+    text = family_markdown(rows, backbone_name(args.model) if args.model else "not named")
+    if args.loss is not None:
+        if not Path(args.loss).is_file():
+            raise InputError(f"family loss not found: {args.loss}")
+        text += "\n" + loss_lines(read_json(args.loss))
+    write_text(args.markdown, text)
     tracker.log_artifact(args.out)
     tracker.log_artifact(args.markdown)
 
