@@ -445,3 +445,17 @@ def test_real_model_decode_keeps_clues_and_completes(tiny_model, easy_puzzles, n
         assert torch.equal(out.passes, (blanks + params["k"] - 1) // params["k"])
     else:
         assert ((out.passes >= 1) & (out.passes <= blanks)).all()
+
+
+def test_bf16_backbone_keeps_the_protocol_and_returns_fp32(tiny_model):
+    from mdm_mi.backbone import Bf16Backbone
+
+    wrapped = Bf16Backbone(tiny_model)
+    assert (wrapped.mask_id, wrapped.vocab_size, wrapped.hidden_dim) == (tiny_model.mask_id, tiny_model.vocab_size,
+                                                                         tiny_model.hidden_dim)
+    tokens = torch.full((2, 81), tiny_model.mask_id)
+    tokens[:, :10] = torch.arange(10) % 9
+    with torch.inference_mode():
+        a, b = tiny_model(tokens), wrapped(tokens)
+    assert b.logits.dtype == b.hidden.dtype == torch.float32 and b.logits.shape == a.logits.shape
+    assert torch.allclose(a.logits, b.logits, atol=0.1)  # bf16 keeps ~3 significant digits
