@@ -1,5 +1,5 @@
 """Properties of the command line (:func:`mdm_mi.cli.main`): ``evaluate`` writes its summary and
-per-puzzle files, bad input is one ``error:`` line with exit code 2 and no output, ``gather`` builds
+per-puzzle files, bad input is one ``error:`` line with exit code 2 and no output, ``sudoku-table`` builds
 the table, and tracking mirrors a job into one MLflow run."""
 
 from __future__ import annotations
@@ -230,13 +230,13 @@ def test_malformed_wildcard_is_a_user_error(tmp_path, capsys, tiny_checkpoint, e
     assert main(argv) == 2
 
 
-# --- gather ----------------------------------------------------------------------------------------
+# --- sudoku-table ----------------------------------------------------------------------------------------
 
 
 def test_gather_builds_table_from_two_summaries(tmp_path, evaluated):
     inputs = [str(evaluated["naive"] / "summary.json"), str(evaluated["sequential"] / "summary.json")]
     table, markdown = tmp_path / "t" / "table.csv", tmp_path / "t" / "table.md"
-    assert main(["gather", "--inputs", *inputs, "--out", str(table), "--markdown", str(markdown)]) == 0
+    assert main(["sudoku-table", "--inputs", *inputs, "--out", str(table), "--markdown", str(markdown)]) == 0
     with table.open(newline="") as fh:
         reader = csv.DictReader(fh)
         assert reader.fieldnames == COLUMNS
@@ -263,7 +263,7 @@ def test_gather_sorts_by_set_then_sampler(tmp_path):
                                     "levels": {"x": level, "all": level}}))
         paths.append(str(path))
     table = tmp_path / "table.csv"
-    assert main(["gather", "--inputs", *paths, "--out", str(table), "--markdown", str(tmp_path / "t.md")]) == 0
+    assert main(["sudoku-table", "--inputs", *paths, "--out", str(table), "--markdown", str(tmp_path / "t.md")]) == 0
     with table.open(newline="") as fh:
         keys = [(r["set"], r["sampler"], r["level"]) for r in csv.DictReader(fh)]
     assert keys == [("a", "eb", "all"), ("a", "eb", "x"), ("a", "naive", "all"), ("a", "naive", "x"),
@@ -271,7 +271,7 @@ def test_gather_sorts_by_set_then_sampler(tmp_path):
 
 
 def test_gather_with_a_missing_input_is_a_user_error(tmp_path, capsys):
-    argv = ["gather", "--inputs", str(tmp_path / "nope.json"), "--out", str(tmp_path / "summary.json"),
+    argv = ["sudoku-table", "--inputs", str(tmp_path / "nope.json"), "--out", str(tmp_path / "summary.json"),
             "--markdown", str(tmp_path / "per_puzzle.csv")]
     assert_user_error(capsys, argv, tmp_path, ["nope.json"])
 
@@ -314,7 +314,7 @@ def test_tracking_sqlite_records_one_run_per_job_with_tags(tmp_path, mlflow_stor
     tracking = ["--tracking-uri", mlflow_store, "--experiment", "test-exp", "--rule", "sudoku_table",
                 "--config-hash", "abc123", "--wildcard", "config=smoke"]
     inputs = [str(evaluated["naive"] / "summary.json"), str(evaluated["eb"] / "summary.json")]
-    argv = ["gather", "--inputs", *inputs, "--out", str(tmp_path / "table.csv"),
+    argv = ["sudoku-table", "--inputs", *inputs, "--out", str(tmp_path / "table.csv"),
             "--markdown", str(tmp_path / "table.md"), *tracking]
     assert main(argv) == 0
     assert main([*argv[:2], str(tmp_path / "missing.json"), *argv[3:]]) == 2

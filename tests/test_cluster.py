@@ -176,7 +176,7 @@ def test_jobs_track_to_a_server_and_write_nothing_local(mlflow_server, tmp_path)
     init = subprocess.run([*run, "init-tracking", "--uri", mlflow_server, "--experiment-name", "cluster-test",
                            "--out", "marker.json"], cwd=work, capture_output=True, text=True, timeout=180)
     assert init.returncode == 0, init.stderr
-    job = subprocess.run([*run, "gather", "--inputs", str(summary), "--out", "t.csv",
+    job = subprocess.run([*run, "sudoku-table", "--inputs", str(summary), "--out", "t.csv",
                           "--markdown", "t.md", *tracking, "--rule", "sudoku_table"],
                          cwd=work, capture_output=True, text=True, timeout=180)
     assert job.returncode == 0, job.stderr

@@ -163,7 +163,7 @@ def test_bad_inputs_are_one_line(prepared, tmp_path, capsys):
 
 def test_whole_sequence_pretraining_never_crops(prepared, tmp_path):
     out = tmp_path / "model"
-    argv = ["pretrain-protein", "--train", str(prepared / "train.fasta"), "--out", str(out), "--d-model", "16",
+    argv = ["protein-pretrain", "--train", str(prepared / "train.fasta"), "--out", str(out), "--d-model", "16",
             "--n-heads", "2", "--n-layers", "1", "--hidden-layer", "-1", "--steps", "1", "--batch-size", "2",
             "--lr", "0.001", "--warmup", "0", "--weight-decay", "0", "--t-min", "0.5", "--t-max", "1",
             "--loss-weight", "none", "--crop-min", "5", "--crop-max", "10", "--grad-clip", "1", "--log-every", "1",
@@ -176,7 +176,7 @@ def test_whole_sequence_pretraining_never_crops(prepared, tmp_path):
 
 def test_family_loss_masks_at_each_rate_and_states_it_under_the_table(prepared, scores, tmp_path):
     model = tmp_path / "model"
-    argv = ["pretrain-protein", "--train", str(prepared / "train.fasta"), "--out", str(model), "--d-model", "16",
+    argv = ["protein-pretrain", "--train", str(prepared / "train.fasta"), "--out", str(model), "--d-model", "16",
             "--n-heads", "2", "--n-layers", "1", "--hidden-layer", "-1", "--steps", "1", "--batch-size", "2",
             "--lr", "0.001", "--warmup", "0", "--weight-decay", "0", "--t-min", "0.5", "--t-max", "1",
             "--loss-weight", "none", "--crop-min", "5", "--crop-max", "10", "--grad-clip", "1", "--log-every", "1",

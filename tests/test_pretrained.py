@@ -20,7 +20,7 @@ def shipped(tmp_path, tiny_checkpoint):
     data = tmp_path / "train.npy"
     data.write_bytes(b"training grids")
     about = tmp_path / "about.json"
-    about.write_text(json.dumps({"name": "tiny", "command": "mdm-mi pretrain ...", "seed": 0}))
+    about.write_text(json.dumps({"name": "tiny", "command": "mdm-mi sudoku-pretrain ...", "seed": 0}))
     out = tmp_path / "shipped"
     code = main(["export-pretrained", "--model", str(tiny_checkpoint), "--data", str(data), "--out", str(out),
                  "--about", str(about)])

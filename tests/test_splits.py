@@ -2,8 +2,8 @@
 
 Val and test are the two parts of one seeded draw of distinct held-out contexts
 (:func:`mdm_mi.mi.jobs.draw_evaluation`): they must share no sequence and no context, for Sudoku
-(real Radcliffe solutions, as ``prepare-sudoku`` writes them) and proteins (held-out crops, as
-``prepare-protein`` writes them); ``train-head`` reports both, test as the reported split.
+(real Radcliffe solutions, as ``sudoku-data`` writes them) and proteins (held-out crops, as
+``protein-data`` writes them); ``train-head`` reports both, test as the reported split.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def assert_disjoint(sequences: np.ndarray, val: ContextDraw, test: ContextDraw, 
 
 @pytest.fixture(scope="module")
 def radcliffe_solutions() -> np.ndarray:
-    """The Sudoku held-out sequences: the Radcliffe solutions, as prepare-sudoku writes them."""
+    """The Sudoku held-out sequences: the Radcliffe solutions, as sudoku-data writes them."""
     from mdm_mi.sudoku.data import load_puzzle_csv
 
     return np.asarray(load_puzzle_csv(RADCLIFFE).solutions)
@@ -87,7 +87,7 @@ def test_protein_val_and_test_contexts_are_disjoint(tmp_path):
 
     flags = {"n_reference": 500, "heldout_fraction": 0.05, "n_train_contexts": 4,
              "n_heldout_contexts": PROTEIN_HELDOUT, "min_length": 50, "max_length": 100, "seed": 0}
-    argv = ["prepare-protein", "--train-fasta", str(PROTEIN_DATA / "train_uniref50_cath.fasta"),
+    argv = ["protein-data", "--train-fasta", str(PROTEIN_DATA / "train_uniref50_cath.fasta"),
             "--reference-fasta", str(PROTEIN_DATA / "uniref50_len50-100.fasta"), "--out-dir", str(tmp_path)]
     assert main(argv + [f"--{k.replace('_', '-')}={v}" for k, v in flags.items()]) == 0
     crops = np.load(tmp_path / "heldout_contexts.npy")

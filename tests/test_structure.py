@@ -117,3 +117,22 @@ def test_table_entries_match_their_names():
     assert all(s.cls.name == name for name, s in SAMPLERS.items())
     assert all(d.name == name for name, d in DOMAINS.items())
     assert all(dataclasses.is_dataclass(v.args) and callable(v.run) and v.help for v in VERBS.values())
+
+
+def test_every_rule_is_named_after_the_verb_it_runs():
+    """``rule sudoku_pretrain`` runs ``python -m mdm_mi sudoku-pretrain``: one name for a stage, in the
+    workflow, the CLI and the MLflow tags; and every verb a rule runs is in the verb table."""
+    import re
+
+    from mdm_mi.cli import VERBS
+
+    pairs = []
+    for smk in (REPO / "workflow" / "rules").glob("*.smk"):
+        for block in re.split(r"\n\s*rule ", "\n" + smk.read_text())[1:]:
+            name = block.split(":", 1)[0].strip()
+            verb = re.search(r"python -m mdm_mi ([\w-]+)", block)
+            if verb:
+                pairs.append((name, verb.group(1)))
+    assert len(pairs) >= 25, pairs
+    assert [(r, v) for r, v in pairs if r.replace("_", "-") != v] == []
+    assert {v for _, v in pairs} <= set(VERBS)

@@ -26,7 +26,7 @@ from mdm_mi.config import load_config
 VENV_BIN = REPO / ".venv" / "bin"
 SNAKEMAKE = VENV_BIN / "snakemake"
 CONFIGS = ["smoke.yaml", "config.yaml"]
-NOT_TRACKED = {"all", "tracking_store"}  # jobs that open no MLflow run
+NOT_TRACKED = {"all", "init_tracking"}  # jobs that open no MLflow run
 
 
 def snakemake(workdir: Path, *args: str, configfile: str | None = "smoke.yaml", timeout: int = 120):
@@ -93,21 +93,21 @@ def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
     counts = job_counts(proc.stdout + proc.stderr)
     family = cfg["protein"]["data"]["source"] == "family"
     data_rule = "prepare_family" if family else "protein_data"
-    for rule in ("tracking_store", "sudoku_data", "sudoku_pretrain", "sudoku_table", "all", data_rule,
+    for rule in ("init_tracking", "sudoku_data", "sudoku_pretrain", "sudoku_table", "all", data_rule,
                  "protein_table"):
         assert counts[rule] == 1, rule
     assert counts["protein_data" if family else "prepare_family"] == 0  # one data source per run
-    backbone_rule = "protein_pretrain" if cfg["protein"]["backbone"] == "trained" else "protein_import_esmc"
+    backbone_rule = "protein_pretrain" if cfg["protein"]["backbone"] == "trained" else "import_esmc"
     assert counts[backbone_rule] == 1
     assert counts["sudoku_compare"] == len(cfg["sudoku"]["compare"]["sets"])  # one calibrated comparison per set
     assert counts["sudoku_budgets"] == counts["protein_compare"] == 1
     assert counts["train_head"] == 2  # one rule for both domains
-    assert counts["protein_generate"] == len(
+    assert counts["generate"] == len(
         [*cfg["protein"]["samplers"]["sequential"], *cfg["protein"]["samplers"]["naive_k"],
          *cfg["protein"]["samplers"]["eb_gamma"]]) + len(cfg["protein"]["samplers"]["mi_gamma"]) * len(
         cfg["protein"]["samplers"]["mi_lambda"])
     # the family table: every generated set, the natural ceiling and the profile floor scored once each
-    assert counts["family_score"] == (counts["protein_generate"] + 2 if family else 0)
+    assert counts["family_score"] == (counts["generate"] + 2 if family else 0)
     assert counts["family_table"] == int(family)
 
 
@@ -126,7 +126,7 @@ def test_every_planned_command_parses_with_the_cli(dry_run):
 def test_smoke_commands_carry_the_smoke_settings(tmp_path):
     proc = snakemake(tmp_path, "-n", "-p", "sudoku_pretrain")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (pretrain,) = [c for c in shell_commands(proc.stdout + proc.stderr) if c[3] == "pretrain"]
+    (pretrain,) = [c for c in shell_commands(proc.stdout + proc.stderr) if c[3] == "sudoku-pretrain"]
     ns = build_parser().parse_args(pretrain[3:])
     assert (ns.d_model, ns.n_layers, ns.steps, ns.device, ns.threads) == (32, 1, 20, "cpu", 1)
     assert ns.compile is False
@@ -139,7 +139,7 @@ def test_smoke_settings_do_not_depend_on_the_working_directory(tmp_path):
     shutil.copy(REPO / "config" / "config.yaml", tmp_path / "config" / "config.yaml")
     proc = snakemake(tmp_path, "-n", "-p", "sudoku_pretrain")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (pretrain,) = [c for c in shell_commands(proc.stdout + proc.stderr) if c[3] == "pretrain"]
+    (pretrain,) = [c for c in shell_commands(proc.stdout + proc.stderr) if c[3] == "sudoku-pretrain"]
     assert build_parser().parse_args(pretrain[3:]).compile is False
 
 
@@ -152,7 +152,7 @@ def test_a_pretrained_sudoku_backbone_replaces_pretraining(tmp_path):
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = job_counts(proc.stdout + proc.stderr)
-    assert counts["sudoku_import_pretrained"] == 1 and counts["sudoku_pretrain"] == 0
+    assert counts["import_pretrained"] == 1 and counts["sudoku_pretrain"] == 0
 
 
 def test_the_snakefile_runs_the_packages_cross_field_checks(tmp_path):

@@ -45,9 +45,9 @@ class Verb(NamedTuple):
 # THE verb table, by stage. Each workflow rule is named after the verb it runs (workflow/rules/).
 VERBS: dict[str, Verb] = {
     # data
-    "prepare-sudoku": Verb(sudoku_jobs.PrepareArgs, sudoku_jobs.prepare_sudoku,
+    "sudoku-data": Verb(sudoku_jobs.PrepareArgs, sudoku_jobs.prepare_sudoku,
                            "generate training grids and build the Sudoku evaluation sets"),
-    "prepare-protein": Verb(protein_jobs.PrepareProteinArgs, protein_jobs.prepare_protein,
+    "protein-data": Verb(protein_jobs.PrepareProteinArgs, protein_jobs.prepare_protein,
                             "split the protein data, draw the references and MI contexts"),
     "prepare-family": Verb(family_job.PrepareFamilyArgs, family_job.prepare_family,
                            "split a protein family (Pfam A2M) by identity clusters; its references and MI contexts"),
@@ -56,12 +56,12 @@ VERBS: dict[str, Verb] = {
     "import-esmc": Verb(protein_jobs.ImportEsmcArgs, protein_jobs.import_esmc,
                         "make ESM-C 300M the protein model of a run (checked, not copied)"),
     # backbones
-    "pretrain": Verb(sudoku_jobs.PretrainArgs, sudoku_jobs.pretrain, "train the Sudoku masked diffusion model"),
+    "sudoku-pretrain": Verb(sudoku_jobs.PretrainArgs, sudoku_jobs.pretrain, "train the Sudoku masked diffusion model"),
     "export-pretrained": Verb(pretrained.ExportPretrainedArgs, pretrained.export_pretrained,
                               "ship a trained backbone to resources/pretrained/ with its sha256 manifest"),
     "import-pretrained": Verb(pretrained.ImportPretrainedArgs, pretrained.import_pretrained,
                               "make a shipped backbone the model of a run, after checking its hashes"),
-    "pretrain-protein": Verb(protein_jobs.PretrainProteinArgs, protein_jobs.pretrain_protein,
+    "protein-pretrain": Verb(protein_jobs.PretrainProteinArgs, protein_jobs.pretrain_protein,
                              "train the small protein MDM (an ESM-C) with masked diffusion"),
     # MI labels and head (either domain: it comes from the checkpoint)
     "label": Verb(mi_jobs.LabelArgs, mi_jobs.label, "label one shard of contexts with ground-truth probing MI"),
@@ -82,8 +82,8 @@ VERBS: dict[str, Verb] = {
     "sudoku-oracle-ceiling": Verb(oracle_job.CeilingArgs, oracle_job.sudoku_oracle_ceiling,
                                   "decode with the exact-MI oracle at the head's calibrated settings"),
     # tables and figures
-    "gather": Verb(results.GatherArgs, results.gather, "gather evaluation summaries into one tidy table"),
-    "budgets-summary": Verb(sudoku_compare_job.SummaryArgs, sudoku_compare_job.budgets_summary,
+    "sudoku-table": Verb(results.GatherArgs, results.gather, "gather evaluation summaries into one tidy table"),
+    "sudoku-budgets": Verb(sudoku_compare_job.SummaryArgs, sudoku_compare_job.budgets_summary,
                             "who wins at each calibrated budget, over every set's budgets table"),
     "paper-table": Verb(figure_jobs.PaperTableArgs, figure_jobs.paper_table_job,
                         "our Sudoku results laid out beside the paper's table"),

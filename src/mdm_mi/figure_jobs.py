@@ -15,7 +15,7 @@ from mdm_mi.io import read_json, write_text
 
 @dataclass(frozen=True)
 class SpeedQualityArgs:
-    table: Path = field(metadata=_h("tidy table CSV from gather"))
+    table: Path = field(metadata=_h("tidy table CSV from sudoku-table"))
     set: str = field(metadata=_h("evaluation set to plot"))
     model: Path = field(metadata=_h("backbone checkpoint folder (named in the title)"))
     out: Path = field(metadata=_h("output PNG"))
@@ -32,7 +32,7 @@ def figure_speed_quality(args: SpeedQualityArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class PaperTableArgs:
-    table: Path = field(metadata=_h("tidy table CSV from gather"))
+    table: Path = field(metadata=_h("tidy table CSV from sudoku-table"))
     set: str = field(metadata=_h("evaluation set"))
     model: Path = field(metadata=_h("backbone checkpoint folder (named in the caption)"))
     out: Path = field(metadata=_h("output Markdown"))

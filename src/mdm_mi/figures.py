@@ -16,7 +16,7 @@ from mdm_mi import paper
 from mdm_mi.plotting import SAMPLER_STYLE, matched_table as matched, nearest, plt, save
 
 def read_table(path: str | Path) -> list[dict]:
-    """Read a tidy table written by ``gather`` (numbers as floats)."""
+    """Read a tidy table written by ``sudoku-table`` (numbers as floats)."""
     with Path(path).open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     for r in rows:

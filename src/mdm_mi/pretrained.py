@@ -1,4 +1,4 @@
-"""Shipped backbones: a checkpoint made by the ``pretrain`` verb, copied to ``resources/pretrained/``
+"""Shipped backbones: a checkpoint made by the ``sudoku-pretrain`` verb, copied to ``resources/pretrained/``
 with a ``MANIFEST.json`` (sha256 of every file, the command, config, seed, data hash and evaluation),
 and imported into a run's ``results/<name>/sudoku/model`` after its hashes are checked.
 
@@ -29,7 +29,7 @@ def copy_atomic(src: Path, dst: Path) -> None:
 
 @dataclass(frozen=True)
 class ExportPretrainedArgs:
-    model: Path = field(metadata=h("checkpoint folder written by `pretrain` (model.safetensors + meta.json)"))
+    model: Path = field(metadata=h("checkpoint folder written by `sudoku-pretrain` (model.safetensors + meta.json)"))
     data: Path = field(metadata=h("the training data it was trained on (its sha256 goes in the manifest)"))
     out: Path = field(metadata=h("folder to ship, e.g. resources/pretrained/sudoku"))
     about: Path = field(metadata=h("JSON with how it was made and measured: command, config, evaluation, ..."))

@@ -3,7 +3,7 @@
 One row per (set, sampler, parameters, level) with n, accuracy and its Wilson 95% interval, mean
 passes and its 95% CI.
 
-    python -m mdm_mi gather --inputs results/sudoku/eval/*/*.json --out results/sudoku/table.csv
+    python -m mdm_mi sudoku-table --inputs results/sudoku/eval/*/*.json --out results/sudoku/table.csv
 """
 
 from __future__ import annotations

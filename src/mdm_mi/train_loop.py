@@ -21,7 +21,7 @@ from mdm_mi.flags import h
 
 @dataclass(frozen=True, kw_only=True)
 class DiffusionTrainFlags:
-    """The masked-diffusion training flags both ``pretrain`` verbs take (defaults: the config schema)."""
+    """The masked-diffusion training flags both pretraining verbs (``sudoku-pretrain``, ``protein-pretrain``) take (defaults: the config schema)."""
 
     steps: int = field(metadata=h("optimiser steps"))
     batch_size: int = field(metadata=h("training sequences per step"))

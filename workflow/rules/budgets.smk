@@ -65,7 +65,7 @@ rule sudoku_budgets:
     conda:
         "../../envs/mdm-mi.yaml"
     shell:
-        "python -m mdm_mi budgets-summary --inputs {input.budgets} --out {output} {params.tracking} > {log} 2>&1"
+        "python -m mdm_mi sudoku-budgets --inputs {input.budgets} --out {output} {params.tracking} > {log} 2>&1"
 
 
 rule sudoku_oracle_ceiling:

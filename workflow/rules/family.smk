@@ -83,6 +83,7 @@ if FAMILY:
             data_dir=parent_dir("data"),
         threads: config["threads"]
         resources:
+            gpu=1,
             mem_mb=2000,
             runtime=20,
         conda:

@@ -43,7 +43,7 @@ if not FAMILY:
         conda:
             "../../envs/mdm-mi.yaml"
         shell:
-            "python -m mdm_mi prepare-protein --train-fasta {input.train} --reference-fasta {input.reference} "
+            "python -m mdm_mi protein-data --train-fasta {input.train} --reference-fasta {input.reference} "
             "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
 
 
@@ -71,18 +71,18 @@ if PROTEIN["backbone"] == "trained":
         conda:
             "../../envs/mdm-mi.yaml"
         shell:
-            "python -m mdm_mi pretrain-protein --train {input.train} --out {params.out_dir} "
+            "python -m mdm_mi protein-pretrain --train {input.train} --out {params.out_dir} "
             "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 else:
 
     if not PROTEIN["esmc_weights"]:
 
-        rule esmc_download:
+        rule download_esmc:
             output:
                 ESMC_WEIGHTS,
             log:
-                f"{L}/esmc_download.log",
+                f"{L}/download_esmc.log",
             params:
                 dest=PROTEIN["esmc_dir"],
             threads: 1
@@ -94,7 +94,7 @@ else:
             shell:
                 "python -m mdm_mi download-esmc --dest {params.dest} > {log} 2>&1"
 
-    rule protein_import_esmc:
+    rule import_esmc:
         input:
             weights=ESMC_WEIGHTS,
             tracking=TRACKING_READY,
@@ -104,7 +104,7 @@ else:
             f"{PL}/import_esmc.log",
         params:
             options=cli_flags({"hidden_layer": PROTEIN["model"]["hidden_layer"], "bf16": PROTEIN["bf16"]}),
-            tracking=tracking_flags("protein_import_esmc"),
+            tracking=tracking_flags("import_esmc"),
             out_dir=parent_dir("meta"),
         threads: 1
         resources:
@@ -117,7 +117,7 @@ else:
             "{params.options} {params.tracking} > {log} 2>&1"
 
 
-rule protein_generate:
+rule generate:
     input:
         model=PROTEIN_MODEL,
         reference=f"{P}/data/reference.fasta",
@@ -134,7 +134,7 @@ rule protein_generate:
         head=lambda w, input: f"--head {os.path.dirname(input.head)}" if input.head else "",
         options=cli_flags(PROTEIN["generate"]),
         job=job_flags(),
-        tracking=tracking_flags("protein_generate"),
+        tracking=tracking_flags("generate"),
         model_dir=parent_dir("model"),
     threads: 1
     resources:

@@ -28,7 +28,7 @@ rule sudoku_data:
     conda:
         "../../envs/mdm-mi.yaml"
     shell:
-        "python -m mdm_mi prepare-sudoku --radcliffe {input.radcliffe} --easy {input.easy} "
+        "python -m mdm_mi sudoku-data --radcliffe {input.radcliffe} --easy {input.easy} "
         "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
 
 
@@ -56,12 +56,12 @@ if SUDOKU["backbone"] == "trained":
         conda:
             "../../envs/mdm-mi.yaml"
         shell:
-            "python -m mdm_mi pretrain --solutions {input.solutions} --out {params.out_dir} "
+            "python -m mdm_mi sudoku-pretrain --solutions {input.solutions} --out {params.out_dir} "
             "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 else:
 
-    rule sudoku_import_pretrained:
+    rule import_pretrained:
         input:
             manifest=os.path.join(workflow.basedir, SUDOKU["pretrained"], "MANIFEST.json"),
             tracking=TRACKING_READY,
@@ -72,7 +72,7 @@ else:
             f"{L}/sudoku/import_pretrained.log",
         params:
             source=lambda w, input: os.path.dirname(input.manifest),
-            tracking=tracking_flags("sudoku_import_pretrained"),
+            tracking=tracking_flags("import_pretrained"),
             out_dir=parent_dir("meta"),
         threads: 1
         resources:
@@ -85,7 +85,7 @@ else:
             "{params.tracking} > {log} 2>&1"
 
 
-rule sudoku_evaluate:
+rule evaluate:
     input:
         model=model_meta("sudoku"),
         puzzles=f"{R}/sudoku/data/{{sudoku_set}}.csv",
@@ -101,7 +101,7 @@ rule sudoku_evaluate:
         head=lambda w, input: f"--head {os.path.dirname(input.head)}" if input.head else "",
         batch=cli_flags({"batch_size": SUDOKU["eval"]["batch_size"]}),
         job=job_flags(),
-        tracking=tracking_flags("sudoku_evaluate"),
+        tracking=tracking_flags("evaluate"),
         model_dir=parent_dir("model"),
     threads: 1  # decoding jobs run side by side, one per core
     resources:
@@ -133,6 +133,6 @@ rule sudoku_table:
     conda:
         "../../envs/mdm-mi.yaml"
     shell:
-        "python -m mdm_mi gather --inputs {input} --out {output.table} --markdown {output.markdown} "
+        "python -m mdm_mi sudoku-table --inputs {input} --out {output.table} --markdown {output.markdown} "
         "{params.tracking} > {log} 2>&1"
 

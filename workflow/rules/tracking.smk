@@ -1,4 +1,4 @@
-rule tracking_store:
+rule init_tracking:
     output:
         "results/tracking/{config_name}.json",
     log:

@@ -6,7 +6,7 @@
         --data-dir d --clusters 15 --seed 0 --out family/eb-g4.0.json
     python -m mdm_mi family-table --inputs family/*.json --out table.csv --markdown table.md
 
-``prepare-family`` writes the files ``prepare-protein`` writes for the generic data, so pretraining,
+``prepare-family`` writes the files ``protein-data`` writes for the generic data, so pretraining,
 labelling, generation and the comparisons run unchanged on the family:
 
 * ``train.fasta`` — the train split's whole, unaligned sequences (the MDM trains on them uncropped);
@@ -82,7 +82,7 @@ def _split_family(args: PrepareFamilyArgs) -> tuple[dict, list[dict], int]:
 
 
 def _write_family_contexts(out: Path, splits: dict, args: PrepareFamilyArgs) -> dict:
-    """MI label contexts (prepare-protein's format, one width for both files): seeded draws of distinct
+    """MI label contexts (protein-data's format, one width for both files): seeded draws of distinct
     whole sequences of the train split and of the validation + reference splits → their counts."""
     from mdm_mi.protein.fasta import sample_reference
     from mdm_mi.protein.jobs import write_contexts

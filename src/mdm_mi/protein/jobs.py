@@ -1,7 +1,7 @@
 """The protein verbs of the CLI: data, the small protein MDM, ESM-C 300M, generation + metrics.
 
-    python -m mdm_mi prepare-protein --train-fasta train.fasta --reference-fasta ref.fasta --out-dir d ...
-    python -m mdm_mi pretrain-protein --train d/train.fasta --out results/x/protein/model ...
+    python -m mdm_mi protein-data --train-fasta train.fasta --reference-fasta ref.fasta --out-dir d ...
+    python -m mdm_mi protein-pretrain --train d/train.fasta --out results/x/protein/model ...
     python -m mdm_mi download-esmc --dest resources/esmc
     python -m mdm_mi import-esmc --weights resources/esmc/esmc_300m_2024_12_v0.pth --out results/x/protein/model
 """
@@ -73,7 +73,7 @@ def write_contexts(path: Path, seqs: list[str], width: int) -> None:
 
 @dataclass(frozen=True)
 class PretrainProteinArgs(DiffusionTrainFlags):
-    train: Path = field(metadata=_h("training FASTA (train.fasta from prepare-protein)"))
+    train: Path = field(metadata=_h("training FASTA (train.fasta from protein-data)"))
     out: Path = field(metadata=_h("output model folder"))
     d_model: int = field(metadata=_h("ESM-C width"))
     n_heads: int = field(metadata=_h("attention heads"))

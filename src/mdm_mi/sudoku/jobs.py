@@ -1,4 +1,4 @@
-"""The Sudoku verbs of the CLI: ``prepare-sudoku``, ``pretrain``, ``evaluate`` (also a user verb:
+"""The Sudoku verbs of the CLI: ``sudoku-data``, ``sudoku-pretrain``, ``evaluate`` (also a user verb:
 with only ``--puzzles`` it finds the model in results/ and prints a table).
 
 Each verb is a frozen dataclass of arguments and one function ``(args, tracker)`` that writes files
@@ -70,7 +70,7 @@ def prepare_sudoku(args: PrepareArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class PretrainArgs(DiffusionTrainFlags):
-    solutions: Path = field(metadata=_h("train_solutions.npy from prepare-sudoku"))
+    solutions: Path = field(metadata=_h("train_solutions.npy from sudoku-data"))
     out: Path = field(metadata=_h("output checkpoint folder"))
     d_model: int = field(metadata=_h("model width"))
     n_layers: int = field(metadata=_h("transformer blocks"))

@@ -6,7 +6,7 @@ cell with probability t (t drawn per grid) and minimises the cross-entropy on ma
 With ``loss_weight="elbo"`` each grid's loss is weighted by 1/t (the MDLM ELBO); with ``"none"``
 it is the mean over masked cells.
 
-    python -m mdm_mi pretrain --solutions results/sudoku/data/train.npy --out results/sudoku/model
+    python -m mdm_mi sudoku-pretrain --solutions results/sudoku/data/train.npy --out results/sudoku/model
 """
 
 from __future__ import annotations
