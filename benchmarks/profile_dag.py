@@ -19,8 +19,11 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-RENAMED = {"sudoku_label": "label", "protein_label": "label", "sudoku_train_head": "train_head",  # before 2026-12-01
-           "protein_train_head": "train_head", "figure_protein_scatter": "figure_scatter"}
+RENAMED = {  # rule names of runs made before 2026-12-01's renames → today's
+    "sudoku_label": "label", "protein_label": "label", "sudoku_train_head": "train_head",
+    "protein_train_head": "train_head", "figure_protein_scatter": "figure_scatter", "sudoku_evaluate": "evaluate",
+    "protein_generate": "generate", "tracking_store": "init_tracking", "protein_import_esmc": "import_esmc",
+    "esmc_download": "download_esmc", "sudoku_import_pretrained": "import_pretrained"}
 QUERY = """
 select t.value, (r.end_time - r.start_time) / 60000.0
 from runs r
