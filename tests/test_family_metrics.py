@@ -136,3 +136,20 @@ def test_realigned_profile_draws_share_only_gap_correlations(hmm, split):
     aligned = [fm.align_columns(hmm, [r.sequence for r in recs]) for recs in sets]
     assert abs(fm.correlation_r(aligned[0], aligned[1], residues_only=True)) < 0.05
     assert fm.correlation_r(aligned[2], aligned[1], residues_only=True) > 0.5
+
+
+def test_residue_mi_ignores_gaps_and_finds_residue_coupling():
+    rng = np.random.default_rng(0)
+    n = 400
+    a = rng.choice(list("ACDE"), n)
+    coupled = np.array([{"A": "K", "C": "L", "D": "M", "E": "N"}[x] for x in a])  # column 2 = f(column 1)
+    gaps = rng.random(n) < 0.3  # gaps that co-occur in columns 3 and 4, residues independent
+    c3 = np.where(gaps, "-", rng.choice(list("FGHI"), n))
+    c4 = np.where(gaps, "-", rng.choice(list("PQRS"), n))
+    cols = ["".join(r) for r in zip(a, coupled, c3, c4)]
+    codes = fam.encode_columns(cols)
+    mi = fm.residue_mi(codes)
+    assert abs(mi[0, 1] - np.log(4)) < 0.02  # one residue determines the other: ln 4
+    assert fm.plugin_mi(codes)[2, 3] > 0.3  # with gaps as a letter, shared gaps look like coupling
+    corrected = fm.corrected_mi(cols, seed=0, residues_only=True)  # pairs (0,1) (0,2) (0,3) (1,2) (1,3) (2,3)
+    assert corrected[0] > 1.2 and abs(corrected[5]) < 0.03  # the gap-only pair is independent over residues

@@ -161,7 +161,7 @@ def family_scores(seqs: list[str], train, val, reference, clusters: int, seed: i
     return {"n": len(seqs), "hmm_threshold": threshold, "hmm_pass_rate": fm.pass_rate(scores, threshold),
             "hmm_score_median": float(np.median(scores)), "match_coverage": float(coverage),
             "f_i_r": fm.frequency_r(cols, ref), "c_ij_r": fm.correlation_r(cols, ref, residues_only=True),
-            "corrected_mi_r": fm.corrected_mi_r(cols, ref, seed), "mean_pairwise_identity": fm.mean_pairwise_identity(cols),
+            "corrected_mi_r": fm.corrected_mi_r(cols, ref, seed, residues_only=True), "mean_pairwise_identity": fm.mean_pairwise_identity(cols),
             "train_identity_median": float(np.median(nearest)), "train_identity_max": float(nearest.max()),
             "cluster_jsd": fm.cluster_jsd_columns(ref, cols, clusters, seed)}
 

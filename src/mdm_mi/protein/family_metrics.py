@@ -189,22 +189,40 @@ def plugin_mi(codes: np.ndarray) -> np.ndarray:
     return (f_ij * np.log(ratio)).sum((2, 3))
 
 
-def corrected_mi(columns: Sequence[str], seed: int, n_shuffles: int = MI_SHUFFLES) -> np.ndarray:
+def residue_mi(codes: np.ndarray) -> np.ndarray:
+    """Plug-in MI (nats) of every column pair over the 20 residues only, on the sequences where both
+    columns hold a residue (pair-specific frequencies) → ``(L, L)``. Gaps are left out: realigning
+    generated sequences places gaps whose co-occurrence is alignment structure, not residue coupling."""
+    n, length = codes.shape
+    x = _one_hot(codes).reshape(n, length, N_LETTERS)[:, :, :GAP_INDEX].reshape(n, -1)
+    counts = (x.T @ x).reshape(length, GAP_INDEX, length, GAP_INDEX).transpose(0, 2, 1, 3)  # (L, L, 20, 20)
+    n_ij = counts.sum((2, 3), keepdims=True)
+    f = np.divide(counts, n_ij, out=np.zeros_like(counts), where=n_ij > 0)
+    indep = f.sum(3, keepdims=True) * f.sum(2, keepdims=True)
+    ratio = np.divide(f, indep, out=np.ones_like(f), where=f > 0)
+    return (f * np.log(ratio)).sum((2, 3))
+
+
+def corrected_mi(columns: Sequence[str], seed: int, n_shuffles: int = MI_SHUFFLES,
+                 residues_only: bool = False) -> np.ndarray:
     """Bias-corrected column-pair dependence ``(L(L−1)/2,)`` for ``i < j``: plug-in MI minus the mean
     plug-in MI after shuffling every column independently across sequences (``n_shuffles`` seeded
     shuffles). Shuffling keeps each column's letters and removes all dependence, so what remains is
-    the finite-sample bias (about ``(k_i − 1)(k_j − 1) / 2n``); independent columns give ≈ 0."""
+    the finite-sample bias (about ``(k_i − 1)(k_j − 1) / 2n``); independent columns give ≈ 0. With
+    ``residues_only`` the MI is :func:`residue_mi` (gaps left out), as it must be for realigned sets."""
     codes = encode_columns(columns)
+    mi = residue_mi if residues_only else plugin_mi
     rng = np.random.default_rng(seed)
-    null = np.mean([plugin_mi(rng.permuted(codes, axis=0)) for _ in range(n_shuffles)], axis=0)
+    null = np.mean([mi(rng.permuted(codes, axis=0)) for _ in range(n_shuffles)], axis=0)
     i, j = np.triu_indices(codes.shape[1], k=1)
-    return (plugin_mi(codes) - null)[i, j]
+    return (mi(codes) - null)[i, j]
 
 
 def corrected_mi_r(columns_a: Sequence[str], columns_b: Sequence[str], seed: int,
-                   n_shuffles: int = MI_SHUFFLES) -> float:
+                   n_shuffles: int = MI_SHUFFLES, residues_only: bool = False) -> float:
     """Pearson r of :func:`corrected_mi` between two sets (same shuffling seed for both)."""
-    return pearson(corrected_mi(columns_a, seed, n_shuffles), corrected_mi(columns_b, seed, n_shuffles))
+    return pearson(corrected_mi(columns_a, seed, n_shuffles, residues_only),
+                   corrected_mi(columns_b, seed, n_shuffles, residues_only))
 
 
 # --- diversity, memorisation, clusters ----------------------------------------------------------------
