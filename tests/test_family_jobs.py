@@ -161,14 +161,18 @@ def test_bad_inputs_are_one_line(prepared, tmp_path, capsys):
     assert err.startswith("error: ") and err.count("\n") == 1 and "too few identity clusters" in err
 
 
-def test_whole_sequence_pretraining_never_crops(prepared, tmp_path):
-    out = tmp_path / "model"
-    argv = ["protein-pretrain", "--train", str(prepared / "train.fasta"), "--out", str(out), "--d-model", "16",
+def _tiny_pretrain_argv(prepared: Path, out: Path) -> list[str]:
+    """protein-pretrain of a one-layer d=16 model for one step on the prepared train split, whole sequences."""
+    return ["protein-pretrain", "--train", str(prepared / "train.fasta"), "--out", str(out), "--d-model", "16",
             "--n-heads", "2", "--n-layers", "1", "--hidden-layer", "-1", "--steps", "1", "--batch-size", "2",
             "--lr", "0.001", "--warmup", "0", "--weight-decay", "0", "--t-min", "0.5", "--t-max", "1",
             "--loss-weight", "none", "--crop-min", "5", "--crop-max", "10", "--grad-clip", "1", "--log-every", "1",
             "--seed", "0", "--device", "cpu", "--threads", "1", "--whole-sequences"]
-    assert main(argv) == 0
+
+
+def test_whole_sequence_pretraining_never_crops(prepared, tmp_path):
+    out = tmp_path / "model"
+    assert main(_tiny_pretrain_argv(prepared, out)) == 0
     train = json.loads((out / "meta.json").read_text())["train"]
     longest = max(len(s) for _, s in read_fasta(prepared / "train.fasta"))
     assert train["crop_min"] == train["crop_max"] == longest  # every crop is the whole sequence
@@ -176,12 +180,7 @@ def test_whole_sequence_pretraining_never_crops(prepared, tmp_path):
 
 def test_family_loss_masks_at_each_rate_and_states_it_under_the_table(prepared, scores, tmp_path):
     model = tmp_path / "model"
-    argv = ["protein-pretrain", "--train", str(prepared / "train.fasta"), "--out", str(model), "--d-model", "16",
-            "--n-heads", "2", "--n-layers", "1", "--hidden-layer", "-1", "--steps", "1", "--batch-size", "2",
-            "--lr", "0.001", "--warmup", "0", "--weight-decay", "0", "--t-min", "0.5", "--t-max", "1",
-            "--loss-weight", "none", "--crop-min", "5", "--crop-max", "10", "--grad-clip", "1", "--log-every", "1",
-            "--seed", "0", "--device", "cpu", "--threads", "1", "--whole-sequences"]
-    assert main(argv) == 0
+    assert main(_tiny_pretrain_argv(prepared, model)) == 0
     out = tmp_path / "loss.json"
     assert main(["family-loss", "--model", str(model), "--data-dir", str(prepared), "--out", str(out),
                  "--rates", "0.15", "1", "--device", "cpu"]) == 0
