@@ -294,3 +294,28 @@ def test_ensure_esmc_300m_prefers_local_files(tmp_path, monkeypatch):
     local = tmp_path / "esmc" / "esmc_300m_2024_12_v0.pth"
     local.write_bytes(b"x")
     assert esmc_mod.ensure_esmc_300m(tmp_path / "esmc") == local
+
+
+def test_download_behind_an_https_proxy_skips_the_dns_check(tmp_path, monkeypatch):
+    import socket
+
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    for key in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(key, raising=False)
+
+    def no_dns(*args, **kwargs):
+        raise socket.gaierror(-2, "Name or service not known")
+
+    def fake(repo_id, filename, local_dir):
+        out = Path(local_dir) / filename
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(b"weights")
+        return str(out)
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake)
+    with pytest.raises(InputError, match="gaierror"):  # no proxy: local DNS is the test
+        download_esmc_300m(tmp_path / "a")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert download_esmc_300m(tmp_path / "b").read_bytes() == b"weights"  # the proxy resolves the name

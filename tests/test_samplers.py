@@ -459,3 +459,13 @@ def test_bf16_backbone_keeps_the_protocol_and_returns_fp32(tiny_model):
         a, b = tiny_model(tokens), wrapped(tokens)
     assert b.logits.dtype == b.hidden.dtype == torch.float32 and b.logits.shape == a.logits.shape
     assert torch.allclose(a.logits, b.logits, atol=0.1)  # bf16 keeps ~3 significant digits
+
+
+def test_full_precision_switches_bf16_off_for_labelling(tiny_model):
+    from types import SimpleNamespace
+
+    from mdm_mi.backbone import Bf16Backbone, full_precision
+
+    assert full_precision(Bf16Backbone(tiny_model)) is tiny_model  # the wrapper is dropped
+    esmc_like = SimpleNamespace(bf16=True)
+    assert full_precision(esmc_like).bf16 is False

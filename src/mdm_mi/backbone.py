@@ -67,3 +67,14 @@ class Bf16Backbone:
         with torch.autocast(device_type=tokens.device.type, dtype=torch.bfloat16):
             out = self.inner(tokens)
         return BackboneOutput(logits=out.logits.float(), hidden=out.hidden.float())
+
+
+def full_precision(backbone):
+    """``backbone`` with any bf16 autocast switched off, for MI labelling: bf16 noise between the base
+    pass and the probe passes biases the KL-based labels upwards and voids the certified bound. A
+    backbone configured for bf16 (ESM-C 300M on CUDA, ``bf16: true`` in its meta.json) keeps it for
+    generation and training only."""
+    inner = backbone.inner if isinstance(backbone, Bf16Backbone) else backbone
+    if getattr(inner, "bf16", False):
+        inner.bf16 = False
+    return inner

@@ -172,8 +172,9 @@ def shard_slice(n: int, shard: int, n_shards: int) -> slice:
 def label(args: LabelArgs, tracker) -> None:
     from safetensors.torch import save_file
 
+    from mdm_mi.backbone import full_precision
+    from mdm_mi.domain import load_backbone
     from mdm_mi.mi.probe import label_contexts
-    from mdm_mi.domain import get_domain, load_backbone
 
     setup(args.threads, args.seed)
     split_part(args.split, args.n_contexts, args.val_contexts)  # bad split flags fail before any loading
@@ -181,7 +182,7 @@ def label(args: LabelArgs, tracker) -> None:
     if not Path(args.sequences).is_file():
         raise InputError(f"sequence file not found: {args.sequences}")
     sequences = np.load(args.sequences, allow_pickle=False)
-    backbone, _ = load_backbone(args.model, device)
+    backbone = full_precision(load_backbone(args.model, device)[0])
     draw = draw_split(args, sequences, backbone.mask_id, backbone.vocab_token_ids)
     shard = draw.part(shard_slice(len(draw.contexts), args.shard, args.n_shards))
     start = time.time()

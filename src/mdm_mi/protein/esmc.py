@@ -68,6 +68,11 @@ def _download_help(dest_dir: Path) -> str:
     )
 
 
+def _https_proxy() -> bool:
+    """Whether downloads go through a proxy (``HTTPS_PROXY`` / ``ALL_PROXY``, either case)."""
+    return any(os.environ.get(k, "").strip() for k in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"))
+
+
 def download_esmc_300m(dest_dir: str | Path) -> Path:
     """Fetch the ESM-C 300M weights from the Hugging Face Hub into ``dest_dir/esmc_300m_2024_12_v0.pth``.
 
@@ -85,8 +90,10 @@ def download_esmc_300m(dest_dir: str | Path) -> Path:
     level = hub_log.level
     try:
         # fail fast without a network: the hub client would retry for ~25 s, logging each retry
-        host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname or "huggingface.co"
-        socket.getaddrinfo(host, 443)
+        # (not behind an HTTPS proxy: the proxy resolves the name, and local DNS may rightly fail)
+        if not _https_proxy():
+            host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname or "huggingface.co"
+            socket.getaddrinfo(host, 443)
         from huggingface_hub import hf_hub_download
 
         dest_dir.mkdir(parents=True, exist_ok=True)
