@@ -72,7 +72,7 @@ def main() -> None:
                     elif (min(ca, cb), max(ca, cb)) in top:
                         key = f"top {args.top} natural co-varying pairs"
                 groups[key].append(float(label[a, b]))
-    print(f"conserved Cys columns (C frequency): " + ", ".join(f"{c}:{c_freq[c]:.2f}" for c in sorted(cys)))
+    print("conserved Cys columns (C frequency): " + ", ".join(f"{c}:{c_freq[c]:.2f}" for c in sorted(cys)))
     print("| masked pairs | n | mean MI (nats) | median | share above the overall 95th percentile |")
     print("|---|---|---|---|---|")
     q95 = np.quantile([x for v in groups.values() for x in v], 0.95)

@@ -75,7 +75,7 @@ def main() -> None:
     args = ap.parse_args()
     jobs = job_minutes(args.db, args.config)
     total = sum(sum(v) for v in jobs.values())
-    print(f"| rule | jobs | minutes (sum) | slowest job | share |\n|---|---|---|---|---|")
+    print("| rule | jobs | minutes (sum) | slowest job | share |\n|---|---|---|---|---|")
     for rule, mins in sorted(jobs.items(), key=lambda kv: -sum(kv[1])):
         print(f"| {rule} | {len(mins)} | {sum(mins):.1f} | {max(mins):.1f} | {100 * sum(mins) / total:.0f}% |")
     print(f"| all measured jobs | {sum(map(len, jobs.values()))} | {total:.1f} | | |")

@@ -11,7 +11,7 @@ import pytest
 
 from mdm_mi.budgets import BEST_MI, SEQUENTIAL
 from mdm_mi.protein import family as fam
-from mdm_mi.protein.family_compare import METRICS, bootstrap_differences, covariation_budgets
+from mdm_mi.protein.family_compare import METRICS, Reference, bootstrap_differences, covariation_budgets
 
 KUNITZ = Path(__file__).resolve().parents[1] / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"
 N = 150
@@ -19,10 +19,11 @@ N = 150
 
 @pytest.fixture(scope="module")
 def sets():
-    """Reference columns, a disjoint natural set, and site-independent draws of the same size."""
+    """The reference (its statistics computed once), a disjoint natural set, and site-independent draws
+    of the same size."""
     train, val, reference = fam.cluster_split(fam.drop_nonstandard(fam.parse_a2m(KUNITZ))[0], seed=0)
     floor = fam.sample_profile(fam.column_profile(train), N, np.random.default_rng(0))
-    return ([r.columns for r in reference[:400]], {"natural": [r.columns for r in train[:N]],
+    return (Reference.of([r.columns for r in reference[:400]], seed=0), {"natural": [r.columns for r in train[:N]],
                                                    "floor": [r.columns for r in floor]})
 
 

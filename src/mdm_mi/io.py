@@ -94,3 +94,12 @@ def read_text_input(path: Path | str, what: str) -> str:
         return path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read {what} file {path}: {type(exc).__name__}") from None
+
+
+def read_jsons(paths, what: str) -> list:
+    """Read every JSON file of ``paths``; one-line :class:`InputError` naming the first missing one
+    (``what`` names the kind, e.g. ``"summary"``) before any is read."""
+    missing = [p for p in paths if not Path(p).is_file()]
+    if missing:
+        raise InputError(f"{what} not found: {missing[0]}")
+    return [read_json(p) for p in paths]

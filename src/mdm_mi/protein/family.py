@@ -30,6 +30,7 @@ from scipy.sparse import coo_matrix  # scipy comes with scikit-learn
 from scipy.sparse.csgraph import connected_components
 
 from mdm_mi.errors import InputError
+from mdm_mi.io import read_text_input
 from mdm_mi.protein.fasta import AMINO_ACIDS
 
 GAP = "-"
@@ -109,12 +110,7 @@ def parse_a2m(path: str | Path) -> list[FamilyRecord]:
     the first header, an empty name, a bad character, a row without residues, a record whose number of
     match columns differs from the first record's, or a file without records."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"A2M file not found: {path}")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read A2M file {path}: {type(exc).__name__}") from None
+    text = read_text_input(path, "A2M")
     records: list[FamilyRecord] = []
     for name, row, line_no in _a2m_rows(text, path):
         if not name:
@@ -240,6 +236,8 @@ def identity_clusters(codes: np.ndarray, identity: float) -> np.ndarray:
 
     Single linkage (not greedy centroids as in CD-HIT) guarantees that records in different clusters
     are all below ``identity`` to each other, so whole-cluster splits leave no near-duplicate across."""
+    if not 0 < identity <= 1:
+        raise InputError(f"cluster identity must lie in (0, 1], got {identity}")
     rows, cols = [], []
     for start, block in identity_blocks(codes, codes):
         r, c = np.nonzero(block >= identity)
@@ -271,12 +269,17 @@ def cluster_split(records: Sequence[FamilyRecord], identity: float = 0.8,
     whole (so no pair across splits has identity ``≥ identity``), sizes close to ``fractions`` of
     ``len(records)``. Deterministic for ``(records, identity, fractions, seed)``; input order kept
     within each split."""
+    return split_clusters(records, identity_clusters(encode_columns([r.columns for r in records]), identity),
+                          fractions, seed)
+
+
+def split_clusters(records: Sequence[FamilyRecord], labels: np.ndarray, fractions: Sequence[float] = DEFAULT_FRACTIONS,
+                   seed: int = 0) -> tuple[list[FamilyRecord], list[FamilyRecord], list[FamilyRecord]]:
+    """:func:`cluster_split` with the cluster ``labels`` ``(n,)`` already computed (for a caller that
+    also reports them)."""
     if len(fractions) != len(SPLIT_NAMES) or min(fractions) < 0 or not np.isclose(sum(fractions), 1.0):
         raise InputError(f"split fractions must be 3 non-negative numbers summing to 1, "
                          f"got {tuple(fractions)}")
-    if not 0 < identity <= 1:
-        raise InputError(f"cluster identity must lie in (0, 1], got {identity}")
-    labels = identity_clusters(encode_columns([r.columns for r in records]), identity)
     split_of_record = assign_clusters(np.bincount(labels), fractions, seed)[labels]
     return tuple([r for r, s in zip(records, split_of_record) if s == k] for k in range(len(SPLIT_NAMES)))
 

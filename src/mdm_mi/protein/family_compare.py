@@ -9,10 +9,12 @@ C_ij (20×20 residue pairs) and of the site frequencies f_i, and the HMM pass ra
 95% interval and a two-sided p from half-samples of each generated set (drawn independently: the sets
 are not paired; the reference is held fixed; see :func:`bootstrap_differences`).
 
-    rows, scores = covariation_budgets(runs, columns, reference_columns, n_boot=100, seed=0)
+    rows = covariation_budgets(runs, columns, Reference.of(reference_columns, seed=0), n_boot=100, seed=0)
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,25 +27,32 @@ FIELDS = ["set", "divisor", "metric", "first", "second", "n", "passes_first", "p
           "value_second", "diff", "lo", "hi", "p_value", "verdict"]
 
 
-def metric_values(cols: list[str], ref_cols: list[str], seed: int, n_shuffles: int) -> dict[str, float]:
+@dataclass(frozen=True)
+class Reference:
+    """The reference's side of every comparison, computed once: its realigned match columns, its
+    residue corrected MI at the bootstrap's and at the point estimates' shuffle counts, and its
+    residue connected correlations."""
+
+    columns: list[str]
+    mi_boot: np.ndarray
+    mi_point: np.ndarray
+    cij: np.ndarray
+
+    @classmethod
+    def of(cls, columns: list[str], seed: int) -> "Reference":
+        from mdm_mi.protein import family_metrics as fm
+
+        return cls(columns, fm.corrected_mi(columns, seed, BOOT_SHUFFLES, residues_only=True),
+                   fm.corrected_mi(columns, seed, fm.MI_SHUFFLES, residues_only=True),
+                   fm.residue_correlations(columns))
+
+
+def metric_values(cols: list[str], ref: Reference, seed: int) -> dict[str, float]:
     """The bootstrapped metrics of one set of match-column strings against the reference."""
     from mdm_mi.protein import family_metrics as fm
 
-    return {"corrected_mi_r": fm.pearson(fm.corrected_mi(cols, seed, n_shuffles, True), _ref_mi(ref_cols, seed, n_shuffles)),
-            "c_ij_r": fm.correlation_r(cols, ref_cols, residues_only=True)}
-
-
-_REF_CACHE: dict = {}
-
-
-def _ref_mi(ref_cols: list[str], seed: int, n_shuffles: int) -> np.ndarray:
-    """The reference's corrected MI, computed once per (reference, seed, shuffles)."""
-    from mdm_mi.protein.family_metrics import corrected_mi
-
-    key = (id(ref_cols), len(ref_cols), seed, n_shuffles)
-    if key not in _REF_CACHE:
-        _REF_CACHE[key] = corrected_mi(ref_cols, seed, n_shuffles, residues_only=True)
-    return _REF_CACHE[key]
+    return {"corrected_mi_r": fm.pearson(fm.corrected_mi(cols, seed, BOOT_SHUFFLES, residues_only=True), ref.mi_boot),
+            "c_ij_r": fm.pearson(fm.residue_correlations(cols), ref.cij)}
 
 
 def run_id(run: dict) -> str:
@@ -51,7 +60,7 @@ def run_id(run: dict) -> str:
     return f"{run['family']}@1/{run['divisor']}"
 
 
-def bootstrap_differences(sets: dict[str, list[str]], ref_cols: list[str], pairs: list[tuple[str, str]],
+def bootstrap_differences(sets: dict[str, list[str]], ref: Reference, pairs: list[tuple[str, str]],
                           n_boot: int, seed: int) -> dict[tuple[str, str], dict[str, dict]]:
     """(first, second) → metric → {value_first, value_second, diff, lo, hi, p_value}: the difference of
     the full sets, with a 95% interval and two-sided p from **half-sampling**.
@@ -66,12 +75,12 @@ def bootstrap_differences(sets: dict[str, list[str]], ref_cols: list[str], pairs
     ``diff``."""
     rng = np.random.default_rng([seed, 11])
     names = sorted({n for pair in pairs for n in pair})
-    point = {n: metric_values(sets[n], ref_cols, seed, BOOT_SHUFFLES) for n in names}
+    point = {n: metric_values(sets[n], ref, seed) for n in names}
     reps = {n: [] for n in names}
     for _ in range(n_boot):
         for n in names:
             idx = rng.choice(len(sets[n]), size=len(sets[n]) // 2, replace=False)
-            reps[n].append(metric_values([sets[n][i] for i in idx], ref_cols, seed, BOOT_SHUFFLES))
+            reps[n].append(metric_values([sets[n][i] for i in idx], ref, seed))
     out = {}
     for a, b in pairs:
         out[(a, b)] = {}
@@ -86,7 +95,7 @@ def bootstrap_differences(sets: dict[str, list[str]], ref_cols: list[str], pairs
     return out
 
 
-def covariation_budgets(runs: dict[str, dict], columns: dict[str, list[str]], ref_cols: list[str], n_boot: int,
+def covariation_budgets(runs: dict[str, dict], columns: dict[str, list[str]], ref: Reference, n_boot: int,
                         seed: int) -> list[dict]:
     """Per budget of ``runs`` (protein-compare's runs.json entries; ``columns``: run id → realigned
     match columns): ``mi*`` and every other contender minus every baseline and sequential, for each
@@ -99,7 +108,7 @@ def covariation_budgets(runs: dict[str, dict], columns: dict[str, list[str]], re
         seconds = [f for f in fams if f not in firsts] + [SEQUENTIAL]
         pairs = [(a, b) for a in firsts for b in seconds]
         sets = {f: columns[run_of[f]] for f in run_of}
-        result = bootstrap_differences(sets, ref_cols, pairs, n_boot, seed)
+        result = bootstrap_differences(sets, ref, pairs, n_boot, seed)
         for (a, b), metrics in result.items():
             for m, r in metrics.items():
                 verdict = "equal" if r["p_value"] >= ALPHA else ("better" if r["diff"] > 0 else "worse")
@@ -109,12 +118,13 @@ def covariation_budgets(runs: dict[str, dict], columns: dict[str, list[str]], re
     return rows
 
 
-def run_scores(cols: list[str], ref_cols: list[str], scores: np.ndarray, threshold: float, seed: int) -> dict:
+def run_scores(cols: list[str], ref: Reference, scores: np.ndarray, threshold: float, seed: int) -> dict:
     """Point estimates of one run: co-variation r's (3 shuffles for the MI correction), f_i r, HMM pass rate."""
     from mdm_mi.protein import family_metrics as fm
 
-    return {"corrected_mi_r": fm.corrected_mi_r(cols, ref_cols, seed, residues_only=True), "c_ij_r": fm.correlation_r(cols, ref_cols, True),
-            "f_i_r": fm.frequency_r(cols, ref_cols), "hmm_pass_rate": fm.pass_rate(scores, threshold)}
+    return {"corrected_mi_r": fm.pearson(fm.corrected_mi(cols, seed, fm.MI_SHUFFLES, residues_only=True), ref.mi_point),
+            "c_ij_r": fm.pearson(fm.residue_correlations(cols), ref.cij), "f_i_r": fm.frequency_r(cols, ref.columns),
+            "hmm_pass_rate": fm.pass_rate(scores, threshold)}
 
 
 def markdown(runs: dict[str, dict], scores: dict[str, dict], rows: list[dict], n: int) -> str:

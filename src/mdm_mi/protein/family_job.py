@@ -33,7 +33,7 @@ import numpy as np
 
 from mdm_mi.errors import InputError
 from mdm_mi.flags import h as _h
-from mdm_mi.io import read_json, write_json, write_text
+from mdm_mi.io import read_json, read_jsons, write_json, write_text
 
 REFERENCE_ROWS = ("ceiling", "floor")  # the table's natural and site-independent rows, after the samplers
 
@@ -73,8 +73,9 @@ def _split_family(args: PrepareFamilyArgs) -> tuple[dict, list[dict], int]:
     from mdm_mi.protein import family as fam
 
     kept, dropped = fam.drop_nonstandard(fam.parse_a2m(args.a2m))
-    n_clusters = int(fam.identity_clusters(fam.encode_columns([r.columns for r in kept]), args.identity).max()) + 1
-    splits = dict(zip(fam.SPLIT_NAMES, fam.cluster_split(kept, args.identity, seed=args.seed)))
+    labels = fam.identity_clusters(fam.encode_columns([r.columns for r in kept]), args.identity)
+    splits = dict(zip(fam.SPLIT_NAMES, fam.split_clusters(kept, labels, seed=args.seed)))
+    n_clusters = int(labels.max()) + 1
     small = {k: len(v) for k, v in splits.items() if len(v) < 2}
     if small:
         raise InputError(f"{args.a2m}: too few identity clusters for an 80/5/15 split: {small} records")
@@ -141,6 +142,28 @@ class FamilyScoreArgs:
         "generate's summary JSON: the row's sampler, setting and mean passes"))
 
 
+def read_splits(data_dir: Path) -> tuple[list, list, list, dict]:
+    """prepare-family's train, validation and reference records and its summary (one-line error when
+    the folder was not written by prepare-family)."""
+    from mdm_mi.protein.family import SPLIT_NAMES, parse_a2m
+
+    data = Path(data_dir)
+    if not (data / "summary.json").is_file():
+        raise InputError(f"{data} has no summary.json: run prepare-family first")
+    return (*(parse_a2m(data / f"{name}.a2m") for name in SPLIT_NAMES), read_json(data / "summary.json"))
+
+
+def hmm_frame(train, val, reference):
+    """What every family score is measured against: the profile HMM built from the training split,
+    the pass threshold (1st percentile of the validation split's bit scores) and the reference's match
+    columns realigned to that HMM → ``(hmm, threshold, reference columns)``."""
+    from mdm_mi.protein import family_metrics as fm
+
+    hmm = fm.build_hmm(train)
+    threshold = fm.score_threshold(fm.hmm_scores(hmm, [r.sequence for r in val]))
+    return hmm, threshold, fm.align_columns(hmm, [r.sequence for r in reference])
+
+
 def family_scores(seqs: list[str], train, val, reference, clusters: int, seed: int) -> dict:
     """Family scores of protein sequences against the splits (FamilyRecords): HMM bit scores and the
     pass rate at the 1st percentile of the validation split's scores; on the sequences and the
@@ -152,10 +175,8 @@ def family_scores(seqs: list[str], train, val, reference, clusters: int, seed: i
     from mdm_mi.protein import family_metrics as fm
     from mdm_mi.protein.family import GAP
 
-    hmm = fm.build_hmm(train)
-    threshold = fm.score_threshold(fm.hmm_scores(hmm, [r.sequence for r in val]))
-    scores = fm.hmm_scores(hmm, seqs)
-    cols, ref = fm.align_columns(hmm, seqs), fm.align_columns(hmm, [r.sequence for r in reference])
+    hmm, threshold, ref = hmm_frame(train, val, reference)
+    scores, cols = fm.hmm_scores(hmm, seqs), fm.align_columns(hmm, seqs)
     nearest = fm.max_identity_to(cols, fm.align_columns(hmm, [r.sequence for r in train]))
     coverage = np.mean([1 - c.count(GAP) / len(c) for c in cols])
     return {"n": len(seqs), "hmm_threshold": threshold, "hmm_pass_rate": fm.pass_rate(scores, threshold),
@@ -190,15 +211,10 @@ def _row_labels(row: str, summary: Path | None) -> dict:
 
 
 def family_score(args: FamilyScoreArgs, tracker) -> None:
-    from mdm_mi.protein.family import SPLIT_NAMES, parse_a2m
-
-    data = Path(args.data_dir)
-    if not (data / "summary.json").is_file():
-        raise InputError(f"{data} has no summary.json: run prepare-family first")
-    train, val, reference = (parse_a2m(data / f"{name}.a2m") for name in SPLIT_NAMES)
+    train, val, reference, summary = read_splits(args.data_dir)
     if not 2 <= args.clusters <= len(reference):
         raise InputError(f"--clusters must lie in 2..{len(reference)} (the reference size), got {args.clusters}")
-    seqs = _scored_sequences(args.fasta, read_json(data / "summary.json")["n_score"])
+    seqs = _scored_sequences(args.fasta, summary["n_score"])
     labels = _row_labels(args.row, args.summary)
     scores = family_scores(seqs, train, val, reference, args.clusters, args.seed)
     write_json(args.out, labels | {"fasta": str(args.fasta)} | scores)
@@ -277,16 +293,11 @@ def family_table(args: FamilyTableArgs, tracker) -> None:
     from mdm_mi.domain import backbone_name
     from mdm_mi.results import to_csv
 
-    missing = [p for p in args.inputs if not Path(p).is_file()]
-    if missing:
-        raise InputError(f"family score not found: {missing[0]}")
-    rows = family_rows([read_json(p) for p in args.inputs])
+    rows = family_rows(read_jsons(args.inputs, "family score"))
     write_text(args.out, to_csv(rows, FAMILY_COLUMNS))
     text = family_markdown(rows, backbone_name(args.model) if args.model else "not named")
     if args.loss is not None:
-        if not Path(args.loss).is_file():
-            raise InputError(f"family loss not found: {args.loss}")
-        text += "\n" + loss_lines(read_json(args.loss))
+        text += "\n" + loss_lines(read_jsons([args.loss], "family loss")[0])
     write_text(args.markdown, text)
     tracker.log_artifact(args.out)
     tracker.log_artifact(args.markdown)
@@ -310,26 +321,23 @@ def family_compare(args: FamilyCompareArgs, tracker) -> None:
     from mdm_mi.budgets import write_csv
     from mdm_mi.protein import family_metrics as fm
     from mdm_mi.protein.compare_job import run_fasta
-    from mdm_mi.protein.family import SPLIT_NAMES, parse_a2m
-    from mdm_mi.protein.family_compare import FIELDS, covariation_budgets, markdown, run_scores
+    from mdm_mi.protein.family_compare import FIELDS, Reference, covariation_budgets, markdown, run_scores
 
-    budgets, data = Path(args.budgets_dir), Path(args.data_dir)
-    for need in (budgets / "runs.json", data / "summary.json"):
-        if not need.is_file():
-            raise InputError(f"{need} not found: run protein-compare and prepare-family first")
+    budgets = Path(args.budgets_dir)
+    if not (budgets / "runs.json").is_file():
+        raise InputError(f"{budgets / 'runs.json'} not found: run protein-compare first")
     if args.bootstrap < 1:
         raise InputError(f"--bootstrap must be >= 1, got {args.bootstrap}")
-    train, val, reference = (parse_a2m(data / f"{name}.a2m") for name in SPLIT_NAMES)
-    runs, n = read_json(budgets / "runs.json")["runs"], read_json(data / "summary.json")["n_score"]
-    hmm = fm.build_hmm(train)
-    threshold = fm.score_threshold(fm.hmm_scores(hmm, [r.sequence for r in val]))
-    ref_cols = fm.align_columns(hmm, [r.sequence for r in reference])
+    train, val, reference, summary = read_splits(args.data_dir)
+    runs, n = read_json(budgets / "runs.json")["runs"], summary["n_score"]
+    hmm, threshold, ref_cols = hmm_frame(train, val, reference)
+    ref = Reference.of(ref_cols, args.seed)
     columns, scores = {}, {}
     for run_id in runs:
         seqs = _scored_sequences(run_fasta(budgets, run_id), n)
         columns[run_id] = fm.align_columns(hmm, seqs)
-        scores[run_id] = run_scores(columns[run_id], ref_cols, fm.hmm_scores(hmm, seqs), threshold, args.seed)
-    rows = covariation_budgets(runs, columns, ref_cols, args.bootstrap, args.seed)
+        scores[run_id] = run_scores(columns[run_id], ref, fm.hmm_scores(hmm, seqs), threshold, args.seed)
+    rows = covariation_budgets(runs, columns, ref, args.bootstrap, args.seed)
     out = Path(args.out_dir)
     write_json(out / "scores.json", {"n": n, "hmm_threshold": threshold, "scores": scores})
     write_csv(rows, out / "covariation.csv", FIELDS)

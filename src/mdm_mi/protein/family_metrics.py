@@ -163,15 +163,18 @@ def frequency_r(columns_a: Sequence[str], columns_b: Sequence[str]) -> float:
     return pearson(site_frequencies(columns_a), site_frequencies(columns_b))
 
 
+def residue_correlations(columns: Sequence[str]) -> np.ndarray:
+    """:func:`connected_correlations` of the 20 × 20 residue pairs only → ``(L(L−1)/2, 20, 20)``."""
+    return connected_correlations(columns)[:, :GAP_INDEX, :GAP_INDEX]
+
+
 def correlation_r(columns_a: Sequence[str], columns_b: Sequence[str], residues_only: bool = False) -> float:
     """Pearson r of the connected correlations ``C_ij(a, b)`` (all ``i < j``, all letter pairs, or the
     20 × 20 residue pairs only with ``residues_only``). Sets realigned by :func:`align_columns` share
     gap-placement correlations even when their residues are independent (profile draws realigned
     give r ≈ 0.15 with all letters, ≈ 0.01 with ``residues_only``)."""
-    c_a, c_b = connected_correlations(columns_a), connected_correlations(columns_b)
-    if residues_only:
-        c_a, c_b = c_a[:, :GAP_INDEX, :GAP_INDEX], c_b[:, :GAP_INDEX, :GAP_INDEX]
-    return pearson(c_a, c_b)
+    stats = residue_correlations if residues_only else connected_correlations
+    return pearson(stats(columns_a), stats(columns_b))
 
 
 # --- column-pair mutual information -------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from mdm_mi.errors import InputError
-from mdm_mi.io import atomic_path
+from mdm_mi.io import atomic_path, read_text_input
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard amino acids (same as mdm_mi.protein.esmc)
 _AA_SET = frozenset(AMINO_ACIDS)
@@ -31,12 +31,7 @@ def read_fasta(path: str | Path) -> list[Record]:
     :func:`validate_sequence`).
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"FASTA file not found: {path}")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read FASTA file {path}: {type(exc).__name__}") from None
+    text = read_text_input(path, "FASTA")
     records: list[Record] = []
     header: str | None = None
     chunks: list[str] = []

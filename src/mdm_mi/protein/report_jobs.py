@@ -14,7 +14,7 @@ from pathlib import Path
 from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.domain import backbone_name
-from mdm_mi.io import read_json, write_text
+from mdm_mi.io import read_jsons, write_text
 
 
 @dataclass(frozen=True)
@@ -29,10 +29,7 @@ def protein_table(args: ProteinTableArgs, tracker) -> None:
     from mdm_mi.protein.report import COLUMNS, protein_rows, to_markdown
     from mdm_mi.results import to_csv
 
-    missing = [p for p in args.inputs if not Path(p).is_file()]
-    if missing:
-        raise InputError(f"summary not found: {missing[0]}")
-    rows = protein_rows([read_json(p) for p in args.inputs])
+    rows = protein_rows(read_jsons(args.inputs, "summary"))
     write_text(args.out, to_csv(rows, COLUMNS))
     write_text(args.markdown, to_markdown(rows, backbone_name(args.model)))
     tracker.log_artifact(args.out)
