@@ -270,7 +270,37 @@ def test_calibration_grid_reaches_every_budget_and_reuses_brackets():
     points = calibrate_grid(families, sequential, DIVISORS, _toy_measure(backbone, tokens), log=lambda m: None)
     assert [p.extra["divisor"] for p in points] == list(DIVISORS) * len(families)
     assert all(p.on_target for p in points), [(p.family, p.target, p.passes) for p in points if not p.on_target]
-    assert sum(p.decodes for p in points) < 6 * len(points)  # narrowing the bracket keeps the search short
+    assert sum(p.decodes for p in points) < 6 * len(points)  # the cache's brackets keep the search short
+
+
+def test_next_u_interpolates_inside_the_bracket_and_bisects_without_measured_ends():
+    from mdm_mi.calibrate import INTERP_MARGIN, next_u
+
+    assert next_u(0.0, 4.0, None, 10.0, 20.0, bisect=False) == 2.0
+    assert next_u(0.0, 4.0, 40.0, 10.0, 20.0, bisect=True) == 2.0
+    # log passes linear in u: 40 → 10 over [0, 4] reaches 20 at u = 2
+    assert next_u(0.0, 4.0, 40.0, 10.0, 20.0, bisect=False) == pytest.approx(2.0)
+    u = next_u(0.0, 4.0, 40.0, 10.0, 39.999, bisect=False)  # clamped away from the end
+    assert u == pytest.approx(4 * INTERP_MARGIN)
+
+
+def test_a_shared_cache_starts_the_search_from_its_tightest_bracket():
+    """Passes = 100 / value (decreasing): after one target, the next starts between cached points
+    and needs fewer decodes than from scratch; a cache entry on target costs no decode at all."""
+    fam = Family("toy", "naive", "k", 1.0, 100.0, "log", increasing=False)
+    calls = []
+
+    def measure(sampler):
+        calls.append(sampler.k)
+        return 100.0 / sampler.k, {}
+
+    cache: dict = {}
+    first = calibrate(fam, 25.0, measure, cache=cache)
+    scratch = calibrate(fam, 12.0, measure, cache={})
+    warm = calibrate(fam, 12.0, measure, cache=cache)
+    assert first.on_target and warm.on_target and warm.decodes < scratch.decodes
+    again = calibrate(fam, 25.0, measure, cache=cache)
+    assert again.decodes == 0 and again.value == first.value
 
 
 @pytest.mark.parametrize(("extra", "message"), [

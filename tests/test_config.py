@@ -125,6 +125,12 @@ def test_out_of_range_value_raises_naming_where(tmp_path, cfg, where):
         load_config(write_yaml(tmp_path, cfg))
 
 
+def test_a_shipped_protein_backbone_needs_the_family_data(tmp_path):
+    cfg = {"protein": {"backbone": "pretrained", "data": {"source": "generic"}}}
+    with pytest.raises(ConfigError, match="protein/backbone: the shipped backbone was trained on a family"):
+        load_config(write_yaml(tmp_path, cfg))
+
+
 def test_t_min_above_t_max_message_names_both(tmp_path):
     with pytest.raises(ConfigError, match=r"t_min 0.8 > t_max 0.2"):
         load_config(write_yaml(tmp_path, {"sudoku": {"train": {"t_min": 0.8, "t_max": 0.2}}}))

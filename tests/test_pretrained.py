@@ -12,13 +12,17 @@ from mdm_mi.checkpoint import MANIFEST, META, WEIGHTS, CheckpointError, load_che
 from mdm_mi.cli import main
 
 SHIPPED = REPO / "resources" / "pretrained" / "sudoku"
+SHIPPED_PROTEIN = REPO / "resources" / "pretrained" / "protein-kunitz"
+
+
+TRAINING_DATA = b"training grids"
 
 
 @pytest.fixture
 def shipped(tmp_path, tiny_checkpoint):
     """A tiny checkpoint exported as a shipped backbone."""
     data = tmp_path / "train.npy"
-    data.write_bytes(b"training grids")
+    data.write_bytes(TRAINING_DATA)
     about = tmp_path / "about.json"
     about.write_text(json.dumps({"name": "tiny", "command": "mdm-mi sudoku-pretrain ...", "seed": 0}))
     out = tmp_path / "shipped"
@@ -71,3 +75,26 @@ def test_the_shipped_sudoku_backbone_verifies_and_loads():
     assert {"command", "seed", "data_sha256", "evaluation"} <= set(manifest)
     backbone, meta = load_backbone(SHIPPED, "cpu", domain="sudoku")
     assert meta["domain"] == "sudoku"
+
+
+def test_import_checks_the_runs_training_data(shipped, tmp_path, capsys):
+    same, other = tmp_path / "same.npy", tmp_path / "other.npy"
+    same.write_bytes(TRAINING_DATA)
+    other.write_bytes(TRAINING_DATA + b"!")
+    out = tmp_path / "run" / "model"
+    assert main(["import-pretrained", "--source", str(shipped), "--out", str(out), "--data", str(other)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "trained on other data" in err and "\n" not in err
+    assert not out.exists()  # refused before anything is copied
+    assert main(["import-pretrained", "--source", str(shipped), "--out", str(out), "--data", str(same)]) == 0
+    assert (out / META).is_file()
+
+
+def test_the_shipped_protein_family_backbone_verifies_and_loads():
+    from mdm_mi.domain import load_backbone
+
+    manifest = verify_manifest(SHIPPED_PROTEIN)
+    assert (SHIPPED_PROTEIN / WEIGHTS).stat().st_size <= 20 * 2**20
+    assert {"command", "seed", "data_sha256", "evaluation"} <= set(manifest)
+    backbone, meta = load_backbone(SHIPPED_PROTEIN, "cpu", domain="protein")
+    assert meta["domain"] == "protein" and meta["train"]["steps"] == 4500

@@ -93,12 +93,12 @@ def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
     counts = job_counts(proc.stdout + proc.stderr)
     family = cfg["protein"]["data"]["source"] == "family"
     data_rule = "prepare_family" if family else "protein_data"
-    for rule in ("init_tracking", "sudoku_data", "sudoku_pretrain", "sudoku_table", "all", data_rule,
-                 "protein_table"):
+    for rule in ("init_tracking", "sudoku_data", "sudoku_table", "all", data_rule, "protein_table"):
         assert counts[rule] == 1, rule
     assert counts["protein_data" if family else "prepare_family"] == 0  # one data source per run
-    backbone_rule = "protein_pretrain" if cfg["protein"]["backbone"] == "trained" else "import_esmc"
-    assert counts[backbone_rule] == 1
+    backbone_rule = {"trained": "{}_pretrain", "pretrained": "import_pretrained", "esmc-300m": "import_esmc"}
+    planned_backbones = Counter(backbone_rule[cfg[d]["backbone"]].format(d) for d in ("sudoku", "protein"))
+    assert all(counts[rule] == n for rule, n in planned_backbones.items()), planned_backbones
     assert counts["sudoku_compare"] == len(cfg["sudoku"]["compare"]["sets"])  # one calibrated comparison per set
     assert counts["sudoku_budgets"] == counts["protein_compare"] == 1
     assert counts["train_head"] == 2  # one rule for both domains
@@ -143,16 +143,25 @@ def test_smoke_settings_do_not_depend_on_the_working_directory(tmp_path):
     assert build_parser().parse_args(pretrain[3:]).compile is False
 
 
-def test_a_pretrained_sudoku_backbone_replaces_pretraining(tmp_path):
-    """``sudoku.backbone: pretrained`` plans the hash-checked import instead of the pretraining job."""
+@pytest.mark.parametrize(("backbones", "imports"), [({"sudoku": "pretrained"}, ["sudoku"]),
+                                                 ({"sudoku": "pretrained", "protein": "pretrained"},
+                                                  ["sudoku", "protein"])])
+def test_pretrained_backbones_replace_pretraining(tmp_path, backbones, imports):
+    """``<domain>.backbone: pretrained`` plans the hash-checked import of that domain's shipped
+    backbone, given the run's own training data to check, instead of its pretraining job."""
     extra = tmp_path / "pretrained.yaml"
-    extra.write_text("sudoku:\n  backbone: pretrained\n")
-    cmd = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n",
+    extra.write_text("".join(f"{d}:\n  backbone: {b}\n" for d, b in backbones.items()))
+    cmd = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n", "-p",
            "--configfile", str(REPO / "config" / "smoke.yaml"), str(extra)]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = job_counts(proc.stdout + proc.stderr)
-    assert counts["import_pretrained"] == 1 and counts["sudoku_pretrain"] == 0
+    assert counts["import_pretrained"] == len(imports)
+    assert all(counts[f"{d}_pretrain"] == 0 for d in imports)
+    commands = [c for c in shell_commands(proc.stdout + proc.stderr) if c[3] == "import-pretrained"]
+    args = [build_parser().parse_args(c[3:]) for c in commands]
+    assert sorted(a.out.parts[-2] for a in args) == sorted(imports)
+    assert all(a.data is not None and a.data.parts[-3] == a.out.parts[-2] for a in args)
 
 
 def test_the_snakefile_runs_the_packages_cross_field_checks(tmp_path):

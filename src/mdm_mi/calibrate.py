@@ -95,40 +95,67 @@ Measure = Callable[[Sampler], tuple[float, dict]]  # sampler → (mean passes, e
 
 def calibrate(family: Family, target: float, measure: Measure, iters: int = DEFAULT_ITERS,
               rtol: float = DEFAULT_RTOL, cache: dict | None = None) -> Point:
-    """Bisect ``family``'s parameter so that ``measure(sampler)[0]`` (mean passes on the calibration
+    """Search ``family``'s parameter so that ``measure(sampler)[0]`` (mean passes on the calibration
     split) reaches ``target``; the closest point seen is returned (passes are a step function of the
     parameter, so an exact hit is not always possible). ``cache`` (value → result) may be shared
-    between the targets of one family to reuse decodes."""
+    between the targets of one family to reuse decodes: the search starts from the tightest bracket
+    the cache already holds and steps by :func:`next_u` (interpolation, safeguarded by bisection)."""
     cache = {} if cache is None else cache
     lo, hi = family.to_u(family.lo), family.to_u(family.hi)
+    p_lo = p_hi = None  # passes at the bracket's ends, once measured
     best: tuple[float, float, float, dict] | None = None  # (error, value, passes, extra)
     decodes = 0
 
-    def run(u: float):
-        nonlocal best, decodes
-        value = family.from_u(u)
-        if value not in cache:
-            cache[value] = measure(family.build(value))
-            decodes += 1
+    def seen(value: float) -> float:
+        nonlocal best
         passes, extra = cache[value]
         err = abs(passes / target - 1)
         if best is None or err < best[0]:
             best = (err, value, passes, extra)
         return passes
 
-    for _ in range(iters):
-        mid = (lo + hi) / 2
-        passes = run(mid)
-        if abs(passes / target - 1) <= rtol:
+    for value in sorted(cache):  # the cache's points: the best so far and a tighter bracket
+        if not family.lo <= value <= family.hi:
+            continue
+        u, passes = family.to_u(value), seen(value)
+        if (passes > target) != family.increasing and u > lo:  # lies on the low-u side of the target
+            lo, p_lo = u, passes
+        elif (passes > target) == family.increasing and u < hi:
+            hi, p_hi = u, passes
+    if lo >= hi:  # the cached passes are not monotone in the parameter: search the whole range
+        (lo, hi), p_lo, p_hi = (family.to_u(family.lo), family.to_u(family.hi)), None, None
+    for step in range(iters):
+        if (best is not None and best[0] <= rtol) or hi - lo < U_TOL:
             break
-        too_many = passes > target
-        # more passes than wanted: move towards fewer passes
-        if too_many != family.increasing:
-            lo = mid
+        u = next_u(lo, hi, p_lo, p_hi, target, bisect=step % BISECT_EVERY == BISECT_EVERY - 1)
+        value = family.from_u(u)
+        if value not in cache:
+            cache[value] = measure(family.build(value))
+            decodes += 1
+        passes = seen(value)
+        if (passes > target) != family.increasing:
+            lo, p_lo = u, passes
         else:
-            hi = mid
+            hi, p_hi = u, passes
     _, value, passes, extra = best
     return Point(family=family.label, target=target, value=value, passes=passes, decodes=decodes, extra=extra)
+
+
+U_TOL = 1e-3  # stop once the bracket is this narrow in the search coordinate (passes are a step function)
+BISECT_EVERY = 3  # every third step bisects, so a flat stretch of the curve cannot stall the search
+INTERP_MARGIN = 0.05  # an interpolated step stays this fraction of the bracket away from its ends
+
+
+def next_u(lo: float, hi: float, p_lo: float | None, p_hi: float | None, target: float, bisect: bool) -> float:
+    """The next search coordinate in ``[lo, hi]``: where log passes, linear between the measured ends
+    ``(lo, p_lo)`` and ``(hi, p_hi)``, reach ``target`` (regula falsi, kept ``INTERP_MARGIN`` inside
+    the bracket), or the midpoint when an end is unmeasured, the ends tie or ``bisect`` is set."""
+    mid = (lo + hi) / 2
+    if bisect or p_lo is None or p_hi is None or p_lo <= 0 or p_hi <= 0 or p_lo == p_hi:
+        return mid
+    frac = (math.log(target) - math.log(p_lo)) / (math.log(p_hi) - math.log(p_lo))
+    frac = min(max(frac, INTERP_MARGIN), 1 - INTERP_MARGIN)
+    return lo + frac * (hi - lo)
 
 
 def targets(sequential_passes: float, divisors=DIVISORS) -> dict[int, float]:
@@ -143,15 +170,10 @@ def calibrate_grid(families: list[Family], sequential_passes: float, divisors, m
     points = []
     for fam in families:
         cache: dict = {}
-        bracket = fam
         for d, target in sorted(targets(sequential_passes, divisors).items()):
             t0 = time.time()
-            point = calibrate(bracket, target, measure, cache=cache)
+            point = calibrate(fam, target, measure, cache=cache)
             points.append(dataclasses.replace(point, extra={**point.extra, "divisor": d}))
-            # passes fall as d grows, so the next parameter lies beyond this one: narrow the search
-            if point.passes >= target and bracket.lo < point.value < bracket.hi:
-                bound = {"hi": point.value} if fam.increasing else {"lo": point.value}
-                bracket = dataclasses.replace(bracket, **bound)
             log(f"calibrated {fam.label} 1/{d}: {fam.param}={point.value:.6g} → {point.passes:.2f} passes "
                 f"(target {target:.2f}, {point.decodes} decodes, {time.time() - t0:.1f} s)")
     return points

@@ -24,8 +24,8 @@ from typing import Callable, NamedTuple
 from mdm_mi import figure_jobs, jobs as core_jobs, pretrained, results
 from mdm_mi.errors import USER_ERRORS, InputError
 from mdm_mi.mi import jobs as mi_jobs
-from mdm_mi.protein import (compare_job as protein_compare_job, family_job, family_loss, generate_job,
-                            jobs as protein_jobs, report_jobs)
+from mdm_mi.protein import (compare_job as protein_compare_job, family_figures, family_job, family_loss,
+                            generate_job, jobs as protein_jobs, report_jobs)
 from mdm_mi.sudoku import compare_job as sudoku_compare_job, jobs as sudoku_jobs, oracle_job
 from mdm_mi.tracking import NullTracker, TrackingArgs, open_tracker
 from mdm_mi.user import check_config, mi_map, solve
@@ -101,6 +101,12 @@ VERBS: dict[str, Verb] = {
                         "held-out masked-token loss of a family model at fixed mask rates, beside the profile baselines"),
     "family-table": Verb(family_job.FamilyTableArgs, family_job.family_table,
                          "gather family scores (sampler settings, ceiling, floor) into one table"),
+    "figure-family-covariation": Verb(family_figures.CovariationFigureArgs, family_figures.figure_family_covariation,
+                                      "mean passes vs co-variation (corrected-MI r, C_ij r) at calibrated budgets"),
+    "figure-family-pass-rate": Verb(family_figures.PassRateFigureArgs, family_figures.figure_family_pass_rate,
+                                    "mean passes vs HMM pass rate, fixed-grid settings and calibrated budgets"),
+    "figure-family-mi": Verb(family_figures.FamilyMiArgs, family_figures.figure_family_mi,
+                             "the MI head's map of one family context beside the family's column-pair MI"),
     "protein-paper-table": Verb(report_jobs.ProteinPaperTableArgs, report_jobs.protein_paper_table,
                                 "our protein results beside the paper's table"),
     "figure-protein-speed-quality": Verb(report_jobs.ProteinSpeedQualityArgs, report_jobs.figure_protein_speed_quality,

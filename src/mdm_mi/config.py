@@ -80,6 +80,9 @@ def _check_ranges(cfg: dict) -> None:
             f"config error at sudoku/model: d_model {model['d_model']} not divisible by n_heads {model['n_heads']}"
         )
     mi, data = cfg["protein"]["mi"], cfg["protein"]["data"]
+    if cfg["protein"]["backbone"] == "pretrained" and data["source"] != "family":
+        raise ConfigError("config error at protein/backbone: the shipped backbone was trained on a family "
+                          "(protein/data/source: family); use backbone: trained for the generic data")
     if mi["val_contexts"] + mi["test_contexts"] > data["n_heldout_contexts"]:
         raise ConfigError(
             f"config error at protein/mi: val_contexts {mi['val_contexts']} + test_contexts {mi['test_contexts']} "

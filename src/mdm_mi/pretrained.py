@@ -1,10 +1,13 @@
-"""Shipped backbones: a checkpoint made by the ``sudoku-pretrain`` verb, copied to ``resources/pretrained/``
-with a ``MANIFEST.json`` (sha256 of every file, the command, config, seed, data hash and evaluation),
-and imported into a run's ``results/<name>/sudoku/model`` after its hashes are checked.
+"""Shipped backbones: a checkpoint made by the ``sudoku-pretrain`` or ``protein-pretrain`` verb, copied to
+``resources/pretrained/`` with a ``MANIFEST.json`` (sha256 of every file and of the training data, the
+command, config, seed and evaluation), and imported into a run's ``results/<name>/<domain>/model``
+after its hashes are checked — and, given the run's own training data, after checking that the
+backbone was trained on exactly that data (so no held-out or reference item was trained on).
 
     mdm-mi export-pretrained --model results/cpu-default/sudoku/model --data .../train_solutions.npy \\
         --out resources/pretrained/sudoku --about about.json
-    mdm-mi import-pretrained --source resources/pretrained/sudoku --out results/x/sudoku/model
+    mdm-mi import-pretrained --source resources/pretrained/sudoku --out results/x/sudoku/model \\
+        --data results/x/sudoku/data/train_solutions.npy
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ def copy_atomic(src: Path, dst: Path) -> None:
 
 @dataclass(frozen=True)
 class ExportPretrainedArgs:
-    model: Path = field(metadata=h("checkpoint folder written by `sudoku-pretrain` (model.safetensors + meta.json)"))
+    model: Path = field(metadata=h("checkpoint folder written by `sudoku-pretrain` or `protein-pretrain` (model.safetensors + meta.json)"))
     data: Path = field(metadata=h("the training data it was trained on (its sha256 goes in the manifest)"))
     out: Path = field(metadata=h("folder to ship, e.g. resources/pretrained/sudoku"))
     about: Path = field(metadata=h("JSON with how it was made and measured: command, config, evaluation, ..."))
@@ -56,6 +59,8 @@ def export_pretrained(args: ExportPretrainedArgs, tracker) -> None:
 class ImportPretrainedArgs:
     source: Path = field(metadata=h("a shipped backbone folder with its MANIFEST.json"))
     out: Path = field(metadata=h("the run's model folder, e.g. results/cpu-default/sudoku/model"))
+    data: Path | None = field(default=None, metadata=h(
+        "the run's training data; refused unless its sha256 is the manifest's data_sha256"))
 
 
 def import_pretrained(args: ImportPretrainedArgs, tracker) -> None:
@@ -63,6 +68,8 @@ def import_pretrained(args: ImportPretrainedArgs, tracker) -> None:
     if not (args.source / MANIFEST).is_file():
         raise InputError(f"no {MANIFEST} in {args.source}: not a shipped backbone (see resources/pretrained/)")
     manifest = verify_manifest(args.source)
+    if args.data is not None:
+        check_training_data(manifest, args.data, args.source)
     args.out.mkdir(parents=True, exist_ok=True)
     for name in SHIPPED:  # meta.json last: the rule's output that marks the model as present
         copy_atomic(args.source / name, args.out / name)
@@ -71,3 +78,15 @@ def import_pretrained(args: ImportPretrainedArgs, tracker) -> None:
             raise InputError(f"copy of {name} into {args.out} does not match its manifest hash")
     tracker.log_params({"source": str(args.source), **{"sha256." + k: v for k, v in manifest["files"].items()}})
     print(f"imported {args.source} ({manifest.get('name', 'unnamed')}) into {args.out}")
+
+
+def check_training_data(manifest: dict, data: Path, source: Path) -> None:
+    """Refuse a backbone trained on other data than this run's training split: its held-out and
+    reference items might then have been trained on."""
+    if not data.is_file():
+        raise InputError(f"--data {data} does not exist")
+    digest = sha256_file(data)
+    if manifest.get("data_sha256") != digest:
+        raise InputError(f"{source} was trained on other data than {data} (sha256 {digest[:12]}… vs "
+                         f"{str(manifest.get('data_sha256'))[:12]}…): its held-out items may overlap; "
+                         "set backbone: trained to train on this run's data")

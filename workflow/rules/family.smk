@@ -5,7 +5,11 @@
 
 FAMILY_ROWS = [*PROTEIN_RUNS, "ceiling", "floor"]  # a sampler run, or one of the two reference rows
 FAMILY_SPLITS = expand(f"{P}/data/{{s}}.a2m", s=["train", "val", "reference"])
-FAMILY_TARGETS = [f"{P}/family/table.csv", f"{P}/family/table.md", f"{P}/family/covariation.md"] if FAMILY else []
+FAMILY_FIG = f"{R}/figures"
+FAMILY_FIGURES = [f"{FAMILY_FIG}/family_{f}.png" for f in ("covariation", "pass_rate", "mi_map")]
+FAMILY_TARGETS = (
+    [f"{P}/family/table.csv", f"{P}/family/table.md", f"{P}/family/covariation.md", *FAMILY_FIGURES] if FAMILY else []
+)
 
 
 if FAMILY:
@@ -142,3 +146,77 @@ if FAMILY:
         shell:
             "python -m mdm_mi family-compare --budgets-dir {params.budgets_dir} --data-dir {params.data_dir} "
             "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
+
+    rule figure_family_covariation:
+        input:
+            scores=rules.family_compare.output.scores,
+            runs=f"{P}/budgets/runs.json",
+            covariation=rules.family_compare.output.table,
+            ceiling=f"{P}/family/ceiling.json",
+            floor=f"{P}/family/floor.json",
+        output:
+            report(f"{FAMILY_FIG}/family_covariation.png", caption="../report/family_figures.rst", category="Proteins"),
+        log:
+            f"{L}/figures/family_covariation.log",
+        params:
+            tracking=tracking_flags("figure_family_covariation"),
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi figure-family-covariation --scores {input.scores} --runs {input.runs} "
+            "--covariation {input.covariation} --ceiling {input.ceiling} --floor {input.floor} --out {output} "
+            "{params.tracking} > {log} 2>&1"
+
+    rule figure_family_pass_rate:
+        input:
+            inputs=expand(f"{P}/family/{{r}}.json", r=FAMILY_ROWS),
+            scores=rules.family_compare.output.scores,
+            runs=f"{P}/budgets/runs.json",
+        output:
+            report(f"{FAMILY_FIG}/family_pass_rate.png", caption="../report/family_figures.rst", category="Proteins"),
+        log:
+            f"{L}/figures/family_pass_rate.log",
+        params:
+            tracking=tracking_flags("figure_family_pass_rate"),
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi figure-family-pass-rate --inputs {input.inputs} --scores {input.scores} "
+            "--runs {input.runs} --out {output} {params.tracking} > {log} 2>&1"
+
+    rule figure_family_mi:
+        input:
+            model=PROTEIN_MODEL,
+            head=f"{P}/head/meta.json",
+            splits=FAMILY_SPLITS,
+            data=f"{P}/data/summary.json",
+        output:
+            png=report(f"{FAMILY_FIG}/family_mi_map.png", caption="../report/family_figures.rst", category="Proteins"),
+            csv=f"{FAMILY_FIG}/family_mi_map.csv",
+        log:
+            f"{L}/figures/family_mi_map.log",
+        params:
+            job=cli_flags({"device": config["device"], "seed": config["seed"]}),
+            tracking=tracking_flags("figure_family_mi"),
+            model_dir=parent_dir("model"),
+            head_dir=parent_dir("head"),
+            data_dir=parent_dir("data"),
+        threads: 1
+        resources:
+            gpu=1,
+            mem_mb=4000,
+            runtime=30,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi figure-family-mi --model {params.model_dir} --head {params.head_dir} "
+            "--data-dir {params.data_dir} --out {output.png} --csv {output.csv} {params.job} {params.tracking} "
+            "> {log} 2>&1"

@@ -1,4 +1,4 @@
-# Proteins: data → protein MDM (a small ESM-C trained here, or ESM-C 300M) → probing labels →
+# Proteins: data → protein MDM (a small ESM-C trained here or shipped, or ESM-C 300M) → probing labels →
 # MI head → unconditional generation with every sampler (one job per setting) → table. The data come
 # from one Pfam family (protein.data.source: family, rule prepare_family in family.smk) or from
 # UniRef50 + CATH (generic, rule protein_data below); both write the same files to {P}/data.
@@ -74,7 +74,7 @@ if PROTEIN["backbone"] == "trained":
             "python -m mdm_mi protein-pretrain --train {input.train} --out {params.out_dir} "
             "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
-else:
+elif PROTEIN["backbone"] == "esmc-300m":
 
     if not PROTEIN["esmc_weights"]:
 

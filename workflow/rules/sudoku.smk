@@ -59,32 +59,6 @@ if SUDOKU["backbone"] == "trained":
             "python -m mdm_mi sudoku-pretrain --solutions {input.solutions} --out {params.out_dir} "
             "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
-else:
-
-    rule import_pretrained:
-        input:
-            manifest=os.path.join(workflow.basedir, SUDOKU["pretrained"], "MANIFEST.json"),
-            tracking=TRACKING_READY,
-        output:
-            weights=f"{R}/sudoku/model/model.safetensors",
-            meta=f"{R}/sudoku/model/meta.json",
-        log:
-            f"{L}/sudoku/import_pretrained.log",
-        params:
-            source=lambda w, input: os.path.dirname(input.manifest),
-            tracking=tracking_flags("import_pretrained"),
-            out_dir=parent_dir("meta"),
-        threads: 1
-        resources:
-            mem_mb=1000,
-            runtime=10,
-        conda:
-            "../../envs/mdm-mi.yaml"
-        shell:
-            "python -m mdm_mi import-pretrained --source {params.source} --out {params.out_dir} "
-            "{params.tracking} > {log} 2>&1"
-
-
 rule evaluate:
     input:
         model=model_meta("sudoku"),
