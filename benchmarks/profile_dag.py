@@ -2,7 +2,7 @@
 the MLflow store every job mirrors itself to (one run per job, tagged with its rule), and an estimate
 of the run on more cores from the rule graph's critical path.
 
-    python benchmarks/profile_dag.py --db results/mlflow.db --config cpu-default --cores 2 8
+    python benchmarks/profile_dag.py --db results/mlflow.db --config cpu-default --cores 2 8 --since 2026-12-01T20:32
 
 The estimate for c cores is max(critical path, Σ job minutes × threads / c): the longest chain of
 rules (each rule at its slowest job) against the total work spread over c cores. It is a lower bound
@@ -12,6 +12,7 @@ on a real schedule and says so; measure where you can.
 from __future__ import annotations
 
 import argparse
+from datetime import datetime, timezone
 import re
 import sqlite3
 import subprocess
@@ -29,15 +30,15 @@ select t.value, (r.end_time - r.start_time) / 60000.0
 from runs r
 join tags t on t.run_uuid = r.run_uuid and t.key = 'rule'
 join tags w on w.run_uuid = r.run_uuid and w.key = 'wildcard.config' and w.value = ?
-where r.end_time is not null and r.status = 'FINISHED'
+where r.end_time is not null and r.status = 'FINISHED' and r.start_time >= ?
 """
 
 
-def job_minutes(db: Path, config: str) -> dict[str, list[float]]:
-    """rule → wall minutes of each finished job of ``config``."""
+def job_minutes(db: Path, config: str, since_ms: int = 0) -> dict[str, list[float]]:
+    """rule → wall minutes of each finished job of ``config`` started at or after ``since_ms`` (epoch ms)."""
     out: dict[str, list[float]] = defaultdict(list)
     with sqlite3.connect(db) as con:
-        for rule, minutes in con.execute(QUERY, (config,)):
+        for rule, minutes in con.execute(QUERY, (config, since_ms)):
             out[RENAMED.get(rule, rule)].append(minutes)
     return dict(out)
 
@@ -72,8 +73,11 @@ def main() -> None:
     ap.add_argument("--config", default="cpu-default", help="the configuration's name (wildcard.config tag)")
     ap.add_argument("--configfile", default="config/config.yaml", help="for the rule graph")
     ap.add_argument("--cores", type=int, nargs="+", default=[2, 8])
+    ap.add_argument("--since", type=datetime.fromisoformat, default=None,
+                    help="only jobs started at or after this time (e.g. 2026-12-01T20:32, UTC): one run's jobs")
     args = ap.parse_args()
-    jobs = job_minutes(args.db, args.config)
+    since = args.since.replace(tzinfo=args.since.tzinfo or timezone.utc) if args.since else None
+    jobs = job_minutes(args.db, args.config, int(since.timestamp() * 1000) if since else 0)
     total = sum(sum(v) for v in jobs.values())
     print("| rule | jobs | minutes (sum) | slowest job | share |\n|---|---|---|---|---|")
     for rule, mins in sorted(jobs.items(), key=lambda kv: -sum(kv[1])):

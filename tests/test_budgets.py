@@ -178,6 +178,11 @@ def test_budget_rows_compare_each_contender_with_every_baseline(tmp_path):
     assert [(w["divisor"], w["best"]) for w in table] == [(2, "mi λ=1"), (5, "mi λ=1")]
     assert table[0]["vs"]["naive"]["verdict"] == "better"
     assert "| toy | 1/2 |" in summary_markdown(back)
+    for d in (2, 5):  # every baseline is also paired with sequential, so the best family always is
+        for first in ("eb", "naive"):
+            assert (d, first, "sequential") in pairs
+    best_vs_seq = table[0]["best_vs_sequential"]
+    assert best_vs_seq["first"] == "mi λ=1" and best_vs_seq["diff"] == pytest.approx(0.45 - 0.5, abs=0.05)
 
 
 # --- rules beyond Algorithm 1 ---------------------------------------------------------------------

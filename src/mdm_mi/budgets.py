@@ -47,24 +47,26 @@ def by_budget(runs: dict[str, dict]) -> dict[int, dict[str, dict]]:
 
 
 def budget_rows(runs: dict[str, dict], set_name: str) -> list[dict]:
-    """One row per (budget, contender, baseline): accuracies, passes, difference [95% Newcombe],
-    discordant counts, exact McNemar p, the difference this set resolves, and the verdict."""
+    """One row per (budget, contender, baseline) and per (budget, baseline, sequential): accuracies,
+    passes, difference [95% Newcombe], discordant counts, exact McNemar p, the difference this set
+    resolves, and the verdict."""
     seq = runs[SEQUENTIAL]
     rows = []
     for d, fams in by_budget(runs).items():
         baselines = {f: r for f, r in fams.items() if not is_contender(f) and f != BEST_MI} | {SEQUENTIAL: seq}
-        for first in [f for f in fams if is_contender(f) or f == BEST_MI]:
-            for second, base in baselines.items():
-                pd = paired_difference(fams[first]["solved"], base["solved"])
-                rows.append({
-                    "set": set_name, "divisor": d, "target": fams[first].get("target", float("nan")),
-                    "first": first, "second": second, "n": pd.n,
-                    "passes_first": float(np.mean(fams[first]["passes"])),
-                    "passes_second": float(np.mean(base["passes"])),
-                    "acc_first": pd.acc_first, "acc_second": pd.acc_second, "diff": pd.diff, "lo": pd.lo,
-                    "hi": pd.hi, "b": pd.b, "c": pd.c, "p_value": pd.p_value, "detectable": pd.detectable,
-                    "verdict": pd.verdict(),
-                })
+        pairs = [(first, second) for first in fams if is_contender(first) or first == BEST_MI for second in baselines]
+        pairs += [(first, SEQUENTIAL) for first in baselines if first != SEQUENTIAL]  # every family vs sequential
+        for first, second in pairs:
+            base = baselines[second]
+            pd = paired_difference(fams[first]["solved"], base["solved"])
+            rows.append({
+                "set": set_name, "divisor": d, "target": fams[first].get("target", float("nan")),
+                "first": first, "second": second, "n": pd.n,
+                "passes_first": float(np.mean(fams[first]["passes"])), "passes_second": float(np.mean(base["passes"])),
+                "acc_first": pd.acc_first, "acc_second": pd.acc_second, "diff": pd.diff, "lo": pd.lo,
+                "hi": pd.hi, "b": pd.b, "c": pd.c, "p_value": pd.p_value, "detectable": pd.detectable,
+                "verdict": pd.verdict(),
+            })
     return rows
 
 
@@ -156,7 +158,7 @@ def read_csv(path: str | Path) -> list[dict]:
 
 def winners(rows: list[dict], against=("eb", "naive", "threshold", SEQUENTIAL)) -> list[dict]:
     """Per set and budget: the family with the best test accuracy among those within 5% of the budget's
-    passes, and ``mi*`` minus each of
+    passes (and its paired difference to sequential when the rows hold it), and ``mi*`` minus each of
     ``against`` (difference, 95% interval, p and verdict at p < 0.05), from long-format rows."""
     out = []
     for key in dict.fromkeys((r["set"], r["divisor"]) for r in rows):
@@ -168,8 +170,9 @@ def winners(rows: list[dict], against=("eb", "naive", "threshold", SEQUENTIAL)) 
         eligible = [f for f in acc if acc[f][1] <= target * (1 + OVER_BUDGET)] or list(acc)
         best = max(eligible, key=lambda f: acc[f][0])
         mine = {r["second"]: r for r in rs if r["first"] == BEST_MI}
+        best_vs_seq = next((r for r in rs if r["first"] == best and r["second"] == SEQUENTIAL), None)
         out.append({"set": key[0], "divisor": key[1], "passes": mine[against[0]]["passes_first"] if against[0] in mine
-                    else float("nan"), "best": best, "best_acc": acc[best][0],
+                    else float("nan"), "best": best, "best_acc": acc[best][0], "best_vs_sequential": best_vs_seq,
                     "vs": {a: mine[a] for a in against if a in mine}})
     return out
 
@@ -178,10 +181,12 @@ def summary_markdown(rows: list[dict]) -> str:
     """Who wins at each budget, every set: the best family and ``mi*`` against each baseline."""
     table = winners(rows)
     against = list(dict.fromkeys(a for w in table for a in w["vs"]))
-    lines = ["| set | budget | passes | best (acc %) | " + " | ".join(f"{BEST_MI} − {a}" for a in against) + " |",
-             "|---|---|---|---|" + "---|" * len(against)]
+    lines = ["| set | budget | passes | best (acc %) | best − sequential | "
+             + " | ".join(f"{BEST_MI} − {a}" for a in against) + " |", "|---|---|---|---|---|" + "---|" * len(against)]
     for w in table:
         cells = [(f"{_diff_cell(w['vs'][a])} **{w['vs'][a]['verdict']}**" if a in w["vs"] else "") for a in against]
+        vs_seq = w["best_vs_sequential"]
+        seq_cell = f"{_diff_cell(vs_seq)} **{vs_seq['verdict']}**" if vs_seq else ""
         lines.append(f"| {w['set']} | 1/{w['divisor']} | {w['passes']:.1f} | {w['best']} ({100 * w['best_acc']:.1f}) | "
-                     + " | ".join(cells) + " |")
+                     + seq_cell + " | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -61,7 +61,7 @@ rule train_head:
         out_dir=parent_dir("meta"),
     wildcard_constraints:
         domain=DOMAINS,
-    threads: config["threads"]
+    threads: 1  # a small model: runs beside another job rather than holding both cores of a 2-core machine
     resources:
         gpu=1,
         mem_mb=8000,

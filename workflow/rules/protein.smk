@@ -172,7 +172,7 @@ rule protein_compare:
         model_dir=parent_dir("model"),
         head_dir=parent_dir("head"),
         out_dir=parent_dir("budgets"),
-    threads: config["threads"]
+    threads: 1  # decodes side by side with the Sudoku comparisons on 2 cores
     resources:
         gpu=1,
         mem_mb=8000,
