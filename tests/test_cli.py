@@ -202,7 +202,7 @@ def test_missing_puzzle_file_is_a_user_error(tmp_path, capsys, tiny_checkpoint):
     ("sampler", "fragments"),
     [
         (["--sampler", "beam"], ["unknown sampler 'beam'"]),
-        (["--sampler", "naive"], ["naive k must be >= 1, got 0"]),  # --k forgotten
+        (["--sampler", "naive", "--k", "0"], ["naive k must be >= 1, got 0"]),
         (["--sampler", "eb", "--gamma", "-1"], ["gamma must be >= 0"]),
         (["--sampler", "sequential", "--order", "random"], ["order must be"]),
     ],
@@ -342,3 +342,17 @@ def test_tracking_accepts_the_graded_set_level_names(tmp_path, capsys, monkeypat
     assert "tracking skipped" not in capsys.readouterr().err
     client, (run,) = tracked_runs(mlflow_store, "graded_eval")
     assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"summary.json"}
+
+
+@pytest.mark.parametrize("domain", ["sudoku", "protein"])
+def test_omitted_sampler_parameters_are_the_domains_calibrated_ones(domain):
+    from mdm_mi.sampler_table import CALIBRATED, SAMPLERS, SamplerFlags, sampler_params
+
+    for name, spec in SAMPLERS.items():
+        omitted = sampler_params(SamplerFlags(sampler=name), domain)
+        assert set(omitted) == set(spec.flags)
+        for flag, value in CALIBRATED[domain].get(name, {}).items():
+            assert omitted[flag] == value, (name, flag)
+        assert None not in omitted.values(), name  # every parameter a sampler takes has a value
+    given = sampler_params(SamplerFlags(sampler="eb", gamma=0.7), domain)
+    assert given == {"gamma": 0.7}

@@ -16,7 +16,7 @@ from mdm_mi.sudoku.train import TrainConfig, augment, diffusion_loss, mask_batch
 from mdm_mi.train_loop import lr_at
 
 BASE = TrainConfig(steps=100, batch_size=8, lr=1e-2, warmup=10, weight_decay=0.0, t_min=0.05, t_max=1.0,
-                   loss_weight="none", augment=True, grad_clip=1.0, seed=0, log_every=5, compile=False)
+                   loss_weight="none", augment=True, grad_clip=1.0, seed=0, log_every=5, compile=False, ema=0.0)
 
 
 def cfg(**changes) -> TrainConfig:
@@ -183,3 +183,38 @@ def test_train_runs_logs_and_is_seeded(solutions):
     assert all(math.isfinite(h["loss"]) and h["loss"] > 0 for h in history)
     for key, value in model_a.state_dict().items():
         assert torch.equal(value, model_b.state_dict()[key]), key
+
+
+def test_ema_weights_are_the_moving_average_of_every_steps_weights():
+    """On one scalar parameter, ``optimise`` with ``ema`` ends at Σ_s (1−e) e^(S−s) w_s + e^S w_0,
+    computed here by hand from the weights after each step of a run without EMA."""
+    from types import SimpleNamespace
+
+    from mdm_mi.train_loop import optimise
+
+    settings = dict(steps=12, lr=0.1, warmup=2, weight_decay=0.0, grad_clip=10.0, log_every=4)
+    trail = []
+
+    def run(ema: float) -> float:
+        w = torch.nn.Parameter(torch.tensor(3.0))
+
+        def loss(step):
+            if ema == 0.0:
+                trail.append(float(w.detach()))  # weights before this step (w_0 … w_{S-1})
+            return (w - 1.0) ** 2
+
+        optimise([w], loss, SimpleNamespace(ema=ema, **settings), log=lambda m: None)
+        if ema == 0.0:
+            trail.append(float(w.detach()))
+        return float(w)
+
+    run(0.0)
+    e = 0.8
+    expected = trail[0]
+    for w_s in trail[1:]:
+        expected = e * expected + (1 - e) * w_s
+    assert run(e) == pytest.approx(expected, rel=1e-5)
+    assert run(e) != pytest.approx(trail[-1])  # the average, not the last weights
+    with pytest.raises(ValueError, match="ema must lie in"):
+        optimise([torch.nn.Parameter(torch.tensor(0.0))], lambda s: torch.tensor(0.0),
+                 SimpleNamespace(ema=1.5, steps=1, lr=0.1, warmup=1, weight_decay=0.0, grad_clip=1.0, log_every=1))

@@ -9,6 +9,7 @@ sampler here; the classes live in :mod:`mdm_mi.samplers` (baselines), :mod:`mdm_
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -53,30 +54,77 @@ def build_sampler(name: str, **params) -> Sampler:
     return SAMPLERS[name].cls(**params)
 
 
+# Each parallel sampler's parameters when a user omits them: the settings that `sudoku-compare` and
+# `protein-compare` calibrated to 1/3 of sequential decoding's mean passes on the CPU default's
+# backbones (Sudoku: the hard set's calibration puzzles; proteins: the calibration lengths), with
+# the rules' fixed τ / δ of those comparisons. Passes depend on the inputs: easier puzzles need fewer
+# passes at the same γ. Source: results/cpu-default/{sudoku/budgets/hard,protein/budgets}/runs.json.
+CALIBRATED_AT = 3  # sequential's passes ÷ this
+CALIBRATED: dict[str, dict[str, dict[str, float]]] = {
+    "sudoku": {
+        "naive": {"k": 3.0955},
+        "eb": {"gamma": 0.16849},
+        "threshold": {"tau": 0.91242},
+        "mi": {"gamma": 0.42815},
+        "mi-indep": {"gamma": 0.14330, "cap": 0.05},
+        "mi-2b": {"gamma": 0.13949, "delta": 0.1},
+        "mi-oracle": {"gamma": 0.42815},
+    },
+    "protein": {
+        "naive": {"k": 3.0303},
+        "eb": {"gamma": 3.2754},
+        "threshold": {"tau": 0.35062},
+        "mi": {"gamma": 3.8836},
+        "mi-indep": {"gamma": 3.2754, "cap": 0.05},
+        "mi-2b": {"gamma": 3.2754, "delta": 0.25},
+        "mi-oracle": {"gamma": 3.8836},
+    },
+}
+CALIBRATED_HELP = f"default: calibrated to sequential's passes ÷ {CALIBRATED_AT} (sampler_table.CALIBRATED)"
+
+
 @dataclass(frozen=True, kw_only=True)
 class SamplerFlags:
     """The decoding flags shared by ``evaluate``, ``solve`` and ``generate`` (inherited by their
-    arguments); each sampler reads the ones its :data:`SAMPLERS` entry names."""
+    arguments); each sampler reads the ones its :data:`SAMPLERS` entry names, and an omitted
+    (``None``) parameter takes the domain's :data:`CALIBRATED` value."""
 
     sampler: str = field(default="sequential", metadata=h(" | ".join(SAMPLERS)))
     order: str = field(default="entropy", metadata=h("sequential: entropy | margin"))
-    k: float = field(default=0, metadata=h("naive: tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average)"))
-    gamma: float = field(default=0.0, metadata=h("eb, mi: budget γ (nats)"))
-    tau: float = field(default=0.9, metadata=h("threshold: unmask every token whose top probability exceeds τ"))
-    cap: float = field(default=0.05, metadata=h("mi-indep: never unmask together two tokens with MI above this (nats)"))
-    delta: float = field(default=0.1, metadata=h("mi-2b: budget on the summed pairwise MI of one pass (nats)"))
+    k: float | None = field(default=None, metadata=h(
+        f"naive: tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average); {CALIBRATED_HELP}"))
+    gamma: float | None = field(default=None, metadata=h(f"eb, mi, mi-indep, mi-2b: entropy budget γ (nats); {CALIBRATED_HELP}"))
+    tau: float | None = field(default=None, metadata=h(
+        f"threshold: unmask every token whose top probability exceeds τ; {CALIBRATED_HELP}"))
+    cap: float | None = field(default=None, metadata=h(
+        "mi-indep: never unmask together two tokens with MI above this (nats); default: the comparisons' τ"))
+    delta: float | None = field(default=None, metadata=h(
+        "mi-2b: budget on the summed pairwise MI of one pass (nats); default: the comparisons' δ"))
     lam: float = field(default=1.0, metadata=h("mi: weight λ of the pairwise MI"))
     on_reject: str = field(default="skip", metadata=h("mi: skip | stop at a rejected candidate"))
     charge_first: bool = field(default=False, metadata=h("mi: charge the first token's entropy to γ"))
     oracle_tol: float = field(default=1e-3, metadata=h("mi-oracle: certified probing tolerance (nats)"))
 
 
-def sampler_from_args(args, allowed: tuple[str, ...] = tuple(SAMPLERS)) -> Sampler:
-    """Build the sampler named by ``args.sampler`` from the flags it uses (InputError if invalid)."""
+def sampler_params(args, domain: str) -> dict:
+    """The constructor arguments of ``args.sampler`` from ``args``; omitted (``None``) ones are the
+    domain's :data:`CALIBRATED` values."""
+    params = {f: getattr(args, f) for f in SAMPLERS[args.sampler].flags}
+    for name, value in params.items():
+        if value is None:
+            params[name] = CALIBRATED[domain][args.sampler][name]
+        elif not (isinstance(value, str) or math.isfinite(value)):
+            raise InputError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
+    return params
+
+
+def sampler_from_args(args, allowed: tuple[str, ...] = tuple(SAMPLERS), domain: str = "sudoku") -> Sampler:
+    """Build the sampler named by ``args.sampler`` from the flags it uses, omitted parameters at the
+    ``domain``'s calibrated values (InputError if invalid)."""
     if args.sampler not in allowed:
         raise InputError(f"unknown sampler {args.sampler!r}; choose one of {', '.join(allowed)}")
     try:
-        return build_sampler(args.sampler, **{f: getattr(args, f) for f in SAMPLERS[args.sampler].flags})
+        return build_sampler(args.sampler, **sampler_params(args, domain))
     except ValueError as exc:
         raise InputError(str(exc)) from None
 

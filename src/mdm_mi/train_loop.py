@@ -2,9 +2,11 @@
 
     history = optimise(model.parameters(), lambda step: loss_of_batch(step), cfg, log=print)
 
-``cfg`` is any config with ``steps, lr, warmup, weight_decay, grad_clip, log_every``: AdamW
+``cfg`` is any config with ``steps, lr, warmup, weight_decay, grad_clip, log_every, ema``: AdamW
 (β = 0.9, 0.98), linear warm-up then cosine decay to 10% of ``lr``, gradient-norm clipping, and one
 history row ``{"step", "loss", "minutes"}`` (mean loss since the last row) every ``log_every`` steps.
+With ``ema > 0`` the parameters end as the exponential moving average of their values after each
+step (:class:`WeightAverage`) instead of the last step's values.
 """
 
 from __future__ import annotations
@@ -36,6 +38,27 @@ class DiffusionTrainFlags:
     seed: int = field(metadata=h("random seed"))
     device: str = field(metadata=h("auto | cpu | cuda"))
     threads: int = field(metadata=h("torch CPU threads"))
+    ema: float = field(metadata=h("decay of an exponential moving average of the weights, saved instead "
+                                  "of the last step's (0: off)"))
+
+
+class WeightAverage:
+    """Exponential moving average of parameters: ``avg ← ema · avg + (1 − ema) · p`` after every step."""
+
+    def __init__(self, params: list[torch.nn.Parameter], ema: float):
+        if not 0.0 < ema < 1.0:
+            raise ValueError(f"ema must lie in (0, 1), got {ema}")
+        self.params, self.ema = params, ema
+        self.avg = [p.detach().clone() for p in params]
+
+    @torch.no_grad()
+    def update(self) -> None:
+        torch._foreach_lerp_(self.avg, [p.detach() for p in self.params], 1.0 - self.ema)
+
+    @torch.no_grad()
+    def copy_to_params(self) -> None:
+        for p, a in zip(self.params, self.avg):
+            p.copy_(a)
 
 
 def lr_at(step: int, cfg) -> float:
@@ -56,6 +79,7 @@ def optimise(params: Iterable[torch.nn.Parameter], batch_loss: Callable[[int], t
     params = list(params)
     on_gpu = params[0].is_cuda
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
+    average = WeightAverage(params, cfg.ema) if cfg.ema else None
     history, start, running = [], time.time(), 0.0
     for step in range(cfg.steps):
         for group in opt.param_groups:
@@ -66,6 +90,8 @@ def optimise(params: Iterable[torch.nn.Parameter], batch_loss: Callable[[int], t
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
         opt.step()
+        if average is not None:
+            average.update()
         running += loss.item()
         if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
             n = (step % cfg.log_every) + 1
@@ -73,4 +99,6 @@ def optimise(params: Iterable[torch.nn.Parameter], batch_loss: Callable[[int], t
             history.append(rec)
             log(f"step {rec['step']} loss {rec['loss']:.4f} {rec['minutes']:.1f} min")
             running = 0.0
+    if average is not None:
+        average.copy_to_params()
     return history

@@ -74,7 +74,7 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     from mdm_mi.user.common import check_outputs, load_backbone_for, progress, start
 
     _check(args)
-    sampler = sampler_from_args(args)
+    sampler = sampler_from_args(args, domain="protein")
     check_outputs(args.out, args.summary)
     reference, reference2 = _reference(args.reference), _reference(args.reference2)
     device = start(args, args.seed)

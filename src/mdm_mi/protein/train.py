@@ -39,6 +39,7 @@ class ProteinTrainConfig:
     grad_clip: float
     seed: int
     log_every: int
+    ema: float
 
 
 def sample_batch(seqs: Sequence[str], tok: ProteinTokens, cfg: ProteinTrainConfig, rng: np.random.Generator):

@@ -39,6 +39,7 @@ class TrainConfig:
     seed: int
     log_every: int
     compile: bool
+    ema: float
 
 
 def _band_perm(gen: torch.Generator, b: int) -> torch.Tensor:

@@ -13,52 +13,45 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import torch
 
 from mdm_mi.flags import h
 from mdm_mi.errors import InputError
-from mdm_mi.sampler_table import HEAD_SAMPLERS, USER_SAMPLERS, sampler_from_args
+from mdm_mi.sampler_table import CALIBRATED_AT, HEAD_SAMPLERS, USER_SAMPLERS, SamplerFlags, sampler_from_args
 from mdm_mi.user.common import ModelFlags, load_backbone_for, load_head_for, note, progress, start
 from mdm_mi.user.puzzles import MAX_NODES, Puzzle, answer_problem, check_puzzle, grid_lines, read_puzzles
 
 EXAMPLES = """examples:
   mdm-mi solve 53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79
-  mdm-mi solve --file puzzles.txt --sampler mi --gamma 0.1
+  mdm-mi solve --file puzzles.txt --sampler mi              # γ calibrated to 1/3 of sequential's passes
   cat puzzles.txt | mdm-mi solve - --sampler eb --gamma 0.2 --quiet
 
 exit code: 0 every answer valid, 1 an answer breaks a rule or a clue, 2 bad input"""
 
 
 @dataclass(frozen=True)
-class SolveArgs(ModelFlags):
+class SolveArgs(SamplerFlags, ModelFlags):
     puzzle: str | None = field(default=None, metadata=h(
         "81 characters, 0 or . for blanks; - reads puzzles from stdin (one per line, or a CSV)", positional=True))
     file: Path | None = field(default=None, metadata=h("puzzles, one per line, or a CSV with a 'puzzle' column"))
     sampler: str = field(default="sequential", metadata=h(
-        f"{' | '.join(USER_SAMPLERS)} ({', '.join(HEAD_SAMPLERS)} use the MI head)"))
-    k: float = field(default=4, metadata=h("naive: cells unmasked per pass (fractional: k on average)"))
-    tau: float = field(default=0.9, metadata=h("threshold: unmask every cell whose top probability exceeds τ"))
-    cap: float = field(default=0.05, metadata=h("mi-indep: never unmask together two cells with MI above this (nats)"))
-    delta: float = field(default=0.1, metadata=h("mi-2b: budget on the summed pairwise MI of one pass (nats)"))
-    gamma: float = field(default=0.2, metadata=h("eb, mi: entropy budget γ per pass (nats)"))
-    lam: float = field(default=1.0, metadata=h("mi: weight λ of the predicted pairwise MI"))
+        f"{' | '.join(USER_SAMPLERS)} ({', '.join(HEAD_SAMPLERS)} use the MI head); parameters left out are "
+        f"calibrated to sequential's passes ÷ {CALIBRATED_AT} on hard puzzles"))
     temperature: float = field(default=0.0, metadata=h("0 = the most likely digit; > 0 samples"))
     seed: int = field(default=0, metadata=h("random seed (used when temperature > 0)"))
     batch_size: int = field(default=256, metadata=h("puzzles decoded together"))
 
 
 def user_sampler(args):
-    """The sampler named by ``--sampler`` with ``--k/--gamma/--lam``; one-line errors on bad values."""
-    for name in ("gamma", "lam", "temperature", "tau", "cap", "delta"):
+    """The sampler named by ``--sampler`` with its flags (omitted ones calibrated); one-line errors on
+    bad values."""
+    for name in ("k", "gamma", "lam", "temperature", "tau", "cap", "delta"):
         value = getattr(args, name)
-        if not (math.isfinite(value) and value >= 0):
+        if value is not None and not (math.isfinite(value) and value >= 0):
             raise InputError(f"--{name} must be a finite number >= 0, got {value}")
-    flags = SimpleNamespace(sampler=args.sampler, k=args.k, gamma=args.gamma, lam=args.lam, order="entropy",
-                            on_reject="skip", charge_first=False, tau=args.tau, cap=args.cap, delta=args.delta)
-    return sampler_from_args(flags, allowed=USER_SAMPLERS)
+    return sampler_from_args(args, allowed=USER_SAMPLERS, domain="sudoku")
 
 
 @torch.inference_mode()
