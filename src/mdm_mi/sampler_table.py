@@ -71,13 +71,13 @@ CALIBRATED: dict[str, dict[str, dict[str, float]]] = {
         "mi-oracle": {"gamma": 0.42815},
     },
     "protein": {
-        "naive": {"k": 3.0303},
-        "eb": {"gamma": 3.2754},
+        "naive": {"k": 3.0433},
+        "eb": {"gamma": 3.3574},
         "threshold": {"tau": 0.35062},
-        "mi": {"gamma": 3.8836},
-        "mi-indep": {"gamma": 3.2754, "cap": 0.05},
-        "mi-2b": {"gamma": 3.2754, "delta": 0.25},
-        "mi-oracle": {"gamma": 3.8836},
+        "mi": {"gamma": 3.8266},
+        "mi-indep": {"gamma": 3.4391, "cap": 0.05},
+        "mi-2b": {"gamma": 3.3170, "delta": 0.25},
+        "mi-oracle": {"gamma": 3.8266},
     },
 }
 CALIBRATED_HELP = f"default: calibrated to sequential's passes ÷ {CALIBRATED_AT} (sampler_table.CALIBRATED)"
