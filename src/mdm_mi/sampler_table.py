@@ -62,13 +62,13 @@ def build_sampler(name: str, **params) -> Sampler:
 CALIBRATED_AT = 3  # sequential's passes ÷ this
 CALIBRATED: dict[str, dict[str, dict[str, float]]] = {
     "sudoku": {
-        "naive": {"k": 3.0955},
-        "eb": {"gamma": 0.16849},
-        "threshold": {"tau": 0.91242},
-        "mi": {"gamma": 0.42815},
-        "mi-indep": {"gamma": 0.14330, "cap": 0.05},
-        "mi-2b": {"gamma": 0.13949, "delta": 0.1},
-        "mi-oracle": {"gamma": 0.42815},
+        "naive": {"k": 3.1321},
+        "eb": {"gamma": 0.13911},
+        "threshold": {"tau": 0.91525},
+        "mi": {"gamma": 0.42328},
+        "mi-indep": {"gamma": 0.11955, "cap": 0.05},
+        "mi-2b": {"gamma": 0.13443, "delta": 0.1},
+        "mi-oracle": {"gamma": 0.42328},
     },
     "protein": {
         "naive": {"k": 3.0433},
