@@ -469,3 +469,40 @@ def test_full_precision_switches_bf16_off_for_labelling(tiny_model):
     assert full_precision(Bf16Backbone(tiny_model)) is tiny_model  # the wrapper is dropped
     esmc_like = SimpleNamespace(bf16=True)
     assert full_precision(esmc_like).bf16 is False
+
+
+def test_forward_chunked_equals_one_call_and_bounds_each_call(tiny_model):
+    from mdm_mi.backbone import forward_chunked
+
+    gen = torch.Generator().manual_seed(3)
+    tokens = torch.randint(0, tiny_model.mask_id + 1, (23, 81), generator=gen)
+    sizes = []
+
+    def counting(chunk):
+        sizes.append(len(chunk))
+        return tiny_model(chunk)
+
+    with torch.inference_mode():
+        whole, chunked = tiny_model(tokens), forward_chunked(counting, tokens, max_tokens=5 * 81)
+    assert sizes == [5, 5, 5, 5, 3]  # ≤ max_tokens tokens per call, every row once, in order
+    assert torch.allclose(whole.logits, chunked.logits, atol=1e-6) and torch.allclose(whole.hidden, chunked.hidden, atol=1e-6)
+    sizes.clear()
+    with torch.inference_mode():
+        forward_chunked(counting, tokens, max_tokens=10)  # fewer tokens than one row: one row per call
+    assert sizes == [1] * 23
+
+
+def test_decode_is_unchanged_by_the_chunk_size(tiny_model, monkeypatch):
+    import functools
+
+    import mdm_mi.samplers as samplers
+    from mdm_mi.backbone import forward_chunked
+
+    tokens = torch.full((9, 81), tiny_model.mask_id)
+    tokens[:, :20] = (torch.arange(20) + torch.arange(9)[:, None]) % 9
+    results = []
+    for max_tokens in (81, 4 * 81, 10**9):
+        monkeypatch.setattr(samplers, "forward_chunked", functools.partial(forward_chunked, max_tokens=max_tokens))
+        results.append(samplers.decode(tiny_model, tokens, samplers.EntropyBounded(0.5)))
+    for r in results[1:]:
+        assert torch.equal(r.tokens, results[0].tokens) and torch.equal(r.passes, results[0].passes)

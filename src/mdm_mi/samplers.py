@@ -23,7 +23,7 @@ import math
 
 import torch
 
-from mdm_mi.backbone import Backbone, BackboneOutput
+from mdm_mi.backbone import Backbone, BackboneOutput, forward_chunked
 
 INF = float("inf")
 EPS_K = 1e-9  # round-off guard of the fractional-k schedule (k·s is exact for integer k)
@@ -246,7 +246,7 @@ def decode(
         if active.numel() == 0:
             break
         sub, masked = tokens[active], masked_all[active]
-        out = backbone(sub)
+        out = forward_chunked(backbone, sub)
         passes[active] += 1
         pairwise = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
         chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise, step)) & masked

@@ -36,7 +36,7 @@ from typing import Callable
 
 import torch
 
-from mdm_mi.backbone import Backbone
+from mdm_mi.backbone import Backbone, forward_chunked
 
 DEFAULT_TOL = 1e-3  # nats: certified max abs error of the label
 DEFAULT_BATCH_SIZE = 256  # sequences per backbone call
@@ -85,7 +85,7 @@ def _entropy(p: torch.Tensor) -> torch.Tensor:
 
 def _forward(backbone: Backbone, seqs: torch.Tensor, cols: torch.Tensor, batch_size: int) -> torch.Tensor:
     """Run ``seqs (P, N)`` in chunks of ``batch_size``; float64 log-probs at ``cols (m,)``: ``(P, m, V)``."""
-    return torch.cat([_log_probs(backbone(chunk).logits[:, cols]) for chunk in seqs.split(batch_size)])
+    return torch.cat([_log_probs(forward_chunked(backbone, chunk).logits[:, cols]) for chunk in seqs.split(batch_size)])
 
 
 def _chain_width(p: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
