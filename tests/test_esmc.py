@@ -86,6 +86,16 @@ def test_hidden_layer_selection(tiny_esmc):
             ESMCBackbone(tiny_esmc, hidden_layer=bad)
 
 
+def test_hidden_layer_none_reads_the_output_after_the_final_norm(tiny_esmc):
+    tokens = torch.stack([ESMCBackbone(tiny_esmc).masked_sequence(5)])
+    with torch.inference_mode():
+        last = tiny_esmc(sequence_tokens=tokens).hidden_states[-1]
+        out = ESMCBackbone(tiny_esmc, hidden_layer=None)(tokens).hidden
+        normed = tiny_esmc.transformer.norm(last)
+    assert torch.allclose(out, normed, atol=1e-6)  # the metrics' embedding
+    assert not torch.allclose(out, last, atol=1e-3)  # not the pre-norm residual stream
+
+
 def test_encode_decode_and_padding(backbone):
     seqs = ["MKT_AY", "ACDEFGHIKLMNPQRSTVWY"]
     tokens = backbone.encode(seqs)

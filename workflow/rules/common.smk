@@ -31,9 +31,12 @@ def label_shards(domain, split):
 
 
 def cli_flags(options):
-    """{'batch_size': 8, 'augment': True, 'givens': [1, 2]} → '--batch-size 8 --augment --givens 1 2'."""
+    """{'batch_size': 8, 'augment': True, 'givens': [1, 2]} → '--batch-size 8 --augment --givens 1 2';
+    a None value is left out (the verb's own default, which is None too)."""
     parts = []
     for key, value in options.items():
+        if value is None:
+            continue
         name = key.replace("_", "-")
         flag = f"--{name}"
         if isinstance(value, bool):

@@ -44,7 +44,7 @@ class ProteinCompareArgs:
     two_budget_delta: tuple[float, ...] = field(default=(), metadata=_h("mi-2b: dependence budgets δ (nats)"))
     temperature: float = field(default=1.0, metadata=_h("sampling temperature"))
     clusters: int = field(default=15, metadata=_h("k-means clusters of the JSD (paper: 15)"))
-    embed_layer: int = field(default=-1, metadata=_h("embedder block mean-pooled for the metric"))
+    embed_layer: int | None = field(default=None, metadata=_h("embedder block mean-pooled for the metric (default: its output after the final norm)"))
     bootstrap: int = field(default=200, metadata=_h("whole-metric bootstrap replicates (k-means refit in each)"))
     batch_size: int = field(default=128, metadata=_h("sequences decoded together"))
     seed: int = field(default=0, metadata=_h("random seed"))

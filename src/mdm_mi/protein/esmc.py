@@ -230,7 +230,9 @@ class ESMCBackbone(nn.Module):
     ``hidden_layer`` indexes ``ESMCOutput.hidden_states`` — the residual stream after each of the
     ``n_layers`` transformer blocks (before the final LayerNorm; token embeddings are not among them):
     0 = after the first block, ``n_layers - 1`` (or -1) = after the last; negative counts from the end.
-    This is the same indexing as esm's ``LogitsConfig.ith_hidden_layer``.
+    This is the same indexing as esm's ``LogitsConfig.ith_hidden_layer``. ``None`` reads the model's
+    output after the final LayerNorm instead (``ESMCOutput.embeddings``, what the sequence head sees):
+    the embedding of the metrics, whose scale does not drift with depth like the residual stream's.
 
     Padding: ESM-C masks attention by ``tokens != pad`` (its default ``sequence_id``), and pads come
     after EOS, so a padded sequence gets the same logits at its real positions as alone. Callers
@@ -241,7 +243,7 @@ class ESMCBackbone(nn.Module):
     returned as fp32 either way.
     """
 
-    def __init__(self, model: "ESMC", hidden_layer: int = -1, bf16: bool = False):
+    def __init__(self, model: "ESMC", hidden_layer: int | None = -1, bf16: bool = False):
         super().__init__()
         self.model = model
         self.tokenizer = model.tokenizer
@@ -261,13 +263,13 @@ class ESMCBackbone(nn.Module):
         self.vocab_size = len(AMINO_ACIDS)
         self.hidden_dim = int(model.embed.embedding_dim)
         self.n_layers = len(model.transformer.blocks)
-        if not -self.n_layers <= hidden_layer < self.n_layers:
+        if hidden_layer is not None and not -self.n_layers <= hidden_layer < self.n_layers:
             raise InputError(
                 f"hidden_layer {hidden_layer} is outside [-{self.n_layers}, {self.n_layers - 1}] "
                 f"for an ESM-C with {self.n_layers} layers"
             )
         self.hidden_layer = hidden_layer
-        self.hidden_index = hidden_layer % self.n_layers
+        self.hidden_index = None if hidden_layer is None else hidden_layer % self.n_layers
         self.bf16 = bool(bf16)
         self._aa_to_id = dict(zip(AMINO_ACIDS, ids))
         self._id_to_char = {i: a for a, i in self._aa_to_id.items()} | {self.mask_id: MASK_CHAR}
@@ -284,7 +286,7 @@ class ESMCBackbone(nn.Module):
         with autocast:
             out = self.model(sequence_tokens=tokens)  # sequence_id defaults to tokens != pad
         logits = out.sequence_logits.index_select(-1, self.vocab_token_ids.to(tokens.device))
-        hidden = out.hidden_states[self.hidden_index]
+        hidden = out.embeddings if self.hidden_index is None else out.hidden_states[self.hidden_index]
         return BackboneOutput(logits=logits.float(), hidden=hidden.float())
 
     # ---- token helpers ------------------------------------------------------------------------

@@ -31,7 +31,7 @@ class GenerateArgs(SamplerFlags, ModelFlags):
     reference: Path | None = field(default=None, metadata=_h("FASTA: draw lengths from it and score against it"))
     reference2: Path | None = field(default=None, metadata=_h("second reference draw: JSD/composition check"))
     clusters: int = field(default=15, metadata=_h("k-means clusters of the JSD metric (paper: 15)"))
-    embed_layer: int = field(default=-1, metadata=_h("embedder block mean-pooled for the metric"))
+    embed_layer: int | None = field(default=None, metadata=_h("embedder block mean-pooled for the metric (default: its output after the final norm)"))
     embedder: Path | None = field(default=None, metadata=_h("model folder embedding for the metric (default: --model)"))
     summary: Path | None = field(default=None, metadata=_h("summary JSON (passes and metrics)"))
     temperature: float = field(default=1.0, metadata=_h("sampling temperature (0 = argmax)"))
