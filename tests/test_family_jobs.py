@@ -195,3 +195,30 @@ def test_family_loss_masks_at_each_rate_and_states_it_under_the_table(prepared, 
     assert main(["family-table", "--inputs", *inputs, "--out", str(tmp_path / "t.csv"), "--markdown", str(md),
                  "--loss", str(out)]) == 0
     assert "Held-out masked-token loss" in md.read_text() and "column profile" in md.read_text()
+
+
+def test_protein_oracle_ceiling_scores_oracle_head_and_sequential_on_the_same_lengths(prepared, tmp_path, capsys):
+    from mdm_mi.mi.head import HeadConfig, MIHead, save_head
+
+    model, head = tmp_path / "model", tmp_path / "head"
+    assert main(_tiny_pretrain_argv(prepared, model)) == 0
+    save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), head, {})
+    budgets = tmp_path / "budgets"
+    budgets.mkdir()
+    params = {"gamma": 30.0, "lam": 1.0, "on_reject": "skip", "charge_first": False}
+    (budgets / "runs.json").write_text(json.dumps({"runs": {
+        "mi λ=1@1/4": {"family": "mi λ=1", "divisor": 4, "calib_score": -0.1, "params": params}}}))
+    argv = ["protein-oracle-ceiling", "--model", str(model), "--head", str(head), "--budgets-dir", str(budgets),
+            "--data-dir", str(prepared), "--out-dir", str(tmp_path / "out"), "--n", "2", "--tol", "0.01",
+            "--device", "cpu"]
+    assert main([*argv, "--divisors", "4"]) == 0
+    result = json.loads((tmp_path / "out" / "ceiling.json").read_text())
+    at4 = result["divisors"]["4"]
+    assert at4["params"] == params and set(at4["differences"]) == {"oracle-head", "oracle-sequential", "head-sequential"}
+    assert at4["oracle"]["mean_passes"] <= result["sequential"]["mean_passes"]  # γ = 30 nats unmasks in parallel
+    assert all(d["bit_score"]["n"] == 2 for d in at4["differences"].values())  # paired on the same 2 lengths
+    assert "MI oracle 1/4" in (tmp_path / "out" / "ceiling.md").read_text()
+    capsys.readouterr()
+    assert main([*argv, "--divisors", "5"]) == 2  # no mi run at 1/5: one line, before any decoding
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "divisor 5" in err

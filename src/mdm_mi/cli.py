@@ -25,7 +25,7 @@ from mdm_mi import figure_jobs, jobs as core_jobs, pretrained, results
 from mdm_mi.errors import USER_ERRORS, InputError
 from mdm_mi.mi import jobs as mi_jobs
 from mdm_mi.protein import (compare_job as protein_compare_job, family_figures, family_job, family_loss,
-                            generate_job, jobs as protein_jobs, report_jobs)
+                            generate_job, jobs as protein_jobs, oracle_job as protein_oracle_job, report_jobs)
 from mdm_mi.sudoku import compare_job as sudoku_compare_job, jobs as sudoku_jobs, oracle_job
 from mdm_mi.tracking import NullTracker, TrackingArgs, open_tracker
 from mdm_mi.user import check_config, mi_map, solve
@@ -81,6 +81,8 @@ VERBS: dict[str, Verb] = {
                          "score proteins against a family: HMM pass rate, C_ij / f_i / MI r, diversity, cluster JSD"),
     "sudoku-oracle-ceiling": Verb(oracle_job.CeilingArgs, oracle_job.sudoku_oracle_ceiling,
                                   "decode with the exact-MI oracle at the head's calibrated settings"),
+    "protein-oracle-ceiling": Verb(protein_oracle_job.ProteinCeilingArgs, protein_oracle_job.protein_oracle_ceiling,
+                                   "generate proteins with the MI oracle, the head and sequential; per-sequence scores"),
     # tables and figures
     "sudoku-table": Verb(results.GatherArgs, results.gather, "gather evaluation summaries into one tidy table"),
     "sudoku-budgets": Verb(sudoku_compare_job.SummaryArgs, sudoku_compare_job.budgets_summary,

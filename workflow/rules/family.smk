@@ -147,6 +147,44 @@ if FAMILY:
             "python -m mdm_mi family-compare --budgets-dir {params.budgets_dir} --data-dir {params.data_dir} "
             "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
 
+    rule protein_oracle_ceiling:
+        """The MI oracle (certified probing MI in Algorithm 1) beside the head and sequential, per sequence."""
+        input:
+            model=PROTEIN_MODEL,
+            head=PROTEIN_HEAD,
+            runs=f"{P}/budgets/runs.json",
+            splits=FAMILY_SPLITS,
+            data=f"{P}/data/summary.json",
+            tracking=TRACKING_READY,
+        output:
+            json=f"{P}/ceiling/ceiling.json",
+            markdown=report(f"{P}/ceiling/ceiling.md", caption="../report/family_table.rst", category="Budgets"),
+        log:
+            f"{PL}/ceiling.log",
+        params:
+            options=cli_flags(
+                {"divisors": PROTEIN["family"]["oracle_divisors"], "n": PROTEIN["family"]["oracle_n"],
+                 "tol": PROTEIN["family"]["oracle_tol"], "temperature": PROTEIN["generate"]["temperature"]}
+            ),
+            job=job_flags(),
+            tracking=tracking_flags("protein_oracle_ceiling"),
+            model_dir=parent_dir("model"),
+            head_dir=parent_dir("head"),
+            budgets_dir=parent_dir("runs"),
+            data_dir=parent_dir("data"),
+            out_dir=parent_dir("json"),
+        threads: 1
+        resources:
+            gpu=1,
+            mem_mb=4000,
+            runtime=600,
+        conda:
+            "../../envs/mdm-mi.yaml"
+        shell:
+            "python -m mdm_mi protein-oracle-ceiling --model {params.model_dir} --head {params.head_dir} "
+            "--budgets-dir {params.budgets_dir} --data-dir {params.data_dir} --out-dir {params.out_dir} "
+            "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+
     rule figure_family_covariation:
         input:
             scores=rules.family_compare.output.scores,

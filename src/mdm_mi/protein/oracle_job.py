@@ -1,0 +1,190 @@
+"""The ``protein-oracle-ceiling`` verb: Algorithm 1 fed the certified probing MI (the oracle) in place
+of the MI head, at mi*'s calibrated settings, on a small set of protein lengths drawn from the
+reference; beside it the head and sequential decoding on the same lengths and seed.
+
+Probing costs ``1 + |M|·20`` passes per sequence per step, so only a few dozen sequences are decoded:
+too few for the set-level co-variation r. Each sequence is scored on its own instead, and the arms are
+compared by paired differences (same length, same generator seed):
+- the HMM bit score against the training split's profile HMM, and the pass rate at the 1st
+  percentile of the validation split's scores;
+- the pair log-odds score (:mod:`mdm_mi.protein.pair_score`), which site-independent sequences fail.
+The ceiling (natural validation sequences) and floor (site-independent profile draws) rows are scored
+the same way on as many sequences.
+
+    python -m mdm_mi protein-oracle-ceiling --model results/x/protein/model --head results/x/protein/head \
+        --budgets-dir results/x/protein/budgets --data-dir results/x/protein/data --divisors 4 --n 24 \
+        --tol 1e-3 --out-dir results/x/protein/ceiling
+
+Writes ``ceiling.json`` and ``ceiling.md``. The oracle's probing passes are not counted (as in
+:mod:`mdm_mi.mi.guided`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mdm_mi.errors import InputError
+from mdm_mi.flags import h as _h
+from mdm_mi.io import read_json, write_json, write_text
+from mdm_mi.runtime import resolve_device, setup
+from mdm_mi.stats import mean_ci
+
+ARMS = ("sequential", "head", "oracle")
+ARM_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
+PER_SEQUENCE = ("bit_score", "pair_score")  # per-sequence scores compared by paired differences
+LENGTH_STREAM = 8  # rng stream of the lengths (protein-compare uses 5 and 6)
+
+
+@dataclass(frozen=True)
+class ProteinCeilingArgs:
+    model: Path = field(metadata=_h("protein backbone checkpoint folder"))
+    head: Path = field(metadata=_h("MI head folder (train-head)"))
+    budgets_dir: Path = field(metadata=_h("a protein-compare output folder (runs.json)"))
+    data_dir: Path = field(metadata=_h("prepare-family's folder (splits, ceiling.fasta, floor.fasta)"))
+    out_dir: Path = field(metadata=_h("output folder"))
+    divisors: tuple[int, ...] = field(metadata=_h("budgets (sequential's passes ÷ d) at which to run the oracle"))
+    n: int = field(metadata=_h("sequences per arm (lengths drawn from the reference)"))
+    tol: float = field(metadata=_h("certified probing tolerance (nats)"))
+    temperature: float = field(default=1.0, metadata=_h("sampling temperature"))
+    batch_size: int = field(default=16, metadata=_h("sequences decoded together"))
+    seed: int = field(default=0, metadata=_h("random seed"))
+    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
+    threads: int = field(default=1, metadata=_h("torch CPU threads"))
+
+
+def head_run(runs: dict, divisor: int) -> str:
+    """The run id of mi* at ``divisor``: the MI-guided λ with the best calibration score."""
+    mi = [k for k, r in runs.items() if r["family"].startswith("mi λ=") and r["divisor"] == divisor]
+    if not mi:
+        raise InputError(f"the protein comparison has no MI-guided run at divisor {divisor}")
+    return max(mi, key=lambda k: runs[k]["calib_score"])
+
+
+class SequenceScorer:
+    """Per-sequence family scores: HMM bit score, pass at the threshold, pair log-odds score."""
+
+    def __init__(self, train, val):
+        from mdm_mi.protein import family_metrics as fm
+        from mdm_mi.protein.family import encode_columns
+        from mdm_mi.protein.pair_score import pair_weights
+
+        self.hmm = fm.build_hmm(train)
+        self.threshold = fm.score_threshold(fm.hmm_scores(self.hmm, [r.sequence for r in val]))
+        self.weights = pair_weights(encode_columns([r.columns for r in train]))
+
+    def __call__(self, seqs: list[str]) -> dict[str, np.ndarray]:
+        """→ ``bit_score``, ``pair_score`` ``(n,)`` float64 and ``passes_hmm`` ``(n,)`` bool."""
+        from mdm_mi.protein import family_metrics as fm
+        from mdm_mi.protein.family import encode_columns
+        from mdm_mi.protein.pair_score import pair_scores
+
+        bits = np.asarray(fm.hmm_scores(self.hmm, seqs), dtype=np.float64)
+        pair = pair_scores(self.weights, encode_columns(fm.align_columns(self.hmm, seqs)))
+        return {"bit_score": bits, "pair_score": pair, "passes_hmm": bits > self.threshold}
+
+
+def arm_summary(scores: dict[str, np.ndarray], passes: np.ndarray | None) -> dict:
+    """Means (with 95% half-widths) of one arm's per-sequence scores, its HMM pass rate and passes."""
+    out = {"hmm_pass_rate": float(np.mean(scores["passes_hmm"]))}
+    for key in PER_SEQUENCE:
+        out[key], out[f"{key}_ci"] = mean_ci(scores[key][np.isfinite(scores[key])].tolist())
+    if passes is not None:
+        out["mean_passes"] = float(np.mean(passes))
+    return out
+
+
+def paired(a: np.ndarray, b: np.ndarray) -> dict:
+    """Mean of ``a − b`` over sequences where both are finite, its 95% normal interval and n."""
+    keep = np.isfinite(a) & np.isfinite(b)
+    diff, half = mean_ci((a[keep] - b[keep]).tolist())
+    return {"diff": diff, "lo": diff - half, "hi": diff + half, "n": int(keep.sum())}
+
+
+def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
+    import torch
+
+    from mdm_mi.domain import load_backbone
+    from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
+    from mdm_mi.mi.head import load_head
+    from mdm_mi.protein.family_job import read_splits
+    from mdm_mi.protein.fasta import read_fasta
+    from mdm_mi.protein.generate import draw_lengths, generate
+    from mdm_mi.sampler_table import build_sampler
+    from mdm_mi.samplers import Sequential
+
+    setup(args.threads, args.seed)
+    if args.n < 2 or not args.divisors or min(args.divisors) < 1 or not args.tol > 0:
+        raise InputError(f"need --n >= 2, divisors >= 1 and --tol > 0, got {args.n}, {args.divisors}, {args.tol}")
+    runs_path = Path(args.budgets_dir) / "runs.json"
+    if not runs_path.is_file():
+        raise InputError(f"protein comparison output missing: {runs_path}")
+    runs = read_json(runs_path)["runs"]
+    heads = {d: head_run(runs, d) for d in args.divisors}  # fail on a missing budget before any decoding
+    train, val, reference, _ = read_splits(args.data_dir)
+    scorer = SequenceScorer(train, val)
+    lengths = draw_lengths([len(r.sequence) for r in reference], args.n, np.random.default_rng([args.seed, LENGTH_STREAM]))
+    device = resolve_device(args.device)
+    backbone, _ = load_backbone(args.model, device, domain="protein")
+    head, _ = load_head(args.head, device)
+    fns = {"head": head_pairwise_fn(head), "oracle": oracle_pairwise_fn(backbone, method="certified", tol=args.tol)}
+
+    def run(sampler, fn):
+        gen = torch.Generator(device=backbone.vocab_token_ids.device).manual_seed(args.seed + 1)
+        seqs, passes = generate(backbone, lengths, sampler, gen, temperature=args.temperature, pairwise_fn=fn,
+                                batch_size=args.batch_size)
+        return seqs, passes, scorer(seqs)
+
+    _, seq_passes, seq_scores = run(Sequential("entropy"), None)
+    natural = {name: scorer([s for _, s in read_fasta(Path(args.data_dir) / f"{name}.fasta")][: args.n])
+               for name in ("ceiling", "floor")}
+    result = {"n": args.n, "tol": args.tol, "hmm_threshold": scorer.threshold,
+              "references": {k: arm_summary(v, None) for k, v in natural.items()},
+              "sequential": arm_summary(seq_scores, seq_passes), "divisors": {}}
+    for d, run_id in heads.items():
+        params, t0 = runs[run_id]["params"], time.time()
+        arms = {"sequential": (seq_passes, seq_scores)}
+        for arm, name in (("head", "mi"), ("oracle", "mi-oracle")):
+            _, passes, scores = run(build_sampler(name, **params), fns[arm])
+            arms[arm] = (passes, scores)
+        result["divisors"][str(d)] = {
+            "head_run": run_id, "params": params, "seconds": time.time() - t0,
+            **{arm: arm_summary(s, p) for arm, (p, s) in arms.items() if arm != "sequential"},
+            "differences": {f"{a}-{b}": {k: paired(arms[a][1][k], arms[b][1][k]) for k in PER_SEQUENCE}
+                            for a, b in ARM_PAIRS}}
+        print(f"1/{d}: oracle @ {np.mean(arms['oracle'][0]):.1f} passes, head @ {np.mean(arms['head'][0]):.1f}, "
+              f"{time.time() - t0:.0f} s", flush=True)
+    out = Path(args.out_dir)
+    write_json(out / "ceiling.json", result)
+    write_text(out / "ceiling.md", ceiling_markdown(result))
+    tracker.log_metrics({f"1_{d}.{arm}.{k}": v for d, r in result["divisors"].items() for arm in ("head", "oracle")
+                         for k, v in r[arm].items()})
+    tracker.log_artifact(out / "ceiling.md")
+
+
+def ceiling_markdown(result: dict) -> str:
+    """One row per arm and budget (passes, HMM pass rate, bit score, pair score), then the paired
+    differences of the per-sequence scores."""
+    def row(name, s):
+        passes = f"{s['mean_passes']:.1f}" if "mean_passes" in s else "—"
+        return (f"| {name} | {passes} | {100 * s['hmm_pass_rate']:.0f}% | {s['bit_score']:.1f} ± {s['bit_score_ci']:.1f} "
+                f"| {s['pair_score']:.4f} ± {s['pair_score_ci']:.4f} |")
+
+    lines = [f"**Protein MI oracle** ({result['n']} sequences per arm; oracle = certified probing MI, "
+             f"±{result['tol']:g} nats; mean ± 95% half-width)", "",
+             "| arm | mean passes | HMM pass | bit score | pair score (nats) |", "|---|---|---|---|---|",
+             row("ceiling (natural)", result["references"]["ceiling"]),
+             row("floor (site-independent)", result["references"]["floor"]),
+             row("sequential", result["sequential"])]
+    for d, r in result["divisors"].items():
+        lines += [row(f"MI head (mi*) 1/{d}", r["head"]), row(f"MI oracle 1/{d}", r["oracle"])]
+    lines += ["", "| budget | pair | Δ bit score [95%] | Δ pair score [95%] |", "|---|---|---|---|"]
+    for d, r in result["divisors"].items():
+        for pair, x in r["differences"].items():
+            b, p = x["bit_score"], x["pair_score"]
+            lines.append(f"| 1/{d} | {pair} | {b['diff']:+.1f} [{b['lo']:+.1f}, {b['hi']:+.1f}] "
+                         f"| {p['diff']:+.4f} [{p['lo']:+.4f}, {p['hi']:+.4f}] |")
+    return "\n".join(lines) + "\n"
