@@ -137,6 +137,7 @@ if FAMILY:
             budgets_dir=parent_dir("runs"),
             data_dir=parent_dir("data"),
             out_dir=parent_dir("table"),
+        priority: 10  # the protein chain is the run's critical path: ahead of the Sudoku comparisons
         threads: 1
         resources:
             mem_mb=2000,

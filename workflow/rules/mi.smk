@@ -27,6 +27,7 @@ rule label:
         domain=DOMAINS,
         split=LABEL_SPLITS,
         shard=r"\d+",
+    priority: 20  # the labels and heads gate every comparison: scheduled before the fixed grid
     threads: 1  # shards run side by side, one per core
     resources:
         gpu=1,
@@ -61,6 +62,7 @@ rule train_head:
         out_dir=parent_dir("meta"),
     wildcard_constraints:
         domain=DOMAINS,
+    priority: 20  # the labels and heads gate every comparison: scheduled before the fixed grid
     threads: 1  # a small model: runs beside another job rather than holding both cores of a 2-core machine
     resources:
         gpu=1,

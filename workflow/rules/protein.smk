@@ -172,6 +172,7 @@ rule protein_compare:
         model_dir=parent_dir("model"),
         head_dir=parent_dir("head"),
         out_dir=parent_dir("budgets"),
+    priority: 10  # the protein chain is the run's critical path: ahead of the Sudoku comparisons
     threads: 1  # decodes side by side with the Sudoku comparisons on 2 cores
     resources:
         gpu=1,
