@@ -17,6 +17,7 @@ import re
 import sqlite3
 import subprocess
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,7 +27,7 @@ RENAMED = {  # rule names of runs made before 2026-12-01's renames → today's
     "protein_generate": "generate", "tracking_store": "init_tracking", "protein_import_esmc": "import_esmc",
     "esmc_download": "download_esmc", "sudoku_import_pretrained": "import_pretrained"}
 QUERY = """
-select t.value, (r.end_time - r.start_time) / 60000.0
+select t.value, (r.end_time - r.start_time) / 60000.0, r.name
 from runs r
 join tags t on t.run_uuid = r.run_uuid and t.key = 'rule'
 join tags w on w.run_uuid = r.run_uuid and w.key = 'wildcard.config' and w.value = ?
@@ -37,10 +38,20 @@ where r.end_time is not null and r.status = 'FINISHED' and r.start_time >= ?
 def job_minutes(db: Path, config: str, since_ms: int = 0) -> dict[str, list[float]]:
     """rule → wall minutes of each finished job of ``config`` started at or after ``since_ms`` (epoch ms)."""
     out: dict[str, list[float]] = defaultdict(list)
-    with sqlite3.connect(db) as con:
-        for rule, minutes in con.execute(QUERY, (config, since_ms)):
-            out[RENAMED.get(rule, rule)].append(minutes)
+    for rule, minutes in named_job_minutes(db, config, since_ms).values():
+        out[rule].append(minutes)
     return dict(out)
+
+
+def named_job_minutes(db: Path, config: str, since_ms: int = 0) -> dict[frozenset, tuple[str, float]]:
+    """Each finished job's key (its rule and wildcard values, as a set) → (rule, wall minutes)."""
+    out = {}
+    with sqlite3.connect(db) as con:
+        for rule, minutes, name in con.execute(QUERY, (config, since_ms)):
+            rule = RENAMED.get(rule, rule)
+            values = [v for v in (name or "").split("/")[1:] if v != config]
+            out[frozenset([rule, *values])] = (rule, minutes)
+    return out
 
 
 def rule_graph(configfile: str) -> dict[str, set[str]]:
@@ -67,6 +78,63 @@ def critical_path(needs: dict[str, set[str]], cost: dict[str, float]) -> tuple[f
     return max(longest(r) for r in needs)
 
 
+@dataclass
+class Job:
+    """One job of the dry run: its key (rule and wildcard values), threads, priority and the jobs it needs."""
+
+    key: frozenset
+    threads: int = 1
+    priority: int = 0
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    needs: set = field(default_factory=set)
+
+
+def job_graph(configfile: str) -> dict[str, Job]:
+    """Every job of ``snakemake -n --forceall`` → :class:`Job` by jobid, with the jobs whose outputs
+    it reads as ``needs``."""
+    text = subprocess.run(["snakemake", "-n", "--forceall", "--configfile", configfile], cwd=REPO,
+                          capture_output=True, text=True, check=True).stdout
+    jobs: dict[str, Job] = {}
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", text):
+        head = re.match(r"(?:local)?rule (\w+):", block)
+        fields = dict(re.findall(r"^\s+(\w+): (.*)$", block, flags=re.M))
+        if not head or "jobid" not in fields:
+            continue
+        values = [w.split("=", 1)[1] for w in fields.get("wildcards", "").split(", ") if "=" in w]
+        jobs[fields["jobid"]] = Job(frozenset([head.group(1), *values]), int(fields.get("threads", 1)),
+                                    int(fields.get("priority", 0)), tuple(fields.get("input", "").split(", ")),
+                                    tuple(fields.get("output", "").split(", ")))
+    made_by = {out: jid for jid, job in jobs.items() for out in job.outputs if out}
+    for job in jobs.values():
+        job.needs = {made_by[i] for i in job.inputs if i in made_by}
+    return jobs
+
+
+def simulate(jobs: dict[str, Job], minutes: dict[frozenset, tuple[str, float]], cores: int) -> float:
+    """Makespan (minutes) of a greedy list schedule: whenever cores free up, start the ready jobs by
+    descending priority (ties: longest first) while their threads fit. Jobs without a measurement
+    take 0 minutes. Snakemake's own scheduler is also greedy by priority, but not identical."""
+    import heapq
+
+    def cost(jid: str) -> float:
+        return minutes.get(jobs[jid].key, ("", 0.0))[1]
+
+    done, running, clock, free, pending = set(), [], 0.0, cores, set(jobs)
+    while pending or running:
+        ready = sorted((j for j in pending if jobs[j].needs <= done), key=lambda j: (-jobs[j].priority, -cost(j)))
+        for jid in ready:
+            threads = min(cores, jobs[jid].threads)
+            if threads <= free:
+                free -= threads
+                pending.discard(jid)
+                heapq.heappush(running, (clock + cost(jid), jid, threads))
+        clock, jid, threads = heapq.heappop(running)
+        done.add(jid)
+        free += threads
+    return clock
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", type=Path, default=REPO / "results" / "mlflow.db")
@@ -87,6 +155,14 @@ def main() -> None:
     print(f"\ncritical path {path_minutes:.1f} min: {' → '.join(path)}")
     for c in args.cores:
         print(f"estimate on {c} cores (lower bound, one thread per job): {max(path_minutes, total / c):.1f} min")
+    graph = job_graph(args.configfile)
+    named = named_job_minutes(args.db, args.config, int(since.timestamp() * 1000) if since else 0)
+    missing = [sorted(j.key) for j in graph.values() if j.key not in named and "all" not in j.key]
+    for c in args.cores:
+        print(f"simulated greedy schedule on {c} cores (this Snakefile's threads and priorities, the measured "
+              f"job minutes): {simulate(graph, named, c):.1f} min")
+    if missing:
+        print(f"jobs without a measurement (0 minutes in the simulation): {len(missing)}, e.g. {missing[:3]}")
     unmeasured = sorted(set(rule_graph(args.configfile)) - set(jobs) - {"all"})
     if unmeasured:
         print(f"not measured (no finished job in the store): {', '.join(unmeasured)}")
