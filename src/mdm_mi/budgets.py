@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path
 from mdm_mi.paired import paired_difference
 from mdm_mi.stats import wilson_interval
@@ -30,6 +31,15 @@ FIELDS = ["set", "divisor", "target", "first", "second", "n", "passes_first", "p
 
 def is_contender(family: str) -> bool:
     return family.startswith(CONTENDER_PREFIXES)
+
+
+def best_mi_run(runs: dict[str, dict], divisor: int) -> str:
+    """The run id of ``mi*`` at ``divisor`` in a comparison's ``runs``: the MI-guided λ with the best
+    ``calib_score`` (first of ties, as in :func:`by_budget`). One-line error when there is none."""
+    mi = [k for k, r in runs.items() if r["family"].startswith("mi λ=") and r["divisor"] == divisor]
+    if not mi:
+        raise InputError(f"the comparison has no MI-guided run at divisor {divisor}")
+    return max(mi, key=lambda k: runs[k]["calib_score"])
 
 
 def by_budget(runs: dict[str, dict]) -> dict[int, dict[str, dict]]:

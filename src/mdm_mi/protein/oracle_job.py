@@ -56,14 +56,6 @@ class ProteinCeilingArgs:
     threads: int = field(default=1, metadata=_h("torch CPU threads"))
 
 
-def head_run(runs: dict, divisor: int) -> str:
-    """The run id of mi* at ``divisor``: the MI-guided λ with the best calibration score."""
-    mi = [k for k, r in runs.items() if r["family"].startswith("mi λ=") and r["divisor"] == divisor]
-    if not mi:
-        raise InputError(f"the protein comparison has no MI-guided run at divisor {divisor}")
-    return max(mi, key=lambda k: runs[k]["calib_score"])
-
-
 class SequenceScorer:
     """Per-sequence family scores: HMM bit score, pass at the threshold, pair log-odds score."""
 
@@ -107,6 +99,7 @@ def paired(a: np.ndarray, b: np.ndarray) -> dict:
 def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     import torch
 
+    from mdm_mi.budgets import best_mi_run
     from mdm_mi.domain import load_backbone
     from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
     from mdm_mi.mi.head import load_head
@@ -123,7 +116,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     if not runs_path.is_file():
         raise InputError(f"protein comparison output missing: {runs_path}")
     runs = read_json(runs_path)["runs"]
-    heads = {d: head_run(runs, d) for d in args.divisors}  # fail on a missing budget before any decoding
+    heads = {d: best_mi_run(runs, d) for d in args.divisors}  # fail on a missing budget before any decoding
     train, val, reference, _ = read_splits(args.data_dir)
     scorer = SequenceScorer(train, val)
     lengths = draw_lengths([len(r.sequence) for r in reference], args.n, np.random.default_rng([args.seed, LENGTH_STREAM]))
@@ -173,8 +166,9 @@ def ceiling_markdown(result: dict) -> str:
         return (f"| {name} | {passes} | {100 * s['hmm_pass_rate']:.0f}% | {s['bit_score']:.1f} ± {s['bit_score_ci']:.1f} "
                 f"| {s['pair_score']:.4f} ± {s['pair_score_ci']:.4f} |")
 
-    lines = [f"**Protein MI oracle** ({result['n']} sequences per arm; oracle = certified probing MI, "
-             f"±{result['tol']:g} nats; mean ± 95% half-width)", "",
+    title = (f"**Protein MI oracle** ({result['n']} sequences per arm; oracle = certified probing MI, "
+             f"±{result['tol']:g} nats; mean ± 95% half-width)")
+    lines = [title, "",
              "| arm | mean passes | HMM pass | bit score | pair score (nats) |", "|---|---|---|---|---|",
              row("ceiling (natural)", result["references"]["ceiling"]),
              row("floor (site-independent)", result["references"]["floor"]),

@@ -54,15 +54,8 @@ def _load_compare(folder: Path):
     return runs, outcomes
 
 
-def _head_run(runs: dict, divisor: int) -> str:
-    """The run id of ``mi*`` at ``divisor``: the MI-guided λ with the best calibration accuracy."""
-    mi = [k for k, r in runs.items() if r["family"].startswith("mi λ=") and r["divisor"] == divisor]
-    if not mi:
-        raise InputError(f"the comparison has no MI-guided run at divisor {divisor}")
-    return max(mi, key=lambda k: runs[k]["calib_score"])
-
-
 def sudoku_oracle_ceiling(args: CeilingArgs, tracker) -> None:
+    from mdm_mi.budgets import best_mi_run
     from mdm_mi.mi.guided import oracle_pairwise_fn
     from mdm_mi.domain import load_backbone
     from mdm_mi.paired import paired_difference
@@ -80,7 +73,7 @@ def sudoku_oracle_ceiling(args: CeilingArgs, tracker) -> None:
     oracle = Decoder(model, oracle_pairwise_fn(model, method="certified", tol=args.tol), args.batch_size, args.seed)
     result = {"n": len(idx), "tol": args.tol, "divisors": {}}
     for d in args.divisors:
-        head_id = _head_run(runs, d)
+        head_id = best_mi_run(runs, d)
         params = runs[head_id]["params"]
         t0 = time.time()
         solved, passes = oracle(test.subset(idx), build_sampler("mi-oracle", **params))
