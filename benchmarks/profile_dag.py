@@ -35,16 +35,17 @@ where r.end_time is not null and r.status = 'FINISHED' and r.start_time >= ?
 """
 
 
-def job_minutes(db: Path, config: str, since_ms: int = 0) -> dict[str, list[float]]:
-    """rule → wall minutes of each finished job of ``config`` started at or after ``since_ms`` (epoch ms)."""
+def by_rule(named: dict[frozenset, tuple[str, float]]) -> dict[str, list[float]]:
+    """:func:`named_job_minutes`' jobs grouped: rule → wall minutes of each of its jobs."""
     out: dict[str, list[float]] = defaultdict(list)
-    for rule, minutes in named_job_minutes(db, config, since_ms).values():
+    for rule, minutes in named.values():
         out[rule].append(minutes)
     return dict(out)
 
 
 def named_job_minutes(db: Path, config: str, since_ms: int = 0) -> dict[frozenset, tuple[str, float]]:
-    """Each finished job's key (its rule and wildcard values, as a set) → (rule, wall minutes)."""
+    """Each finished job of ``config`` started at or after ``since_ms`` (epoch ms): its key (rule and
+    wildcard values, as a set) → (rule, wall minutes)."""
     out = {}
     with sqlite3.connect(db) as con:
         for rule, minutes, name in con.execute(QUERY, (config, since_ms)):
@@ -145,25 +146,26 @@ def main() -> None:
                     help="only jobs started at or after this time (e.g. 2026-12-01T20:32, UTC): one run's jobs")
     args = ap.parse_args()
     since = args.since.replace(tzinfo=args.since.tzinfo or timezone.utc) if args.since else None
-    jobs = job_minutes(args.db, args.config, int(since.timestamp() * 1000) if since else 0)
+    named = named_job_minutes(args.db, args.config, int(since.timestamp() * 1000) if since else 0)
+    jobs = by_rule(named)
     total = sum(sum(v) for v in jobs.values())
     print("| rule | jobs | minutes (sum) | slowest job | share |\n|---|---|---|---|---|")
     for rule, mins in sorted(jobs.items(), key=lambda kv: -sum(kv[1])):
         print(f"| {rule} | {len(mins)} | {sum(mins):.1f} | {max(mins):.1f} | {100 * sum(mins) / total:.0f}% |")
     print(f"| all measured jobs | {sum(map(len, jobs.values()))} | {total:.1f} | | |")
-    path_minutes, path = critical_path(rule_graph(args.configfile), {r: max(m) for r, m in jobs.items()})
+    rules = rule_graph(args.configfile)
+    path_minutes, path = critical_path(rules, {r: max(m) for r, m in jobs.items()})
     print(f"\ncritical path {path_minutes:.1f} min: {' → '.join(path)}")
     for c in args.cores:
         print(f"estimate on {c} cores (lower bound, one thread per job): {max(path_minutes, total / c):.1f} min")
     graph = job_graph(args.configfile)
-    named = named_job_minutes(args.db, args.config, int(since.timestamp() * 1000) if since else 0)
     missing = [sorted(j.key) for j in graph.values() if j.key not in named and "all" not in j.key]
     for c in args.cores:
         print(f"simulated greedy schedule on {c} cores (this Snakefile's threads and priorities, the measured "
               f"job minutes): {simulate(graph, named, c):.1f} min")
     if missing:
         print(f"jobs without a measurement (0 minutes in the simulation): {len(missing)}, e.g. {missing[:3]}")
-    unmeasured = sorted(set(rule_graph(args.configfile)) - set(jobs) - {"all"})
+    unmeasured = sorted(set(rules) - set(jobs) - {"all"})
     if unmeasured:
         print(f"not measured (no finished job in the store): {', '.join(unmeasured)}")
 

@@ -153,14 +153,21 @@ def read_splits(data_dir: Path) -> tuple[list, list, list, dict]:
     return (*(parse_a2m(data / f"{name}.a2m") for name in SPLIT_NAMES), read_json(data / "summary.json"))
 
 
-def hmm_frame(train, val, reference):
-    """What every family score is measured against: the profile HMM built from the training split,
-    the pass threshold (1st percentile of the validation split's bit scores) and the reference's match
-    columns realigned to that HMM → ``(hmm, threshold, reference columns)``."""
+def hmm_threshold(train, val):
+    """The profile HMM built from the training split and its pass threshold (1st percentile of the
+    validation split's bit scores) → ``(hmm, threshold)``."""
     from mdm_mi.protein import family_metrics as fm
 
     hmm = fm.build_hmm(train)
-    threshold = fm.score_threshold(fm.hmm_scores(hmm, [r.sequence for r in val]))
+    return hmm, fm.score_threshold(fm.hmm_scores(hmm, [r.sequence for r in val]))
+
+
+def hmm_frame(train, val, reference):
+    """What every family score is measured against: :func:`hmm_threshold` and the reference's match
+    columns realigned to that HMM → ``(hmm, threshold, reference columns)``."""
+    from mdm_mi.protein import family_metrics as fm
+
+    hmm, threshold = hmm_threshold(train, val)
     return hmm, threshold, fm.align_columns(hmm, [r.sequence for r in reference])
 
 

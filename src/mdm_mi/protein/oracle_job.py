@@ -33,7 +33,6 @@ from mdm_mi.io import read_json, write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
 from mdm_mi.stats import mean_ci
 
-ARMS = ("sequential", "head", "oracle")
 ARM_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
 PER_SEQUENCE = ("bit_score", "pair_score")  # per-sequence scores compared by paired differences
 LENGTH_STREAM = 8  # rng stream of the lengths (protein-compare uses 5 and 6)
@@ -60,12 +59,11 @@ class SequenceScorer:
     """Per-sequence family scores: HMM bit score, pass at the threshold, pair log-odds score."""
 
     def __init__(self, train, val):
-        from mdm_mi.protein import family_metrics as fm
         from mdm_mi.protein.family import encode_columns
+        from mdm_mi.protein.family_job import hmm_threshold
         from mdm_mi.protein.pair_score import pair_weights
 
-        self.hmm = fm.build_hmm(train)
-        self.threshold = fm.score_threshold(fm.hmm_scores(self.hmm, [r.sequence for r in val]))
+        self.hmm, self.threshold = hmm_threshold(train, val)
         self.weights = pair_weights(encode_columns([r.columns for r in train]))
 
     def __call__(self, seqs: list[str]) -> dict[str, np.ndarray]:
@@ -129,9 +127,9 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
         gen = torch.Generator(device=backbone.vocab_token_ids.device).manual_seed(args.seed + 1)
         seqs, passes = generate(backbone, lengths, sampler, gen, temperature=args.temperature, pairwise_fn=fn,
                                 batch_size=args.batch_size)
-        return seqs, passes, scorer(seqs)
+        return passes, scorer(seqs)
 
-    _, seq_passes, seq_scores = run(Sequential("entropy"), None)
+    seq_passes, seq_scores = run(Sequential("entropy"), None)
     natural = {name: scorer([s for _, s in read_fasta(Path(args.data_dir) / f"{name}.fasta")][: args.n])
                for name in ("ceiling", "floor")}
     result = {"n": args.n, "tol": args.tol, "hmm_threshold": scorer.threshold,
@@ -141,8 +139,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
         params, t0 = runs[run_id]["params"], time.time()
         arms = {"sequential": (seq_passes, seq_scores)}
         for arm, name in (("head", "mi"), ("oracle", "mi-oracle")):
-            _, passes, scores = run(build_sampler(name, **params), fns[arm])
-            arms[arm] = (passes, scores)
+            arms[arm] = run(build_sampler(name, **params), fns[arm])
         result["divisors"][str(d)] = {
             "head_run": run_id, "params": params, "seconds": time.time() - t0,
             **{arm: arm_summary(s, p) for arm, (p, s) in arms.items() if arm != "sequential"},
