@@ -12,7 +12,7 @@ import torch
 
 from conftest import MockBackbone, seeded_logits
 from mdm_mi.budgets import BEST_MI, budget_rows, by_budget, markdown, read_csv, summary_markdown, winners, write_csv
-from mdm_mi.calibrate import Family, calibrate, targets
+from mdm_mi.calibrate import DIVISORS, Family, calibrate, calibrate_grid, next_guess, targets
 from mdm_mi.paired import (bootstrap_curves, detectable_difference, interpolate_curve, mcnemar_exact,
                            newcombe_interval, paired_difference)
 from mdm_mi.sampler_table import build_sampler
@@ -322,3 +322,48 @@ def test_compare_size_flags_are_checked_before_any_work(tmp_path, capsys, extra,
     assert main(argv) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def _power_law_measure(calls: list):
+    """Passes = 100 / k (a naive-like curve), each decode recorded with the passes it cost."""
+    def measure(sampler):
+        calls.append(100.0 / sampler.k)
+        return 100.0 / sampler.k, {}
+    return measure
+
+
+def test_the_search_decodes_the_cheap_end_first_never_the_middle_of_the_range():
+    dec = Family("toy", "naive", "k", 1.0, 100.0, "log", increasing=False)
+    inc = Family("tau", "threshold", "tau", 0.0, 1 - 1e-6, "log1m", increasing=True)
+    assert next_guess(dec, 25.0, {}) == 100.0  # passes fall with k: the largest k is cheapest
+    assert next_guess(inc, 25.0, {}) == 0.0  # passes rise with τ: the smallest τ is cheapest
+    calls: list = []
+    point = calibrate(dec, 20.0, _power_law_measure(calls))
+    assert point.on_target and calls[0] == 1.0
+    assert max(calls) < 2 * 20.0  # no decode near sequential's cost (100 passes)
+
+
+def test_a_target_the_range_cannot_reach_stops_after_one_decode():
+    """A rule whose fastest setting still needs 8 passes: the target 5 is out of reach, and the search
+    says so after decoding that setting once instead of bisecting toward it."""
+    fam = Family("floor", "naive", "k", 1.0, 100.0, "log", increasing=False)
+    calls = []
+
+    def measure(sampler):
+        calls.append(sampler.k)
+        return max(100.0 / sampler.k, 8.0), {}
+
+    point = calibrate(fam, 5.0, measure)
+    assert calls == [100.0] and point.decodes == 1 and point.passes == 8.0 and not point.on_target
+    assert next_guess(fam, 200.0, {1.0: 100.0}) is None  # above the most expensive setting: out of reach too
+
+
+def test_the_grid_costs_little_more_than_decoding_each_budget_once():
+    """Σ passes decoded over all budgets of a power-law family, against Σ targets (the least any
+    search can decode: one decode per budget): cheapest budgets first, each from the previous ones."""
+    fam = Family("toy", "naive", "k", 1.0, 100.0, "log", increasing=False)
+    calls: list = []
+    points = calibrate_grid([fam], 100.0, DIVISORS, _power_law_measure(calls), log=lambda m: None)
+    assert [p.extra["divisor"] for p in points] == list(DIVISORS)
+    assert all(p.on_target for p in points)
+    assert sum(calls) < 2 * sum(p.target for p in points), (sum(calls), calls)

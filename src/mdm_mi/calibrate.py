@@ -1,5 +1,5 @@
 """Calibrated budgets: the parameter of each parallel sampler that reaches a target mean number of
-forward passes, found by bisection on a calibration split (never on the test items).
+forward passes, found by a search on a calibration split (never on the test items).
 
 Only passes are comparable across samplers; their parameters (naive k, EB γ, MI-guided γ, the
 threshold τ) are not. So every sampler is set to the same pass budgets — sequential's passes divided
@@ -20,9 +20,15 @@ from typing import Callable
 from mdm_mi.sampler_table import build_sampler
 from mdm_mi.samplers import Sampler
 
-SCALES = ("linear", "log", "log1m")  # bisect on p, log p, or −log(1 − p) (for τ near 1)
-DEFAULT_ITERS = 14
+SCALES = ("linear", "log", "log1m")  # search on p, log p, or −log(1 − p) (for τ near 1)
 DEFAULT_RTOL = 0.02  # stop once the mean passes lie within 2% of the target
+DEFAULT_ITERS = 10  # decodes per target at most (a step function may have no value within rtol)
+U_TOL = 1e-2  # a bracket this narrow in the search coordinate (1% of k or γ) straddles a step of the passes: stop
+BISECT_EVERY = 3  # every third step bisects, so a flat stretch of the curve cannot stall the search
+INTERP_MARGIN = 0.05  # an interpolated step stays this fraction of the bracket away from its ends
+FIRST_STRIDE = 1 / 8  # from the cheap end, the first step toward the target: this fraction of the range
+CEILING_GAP = 1e-6  # passes within this fraction of the ceiling count as at the ceiling
+MAX_EXPANSION = 2.0  # an extrapolated step is at most this multiple of the distance between its two points
 ON_TARGET_RTOL = 0.05  # a calibrated point is reported "on target" within ±5%
 DIVISORS = (2, 3, 4, 5, 6, 8, 10)
 GAMMA_RANGE = (1e-9, 1e3)  # nats: from one token per pass (near-deterministic cells sit below 1e-3) to all at once
@@ -37,7 +43,7 @@ class Family:
     sampler:    the registered sampler name.
     param:      the calibrated keyword (``k``, ``gamma``, ``tau``, ...).
     lo, hi:     the search interval of the parameter.
-    scale:      how to bisect (``linear``, ``log`` or ``log1m``).
+    scale:      the search coordinate (``linear``, ``log`` or ``log1m``).
     increasing: whether mean passes rise with the parameter (τ) or fall (k, γ).
     fixed:      the other keywords of the sampler (λ, on_reject, ...).
     """
@@ -62,7 +68,7 @@ class Family:
         return build_sampler(self.sampler, **self.fixed, **{self.param: value})
 
     def to_u(self, value: float) -> float:
-        """The bisection coordinate, increasing with ``value``."""
+        """The search coordinate, increasing with ``value``."""
         if self.scale == "log":
             return math.log(value)
         return -math.log1p(-value) if self.scale == "log1m" else value
@@ -94,56 +100,98 @@ Measure = Callable[[Sampler], tuple[float, dict]]  # sampler → (mean passes, e
 
 
 def calibrate(family: Family, target: float, measure: Measure, iters: int = DEFAULT_ITERS,
-              rtol: float = DEFAULT_RTOL, cache: dict | None = None) -> Point:
+              rtol: float = DEFAULT_RTOL, cache: dict | None = None, ceiling: float | None = None) -> Point:
     """Search ``family``'s parameter so that ``measure(sampler)[0]`` (mean passes on the calibration
     split) reaches ``target``; the closest point seen is returned (passes are a step function of the
     parameter, so an exact hit is not always possible). ``cache`` (value → result) may be shared
-    between the targets of one family to reuse decodes: the search starts from the tightest bracket
-    the cache already holds and steps by :func:`next_u` (interpolation, safeguarded by bisection)."""
+    between the targets of one family to reuse decodes. ``ceiling`` (sequential's passes, which no
+    sampler exceeds) lets the search model passes near it (:func:`next_guess`).
+
+    Every decode costs about its passes, so the search never starts in the middle of the range (a
+    setting near sequential's, the most expensive decode there is): :func:`next_guess` measures the
+    cheap end of the range first, extrapolates from the cheap side until the target is bracketed and
+    then interpolates. It stops within ``rtol`` of the target, after ``iters`` decodes, or when the
+    range cannot reach the target (e.g. a rule whose fastest setting still needs more passes).
+    """
     cache = {} if cache is None else cache
-    lo, hi = family.to_u(family.lo), family.to_u(family.hi)
-    p_lo = p_hi = None  # passes at the bracket's ends, once measured
     best: tuple[float, float, float, dict] | None = None  # (error, value, passes, extra)
+    for value in sorted(cache):
+        if family.lo <= value <= family.hi:
+            err = abs(cache[value][0] / target - 1)
+            if best is None or err < best[0]:
+                best = (err, value, cache[value][0], cache[value][1])
     decodes = 0
-
-    def seen(value: float) -> float:
-        nonlocal best
-        passes, extra = cache[value]
-        err = abs(passes / target - 1)
-        if best is None or err < best[0]:
-            best = (err, value, passes, extra)
-        return passes
-
-    for value in sorted(cache):  # the cache's points: the best so far and a tighter bracket
-        if not family.lo <= value <= family.hi:
-            continue
-        u, passes = family.to_u(value), seen(value)
-        if (passes > target) != family.increasing and u > lo:  # lies on the low-u side of the target
-            lo, p_lo = u, passes
-        elif (passes > target) == family.increasing and u < hi:
-            hi, p_hi = u, passes
-    if lo >= hi:  # the cached passes are not monotone in the parameter: search the whole range
-        (lo, hi), p_lo, p_hi = (family.to_u(family.lo), family.to_u(family.hi)), None, None
-    for step in range(iters):
-        if (best is not None and best[0] <= rtol) or hi - lo < U_TOL:
+    while decodes < iters and (best is None or best[0] > rtol):
+        bisect = decodes % BISECT_EVERY == BISECT_EVERY - 1
+        value = next_guess(family, target, {v: r[0] for v, r in cache.items()}, bisect, ceiling)
+        if value is None:
             break
-        u = next_u(lo, hi, p_lo, p_hi, target, bisect=step % BISECT_EVERY == BISECT_EVERY - 1)
-        value = family.from_u(u)
-        if value not in cache:
-            cache[value] = measure(family.build(value))
-            decodes += 1
-        passes = seen(value)
-        if (passes > target) != family.increasing:
-            lo, p_lo = u, passes
-        else:
-            hi, p_hi = u, passes
+        cache[value] = measure(family.build(value))
+        decodes += 1
+        passes, extra = cache[value]
+        if best is None or abs(passes / target - 1) < best[0]:
+            best = (abs(passes / target - 1), value, passes, extra)
     _, value, passes, extra = best
     return Point(family=family.label, target=target, value=value, passes=passes, decodes=decodes, extra=extra)
 
 
-U_TOL = 1e-3  # stop once the bracket is this narrow in the search coordinate (passes are a step function)
-BISECT_EVERY = 3  # every third step bisects, so a flat stretch of the curve cannot stall the search
-INTERP_MARGIN = 0.05  # an interpolated step stays this fraction of the bracket away from its ends
+
+def next_guess(family: Family, target: float, seen: dict[float, float], bisect: bool = False,
+               ceiling: float | None = None) -> float | None:
+    """The next parameter to decode given ``seen`` (value → mean passes), or None when the target
+    is out of reach or bracketed more narrowly than ``U_TOL``.
+
+    In the coordinate ``w`` (``±`` the search coordinate, so that passes fall as ``w`` grows):
+    with no measurement at or below the target, decode the cheap end of the range (if that is
+    measured and still above the target, no setting reaches it). With measurements only at or below
+    the target, step from the lowest-``w`` one toward the expensive end: secant through the two
+    lowest, at most ``MAX_EXPANSION`` × their distance or ``FIRST_STRIDE`` of the range, whichever is
+    larger (one point, or passes flat between the two: ``FIRST_STRIDE`` of the range; an overshoot
+    toward the expensive end costs more than a short step). Once both sides are measured, :func:`next_u`
+    interpolates inside the bracket. Secants and interpolation are linear in log passes, or, given
+    the ``ceiling`` S, in log(p / (S − p)): passes level off toward S at the expensive end, where a
+    line in log passes would creep toward it in short steps.
+    """
+    sign = -1.0 if family.increasing else 1.0
+    seen = {v: _odds(p, ceiling) for v, p in seen.items()}
+    target = _odds(target, ceiling)
+    w_min, w_max = sorted((sign * family.to_u(family.lo), sign * family.to_u(family.hi)))
+    pts = sorted((sign * family.to_u(v), p) for v, p in seen.items() if family.lo <= v <= family.hi)
+    above = [(w, p) for w, p in pts if p > target]
+    a = max(above) if above else None  # the cheapest measurement still above the target
+    below = [(w, p) for w, p in pts if p <= target and (a is None or w > a[0])]
+    if not below:
+        if a is not None and a[0] >= w_max:
+            return None  # the cheapest setting of the range is above the target
+        return _from_w(family, sign, w_max)
+    if a is None:
+        if below[0][0] <= w_min:
+            return None  # the most expensive setting of the range is below the target
+        if len(below) == 1:
+            step = FIRST_STRIDE * (w_max - w_min)
+        else:
+            (w1, p1), (w2, p2) = below[0], below[1]
+            slope = (math.log(p1) - math.log(p2)) / (w2 - w1) if p1 > 0 and p2 > 0 else 0.0
+            far = max(MAX_EXPANSION * (w2 - w1), FIRST_STRIDE * (w_max - w_min))
+            step = min((math.log(target) - math.log(p1)) / slope, far) if slope > 0 else FIRST_STRIDE * (w_max - w_min)
+        return _from_w(family, sign, max(below[0][0] - max(step, U_TOL), w_min))
+    b = below[0]
+    if b[0] - a[0] < U_TOL:
+        return None
+    return _from_w(family, sign, next_u(a[0], b[0], a[1], b[1], target, bisect))
+
+
+def _odds(passes: float, ceiling: float | None) -> float:
+    """``passes`` on the scale the search interpolates in log: itself, or ``p / (S − p)`` under a
+    ceiling S (monotone in p, so brackets and the target keep their order)."""
+    if ceiling is None:
+        return passes
+    return passes / max(ceiling - passes, ceiling * CEILING_GAP)
+
+
+def _from_w(family: Family, sign: float, w: float) -> float:
+    """The parameter at search coordinate ``w`` (clamped into the family's range)."""
+    return min(max(family.from_u(sign * w), family.lo), family.hi)
 
 
 def next_u(lo: float, hi: float, p_lo: float | None, p_hi: float | None, target: float, bisect: bool) -> float:
@@ -165,17 +213,21 @@ def targets(sequential_passes: float, divisors=DIVISORS) -> dict[int, float]:
 
 def calibrate_grid(families: list[Family], sequential_passes: float, divisors, measure: Measure,
                    log=print) -> list[Point]:
-    """Every family's point at every budget ``sequential_passes / d`` (family-major order), each with
-    its divisor in ``extra``; one decode cache per family is shared by its budgets."""
+    """Every family's point at every budget ``sequential_passes / d`` (family-major, divisors in
+    increasing order), each with its divisor in ``extra``. One decode cache per family is shared by
+    its budgets, which are searched cheapest first: each search then starts from the cheaper
+    budgets' decodes instead of the expensive end of the range."""
     points = []
     for fam in families:
         cache: dict = {}
-        for d, target in sorted(targets(sequential_passes, divisors).items()):
+        found = {}
+        for d, target in sorted(targets(sequential_passes, divisors).items(), reverse=True):
             t0 = time.time()
-            point = calibrate(fam, target, measure, cache=cache)
-            points.append(dataclasses.replace(point, extra={**point.extra, "divisor": d}))
+            point = calibrate(fam, target, measure, cache=cache, ceiling=sequential_passes)
+            found[d] = dataclasses.replace(point, extra={**point.extra, "divisor": d})
             log(f"calibrated {fam.label} 1/{d}: {fam.param}={point.value:.6g} → {point.passes:.2f} passes "
                 f"(target {target:.2f}, {point.decodes} decodes, {time.time() - t0:.1f} s)")
+        points += [found[d] for d in sorted(found)]
     return points
 
 
@@ -186,7 +238,7 @@ def standard_families(max_tokens: int, mi_lambda, on_reject: str, charge_first: 
     :mod:`mdm_mi.mi.rules` at each pair cap τ / dependence budget δ (their entropy budget γ is the
     calibrated parameter). Labels starting with ``mi`` are the contenders of :mod:`mdm_mi.budgets`."""
     fams = [
-        Family("naive", "naive", "k", 1.0, float(max_tokens), "linear", increasing=False),
+        Family("naive", "naive", "k", 1.0, float(max_tokens), "log", increasing=False),
         Family("eb", "eb", "gamma", *GAMMA_RANGE, "log", increasing=False),
         Family("threshold", "threshold", "tau", *TAU_RANGE, "log1m", increasing=True),
     ]

@@ -1,6 +1,6 @@
 """Protein samplers compared at calibrated budgets (the Sudoku protocol of :mod:`mdm_mi.calibrate`).
 
-Every parallel sampler is bisected on *calibration* lengths (drawn from the reference, seeded) to
+Every parallel sampler is calibrated on *calibration* lengths (drawn from the reference, seeded) to
 sequential's mean passes ÷ each divisor; then each generates the *test* lengths (another draw, as
 many as the reference holds). Generated sets are compared with the cluster JSD, and differences
 between samplers by :func:`mdm_mi.protein.metrics.bootstrap_jsd_differences` (generated sequences and

@@ -1,4 +1,4 @@
-"""Sudoku samplers compared at calibrated budgets: disjoint calibration/test splits, the bisection
+"""Sudoku samplers compared at calibrated budgets: disjoint calibration/test splits, the search
 of every parallel sampler to sequential's passes ÷ 2…10 on the calibration split, and the decode of
 the test split at those settings (per-puzzle outcomes for the paired tests of
 :mod:`mdm_mi.budgets`).
