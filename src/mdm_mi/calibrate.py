@@ -135,7 +135,6 @@ def calibrate(family: Family, target: float, measure: Measure, iters: int = DEFA
     return Point(family=family.label, target=target, value=value, passes=passes, decodes=decodes, extra=extra)
 
 
-
 def next_guess(family: Family, target: float, seen: dict[float, float], bisect: bool = False,
                ceiling: float | None = None) -> float | None:
     """The next parameter to decode given ``seen`` (value → mean passes), or None when the target
@@ -144,11 +143,9 @@ def next_guess(family: Family, target: float, seen: dict[float, float], bisect: 
     In the coordinate ``w`` (``±`` the search coordinate, so that passes fall as ``w`` grows):
     with no measurement at or below the target, decode the cheap end of the range (if that is
     measured and still above the target, no setting reaches it). With measurements only at or below
-    the target, step from the lowest-``w`` one toward the expensive end: secant through the two
-    lowest, at most ``MAX_EXPANSION`` × their distance or ``FIRST_STRIDE`` of the range, whichever is
-    larger (one point, or passes flat between the two: ``FIRST_STRIDE`` of the range; an overshoot
-    toward the expensive end costs more than a short step). Once both sides are measured, :func:`next_u`
-    interpolates inside the bracket. Secants and interpolation are linear in log passes, or, given
+    the target, step from the lowest-``w`` one toward the expensive end (:func:`_extrapolated_step`;
+    an overshoot toward the expensive end costs more than a short step). Once both sides are
+    measured, :func:`next_u` interpolates inside the bracket. Secants and interpolation are linear in log passes, or, given
     the ``ceiling`` S, in log(p / (S − p)): passes level off toward S at the expensive end, where a
     line in log passes would creep toward it in short steps.
     """
@@ -167,18 +164,26 @@ def next_guess(family: Family, target: float, seen: dict[float, float], bisect: 
     if a is None:
         if below[0][0] <= w_min:
             return None  # the most expensive setting of the range is below the target
-        if len(below) == 1:
-            step = FIRST_STRIDE * (w_max - w_min)
-        else:
-            (w1, p1), (w2, p2) = below[0], below[1]
-            slope = (math.log(p1) - math.log(p2)) / (w2 - w1) if p1 > 0 and p2 > 0 else 0.0
-            far = max(MAX_EXPANSION * (w2 - w1), FIRST_STRIDE * (w_max - w_min))
-            step = min((math.log(target) - math.log(p1)) / slope, far) if slope > 0 else FIRST_STRIDE * (w_max - w_min)
-        return _from_w(family, sign, max(below[0][0] - max(step, U_TOL), w_min))
+        step = _extrapolated_step(below, target, FIRST_STRIDE * (w_max - w_min))
+        return _from_w(family, sign, max(below[0][0] - step, w_min))
     b = below[0]
     if b[0] - a[0] < U_TOL:
         return None
     return _from_w(family, sign, next_u(a[0], b[0], a[1], b[1], target, bisect))
+
+
+def _extrapolated_step(below: list[tuple[float, float]], target: float, stride: float) -> float:
+    """How far below the lowest ``w`` of ``below`` ((w, passes) at or under ``target``, sorted) to
+    decode next: the secant through the two lowest points reaches ``target`` there, capped at
+    ``MAX_EXPANSION`` × their distance or ``stride``, whichever is larger; ``stride`` itself with one
+    point or a flat secant. At least ``U_TOL``."""
+    if len(below) < 2:
+        return stride
+    (w1, p1), (w2, p2) = below[0], below[1]
+    slope = (math.log(p1) - math.log(p2)) / (w2 - w1) if p1 > 0 and p2 > 0 else 0.0
+    if slope <= 0:
+        return stride
+    return max(min((math.log(target) - math.log(p1)) / slope, max(MAX_EXPANSION * (w2 - w1), stride)), U_TOL)
 
 
 def _odds(passes: float, ceiling: float | None) -> float:
