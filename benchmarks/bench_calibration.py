@@ -25,6 +25,7 @@ import torch
 
 from mdm_mi import calibrate as cal
 from mdm_mi.calibrate import Family, Point, calibrate_grid, standard_families
+from mdm_mi.config import load_config
 
 LEGACY_ITERS = 14
 
@@ -81,36 +82,48 @@ def legacy_grid(families, seq_passes, divisors, measure) -> list[Point]:
 
 
 def setup_domain(args):
-    """→ (measure(sampler) → (mean passes, {}), sequential's mean passes, families)."""
+    """→ (measure(sampler) → (mean passes, {}), sequential's mean passes, families), with the
+    families, batch sizes and calibration size of the comparison job under ``args.config``."""
     from mdm_mi.domain import load_backbone
     from mdm_mi.mi.guided import head_pairwise_fn
     from mdm_mi.mi.head import load_head
 
     backbone, _ = load_backbone(args.model, torch.device("cpu"), domain=args.domain)
     pairwise = head_pairwise_fn(load_head(args.head, torch.device("cpu"))[0])
+    cfg = load_config(args.config)[args.domain]
+    compare, on_reject, charge_first = cfg["compare"], cfg["samplers"]["mi_on_reject"], cfg["samplers"]["mi_charge_first"]
     if args.domain == "sudoku":
         from mdm_mi.sudoku.compare import Decoder
+        from mdm_mi.sudoku.compare_job import SUDOKU_CELLS
         from mdm_mi.sudoku.data import load_puzzle_csv
         from mdm_mi.sudoku.grid import MASK_ID
 
         calib = load_puzzle_csv(args.puzzles)
-        decoder = Decoder(backbone, pairwise, 500, seed=0)
+        decoder = Decoder(backbone, pairwise, compare["batch_size"], seed=0)
         seq = float((calib.puzzles == MASK_ID).sum(1).mean())
-        families = standard_families(81, [1.0], "skip", False, [0.05], [0.1])
-        return (lambda s: (float(decoder(calib, s)[1].mean()), {})), seq, families
-    from mdm_mi.protein.fasta import read_fasta
-    from mdm_mi.protein.generate import draw_lengths, generate
+        max_tokens = SUDOKU_CELLS
 
-    lengths = draw_lengths([len(s) for _, s in read_fasta(args.reference)], 100, np.random.default_rng([0, 5]))
+        def measure(sampler):
+            return float(decoder(calib, sampler)[1].mean()), {}
+    else:
+        from mdm_mi.protein.compare_job import MAX_PROTEIN_TOKENS
+        from mdm_mi.protein.fasta import read_fasta
+        from mdm_mi.protein.generate import draw_lengths, generate
 
-    def measure(sampler):
-        gen = torch.Generator().manual_seed(0)
-        _, passes = generate(backbone, lengths, sampler, gen, temperature=1.0,
-                             pairwise_fn=pairwise if sampler.uses_pairwise else None, batch_size=128)
-        return float(passes.mean()), {}
+        gen_cfg = cfg["generate"]
+        lengths = draw_lengths([len(s) for _, s in read_fasta(args.reference)], compare["calib_n"],
+                               np.random.default_rng([0, 5]))
+        seq, max_tokens = float(np.mean(lengths)), MAX_PROTEIN_TOKENS
 
-    families = standard_families(1000, [1.0], "skip", False, [0.05], [0.25])
-    return measure, float(np.mean(lengths)), families
+        def measure(sampler):
+            _, passes = generate(backbone, lengths, sampler, torch.Generator().manual_seed(0),
+                                 temperature=gen_cfg["temperature"], batch_size=gen_cfg["batch_size"],
+                                 pairwise_fn=pairwise if sampler.uses_pairwise else None)
+            return float(passes.mean()), {}
+
+    families = standard_families(max_tokens, compare["mi_lambda"], on_reject, charge_first, compare["indep_tau"],
+                                 compare["two_budget_delta"])
+    return measure, seq, families
 
 
 def main() -> None:
@@ -120,6 +133,7 @@ def main() -> None:
     ap.add_argument("--head", required=True)
     ap.add_argument("--puzzles", help="sudoku: the calibration puzzles (a comparison's calib.csv)")
     ap.add_argument("--reference", help="protein: reference FASTA (calibration lengths drawn from it)")
+    ap.add_argument("--config", default="config/config.yaml", help="the samplers' settings (compare, samplers)")
     ap.add_argument("--families", nargs="*", help="labels to run (default: all)")
     ap.add_argument("--searches", nargs="+", default=["legacy", "cheap-first"], choices=("legacy", "cheap-first"),
                     help="which searches to run (the ratio line needs both)")

@@ -115,11 +115,16 @@ def calibrate(family: Family, target: float, measure: Measure, iters: int = DEFA
     """
     cache = {} if cache is None else cache
     best: tuple[float, float, float, dict] | None = None  # (error, value, passes, extra)
+
+    def keep_closest(value: float) -> None:
+        nonlocal best
+        passes, extra = cache[value]
+        if best is None or abs(passes / target - 1) < best[0]:
+            best = (abs(passes / target - 1), value, passes, extra)
+
     for value in sorted(cache):
         if family.lo <= value <= family.hi:
-            err = abs(cache[value][0] / target - 1)
-            if best is None or err < best[0]:
-                best = (err, value, cache[value][0], cache[value][1])
+            keep_closest(value)
     decodes = 0
     while decodes < iters and (best is None or best[0] > rtol):
         bisect = decodes % BISECT_EVERY == BISECT_EVERY - 1
@@ -128,9 +133,7 @@ def calibrate(family: Family, target: float, measure: Measure, iters: int = DEFA
             break
         cache[value] = measure(family.build(value))
         decodes += 1
-        passes, extra = cache[value]
-        if best is None or abs(passes / target - 1) < best[0]:
-            best = (abs(passes / target - 1), value, passes, extra)
+        keep_closest(value)
     _, value, passes, extra = best
     return Point(family=family.label, target=target, value=value, passes=passes, decodes=decodes, extra=extra)
 
@@ -145,9 +148,9 @@ def next_guess(family: Family, target: float, seen: dict[float, float], bisect: 
     measured and still above the target, no setting reaches it). With measurements only at or below
     the target, step from the lowest-``w`` one toward the expensive end (:func:`_extrapolated_step`;
     an overshoot toward the expensive end costs more than a short step). Once both sides are
-    measured, :func:`next_u` interpolates inside the bracket. Secants and interpolation are linear in log passes, or, given
-    the ``ceiling`` S, in log(p / (S − p)): passes level off toward S at the expensive end, where a
-    line in log passes would creep toward it in short steps.
+    measured, :func:`next_u` interpolates inside the bracket. Secants and interpolation are linear
+    in log passes, or, given the ``ceiling`` S, in log(p / (S − p)): passes level off toward S at
+    the expensive end, where a line in log passes would creep toward it in short steps.
     """
     sign = -1.0 if family.increasing else 1.0
     seen = {v: _odds(p, ceiling) for v, p in seen.items()}
