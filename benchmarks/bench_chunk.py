@@ -11,6 +11,7 @@ attention, GELU and copies stream through memory, and ~100-row chunks keep them 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
@@ -19,7 +20,7 @@ from mdm_mi.backbone import forward_chunked
 from mdm_mi.domain import load_backbone
 
 MODELS = {"sudoku": ("resources/pretrained/sudoku", 81), "protein": ("resources/pretrained/protein-kunitz", 62)}
-TOKENS = (2048, 4096, 8192, 16384, 32768)
+TOKENS = (1024, 2048, 4096, 8192, 16384, 32768)
 
 
 def seconds(fn, reps: int) -> float:
@@ -36,24 +37,32 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rows", type=int, default=1000, help="sequences in the batch")
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=3, help="alternating rounds; each size's median is reported")
+    ap.add_argument("--tokens", type=int, nargs="+", default=list(TOKENS), help="chunk sizes to time")
+    ap.add_argument("--domains", nargs="+", default=list(MODELS), choices=list(MODELS))
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     gen = torch.Generator().manual_seed(0)
-    for domain, (path, length) in MODELS.items():
+    for domain in args.domains:
+        path, length = MODELS[domain]
         model, _ = load_backbone(path, "cpu", domain=domain)
         tokens = torch.randint(0, model.vocab_size, (args.rows, length), generator=gen)
         tokens = model.vocab_token_ids[tokens]
         tokens[torch.rand(tokens.shape, generator=gen) < 0.5] = model.mask_id
-        whole = seconds(lambda: model(tokens), args.reps)
         ref = model(tokens).logits
-        print(f"{domain}: batch ({args.rows}, {length}), {args.threads} thread(s); one call {whole:.3f} s")
-        for max_tokens in TOKENS:
-            t = seconds(lambda: forward_chunked(model, tokens, max_tokens), args.reps)
+        calls = {None: lambda: model(tokens)} | {n: (lambda n=n: forward_chunked(model, tokens, n)) for n in args.tokens}
+        times = {n: [] for n in calls}
+        for _ in range(args.reps):  # alternating rounds: drift in the machine's load hits every size alike
+            for n, fn in calls.items():
+                times[n].append(seconds(fn, 1))
+        whole = statistics.median(times[None])
+        print(f"{domain}: batch ({args.rows}, {length}), {args.threads} thread(s); one call {whole:.3f} s "
+              f"(median of {args.reps} rounds)")
+        for max_tokens in args.tokens:
+            t = statistics.median(times[max_tokens])
             diff = (forward_chunked(model, tokens, max_tokens).logits - ref).abs().max().item()
             print(f"  ≤{max_tokens:6d} tokens ({max(1, max_tokens // length):4d} rows): {t:.3f} s "
                   f"×{whole / t:.2f}, max |Δlogit| {diff:.1e}")
-
 
 if __name__ == "__main__":
     main()

@@ -506,3 +506,17 @@ def test_decode_is_unchanged_by_the_chunk_size(tiny_model, monkeypatch):
         results.append(samplers.decode(tiny_model, tokens, samplers.EntropyBounded(0.5)))
     for r in results[1:]:
         assert torch.equal(r.tokens, results[0].tokens) and torch.equal(r.passes, results[0].passes)
+
+
+def test_cpu_chunk_size_follows_the_thread_count():
+    from mdm_mi.backbone import CPU_CHUNK_TOKENS, CPU_CHUNK_TOKENS_ONE_THREAD, cpu_chunk_tokens
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert cpu_chunk_tokens() == CPU_CHUNK_TOKENS_ONE_THREAD
+        torch.set_num_threads(2)
+        assert cpu_chunk_tokens() == CPU_CHUNK_TOKENS
+    finally:
+        torch.set_num_threads(before)
+    assert CPU_CHUNK_TOKENS_ONE_THREAD < CPU_CHUNK_TOKENS

@@ -48,15 +48,25 @@ def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
     return -(logp.exp() * logp).sum(-1)
 
 
-CPU_CHUNK_TOKENS = 8192  # tokens per backbone call on a CPU (benchmarks/bench_chunk.py)
+CPU_CHUNK_TOKENS = 8192  # tokens per backbone call on a CPU with ≥ 2 threads (benchmarks/bench_chunk.py)
+CPU_CHUNK_TOKENS_ONE_THREAD = 1024  # with one thread (the workflow's jobs run two at a time on 2 cores)
 
 
-def forward_chunked(backbone, tokens: torch.Tensor, max_tokens: int = CPU_CHUNK_TOKENS) -> BackboneOutput:
-    """``backbone(tokens (B, N))`` run in row chunks of at most ``max_tokens`` tokens on a CPU, outputs
-    concatenated; one call on any other device. Every row is computed on its own, so the result
-    equals the single call (bitwise on the shipped models, ``benchmarks/bench_chunk.py``), while a
-    chunk's activations stay in cache: a 1,000-puzzle Sudoku pass runs ~1.5× faster in 100-row chunks.
+def cpu_chunk_tokens() -> int:
+    """Tokens per backbone call on a CPU for this process's thread count: one-thread jobs that share
+    the machine ran 1.13–1.17× faster in 1,024-token chunks than in 8,192-token ones, while a job
+    with two threads alone ran fastest at 8,192 (``benchmarks/bench_chunk.py``, docs/benchmarks.md)."""
+    return CPU_CHUNK_TOKENS_ONE_THREAD if torch.get_num_threads() == 1 else CPU_CHUNK_TOKENS
+
+
+def forward_chunked(backbone, tokens: torch.Tensor, max_tokens: int | None = None) -> BackboneOutput:
+    """``backbone(tokens (B, N))`` run in row chunks of at most ``max_tokens`` tokens on a CPU
+    (default :func:`cpu_chunk_tokens`), outputs concatenated; one call on any other device. Every row
+    is computed on its own, so the result equals the single call (bitwise on the shipped models,
+    ``benchmarks/bench_chunk.py``), while a chunk's activations stay in cache: a 1,000-puzzle Sudoku
+    pass runs ~1.5× faster in chunks.
     """
+    max_tokens = cpu_chunk_tokens() if max_tokens is None else max_tokens
     rows = max(1, max_tokens // max(1, tokens.shape[1]))
     if tokens.device.type != "cpu" or tokens.shape[0] <= rows:
         return backbone(tokens)

@@ -22,9 +22,9 @@ rule sudoku_compare:
         f"{L}/sudoku/budgets/{{cset}}.log",
     params:
         options=lambda w: cli_flags(
-            {k: COMPARE[k] for k in ("calib_puzzles", "divisors", "mi_lambda", "indep_tau", "two_budget_delta",
-                                     "bootstrap", "batch_size")}
+            {k: COMPARE[k] for k in ("calib_puzzles", "divisors", "mi_lambda", "bootstrap", "batch_size")}
             | set_size_flags(w.cset)
+            | rule_family_flags(w.cset)
             | {"mi_on_reject": SUDOKU["samplers"]["mi_on_reject"],
                "mi_charge_first": SUDOKU["samplers"]["mi_charge_first"]}
         ),

@@ -132,6 +132,15 @@ def parent_dir(key):
     return get
 
 
+def rule_family_flags(cset):
+    """``sudoku-compare``'s mi-indep / mi-2b settings on the sets listed in ``compare.rule_sets``; none
+    elsewhere (those sets compare sequential, naive, EB, threshold and MI-guided only)."""
+    compare = SUDOKU["compare"]
+    if cset not in compare["rule_sets"]:
+        return {}
+    return {"indep_tau": compare["indep_tau"], "two_budget_delta": compare["two_budget_delta"]}
+
+
 def set_size_flags(cset):
     """Comparison-set size flags of ``sudoku-compare``: only those the set uses, so that resizing one
     set reruns only that set's comparison."""
