@@ -33,6 +33,7 @@ if FAMILY:
             ),
             tracking=tracking_flags("prepare_family"),
             out_dir=parent_dir("summary"),
+        priority: 30  # seconds of work that unblock the protein chain: not queued behind the long jobs
         threads: 1
         resources:
             mem_mb=2000,

@@ -22,6 +22,7 @@ if PRETRAINED:
             out_dir=parent_dir("meta"),
         wildcard_constraints:
             domain="|".join(PRETRAINED),
+        priority: 30  # seconds of work that unblock a label chain: not queued behind the long jobs
         threads: 1
         resources:
             mem_mb=1000,

@@ -36,6 +36,7 @@ if not FAMILY:
             options=cli_flags({k: v for k, v in PROTEIN["data"].items() if k != "source"} | {"seed": config["seed"]}),
             tracking=tracking_flags("protein_data"),
             out_dir=parent_dir("summary"),
+        priority: 30  # seconds of work that unblock the protein chain: not queued behind the long jobs
         threads: 1
         resources:
             mem_mb=2000,

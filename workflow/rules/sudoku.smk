@@ -21,6 +21,7 @@ rule sudoku_data:
         options=cli_flags(SUDOKU["data"] | {"seed": config["seed"]}),
         tracking=tracking_flags("sudoku_data"),
         out_dir=parent_dir("summary"),
+    priority: 30  # seconds of work that unblock the Sudoku chain: not queued behind the long jobs
     threads: 1
     resources:
         mem_mb=2000,
