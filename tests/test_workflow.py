@@ -123,6 +123,26 @@ def test_every_planned_command_parses_with_the_cli(dry_run):
         assert ns.verb == argv[3]
 
 
+def test_rules_beyond_algorithm_1_are_calibrated_only_on_the_rule_sets(dry_run):
+    """``sudoku.compare.rule_sets``: mi-indep / mi-2b flags on those sets' comparisons, none elsewhere."""
+    name, proc = dry_run
+    compare = load_config(REPO / "config" / name)["sudoku"]["compare"]
+    parser = build_parser()
+    seen = {}
+    for argv in shell_commands(proc.stdout + proc.stderr):
+        if argv[3] == "sudoku-compare":
+            ns = parser.parse_args(argv[3:])
+            seen[ns.set] = (tuple(ns.indep_tau), tuple(ns.two_budget_delta))
+    assert set(seen) == set(compare["sets"])
+    for cset, (taus, deltas) in seen.items():
+        if cset in compare["rule_sets"]:
+            assert (list(taus), list(deltas)) == (compare["indep_tau"], compare["two_budget_delta"]), cset
+        else:
+            assert taus == deltas == (), cset
+    if name == "smoke.yaml":  # the smoke config keeps both paths: one set with the rules, one without
+        assert set(compare["sets"]) - set(compare["rule_sets"]) and set(compare["sets"]) & set(compare["rule_sets"])
+
+
 def test_smoke_commands_carry_the_smoke_settings(tmp_path):
     proc = snakemake(tmp_path, "-n", "-p", "sudoku_pretrain")
     assert proc.returncode == 0, proc.stderr[-3000:]
