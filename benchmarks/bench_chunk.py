@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from functools import partial
 
 import torch
 
@@ -23,13 +24,11 @@ MODELS = {"sudoku": ("resources/pretrained/sudoku", 81), "protein": ("resources/
 TOKENS = (1024, 2048, 4096, 8192, 16384, 32768)
 
 
-def seconds(fn, reps: int) -> float:
-    """Mean seconds of ``fn()`` over ``reps`` calls after one warm-up call."""
-    fn()
+def seconds(fn) -> float:
+    """Seconds of one ``fn()`` call."""
     start = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    return (time.perf_counter() - start) / reps
+    fn()
+    return time.perf_counter() - start
 
 
 @torch.inference_mode()
@@ -49,20 +48,21 @@ def main() -> None:
         tokens = torch.randint(0, model.vocab_size, (args.rows, length), generator=gen)
         tokens = model.vocab_token_ids[tokens]
         tokens[torch.rand(tokens.shape, generator=gen) < 0.5] = model.mask_id
-        ref = model(tokens).logits
-        calls = {None: lambda: model(tokens)} | {n: (lambda n=n: forward_chunked(model, tokens, n)) for n in args.tokens}
+        ref = model(tokens).logits  # also the one call's warm-up
+        calls = {None: partial(model, tokens)} | {n: partial(forward_chunked, model, tokens, n) for n in args.tokens}
+        diffs = {n: (calls[n]().logits - ref).abs().max().item() for n in args.tokens}  # and each size's warm-up
         times = {n: [] for n in calls}
         for _ in range(args.reps):  # alternating rounds: drift in the machine's load hits every size alike
             for n, fn in calls.items():
-                times[n].append(seconds(fn, 1))
+                times[n].append(seconds(fn))
         whole = statistics.median(times[None])
         print(f"{domain}: batch ({args.rows}, {length}), {args.threads} thread(s); one call {whole:.3f} s "
               f"(median of {args.reps} rounds)")
         for max_tokens in args.tokens:
             t = statistics.median(times[max_tokens])
-            diff = (forward_chunked(model, tokens, max_tokens).logits - ref).abs().max().item()
             print(f"  ≤{max_tokens:6d} tokens ({max(1, max_tokens // length):4d} rows): {t:.3f} s "
-                  f"×{whole / t:.2f}, max |Δlogit| {diff:.1e}")
+                  f"×{whole / t:.2f}, max |Δlogit| {diffs[max_tokens]:.1e}")
+
 
 if __name__ == "__main__":
     main()
