@@ -1,6 +1,7 @@
 """Co-variation at calibrated budgets: a natural set beats site-independent draws on corrected-MI r
-with an interval above 0, a set against itself differs by exactly 0, and every contender meets every
-baseline and sequential at each budget."""
+with an interval above 0, a set against itself differs by exactly 0 with a zero-width paired
+interval, sets of different sizes are refused, and every contender meets every baseline and
+sequential at each budget."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from mdm_mi.budgets import BEST_MI, SEQUENTIAL
+from mdm_mi.errors import InputError
 from mdm_mi.protein import family as fam
 from mdm_mi.protein.family_compare import METRICS, Reference, bootstrap_differences, covariation_budgets
 
@@ -35,6 +37,14 @@ def test_natural_beats_site_independent_draws_on_corrected_mi(sets):
     assert mi["value_first"] > mi["value_second"]
     same = out[("natural", "natural")]
     assert all(same[m]["diff"] == 0 for m in METRICS)
+    assert all(same[m]["lo"] == same[m]["hi"] == 0 for m in METRICS)  # paired: both halves are the same lengths
+
+
+def test_paired_half_samples_refuse_sets_of_different_sizes(sets):
+    ref, cols = sets
+    with pytest.raises(InputError, match="one size"):
+        bootstrap_differences({"natural": cols["natural"], "floor": cols["floor"][:-1]}, ref,
+                              [("natural", "floor")], n_boot=2, seed=0)
 
 
 def test_every_contender_meets_every_baseline_at_each_budget(sets):

@@ -21,7 +21,7 @@ pytest.importorskip("esm.models.esmc")  # the MI contexts are ESM-C token ids
 REPO = Path(__file__).resolve().parents[1]
 KUNITZ = REPO / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"
 SUBSET = 1000  # records: enough clusters for a 5% validation split of ~50 sequences
-N_SCORE, N_TRAIN_CONTEXTS, N_HELDOUT_CONTEXTS, CLUSTERS = 200, 50, 20, 4
+N_SCORE, N_TRAIN_CONTEXTS, N_HELDOUT_CONTEXTS, CLUSTERS = 60, 50, 20, 4
 
 
 def _subset_a2m(path: Path, n: int) -> Path:
@@ -107,13 +107,13 @@ def test_summary_has_sizes_clusters_and_baselines(prepared):
     summary = json.loads((prepared / "summary.json").read_text())
     assert summary["n_train"] + summary["n_val"] + summary["n_reference"] + summary["n_dropped_nonstandard"] \
         == summary["n_records"] == SUBSET
-    assert summary["n_clusters"] >= 3 and summary["n_score"] == min(N_SCORE, summary["n_val"])
+    assert summary["n_clusters"] >= 3 and summary["n_score"] == min(N_SCORE, summary["n_train"])
     base = summary["baselines"]
     assert 0 < base["profile_nats"] < base["composition_nats"] < np.log(20)
     assert isinstance(json.loads((prepared / "nonstandard.json").read_text()), list)
-    val = {r.sequence for r in _split(prepared, "val")}
+    train = {r.sequence for r in _split(prepared, "train")}  # the ceiling: natural, cluster-disjoint from the reference
     ceiling, floor = read_fasta(prepared / "ceiling.fasta"), read_fasta(prepared / "floor.fasta")
-    assert len(ceiling) == len(floor) == summary["n_score"] and {s for _, s in ceiling} <= val
+    assert len(ceiling) == len(floor) == summary["n_score"] and {s for _, s in ceiling} <= train
 
 
 def test_floor_has_no_pair_correlation_and_the_ceiling_has_more(scores):
@@ -126,9 +126,10 @@ def test_floor_has_no_pair_correlation_and_the_ceiling_has_more(scores):
 
 
 def test_copied_training_sequences_show_as_memorised(scores):
-    copies, ceiling = scores["eb-g4.0"], scores["ceiling"]
+    copies, floor = scores["eb-g4.0"], scores["floor"]
     assert copies["train_identity_median"] == copies["train_identity_max"] == 1.0
-    assert ceiling["train_identity_max"] < 1.0
+    assert scores["ceiling"]["train_identity_median"] == 1.0  # the ceiling is drawn from the training split
+    assert floor["train_identity_max"] < 1.0
     assert (copies["sampler"], copies["setting"], copies["mean_passes"]) == ("eb", "gamma=4.0", 7.5)
 
 
@@ -222,3 +223,43 @@ def test_protein_oracle_ceiling_scores_oracle_head_and_sequential_on_the_same_le
     assert main([*argv, "--divisors", "5"]) == 2  # no mi run at 1/5: one line, before any decoding
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "divisor 5" in err
+
+
+def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
+    """The workflow's split (one protein-compare-part job per family, then a merge) writes the same
+    runs, tables and sequences as protein-compare decoding everything itself; bad parts are refused."""
+    from mdm_mi.mi.head import HeadConfig, MIHead, save_head
+    from mdm_mi.protein.compare_job import ProteinCompareArgs, part_names
+
+    model, head = tmp_path / "model", tmp_path / "head"
+    assert main(_tiny_pretrain_argv(prepared, model)) == 0
+    save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), head, {})
+    common = ["--model", str(model), "--head", str(head), "--reference", str(prepared / "reference.fasta"),
+              "--n", "6", "--calib-n", "4", "--divisors", "2", "4", "--mi-lambda", "1", "4", "--clusters", "2",
+              "--bootstrap", "3", "--batch-size", "4", "--device", "cpu"]
+    names = part_names(ProteinCompareArgs(model, head, prepared, tmp_path, mi_lambda=(1.0, 4.0)))
+    assert names == ["sequential", "naive", "eb", "threshold", "mi-l1", "mi-l4"]
+    parts = [tmp_path / "parts" / n for n in names]
+    for name, out in zip(names, parts):
+        assert main(["protein-compare-part", "--part", name, "--out-dir", str(out), *common]) == 0
+    assert main(["protein-compare", "--parts", *map(str, parts), "--out-dir", str(tmp_path / "merged"), *common]) == 0
+    assert main(["protein-compare", "--out-dir", str(tmp_path / "whole"), *common]) == 0
+    merged, whole = (json.loads((tmp_path / d / "runs.json").read_text()) for d in ("merged", "whole"))
+    assert merged["runs"] == whole["runs"] and len(whole["runs"]) == 1 + 5 * 2
+    for d in ("budgets.csv", "budgets.md"):
+        assert (tmp_path / "merged" / d).read_text() == (tmp_path / "whole" / d).read_text()
+    fastas = sorted(p.name for p in (tmp_path / "whole" / "fasta").iterdir())
+    assert fastas == sorted(p.name for p in (tmp_path / "merged" / "fasta").iterdir())
+    assert all((tmp_path / "merged" / "fasta" / f).read_text() == (tmp_path / "whole" / "fasta" / f).read_text()
+               for f in fastas)
+    capsys.readouterr()
+    bad = {"missing": parts[:-1], "twice": [*parts, parts[0]]}
+    for why, given in bad.items():
+        assert main(["protein-compare", "--parts", *map(str, given), "--out-dir", str(tmp_path / why), *common]) == 2
+        assert capsys.readouterr().err.count("\n") == 1, why
+    assert main(["protein-compare", "--parts", *map(str, parts), "--out-dir", str(tmp_path / "other"),
+                 *[a if a != "6" else "8" for a in common]]) == 2  # parts made at --n 6
+    assert "other settings than this comparison (n)" in capsys.readouterr().err
+    assert main(["protein-compare-part", "--part", "mi-l2", "--out-dir", str(tmp_path / "x"), *common]) == 2
+    assert "unknown --part 'mi-l2'" in capsys.readouterr().err
+    assert not (tmp_path / "other").exists() and not (tmp_path / "x").exists()

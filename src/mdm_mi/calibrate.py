@@ -15,10 +15,10 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from mdm_mi.sampler_table import build_sampler
-from mdm_mi.samplers import Sampler
+if TYPE_CHECKING:  # torch-free at import: the workflow reads the family slugs when it builds the DAG
+    from mdm_mi.samplers import Sampler
 
 SCALES = ("linear", "log", "log1m")  # search on p, log p, or −log(1 − p) (for τ near 1)
 DEFAULT_RTOL = 0.02  # stop once the mean passes lie within 2% of the target
@@ -63,8 +63,15 @@ class Family:
         if not self.lo < self.hi:
             raise ValueError(f"{self.label}: need lo < hi, got {self.lo}, {self.hi}")
 
+    @property
+    def slug(self) -> str:
+        """The label as a file and job name (``mi λ=1`` → ``mi-l1``, ``mi-indep τ=0.05`` → ``mi-indep-t0.05``)."""
+        return self.label.replace(" λ=", "-l").replace(" τ=", "-t").replace(" δ=", "-d")
+
     def build(self, value: float) -> Sampler:
         """The sampler at parameter ``value``."""
+        from mdm_mi.sampler_table import build_sampler
+
         return build_sampler(self.sampler, **self.fixed, **{self.param: value})
 
     def to_u(self, value: float) -> float:
@@ -96,7 +103,7 @@ class Point:
         return abs(self.passes / self.target - 1) <= ON_TARGET_RTOL
 
 
-Measure = Callable[[Sampler], tuple[float, dict]]  # sampler → (mean passes, extra measurements)
+Measure = Callable[["Sampler"], tuple[float, dict]]  # sampler → (mean passes, extra measurements)
 
 
 def calibrate(family: Family, target: float, measure: Measure, iters: int = DEFAULT_ITERS,

@@ -75,6 +75,8 @@ VERBS: dict[str, Verb] = {
                      examples=generate_job.GENERATE_EXAMPLES),
     "sudoku-compare": Verb(sudoku_compare_job.CompareArgs, sudoku_compare_job.sudoku_compare,
                            "calibrate every sampler to common pass budgets and compare them pairwise"),
+    "protein-compare-part": Verb(protein_compare_job.ProteinComparePartArgs, protein_compare_job.protein_compare_part,
+                                 "one part of protein-compare (sequential, or one sampler family calibrated and decoded)"),
     "protein-compare": Verb(protein_compare_job.ProteinCompareArgs, protein_compare_job.protein_compare,
                             "calibrate every sampler to common pass budgets and compare proteins by JSD"),
     "family-score": Verb(family_job.FamilyScoreArgs, family_job.family_score,

@@ -2,6 +2,8 @@
 import os
 import re
 
+from mdm_mi.calibrate import standard_families  # torch-free: the protein comparison's part names
+
 NAME = config["name"]
 R = f"results/{NAME}"
 L = f"logs/{NAME}"
@@ -148,3 +150,21 @@ def set_size_flags(cset):
     if cset == "graded":
         return {"graded_per_level": compare["graded_per_level"], "graded_givens": SUDOKU["data"]["graded_givens"]}
     return {"test_puzzles": compare["test_puzzles"][cset]}
+
+
+def protein_compare_flags(merge):
+    """Flags shared by every part of the protein comparison and its merge (the bootstrap is the merge's only)."""
+    compare = {k: v for k, v in PROTEIN["compare"].items() if merge or k != "bootstrap"}
+    return cli_flags(
+        compare
+        | {k: PROTEIN["generate"][k] for k in ("n", "temperature", "clusters", "embed_layer", "batch_size")}
+        | {"mi_on_reject": PROTEIN["samplers"]["mi_on_reject"], "mi_charge_first": PROTEIN["samplers"]["mi_charge_first"]}
+    )
+
+
+def protein_compare_parts():
+    """The protein comparison's jobs: sequential, then each calibrated family by its slug."""
+    samplers, compare = PROTEIN["samplers"], PROTEIN["compare"]
+    families = standard_families(2, compare["mi_lambda"], samplers["mi_on_reject"], samplers["mi_charge_first"],
+                                 compare["indep_tau"], compare["two_budget_delta"])
+    return ["sequential"] + [f.slug for f in families]

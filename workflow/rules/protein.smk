@@ -150,11 +150,50 @@ rule generate:
         "{params.head} {params.options} --quiet {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 
+# sequential, then one job per calibrated family (mdm_mi.calibrate.Family.slug): decoded side by side
+PROTEIN_COMPARE_PARTS = protein_compare_parts()
+
+
+rule protein_compare_part:
+    input:
+        model=PROTEIN_MODEL,
+        head=PROTEIN_HEAD,
+        reference=f"{P}/data/reference.fasta",
+        tracking=TRACKING_READY,
+    output:
+        part=f"{P}/budgets/parts/{{part}}/part.json",
+        emb=f"{P}/budgets/parts/{{part}}/emb.npz",
+    log:
+        f"{PL}/budgets/{{part}}.log",
+    params:
+        options=protein_compare_flags(merge=False),
+        job=job_flags(),
+        tracking=tracking_flags("protein_compare_part"),
+        model_dir=parent_dir("model"),
+        head_dir=parent_dir("head"),
+        out_dir=parent_dir("part"),
+    wildcard_constraints:
+        part="|".join(map(re.escape, PROTEIN_COMPARE_PARTS)),
+    priority: 10  # the protein chain is the run's critical path: ahead of the Sudoku comparisons
+    threads: 1  # the parts decode side by side, and beside the Sudoku comparisons on 2 cores
+    resources:
+        gpu=1,
+        mem_mb=4000,
+        runtime=300,
+    conda:
+        "../../envs/mdm-mi.yaml"
+    shell:
+        "python -m mdm_mi protein-compare-part --part {wildcards.part} --model {params.model_dir} "
+        "--head {params.head_dir} --reference {input.reference} --out-dir {params.out_dir} {params.options} "
+        "{params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+
+
 rule protein_compare:
     input:
         model=PROTEIN_MODEL,
         head=PROTEIN_HEAD,
         reference=f"{P}/data/reference.fasta",
+        parts=expand(f"{P}/budgets/parts/{{part}}/part.json", part=PROTEIN_COMPARE_PARTS),
         tracking=TRACKING_READY,
     output:
         budgets=f"{P}/budgets/budgets.csv",
@@ -163,25 +202,21 @@ rule protein_compare:
     log:
         f"{PL}/budgets.log",
     params:
-        options=cli_flags(
-            PROTEIN["compare"]
-            | {k: PROTEIN["generate"][k] for k in ("n", "temperature", "clusters", "embed_layer", "batch_size")}
-            | {"mi_on_reject": PROTEIN["samplers"]["mi_on_reject"], "mi_charge_first": PROTEIN["samplers"]["mi_charge_first"]}
-        ),
+        options=protein_compare_flags(merge=True),
         job=job_flags(),
         tracking=tracking_flags("protein_compare"),
         model_dir=parent_dir("model"),
         head_dir=parent_dir("head"),
         out_dir=parent_dir("budgets"),
-    priority: 10  # the protein chain is the run's critical path: ahead of the Sudoku comparisons
-    threads: 1  # decodes side by side with the Sudoku comparisons on 2 cores
+        parts=lambda w, input: " ".join(os.path.dirname(p) for p in input.parts),
+    priority: 10
+    threads: 1
     resources:
-        gpu=1,
-        mem_mb=8000,
-        runtime=600,
+        mem_mb=4000,
+        runtime=60,
     conda:
         "../../envs/mdm-mi.yaml"
     shell:
-        "python -m mdm_mi protein-compare --model {params.model_dir} --head {params.head_dir} "
+        "python -m mdm_mi protein-compare --parts {params.parts} --model {params.model_dir} --head {params.head_dir} "
         "--reference {input.reference} --out-dir {params.out_dir} {params.options} {params.job} "
         "--threads {threads} {params.tracking} > {log} 2>&1"

@@ -6,7 +6,11 @@ many as the reference holds). Generated sets are compared with the cluster JSD, 
 between samplers by :func:`mdm_mi.protein.metrics.bootstrap_jsd_differences` (generated sequences and
 reference resampled, k-means refit in every replicate). Lower JSD is better.
 
-    runs = compare_proteins(backbone, pairwise_fn, embedder, reference, families, spec)
+    runs = run_part(backbone, pairwise_fn, scorer, families, spec, reference_lengths, sequential=True)
+    rows = jsd_rows(runs, scorer, n_boot=200, seed=0)
+
+A comparison can be split into parts (:func:`run_part`: some families, or sequential) that run as
+separate jobs and are merged before :func:`jsd_rows`.
 """
 
 from __future__ import annotations
@@ -64,11 +68,16 @@ def _generator(backbone, seed: int) -> torch.Generator:
     return torch.Generator(device=backbone.vocab_token_ids.device).manual_seed(seed)
 
 
+def calibration_lengths(reference_lengths, spec: ProteinCompareSpec) -> np.ndarray:
+    """The calibration split's lengths ``(calib_n,)``: a seeded draw apart from the test lengths."""
+    return draw_lengths(reference_lengths, spec.calib_n, np.random.default_rng([spec.seed, 5]))
+
+
 def calibrate_proteins(backbone, pairwise_fn, scorer: Scorer, families: list[Family], spec: ProteinCompareSpec,
                        reference_lengths, log=print):
     """Sequential's passes on the calibration lengths (one per residue) and each family's point at
     every budget; ``extra`` holds the calibration set's JSD (mi* picks λ by it)."""
-    lengths = draw_lengths(reference_lengths, spec.calib_n, np.random.default_rng([spec.seed, 5]))
+    lengths = calibration_lengths(reference_lengths, spec)
     seq_passes = float(np.mean(lengths))
 
     def measure(sampler):
@@ -81,12 +90,13 @@ def calibrate_proteins(backbone, pairwise_fn, scorer: Scorer, families: list[Fam
 
 
 def generate_test(backbone, pairwise_fn, scorer: Scorer, families: list[Family], points, spec: ProteinCompareSpec,
-                  reference_lengths) -> dict[str, dict]:
-    """Generate the test lengths with sequential and every calibrated point → run id → {family,
-    divisor, params, seqs, passes (n,), emb (n, D), jsd...}."""
+                  reference_lengths, sequential: bool = True) -> dict[str, dict]:
+    """Generate the test lengths with every calibrated point (and sequential, unless ``sequential`` is
+    false) → run id → {family, divisor, params, seqs, passes (n,), emb (n, D), jsd...}. Every run
+    decodes the same lengths in the same order with the same generator seed."""
     lengths = draw_lengths(reference_lengths, spec.n, np.random.default_rng([spec.seed, 6]))
     by_label = {f.label: f for f in families}
-    settings = [(SEQUENTIAL, SEQUENTIAL, 1, Sequential("entropy"), None)]
+    settings = [(SEQUENTIAL, SEQUENTIAL, 1, Sequential("entropy"), None)] if sequential else []
     settings += [(f"{p.family}@1/{p.extra['divisor']}", p.family, p.extra["divisor"], by_label[p.family].build(p.value), p)
                  for p in points]
     runs = {}
@@ -102,6 +112,16 @@ def generate_test(backbone, pairwise_fn, scorer: Scorer, families: list[Family],
                     "calib_jsd": point.extra["calib_jsd"], "calib_score": -point.extra["calib_jsd"]}
         runs[run_id] = run
     return runs
+
+
+def run_part(backbone, pairwise_fn, scorer: Scorer, families: list[Family], spec: ProteinCompareSpec,
+             reference_lengths, sequential: bool, log=print) -> dict[str, dict]:
+    """One part of a comparison (a job of its own in the workflow): ``families`` calibrated and
+    generated at every budget, and sequential on the test lengths when ``sequential`` → the runs of
+    :func:`generate_test`. The parts of one comparison together make the runs of all of it: every
+    part draws the same calibration and test lengths from ``spec``."""
+    points = calibrate_proteins(backbone, pairwise_fn, scorer, families, spec, reference_lengths, log)[1] if families else []
+    return generate_test(backbone, pairwise_fn, scorer, families, points, spec, reference_lengths, sequential)
 
 
 def jsd_rows(runs: dict[str, dict], scorer: Scorer, n_boot: int, seed: int) -> list[dict]:

@@ -6,7 +6,11 @@ whole-metric bootstrap (see :mod:`mdm_mi.protein.compare`).
         --reference results/x/protein/data/reference.fasta --out-dir results/x/protein/budgets ...
 
 Writes ``runs.json`` (settings, passes, JSD of every run), ``budgets.csv`` / ``budgets.md`` and the
-generated sequences under ``fasta/``.
+generated sequences under ``fasta/``. The workflow splits the decoding into one job per part
+(``protein-compare-part``: sequential, or one calibrated family) and merges them here:
+
+    python -m mdm_mi protein-compare-part --part eb --model ... --out-dir results/x/protein/budgets/parts/eb ...
+    python -m mdm_mi protein-compare --parts results/x/protein/budgets/parts/* --model ... --out-dir ...
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import numpy as np
 from mdm_mi.calibrate import DIVISORS, standard_families
 from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
-from mdm_mi.io import write_json, write_text
+from mdm_mi.io import read_json, write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",
@@ -50,45 +54,162 @@ class ProteinCompareArgs:
     seed: int = field(default=0, metadata=_h("random seed"))
     device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
     threads: int = field(default=1, metadata=_h("torch CPU threads"))
+    parts: tuple[Path, ...] = field(default=(), metadata=_h(
+        "protein-compare-part folders to merge (one per part: sequential and each family); none: decode every part here"))
 
 
-def protein_compare(args: ProteinCompareArgs, tracker) -> None:
-    from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.mi.head import load_head
-    from mdm_mi.domain import load_backbone
-    from mdm_mi.protein.compare import ProteinCompareSpec, Scorer, calibrate_proteins, generate_test, jsd_rows
-    from mdm_mi.protein.esmc import ESMCBackbone
+@dataclass(frozen=True)
+class ProteinComparePartArgs(ProteinCompareArgs):
+    part: str = field(kw_only=True, metadata=_h(
+        "the part to run: 'sequential', or one calibrated family by its slug (naive, eb, threshold, mi-l1, ...)"))
+
+
+def _check(args: ProteinCompareArgs) -> list[str]:
+    """One-line errors for bad arguments → the reference sequences."""
     from mdm_mi.protein.fasta import read_fasta, validate_sequence
 
-    setup(args.threads, args.seed)
     if args.n < 2 or args.calib_n < 1 or not args.divisors or min(args.divisors) < 1:
         raise InputError(f"need --n >= 2, --calib-n >= 1 and divisors >= 1, got {args.n}, {args.calib_n}, {args.divisors}")
     if not Path(args.reference).is_file():
         raise InputError(f"reference FASTA not found: {args.reference}")
-    reference = [validate_sequence(s, name=h) for h, s in read_fasta(args.reference)]
-    spec = ProteinCompareSpec(args.n, args.calib_n, tuple(args.divisors), args.temperature, args.clusters,
+    return [validate_sequence(s, name=h) for h, s in read_fasta(args.reference)]
+
+
+def _spec(args: ProteinCompareArgs):
+    from mdm_mi.protein.compare import ProteinCompareSpec
+
+    return ProteinCompareSpec(args.n, args.calib_n, tuple(args.divisors), args.temperature, args.clusters,
                               args.bootstrap, args.batch_size, args.seed)
+
+
+def _families(args: ProteinCompareArgs):
+    return standard_families(MAX_PROTEIN_TOKENS, args.mi_lambda, args.mi_on_reject, args.mi_charge_first,
+                             args.indep_tau, args.two_budget_delta)
+
+
+def part_names(args: ProteinCompareArgs) -> list[str]:
+    """The parts of this comparison: sequential, then every calibrated family's slug."""
+    from mdm_mi.protein.compare import SEQUENTIAL
+
+    return [SEQUENTIAL] + [f.slug for f in _families(args)]
+
+
+def _load(args: ProteinCompareArgs, reference: list[str]):
+    """Backbone, the head's pairwise function and the JSD scorer (k-means fitted on the reference)."""
+    from mdm_mi.domain import load_backbone
+    from mdm_mi.mi.guided import head_pairwise_fn
+    from mdm_mi.mi.head import load_head
+    from mdm_mi.protein.compare import Scorer
+    from mdm_mi.protein.esmc import ESMCBackbone
+
     device = resolve_device(args.device)
     backbone, _ = load_backbone(args.model, device, domain="protein")
     head, _ = load_head(args.head, device)
     embedder = ESMCBackbone(backbone.model, args.embed_layer, backbone.bf16).to(device).eval()
-    scorer = Scorer(embedder, reference, args.clusters, args.seed)
-    families = standard_families(MAX_PROTEIN_TOKENS, args.mi_lambda, args.mi_on_reject, args.mi_charge_first,
-                                 args.indep_tau, args.two_budget_delta)
-    pairwise = head_pairwise_fn(head)
-    lengths = [len(s) for s in reference]
+    return backbone, head_pairwise_fn(head), Scorer(embedder, reference, args.clusters, args.seed)
+
+
+def _run_parts(args: ProteinCompareArgs, names: list[str], reference: list[str], loaded) -> dict[str, dict]:
+    """The runs of the named parts, decoded here with ``loaded`` (:func:`_load`'s triple) → run id →
+    run (see :func:`mdm_mi.protein.compare.run_part`)."""
+    from mdm_mi.protein.compare import SEQUENTIAL, run_part
+
+    backbone, pairwise, scorer = loaded
+    by_slug = {f.slug: f for f in _families(args)}
+    families = [by_slug[n] for n in names if n != SEQUENTIAL]
+    return run_part(backbone, pairwise, scorer, families, _spec(args), [len(s) for s in reference],
+                    sequential=SEQUENTIAL in names)
+
+
+def protein_compare_part(args: ProteinComparePartArgs, tracker) -> None:
+    """One part of a comparison, for ``protein-compare --parts``: ``part.json`` (settings, the runs'
+    sequences, passes and JSD) and ``emb.npz`` (their embeddings, one array per run)."""
+    setup(args.threads, args.seed)
+    reference = _check(args)
+    names = part_names(args)
+    if args.part not in names:
+        raise InputError(f"unknown --part {args.part!r}; this comparison's parts: {', '.join(names)}")
     t0 = time.time()
-    seq_passes, points = calibrate_proteins(backbone, pairwise, scorer, families, spec, lengths)
-    t1 = time.time()
-    runs = generate_test(backbone, pairwise, scorer, families, points, spec, lengths)
-    t2 = time.time()
+    runs = _run_parts(args, [args.part], reference, _load(args, reference))
+    out = Path(args.out_dir)
+    write_part(out, runs, {"part": args.part, "spec": _part_key(args), "seconds": time.time() - t0})
+    tracker.log_params({"part": args.part, "n": args.n, "calib_n": args.calib_n})
+    tracker.log_artifact(out / PART_FILE)
+
+
+def protein_compare(args: ProteinCompareArgs, tracker) -> None:
+    """Every part decoded here, or (``--parts``) the parts' runs read back; then the JSD bootstrap of
+    every contender against every baseline, and the tables."""
+    from mdm_mi.protein.compare import calibration_lengths, jsd_rows
+
+    setup(args.threads, args.seed)
+    reference = _check(args)
+    t0 = time.time()
+    loaded = _load(args, reference)
+    if args.parts:
+        runs = read_parts(args.parts, _part_key(args), part_names(args))
+    else:
+        runs = _run_parts(args, part_names(args), reference, loaded)
+    scorer, t1 = loaded[2], time.time()
     rows = jsd_rows(runs, scorer, args.bootstrap, args.seed)
+    seq_passes = float(np.mean(calibration_lengths([len(s) for s in reference], _spec(args))))
     out = Path(args.out_dir)
     _write(out, runs, rows, {"sequential_passes_calib": seq_passes, "seconds": {
-        "calibration": t1 - t0, "generation": t2 - t1, "bootstrap": time.time() - t2}})
+        "parts" if args.parts else "decoding": t1 - t0, "bootstrap": time.time() - t1}})
     tracker.log_params({"n": args.n, "calib_n": args.calib_n, "divisors": list(args.divisors)})
     tracker.log_metrics({f"{r['first']}-{r['second']}.1_{r['divisor']}.diff": r["diff"] for r in rows})
     tracker.log_artifact(out / "budgets.md")
+
+
+# --- parts on disk ------------------------------------------------------------------------------------
+
+PART_FILE = "part.json"
+EMB_FILE = "emb.npz"
+PART_KEYS = ("n", "calib_n", "divisors", "mi_lambda", "mi_on_reject", "mi_charge_first", "indep_tau",
+             "two_budget_delta", "temperature", "clusters", "embed_layer", "seed")  # what makes parts one comparison
+
+
+def _part_key(args: ProteinCompareArgs) -> dict:
+    """The settings every part of one comparison shares (the model, head and reference are the rule's inputs)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in ((k, getattr(args, k)) for k in PART_KEYS)}
+
+
+def write_part(out: Path, runs: dict[str, dict], meta: dict) -> None:
+    """``part.json`` (meta and each run without its embeddings) and ``emb.npz`` (run ``i``'s ``(n, D)``
+    embeddings as array ``run{i}``, in ``part.json``'s run order)."""
+    out.mkdir(parents=True, exist_ok=True)
+    order = list(runs)
+    body = {k: {f: (v.tolist() if isinstance(v, np.ndarray) else v) for f, v in r.items() if f != "emb"}
+            for k, r in runs.items()}
+    np.savez(out / EMB_FILE, **{f"run{i}": runs[k]["emb"] for i, k in enumerate(order)})
+    write_json(out / PART_FILE, meta | {"order": order, "runs": body})
+
+
+def read_parts(dirs, key: dict, expected: list[str]) -> dict[str, dict]:
+    """The runs of every part folder, merged → run id → run (``passes`` and ``emb`` as arrays).
+    One-line :class:`InputError` when a part is missing, repeated, unknown or was made with other
+    settings than ``key``."""
+    runs: dict[str, dict] = {}
+    seen = []
+    for d in map(Path, dirs):
+        if not (d / PART_FILE).is_file() or not (d / EMB_FILE).is_file():
+            raise InputError(f"{d} is not a protein-compare-part output ({PART_FILE} and {EMB_FILE})")
+        part = read_json(d / PART_FILE)
+        if part["spec"] != key:
+            diff = sorted(k for k in key if part["spec"].get(k) != key[k])
+            raise InputError(f"{d}: part made with other settings than this comparison ({', '.join(diff)})")
+        if part["part"] in seen:
+            raise InputError(f"part {part['part']!r} given twice")
+        seen.append(part["part"])
+        with np.load(d / EMB_FILE, allow_pickle=False) as emb:
+            for i, run_id in enumerate(part["order"]):
+                runs[run_id] = part["runs"][run_id] | {"passes": np.asarray(part["runs"][run_id]["passes"]),
+                                                       "emb": emb[f"run{i}"]}
+    missing = [p for p in expected if p not in seen]
+    unknown = [p for p in seen if p not in expected]
+    if missing or unknown:
+        raise InputError(f"parts missing: {missing or 'none'}; not of this comparison: {unknown or 'none'}")
+    return runs
 
 
 def run_fasta(out: Path, run_id: str) -> Path:

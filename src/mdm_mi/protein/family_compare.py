@@ -6,8 +6,9 @@ first ``n`` sequences: the Pearson r with the reference of the bias-corrected co
 metric that decoding dependent positions together should break), of the connected correlations
 C_ij (20×20 residue pairs) and of the site frequencies f_i, and the HMM pass rate. At each budget,
 ``mi*`` (the MI-guided λ chosen on calibration JSD by ``protein-compare``) minus each baseline gets a
-95% interval and a two-sided p from half-samples of each generated set (drawn independently: the sets
-are not paired; the reference is held fixed; see :func:`bootstrap_differences`).
+95% interval and a two-sided p from paired half-samples: every generated set is halved at the same
+test lengths (every sampler generated sequence ``i`` at the ``i``-th length); the reference is held
+fixed (see :func:`half_sample_metrics`, :func:`paired_difference`).
 
     rows = covariation_budgets(runs, columns, Reference.of(reference_columns, seed=0), n_boot=100, seed=0)
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mdm_mi.budgets import BEST_MI, SEQUENTIAL, by_budget, is_contender
+from mdm_mi.errors import InputError
 from mdm_mi.paired import ALPHA
 
 METRICS = ("corrected_mi_r", "c_ij_r")  # bootstrapped; higher is better
@@ -60,60 +62,79 @@ def run_id(run: dict) -> str:
     return f"{run['family']}@1/{run['divisor']}"
 
 
-def bootstrap_differences(sets: dict[str, list[str]], ref: Reference, pairs: list[tuple[str, str]],
-                          n_boot: int, seed: int) -> dict[tuple[str, str], dict[str, dict]]:
-    """(first, second) → metric → {value_first, value_second, diff, lo, hi, p_value}: the difference of
-    the full sets, with a 95% interval and two-sided p from **half-sampling**.
+def half_samples(n: int, n_boot: int, seed: int) -> list[np.ndarray]:
+    """``n_boot`` seeded halves (``n // 2`` indices without replacement) of ``range(n)``, shared by
+    every set of a comparison."""
+    rng = np.random.default_rng([seed, 11])
+    return [rng.choice(n, size=n // 2, replace=False) for _ in range(n_boot)]
+
+
+def half_sample_metrics(sets: dict[str, list[str]], ref: Reference, n_boot: int,
+                        seed: int) -> tuple[dict[str, dict], dict[str, list[dict]]]:
+    """Set name → its :func:`metric_values`, and → the same on each of :func:`half_samples`'s halves.
+
+    Every set is halved at the **same** indices: sequence ``i`` of every generated set was drawn at
+    the ``i``-th test length, so a half of the lengths is the resampling unit and the differences are
+    paired. Each set's replicates are computed once, however many comparisons use it.
+    :class:`InputError` when the sets differ in size."""
+    sizes = {len(v) for v in sets.values()}
+    if len(sizes) != 1:
+        raise InputError(f"paired half-samples need sets of one size, got sizes {sorted(sizes)}")
+    halves = half_samples(sizes.pop(), n_boot, seed)
+    point = {k: metric_values(v, ref, seed) for k, v in sets.items()}
+    reps = {k: [metric_values([v[i] for i in idx], ref, seed) for idx in halves] for k, v in sets.items()}
+    return point, reps
+
+
+def paired_difference(point: dict[str, dict], reps: dict[str, list[dict]], a: str, b: str) -> dict[str, dict]:
+    """metric → {value_first, value_second, diff, lo, hi, p_value} of set ``a`` minus set ``b``.
 
     A with-replacement bootstrap is wrong here: duplicated sequences are a dependence that the
     shuffle correction removes from the null but not from the data, so every resampled set looks
     coupled (site-independent draws reach r ≈ 0.8). Half-samples without replacement have no
     duplicates, and for a smooth statistic their variance, (1/m − 1/n)σ² with m = n/2, equals the
-    full set's σ²/n. So each replicate draws half of every set, the replicate differences are centred
-    on their mean (half-samples are noisier, which shifts r), and the interval is
-    ``diff − quantiles(centred)``; p is the share of centred replicates at least as far from 0 as
-    ``diff``."""
-    rng = np.random.default_rng([seed, 11])
-    names = sorted({n for pair in pairs for n in pair})
-    point = {n: metric_values(sets[n], ref, seed) for n in names}
-    reps = {n: [] for n in names}
-    for _ in range(n_boot):
-        for n in names:
-            idx = rng.choice(len(sets[n]), size=len(sets[n]) // 2, replace=False)
-            reps[n].append(metric_values([sets[n][i] for i in idx], ref, seed))
+    full set's σ²/n. The replicate differences are centred on their mean (half-samples are noisier,
+    which shifts r), the interval is ``diff − quantiles(centred)`` and p is the share of centred
+    replicates at least as far from 0 as ``diff``."""
     out = {}
-    for a, b in pairs:
-        out[(a, b)] = {}
-        for m in METRICS:
-            diff = point[a][m] - point[b][m]
-            boot = np.array([ra[m] - rb[m] for ra, rb in zip(reps[a], reps[b])])
-            centred = boot - boot.mean()
-            q_lo, q_hi = np.quantile(centred, [ALPHA / 2, 1 - ALPHA / 2])
-            p = float(np.mean(np.abs(centred) >= abs(diff))) if diff != 0 else 1.0
-            out[(a, b)][m] = {"value_first": point[a][m], "value_second": point[b][m], "diff": diff,
-                              "lo": diff - q_hi, "hi": diff - q_lo, "p_value": p}
+    for m in METRICS:
+        diff = point[a][m] - point[b][m]
+        boot = np.array([ra[m] - rb[m] for ra, rb in zip(reps[a], reps[b])])
+        centred = boot - boot.mean()
+        q_lo, q_hi = np.quantile(centred, [ALPHA / 2, 1 - ALPHA / 2])
+        p = float(np.mean(np.abs(centred) >= abs(diff))) if diff != 0 else 1.0
+        out[m] = {"value_first": point[a][m], "value_second": point[b][m], "diff": diff,
+                  "lo": diff - q_hi, "hi": diff - q_lo, "p_value": p}
     return out
+
+
+def bootstrap_differences(sets: dict[str, list[str]], ref: Reference, pairs: list[tuple[str, str]],
+                          n_boot: int, seed: int) -> dict[tuple[str, str], dict[str, dict]]:
+    """(first, second) → :func:`paired_difference` of the full sets, from paired half-samples
+    (:func:`half_sample_metrics`) of the sets the pairs name."""
+    names = {n for pair in pairs for n in pair}
+    point, reps = half_sample_metrics({n: sets[n] for n in names}, ref, n_boot, seed)
+    return {(a, b): paired_difference(point, reps, a, b) for a, b in pairs}
 
 
 def covariation_budgets(runs: dict[str, dict], columns: dict[str, list[str]], ref: Reference, n_boot: int,
                         seed: int) -> list[dict]:
     """Per budget of ``runs`` (protein-compare's runs.json entries; ``columns``: run id → realigned
-    match columns): ``mi*`` and every other contender minus every baseline and sequential, for each
-    metric of :data:`METRICS`. Positive diff = the contender's co-variation is closer to the
-    reference's; verdict at p < 0.05."""
+    match columns, one size for all): ``mi*`` and every other contender minus every baseline and
+    sequential, for each metric of :data:`METRICS`, from one set of paired half-samples of every
+    run. Positive diff = the contender's co-variation is closer to the reference's; verdict at
+    p < 0.05."""
+    point, reps = half_sample_metrics(columns, ref, n_boot, seed)
     rows = []
     for d, fams in sorted(by_budget(runs).items()):
         run_of = {f: run_id(r) for f, r in fams.items()} | {SEQUENTIAL: SEQUENTIAL}
         firsts = [f for f in fams if is_contender(f) or f == BEST_MI]
         seconds = [f for f in fams if f not in firsts] + [SEQUENTIAL]
-        pairs = [(a, b) for a in firsts for b in seconds]
-        sets = {f: columns[run_of[f]] for f in run_of}
-        result = bootstrap_differences(sets, ref, pairs, n_boot, seed)
-        for (a, b), metrics in result.items():
-            for m, r in metrics.items():
+        for a, b in ((a, b) for a in firsts for b in seconds):
+            for m, r in paired_difference(point, reps, run_of[a], run_of[b]).items():
                 verdict = "equal" if r["p_value"] >= ALPHA else ("better" if r["diff"] > 0 else "worse")
                 rows.append({"set": "family", "divisor": d, "metric": m, "first": a, "second": b,
-                             "n": len(sets[a]), "passes_first": runs[run_of[a]]["mean_passes"],
+                             "n": len(columns[run_of[a]]), "passes_first": runs[run_of[a]]["mean_passes"],
                              "passes_second": runs[run_of[b]]["mean_passes"], **r, "verdict": verdict})
     return rows
 
@@ -145,7 +166,7 @@ def markdown(runs: dict[str, dict], scores: dict[str, dict], rows: list[dict], n
     mine = [r for r in rows if r["first"] == BEST_MI]
     seconds = list(dict.fromkeys(r["second"] for r in mine))
     for metric in METRICS:
-        lines += ["", f"{BEST_MI} minus each baseline in {metric} (half-sampling 95%, p; positive = closer to "
+        lines += ["", f"{BEST_MI} minus each baseline in {metric} (paired half-samples 95%, p; positive = closer to "
                       "the reference's co-variation):", "",
                   "| budget | " + " | ".join(seconds) + " |", "|---|" + "---|" * len(seconds)]
         for d in sorted({r["divisor"] for r in mine}):

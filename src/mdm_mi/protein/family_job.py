@@ -45,7 +45,7 @@ class PrepareFamilyArgs:
     identity: float = field(metadata=_h("identity at which records join one cluster (clusters stay whole in a split)"))
     n_train_contexts: int = field(metadata=_h("distinct train sequences written for MI labelling"))
     n_heldout_contexts: int = field(metadata=_h("distinct validation/reference sequences written for MI labelling"))
-    n_score: int = field(metadata=_h("sequences per scored set (floor, ceiling, generated); at most the validation size"))
+    n_score: int = field(metadata=_h("sequences per scored set (floor, ceiling, generated); at most the training size"))
     seed: int = field(metadata=_h("seed of the split and the draws"))
 
 
@@ -101,21 +101,22 @@ def _write_family_contexts(out: Path, splits: dict, args: PrepareFamilyArgs) -> 
 def prepare_family(args: PrepareFamilyArgs, tracker) -> None:
     """Parse, drop non-standard records, split by identity clusters (80/5/15, seeded) and write the
     files of the module docstring. The two reference rows of the family table are drawn here once:
-    the *ceiling* is ``n`` natural validation sequences (cluster-disjoint from the reference and the
-    training set), the *floor* ``n`` site-independent draws from the training column profile
-    (:func:`~mdm_mi.protein.family.sample_profile`), with ``n = min(n_score, validation size)``."""
+    the *ceiling* is ``n`` natural training sequences (cluster-disjoint from the reference, like the
+    validation split, which holds too few to score sets of the reference's size), the *floor* ``n``
+    site-independent draws from the training column profile
+    (:func:`~mdm_mi.protein.family.sample_profile`), with ``n = min(n_score, training size)``."""
     from mdm_mi.protein import family as fam
     from mdm_mi.protein.fasta import sample_reference, write_fasta
 
     _check_prepare(args)
     splits, dropped, n_clusters = _split_family(args)
     train, val, reference = (splits[name] for name in fam.SPLIT_NAMES)
-    out, n = Path(args.out_dir), min(args.n_score, len(val))
+    out, n = Path(args.out_dir), min(args.n_score, len(train))
     for name, records in splits.items():
         write_fasta(out / f"{name}.a2m", [(r.name, fam.a2m_row(r)) for r in records])
     for name, records in (("train", train), ("reference", reference), ("reference2", val)):
         write_fasta(out / f"{name}.fasta", _seqs(records))
-    write_fasta(out / "ceiling.fasta", sample_reference(_seqs(val), n, args.seed))
+    write_fasta(out / "ceiling.fasta", sample_reference(_seqs(train), n, args.seed))
     floor = fam.sample_profile(fam.column_profile(train), n, np.random.default_rng(args.seed))
     write_fasta(out / "floor.fasta", _seqs(floor))
     contexts = _write_family_contexts(out, splits, args)
@@ -243,8 +244,9 @@ FAMILY_CAPTION = (
     "single-site frequencies f_i and of the bias-corrected column-pair MI; diversity (mean pairwise identity) "
     "and memorisation (each sequence's highest identity to a training sequence, median / max, over aligned "
     "residues: read it beside the coverage, the mean fraction of match columns holding a residue). "
-    "ceiling: natural validation-split sequences (cluster-disjoint from the reference; their pass rate is "
-    "≈ 99% by construction); floor: site-independent draws from the training column profile")
+    "ceiling: natural training-split sequences (cluster-disjoint from the reference; the HMM was built from "
+    "them, so their pass rate is high and their identity to train is 1 by construction); floor: "
+    "site-independent draws from the training column profile")
 
 
 MARKDOWN_HEADER = ["row", "sampler", "setting", "n", "mean passes", "cluster JSD", "HMM pass %", "C_ij r", "f_i r",

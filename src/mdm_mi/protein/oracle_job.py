@@ -8,8 +8,9 @@ compared by paired differences (same length, same generator seed):
 - the HMM bit score against the training split's profile HMM, and the pass rate at the 1st
   percentile of the validation split's scores;
 - the pair log-odds score (:mod:`mdm_mi.protein.pair_score`), which site-independent sequences fail.
-The ceiling (natural validation sequences) and floor (site-independent profile draws) rows are scored
-the same way on as many sequences.
+The ceiling (natural validation sequences: held out from the HMM and the pair frequencies, which the
+family table's training-split ceiling is not) and floor (site-independent profile draws) rows are
+scored the same way on as many sequences.
 
     python -m mdm_mi protein-oracle-ceiling --model results/x/protein/model --head results/x/protein/head \
         --budgets-dir results/x/protein/budgets --data-dir results/x/protein/data --divisors 4 --n 24 \
@@ -94,6 +95,13 @@ def paired(a: np.ndarray, b: np.ndarray) -> dict:
     return {"diff": diff, "lo": diff - half, "hi": diff + half, "n": int(keep.sum())}
 
 
+def validation_draw(val, n: int, seed: int) -> list[str]:
+    """A seeded draw of ``min(n, len(val))`` validation sequences (nested in ``n``)."""
+    from mdm_mi.protein.fasta import sample_reference
+
+    return [s for _, s in sample_reference([(r.name, r.sequence) for r in val], min(n, len(val)), seed)]
+
+
 def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     import torch
 
@@ -130,8 +138,8 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
         return passes, scorer(seqs)
 
     seq_passes, seq_scores = run(Sequential("entropy"), None)
-    natural = {name: scorer([s for _, s in read_fasta(Path(args.data_dir) / f"{name}.fasta")][: args.n])
-               for name in ("ceiling", "floor")}
+    natural = {"ceiling": scorer(validation_draw(val, args.n, args.seed)),
+               "floor": scorer([s for _, s in read_fasta(Path(args.data_dir) / "floor.fasta")][: args.n])}
     result = {"n": args.n, "tol": args.tol, "hmm_threshold": scorer.threshold,
               "references": {k: arm_summary(v, None) for k, v in natural.items()},
               "sequential": arm_summary(seq_scores, seq_passes), "divisors": {}}
