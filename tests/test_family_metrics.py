@@ -123,9 +123,12 @@ def test_one_hot_and_cluster_jsd(split):
     x = fm.one_hot_columns(cols)
     assert x.shape == (200, fam.KUNITZ_MATCH_COLUMNS * fam.N_LETTERS)
     assert np.array_equal(x.sum(1), np.full(200, fam.KUNITZ_MATCH_COLUMNS))
-    assert fm.cluster_jsd_columns(cols, cols, k=4, seed=0) == pytest.approx(0.0)
-    constant = [cols[0]] * 200
-    assert fm.cluster_jsd_columns(cols, constant, k=4, seed=0) > 0.3
+    same = fm.cluster_jsd_columns(cols, cols, k=4, seed=0)
+    assert same["cluster_jsd"] == pytest.approx(0.0) and same["cluster_jsd_lo"] == 0.0
+    constant = fm.cluster_jsd_columns(cols, [cols[0]] * 200, k=4, seed=0)
+    assert constant["cluster_jsd"] > 0.3
+    assert constant["cluster_jsd_lo"] <= constant["cluster_jsd_bc"] <= constant["cluster_jsd_hi"]
+    assert constant["cluster_jsd_lo"] > 0.2  # a basic interval that excludes 0 when the sets differ
 
 
 

@@ -250,12 +250,15 @@ def max_identity_to(columns: Sequence[str], train_columns: Sequence[str]) -> np.
 
 
 def cluster_jsd_columns(reference_columns: Sequence[str], other_columns: Sequence[str], k: int,
-                        seed: int) -> float:
+                        seed: int) -> dict:
     """The paper's cluster JSD (bits) on one-hot match columns instead of ESM embeddings: k-means on
-    the reference (:func:`mdm_mi.protein.metrics.fit_clusters`), histograms compared by
-    :func:`mdm_mi.protein.metrics.cluster_jsd`."""
+    the reference (:func:`mdm_mi.protein.metrics.fit_clusters`), histograms compared with a bootstrap
+    interval (:func:`mdm_mi.protein.metrics.jsd_with_interval`) → ``cluster_jsd`` (plug-in),
+    ``cluster_jsd_bc`` (bias-corrected), ``cluster_jsd_lo`` / ``cluster_jsd_hi`` (basic 95%)."""
     from mdm_mi.protein import metrics  # imports torch: only here
 
     ref = one_hot_columns(reference_columns)
-    return metrics.cluster_jsd(metrics.fit_clusters(ref, k, seed), ref, one_hot_columns(other_columns))
-
+    km = metrics.fit_clusters(ref, k, seed)
+    out = metrics.jsd_with_interval(metrics.cluster_histogram(km, ref),
+                                    metrics.cluster_histogram(km, one_hot_columns(other_columns)), seed)
+    return {f"cluster_{key}": out[key] for key in ("jsd", "jsd_bc", "jsd_lo", "jsd_hi")}
