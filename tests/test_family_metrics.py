@@ -151,8 +151,14 @@ def test_residue_mi_ignores_gaps_and_finds_residue_coupling():
     c4 = np.where(gaps, "-", rng.choice(list("PQRS"), n))
     cols = ["".join(r) for r in zip(a, coupled, c3, c4)]
     codes = fam.encode_columns(cols)
-    mi = fm.residue_mi(codes)
-    assert abs(mi[0, 1] - np.log(4)) < 0.02  # one residue determines the other: ln 4
+    mi = fm.residue_mi(codes)  # pairs (0,1) (0,2) (0,3) (1,2) (1,3) (2,3)
+    assert abs(mi[0] - np.log(4)) < 0.02  # one residue determines the other: ln 4
+    both = ~gaps  # pair (2, 3) by hand: MI of the residue pairs where both columns hold one
+    pairs = list(zip(c3[both], c4[both]))
+    f = {p: pairs.count(p) / len(pairs) for p in set(pairs)}
+    fi = {x: np.mean(c3[both] == x) for x in set(c3[both])}
+    fj = {y: np.mean(c4[both] == y) for y in set(c4[both])}
+    assert mi[5] == pytest.approx(sum(v * np.log(v / (fi[x] * fj[y])) for (x, y), v in f.items()), rel=1e-9)
     assert fm.plugin_mi(codes)[2, 3] > 0.3  # with gaps as a letter, shared gaps look like coupling
     corrected = fm.corrected_mi(cols, seed=0, residues_only=True)  # pairs (0,1) (0,2) (0,3) (1,2) (1,3) (2,3)
     assert corrected[0] > 1.2 and abs(corrected[5]) < 0.03  # the gap-only pair is independent over residues

@@ -27,7 +27,7 @@ rule label:
         domain=DOMAINS,
         split=LABEL_SPLITS,
         shard=r"\d+",
-    priority: 20  # the labels and heads gate every comparison: scheduled before the fixed grid
+    priority: lambda w: 21 if w.split == "train" else 20  # labels gate every comparison; the long train shards first
     threads: 1  # shards run side by side, one per core
     resources:
         gpu=1,

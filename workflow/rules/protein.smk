@@ -174,7 +174,7 @@ rule protein_compare_part:
         out_dir=parent_dir("part"),
     wildcard_constraints:
         part="|".join(map(re.escape, PROTEIN_COMPARE_PARTS)),
-    priority: 10  # the protein chain is the run's critical path: ahead of the Sudoku comparisons
+    priority: lambda w: 9 if w.part == "sequential" else 10  # the critical path, ahead of the Sudoku comparisons; the short part last
     threads: 1  # the parts decode side by side, and beside the Sudoku comparisons on 2 cores
     resources:
         gpu=1,

@@ -163,9 +163,31 @@ def frequency_r(columns_a: Sequence[str], columns_b: Sequence[str]) -> float:
     return pearson(site_frequencies(columns_a), site_frequencies(columns_b))
 
 
+def _residue_one_hot(codes: np.ndarray) -> np.ndarray:
+    """Codes ``(n, L)`` → float64 one-hot of the 20 residues ``(n, L*20)`` (a gap is all zeros)."""
+    n, length = codes.shape
+    return _one_hot(codes).reshape(n, length, N_LETTERS)[:, :, :GAP_INDEX].reshape(n, -1)
+
+
+def _pair_blocks(x: np.ndarray, length: int, k: int) -> np.ndarray:
+    """One-hot ``(n, L*k)`` → co-occurrence counts of every column pair ``i < j`` (row-major) →
+    float64 ``(L(L−1)/2, k, k)``. The product runs in float32, exact for counts below 2^24."""
+    assert len(x) < 2**24, "float32 counts are exact only below 2^24 sequences"
+    x32 = x.astype(np.float32)
+    counts = (x32.T @ x32).reshape(length, k, length, k)
+    i, j = np.triu_indices(length, k=1)
+    return counts[i, :, j, :].astype(np.float64)
+
+
 def residue_correlations(columns: Sequence[str]) -> np.ndarray:
-    """:func:`connected_correlations` of the 20 × 20 residue pairs only → ``(L(L−1)/2, 20, 20)``."""
-    return connected_correlations(columns)[:, :GAP_INDEX, :GAP_INDEX]
+    """:func:`connected_correlations` of the 20 × 20 residue pairs only → ``(L(L−1)/2, 20, 20)``,
+    computed on those pairs alone."""
+    codes = encode_columns(columns)
+    n, length = codes.shape
+    x = _residue_one_hot(codes)
+    f_i = x.mean(0).reshape(length, GAP_INDEX)
+    i, j = np.triu_indices(length, k=1)
+    return _pair_blocks(x, length, GAP_INDEX) / n - f_i[i][:, :, None] * f_i[j][:, None, :]
 
 
 def correlation_r(columns_a: Sequence[str], columns_b: Sequence[str], residues_only: bool = False) -> float:
@@ -192,18 +214,20 @@ def plugin_mi(codes: np.ndarray) -> np.ndarray:
     return (f_ij * np.log(ratio)).sum((2, 3))
 
 
+def _sum_xlogx(a: np.ndarray, axis) -> np.ndarray:
+    """``Σ a ln a`` over ``axis`` with ``0 ln 0 = 0``."""
+    return np.sum(a * np.log(np.where(a > 0, a, 1.0)), axis=axis)
+
+
 def residue_mi(codes: np.ndarray) -> np.ndarray:
-    """Plug-in MI (nats) of every column pair over the 20 residues only, on the sequences where both
-    columns hold a residue (pair-specific frequencies) → ``(L, L)``. Gaps are left out: realigning
-    generated sequences places gaps whose co-occurrence is alignment structure, not residue coupling."""
-    n, length = codes.shape
-    x = _one_hot(codes).reshape(n, length, N_LETTERS)[:, :, :GAP_INDEX].reshape(n, -1)
-    counts = (x.T @ x).reshape(length, GAP_INDEX, length, GAP_INDEX).transpose(0, 2, 1, 3)  # (L, L, 20, 20)
-    n_ij = counts.sum((2, 3), keepdims=True)
-    f = np.divide(counts, n_ij, out=np.zeros_like(counts), where=n_ij > 0)
-    indep = f.sum(3, keepdims=True) * f.sum(2, keepdims=True)
-    ratio = np.divide(f, indep, out=np.ones_like(f), where=f > 0)
-    return (f * np.log(ratio)).sum((2, 3))
+    """Plug-in MI (nats) of every column pair ``i < j`` (row-major) over the 20 residues only, on the
+    sequences where both columns hold a residue (pair-specific frequencies) → ``(L(L−1)/2,)``, as
+    ``H(f_i) + H(f_j) − H(f_ij)`` of those frequencies. Gaps are left out: realigning generated
+    sequences places gaps whose co-occurrence is alignment structure, not residue coupling."""
+    length = codes.shape[1]
+    counts = _pair_blocks(_residue_one_hot(codes), length, GAP_INDEX)  # (P, 20, 20)
+    f = counts / np.maximum(counts.sum((1, 2)), 1)[:, None, None]
+    return _sum_xlogx(f, (1, 2)) - _sum_xlogx(f.sum(2), 1) - _sum_xlogx(f.sum(1), 1)
 
 
 def corrected_mi(columns: Sequence[str], seed: int, n_shuffles: int = MI_SHUFFLES,
@@ -214,11 +238,11 @@ def corrected_mi(columns: Sequence[str], seed: int, n_shuffles: int = MI_SHUFFLE
     the finite-sample bias (about ``(k_i − 1)(k_j − 1) / 2n``); independent columns give ≈ 0. With
     ``residues_only`` the MI is :func:`residue_mi` (gaps left out), as it must be for realigned sets."""
     codes = encode_columns(columns)
-    mi = residue_mi if residues_only else plugin_mi
+    i, j = np.triu_indices(codes.shape[1], k=1)
+    mi = residue_mi if residues_only else (lambda c: plugin_mi(c)[i, j])
     rng = np.random.default_rng(seed)
     null = np.mean([mi(rng.permuted(codes, axis=0)) for _ in range(n_shuffles)], axis=0)
-    i, j = np.triu_indices(codes.shape[1], k=1)
-    return (mi(codes) - null)[i, j]
+    return mi(codes) - null
 
 
 def corrected_mi_r(columns_a: Sequence[str], columns_b: Sequence[str], seed: int,
