@@ -212,6 +212,7 @@ rule protein_compare:
     priority: 10
     threads: 1
     resources:
+        gpu=1,  # embeds the reference with the backbone for the cluster-JSD bootstrap
         mem_mb=4000,
         runtime=60,
     conda:

@@ -30,7 +30,7 @@ from mdm_mi.plotting import SAMPLER_STYLE, plt, save
 
 METRIC_LABELS = {"corrected_mi_r": "corrected column-pair MI r", "c_ij_r": "C_ij r (20 × 20 residue pairs)",
                  "hmm_pass_rate": "HMM pass rate"}
-REFERENCE_STYLE = {"ceiling": ("ceiling: natural validation set", "0.35", "--"),
+REFERENCE_STYLE = {"ceiling": ("ceiling: natural training-split set", "0.35", "--"),
                    "floor": ("floor: site-independent profile draws", "0.35", ":")}
 OTHER_COLOURS = {"threshold": "tab:red"}  # calibrated families without a SAMPLER_STYLE entry
 PASS_TICKS = (5, 10, 20, 50)
@@ -163,7 +163,7 @@ def _curve_panel(ax, points: list[dict], refs: dict[str, dict], key: str, scale:
 
 
 def _difference_panel(ax, rows: list[dict], metric: str) -> None:
-    """``mi*`` minus each baseline in ``metric`` against mi*'s mean passes, half-sampling 95% bars."""
+    """``mi*`` minus each baseline in ``metric`` against mi*'s mean passes, paired half-sample 95% bars."""
     for k, (second, rs) in enumerate(differences(rows, metric).items()):
         label, colour, _ = style(second)
         x = np.array([r["passes_first"] for r in rs]) * _dodge(k, 4)
@@ -172,7 +172,7 @@ def _difference_panel(ax, rows: list[dict], metric: str) -> None:
         ax.errorbar(x, y, yerr=err, marker="o", ms=4, capsize=2, color=colour, label=f"mi* − {label}")
     ax.axhline(0, color="k", lw=0.8)
     _passes_axis(ax, "mean forward passes of mi* (log)")
-    ax.set_ylabel(f"mi* − baseline, {METRIC_LABELS[metric]}\n(half-sampling 95% interval)", fontsize=8)
+    ax.set_ylabel(f"mi* − baseline, {METRIC_LABELS[metric]}\n(paired half-samples, 95% interval)", fontsize=8)
 
 
 def covariation_figure(points: list[dict], rows: list[dict], refs: dict[str, dict], out, title: str) -> None:
