@@ -69,11 +69,11 @@ _MEASURED: dict[str, dict[str, dict[str, float]]] = {
         "mi-indep": {"gamma": 0.11955, "cap": 0.05},
         "mi-2b": {"gamma": 0.13443, "delta": 0.1},
     },
-    "protein": {
-        "naive": {"k": 3.0433},
-        "eb": {"gamma": 3.3574},
-        "threshold": {"tau": 0.35062},
-        "mi": {"gamma": 3.8266},
+    "protein": {  # 2026-12-02 backbone (mi: λ = 1, mi*'s choice at 1/3); mi-indep / mi-2b: 2026-12-01 backbone
+        "naive": {"k": 3.0642},
+        "eb": {"gamma": 3.4457},
+        "threshold": {"tau": 0.34353},
+        "mi": {"gamma": 3.8680},
         "mi-indep": {"gamma": 3.4391, "cap": 0.05},
         "mi-2b": {"gamma": 3.3170, "delta": 0.25},
     },
