@@ -127,6 +127,8 @@ def protein_compare_part(args: ProteinComparePartArgs, tracker) -> None:
     setup(args.threads, args.seed)
     reference = _check(args)
     names = part_names(args)
+    if args.parts:
+        raise InputError("--parts is protein-compare's (the merge); protein-compare-part runs one --part")
     if args.part not in names:
         raise InputError(f"unknown --part {args.part!r}; this comparison's parts: {', '.join(names)}")
     t0 = time.time()
@@ -145,11 +147,9 @@ def protein_compare(args: ProteinCompareArgs, tracker) -> None:
     setup(args.threads, args.seed)
     reference = _check(args)
     t0 = time.time()
+    merged = read_parts(args.parts, _part_key(args), part_names(args)) if args.parts else None  # checked before loading
     loaded = _load(args, reference)
-    if args.parts:
-        runs = read_parts(args.parts, _part_key(args), part_names(args))
-    else:
-        runs = _run_parts(args, part_names(args), reference, loaded)
+    runs = merged if merged is not None else _run_parts(args, part_names(args), reference, loaded)
     scorer, t1 = loaded[2], time.time()
     rows = jsd_rows(runs, scorer, args.bootstrap, args.seed)
     seq_passes = float(np.mean(calibration_lengths([len(s) for s in reference], _spec(args))))
