@@ -36,12 +36,22 @@ def full_residue_mi(codes: np.ndarray) -> np.ndarray:
     return (f * np.log(ratio)).sum((2, 3))
 
 
+def full_correlations(codes: np.ndarray) -> np.ndarray:
+    """The replaced form: C_ij over all 21 letters as ``(L, L, 21, 21)``, then the pairs ``i < j`` and
+    the 20 × 20 residue block."""
+    x = fm._one_hot(codes)
+    f_i = x.mean(0).reshape(-1, fam.N_LETTERS)
+    c = fm._pair_frequencies(x) - f_i[:, None, :, None] * f_i[None, :, None, :]
+    i, j = np.triu_indices(len(f_i), k=1)
+    return c[i, j][:, : fm.GAP_INDEX, : fm.GAP_INDEX]
+
+
 def full_metrics(columns: list[str], seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The replaced corrected MI (one shuffle) and residue C_ij, pairs ``i < j``."""
     codes = fam.encode_columns(columns)
     i, j = np.triu_indices(codes.shape[1], k=1)
     null = full_residue_mi(np.random.default_rng(seed).permuted(codes, axis=0))
-    return (full_residue_mi(codes) - null)[i, j], fm.connected_correlations(columns)[:, : fm.GAP_INDEX, : fm.GAP_INDEX]
+    return (full_residue_mi(codes) - null)[i, j], full_correlations(codes)
 
 
 def library_metrics(columns: list[str], seed: int) -> tuple[np.ndarray, np.ndarray]:

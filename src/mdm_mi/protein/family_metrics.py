@@ -31,6 +31,7 @@ from mdm_mi.protein.family import (
     encode_columns,
     identity_blocks,
     pad_insertions,
+    residue_one_hot,
 )
 
 HMM_SEED = 42  # HMMER's default seed: builder calibration and pipeline are then reproducible
@@ -141,14 +142,28 @@ def _pair_frequencies(x: np.ndarray) -> np.ndarray:
     return f.transpose(0, 2, 1, 3)
 
 
+def _pair_blocks(x: np.ndarray, length: int, k: int) -> np.ndarray:
+    """One-hot ``(n, L*k)`` → co-occurrence counts of every column pair ``i < j`` (row-major) →
+    float64 ``(L(L−1)/2, k, k)``. The product runs in float32, exact for counts below 2^24."""
+    assert len(x) < 2**24, "float32 counts are exact only below 2^24 sequences"
+    x32 = x.astype(np.float32, copy=False)
+    counts = (x32.T @ x32).reshape(length, k, length, k)
+    i, j = np.triu_indices(length, k=1)
+    return counts[i, :, j, :].astype(np.float64)
+
+
+def _connected(x: np.ndarray, length: int, k: int) -> np.ndarray:
+    """One-hot ``(n, L*k)`` → ``C_ij(a, b) = f_ij(a, b) − f_i(a) f_j(b)`` for ``i < j`` → ``(L(L−1)/2, k, k)``."""
+    f_i = x.mean(0, dtype=np.float64).reshape(length, k)
+    i, j = np.triu_indices(length, k=1)
+    return _pair_blocks(x, length, k) / len(x) - f_i[i][:, :, None] * f_i[j][:, None, :]
+
+
 def connected_correlations(columns: Sequence[str]) -> np.ndarray:
     """``C_ij(a, b) = f_ij(a, b) − f_i(a) f_j(b)`` for column pairs ``i < j`` (row-major order) →
     ``(L(L−1)/2, 21, 21)``."""
-    x = one_hot_columns(columns)
-    f_i = x.mean(0).reshape(-1, N_LETTERS)
-    c = _pair_frequencies(x) - f_i[:, None, :, None] * f_i[None, :, None, :]
-    i, j = np.triu_indices(len(f_i), k=1)
-    return c[i, j]
+    codes = encode_columns(columns)
+    return _connected(_one_hot(codes), codes.shape[1], N_LETTERS)
 
 
 def pearson(a: np.ndarray, b: np.ndarray) -> float:
@@ -163,31 +178,11 @@ def frequency_r(columns_a: Sequence[str], columns_b: Sequence[str]) -> float:
     return pearson(site_frequencies(columns_a), site_frequencies(columns_b))
 
 
-def _residue_one_hot(codes: np.ndarray) -> np.ndarray:
-    """Codes ``(n, L)`` → float64 one-hot of the 20 residues ``(n, L*20)`` (a gap is all zeros)."""
-    n, length = codes.shape
-    return _one_hot(codes).reshape(n, length, N_LETTERS)[:, :, :GAP_INDEX].reshape(n, -1)
-
-
-def _pair_blocks(x: np.ndarray, length: int, k: int) -> np.ndarray:
-    """One-hot ``(n, L*k)`` → co-occurrence counts of every column pair ``i < j`` (row-major) →
-    float64 ``(L(L−1)/2, k, k)``. The product runs in float32, exact for counts below 2^24."""
-    assert len(x) < 2**24, "float32 counts are exact only below 2^24 sequences"
-    x32 = x.astype(np.float32)
-    counts = (x32.T @ x32).reshape(length, k, length, k)
-    i, j = np.triu_indices(length, k=1)
-    return counts[i, :, j, :].astype(np.float64)
-
-
 def residue_correlations(columns: Sequence[str]) -> np.ndarray:
     """:func:`connected_correlations` of the 20 × 20 residue pairs only → ``(L(L−1)/2, 20, 20)``,
     computed on those pairs alone."""
     codes = encode_columns(columns)
-    n, length = codes.shape
-    x = _residue_one_hot(codes)
-    f_i = x.mean(0).reshape(length, GAP_INDEX)
-    i, j = np.triu_indices(length, k=1)
-    return _pair_blocks(x, length, GAP_INDEX) / n - f_i[i][:, :, None] * f_i[j][:, None, :]
+    return _connected(residue_one_hot(codes), codes.shape[1], GAP_INDEX)
 
 
 def correlation_r(columns_a: Sequence[str], columns_b: Sequence[str], residues_only: bool = False) -> float:
@@ -225,7 +220,7 @@ def residue_mi(codes: np.ndarray) -> np.ndarray:
     ``H(f_i) + H(f_j) − H(f_ij)`` of those frequencies. Gaps are left out: realigning generated
     sequences places gaps whose co-occurrence is alignment structure, not residue coupling."""
     length = codes.shape[1]
-    counts = _pair_blocks(_residue_one_hot(codes), length, GAP_INDEX)  # (P, 20, 20)
+    counts = _pair_blocks(residue_one_hot(codes), length, GAP_INDEX)  # (P, 20, 20)
     f = counts / np.maximum(counts.sum((1, 2)), 1)[:, None, None]
     return _sum_xlogx(f, (1, 2)) - _sum_xlogx(f.sum(2), 1) - _sum_xlogx(f.sum(1), 1)
 
