@@ -95,6 +95,19 @@ class Bf16Backbone:
         return BackboneOutput(logits=out.logits.float(), hidden=out.hidden.float())
 
 
+def for_decoding(backbone, bf16: bool):
+    """``backbone`` as the decoders run it: under :class:`Bf16Backbone` when ``bf16`` (on a CPU with
+    AMX-BF16 a protein pass runs ~1.6× faster, ``benchmarks/bench_bf16.py``), else itself. The MI
+    oracle's probes and the labels still run in fp32 (:func:`full_precision`, :func:`probe_backbone`)."""
+    return Bf16Backbone(backbone) if bf16 else backbone
+
+
+def probe_backbone(backbone):
+    """The fp32 backbone under a :class:`Bf16Backbone` wrapper (for the MI oracle's probing passes,
+    which must not mix precisions with each other), or ``backbone`` itself; nothing is mutated."""
+    return backbone.inner if isinstance(backbone, Bf16Backbone) else backbone
+
+
 def full_precision(backbone):
     """``backbone`` with any bf16 autocast switched off, for MI labelling: bf16 noise between the base
     pass and the probe passes biases the KL-based labels upwards and voids the certified bound. A

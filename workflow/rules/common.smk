@@ -157,7 +157,7 @@ def protein_compare_flags(merge):
     compare = {k: v for k, v in PROTEIN["compare"].items() if merge or k != "bootstrap"}
     return cli_flags(
         compare
-        | {k: PROTEIN["generate"][k] for k in ("n", "temperature", "clusters", "embed_layer", "batch_size")}
+        | {k: PROTEIN["generate"][k] for k in ("n", "temperature", "clusters", "embed_layer", "batch_size", "bf16")}
         | {"mi_on_reject": PROTEIN["samplers"]["mi_on_reject"], "mi_charge_first": PROTEIN["samplers"]["mi_charge_first"]}
     )
 

@@ -8,7 +8,10 @@ FAMILY_SPLITS = expand(f"{P}/data/{{s}}.a2m", s=["train", "val", "reference"])
 FAMILY_FIG = f"{R}/figures"
 FAMILY_FIGURES = [f"{FAMILY_FIG}/family_{f}.png" for f in ("covariation", "pass_rate", "mi_map")]
 FAMILY_TARGETS = (
-    [f"{P}/family/table.csv", f"{P}/family/table.md", f"{P}/family/covariation.md", *FAMILY_FIGURES] if FAMILY else []
+    [f"{P}/family/table.csv", f"{P}/family/table.md", f"{P}/family/covariation.md", f"{P}/ceiling/ceiling.md",
+     *FAMILY_FIGURES]
+    if FAMILY
+    else []
 )
 
 
@@ -166,7 +169,8 @@ if FAMILY:
         params:
             options=cli_flags(
                 {"divisors": PROTEIN["family"]["oracle_divisors"], "n": PROTEIN["family"]["oracle_n"],
-                 "tol": PROTEIN["family"]["oracle_tol"], "temperature": PROTEIN["generate"]["temperature"]}
+                 "tol": PROTEIN["family"]["oracle_tol"], "temperature": PROTEIN["generate"]["temperature"],
+                 "bf16": PROTEIN["generate"]["bf16"]}
             ),
             job=job_flags(),
             tracking=tracking_flags("protein_oracle_ceiling"),
@@ -175,6 +179,7 @@ if FAMILY:
             budgets_dir=parent_dir("runs"),
             data_dir=parent_dir("data"),
             out_dir=parent_dir("json"),
+        priority: 10  # beside family_compare once the comparison is merged: the two last jobs of the chain
         threads: 1
         resources:
             gpu=1,

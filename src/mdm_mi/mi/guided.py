@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from mdm_mi.backbone import Backbone, BackboneOutput
+from mdm_mi.backbone import Backbone, BackboneOutput, probe_backbone
 from mdm_mi.samplers import PairwiseFn, Sampler, StepView
 
 ON_REJECT = ("skip", "stop")  # a rejected candidate: walk on to the next one, or end the pass
@@ -183,6 +183,7 @@ def oracle_pairwise_fn(
     """
     from mdm_mi.mi import probe  # lazy: only the oracle needs the labeller
 
+    backbone = probe_backbone(backbone)  # a bf16-decoding wrapper's fp32 model: the probes stay fp32
     if method not in ORACLE_METHODS:
         raise ValueError(f"oracle method must be one of {ORACLE_METHODS}, got {method!r}")
     batch = probe.DEFAULT_BATCH_SIZE if batch_size is None else batch_size

@@ -51,6 +51,7 @@ class ProteinCompareArgs:
     embed_layer: int | None = field(default=None, metadata=_h("embedder block mean-pooled for the metric (default: its output after the final norm)"))
     bootstrap: int = field(default=200, metadata=_h("whole-metric bootstrap replicates (k-means refit in each)"))
     batch_size: int = field(default=128, metadata=_h("sequences decoded together"))
+    bf16: bool = field(default=False, metadata=_h("decode under bf16 autocast (~1.6× faster per pass on an AMX-BF16 CPU); labels, oracle probes and the metric's embedder stay fp32"))
     seed: int = field(default=0, metadata=_h("random seed"))
     device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
     threads: int = field(default=1, metadata=_h("torch CPU threads"))
@@ -96,6 +97,7 @@ def part_names(args: ProteinCompareArgs) -> list[str]:
 
 def _load(args: ProteinCompareArgs, reference: list[str]):
     """Backbone, the head's pairwise function and the JSD scorer (k-means fitted on the reference)."""
+    from mdm_mi.backbone import for_decoding
     from mdm_mi.domain import load_backbone
     from mdm_mi.mi.guided import head_pairwise_fn
     from mdm_mi.mi.head import load_head
@@ -106,7 +108,7 @@ def _load(args: ProteinCompareArgs, reference: list[str]):
     backbone, _ = load_backbone(args.model, device, domain="protein")
     head, _ = load_head(args.head, device)
     embedder = ESMCBackbone(backbone.model, args.embed_layer, backbone.bf16).to(device).eval()
-    return backbone, head_pairwise_fn(head), Scorer(embedder, reference, args.clusters, args.seed)
+    return for_decoding(backbone, args.bf16), head_pairwise_fn(head), Scorer(embedder, reference, args.clusters, args.seed)
 
 
 def _run_parts(args: ProteinCompareArgs, names: list[str], reference: list[str], loaded) -> dict[str, dict]:
@@ -166,7 +168,7 @@ def protein_compare(args: ProteinCompareArgs, tracker) -> None:
 PART_FILE = "part.json"
 EMB_FILE = "emb.npz"
 PART_KEYS = ("n", "calib_n", "divisors", "mi_lambda", "mi_on_reject", "mi_charge_first", "indep_tau",
-             "two_budget_delta", "temperature", "clusters", "embed_layer", "seed")  # what makes parts one comparison
+             "two_budget_delta", "temperature", "clusters", "embed_layer", "bf16", "seed")  # what makes parts one comparison
 
 
 def _part_key(args: ProteinCompareArgs) -> dict:

@@ -51,6 +51,7 @@ class ProteinCeilingArgs:
     tol: float = field(metadata=_h("certified probing tolerance (nats)"))
     temperature: float = field(default=1.0, metadata=_h("sampling temperature"))
     batch_size: int = field(default=16, metadata=_h("sequences decoded together"))
+    bf16: bool = field(default=False, metadata=_h("decode under bf16 autocast, as the comparison did; the oracle's probes stay fp32"))
     seed: int = field(default=0, metadata=_h("random seed"))
     device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
     threads: int = field(default=1, metadata=_h("torch CPU threads"))
@@ -105,6 +106,7 @@ def validation_draw(val, n: int, seed: int) -> list[str]:
 def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     import torch
 
+    from mdm_mi.backbone import for_decoding
     from mdm_mi.budgets import best_mi_run
     from mdm_mi.domain import load_backbone
     from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
@@ -130,6 +132,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     backbone, _ = load_backbone(args.model, device, domain="protein")
     head, _ = load_head(args.head, device)
     fns = {"head": head_pairwise_fn(head), "oracle": oracle_pairwise_fn(backbone, method="certified", tol=args.tol)}
+    backbone = for_decoding(backbone, args.bf16)
 
     def run(sampler, fn):
         gen = torch.Generator(device=backbone.vocab_token_ids.device).manual_seed(args.seed + 1)
@@ -140,7 +143,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     seq_passes, seq_scores = run(Sequential("entropy"), None)
     natural = {"ceiling": scorer(validation_draw(val, args.n, args.seed)),
                "floor": scorer([s for _, s in read_fasta(Path(args.data_dir) / "floor.fasta")][: args.n])}
-    result = {"n": args.n, "tol": args.tol, "hmm_threshold": scorer.threshold,
+    result = {"n": args.n, "tol": args.tol, "bf16": args.bf16, "hmm_threshold": scorer.threshold,
               "references": {k: arm_summary(v, None) for k, v in natural.items()},
               "sequential": arm_summary(seq_scores, seq_passes), "divisors": {}}
     for d, run_id in heads.items():
