@@ -40,6 +40,15 @@ def test_natural_beats_site_independent_draws_on_corrected_mi(sets):
     assert all(same[m]["lo"] == same[m]["hi"] == 0 for m in METRICS)  # paired: both halves are the same lengths
 
 
+def test_half_sample_replicates_are_the_same_in_two_worker_processes(sets):
+    from mdm_mi.protein.family_compare import half_sample_metrics
+
+    ref, cols = sets
+    one = half_sample_metrics(cols, ref, n_boot=3, seed=0)
+    two = half_sample_metrics(cols, ref, n_boot=3, seed=0, workers=2)
+    assert one == two and len(two[1]["floor"]) == 3
+
+
 def test_paired_half_samples_refuse_sets_of_different_sizes(sets):
     ref, cols = sets
     with pytest.raises(InputError, match="one size"):

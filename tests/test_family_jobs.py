@@ -219,7 +219,19 @@ def test_protein_oracle_ceiling_scores_oracle_head_and_sequential_on_the_same_le
     assert at4["oracle"]["mean_passes"] <= result["sequential"]["mean_passes"]  # γ = 30 nats unmasks in parallel
     assert all(d["bit_score"]["n"] == 2 for d in at4["differences"].values())  # paired on the same 2 lengths
     assert "MI oracle 1/4" in (tmp_path / "out" / "ceiling.md").read_text()
+    part = tmp_path / "parts" / "mi-l1"  # the workflow reads the MI-guided parts, not the merge
+    part.mkdir(parents=True)
+    (part / "part.json").write_text((budgets / "runs.json").read_text())
+    from_parts = [a if a != str(budgets) else str(part) for a in argv]
+    from_parts[from_parts.index("--budgets-dir")] = "--parts"
+    assert main([*from_parts, "--divisors", "4", "--out-dir", str(tmp_path / "out2")]) == 0
+    again = json.loads((tmp_path / "out2" / "ceiling.json").read_text())
+    for r in (result, again):
+        r["divisors"]["4"].pop("seconds")
+    assert again == result
     capsys.readouterr()
+    assert main([*argv, "--parts", str(part), "--divisors", "4"]) == 2  # both sources
+    assert "either --budgets-dir" in capsys.readouterr().err
     assert main([*argv, "--divisors", "5"]) == 2  # no mi run at 1/5: one line, before any decoding
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "divisor 5" in err
@@ -260,6 +272,29 @@ def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
     assert main(["protein-compare", "--parts", *map(str, parts), "--out-dir", str(tmp_path / "other"),
                  *[a if a != "6" else "8" for a in common]]) == 2  # parts made at --n 6
     assert "other settings than this comparison (n)" in capsys.readouterr().err
+    assert main(["protein-compare", "--parts", *map(str, parts), "--out-dir", str(tmp_path / "other"), *common,
+                 "--bf16"]) == 2  # parts decoded in fp32
+    assert "other settings than this comparison (bf16)" in capsys.readouterr().err
     assert main(["protein-compare-part", "--part", "mi-l2", "--out-dir", str(tmp_path / "x"), *common]) == 2
     assert "unknown --part 'mi-l2'" in capsys.readouterr().err
     assert not (tmp_path / "other").exists() and not (tmp_path / "x").exists()
+
+
+def test_protein_generate_under_bf16_repeats_with_the_seed_and_draws_reference_lengths(prepared, tmp_path):
+    from mdm_mi.protein.fasta import read_fasta
+
+    model = tmp_path / "model"
+    assert main(_tiny_pretrain_argv(prepared, model)) == 0
+    reference = prepared / "reference.fasta"
+    lengths = {len(s) for _, s in read_fasta(reference)}
+    outs = []
+    for i in range(2):
+        out, summary = tmp_path / f"g{i}.fasta", tmp_path / f"g{i}.json"
+        assert main(["generate", "--model", str(model), "--reference", str(reference), "--n", "6", "--sampler", "eb",
+                     "--gamma", "2", "--bf16", "--clusters", "2", "--out", str(out), "--summary", str(summary),
+                     "--quiet", "--device", "cpu", "--threads", "1"]) == 0
+        outs.append(out.read_text())
+        assert json.loads(summary.read_text())["bf16"] is True
+    assert outs[0] == outs[1]
+    seqs = [s for _, s in read_fasta(tmp_path / "g0.fasta")]
+    assert len(seqs) == 6 and all(len(s) in lengths and set(s) <= set("ACDEFGHIKLMNPQRSTVWY") for s in seqs)

@@ -198,6 +198,23 @@ def test_oracle_pairwise_fn_is_the_exact_probing_label():
         fn(bb(tokens), ~masked, tokens)
 
 
+def test_oracle_probes_in_fp32_under_a_bf16_decoding_wrapper():
+    """Decoding may run under bf16 (Bf16Backbone); the oracle's probes must not (mixed precision
+    between the base and probe passes biases the KL labels): they go to the wrapped fp32 model."""
+    from mdm_mi.backbone import Bf16Backbone
+    from mdm_mi.mi.probe import exact_mi
+
+    class Refuses(Bf16Backbone):
+        def __call__(self, tokens):
+            raise AssertionError("probed through the bf16 wrapper")
+
+    bb, tokens = MockBackbone(n=6), _puzzles(b=2, n=6)
+    masked = tokens == bb.mask_id
+    mi = oracle_pairwise_fn(Refuses(bb), method="exact")(bb(tokens), masked, tokens)
+    for r in range(2):
+        assert torch.equal(mi[r], exact_mi(bb, tokens[r]).label.float())
+
+
 def test_oracle_decodes_through_decode_with_the_pass_tokens():
     bb, puzzles = MockBackbone(n=6), _puzzles(b=3, n=6)
     sampler = OracleMI(gamma=0.5, lam=1.0, on_reject="skip", charge_first=True)

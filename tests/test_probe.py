@@ -12,6 +12,7 @@ from safetensors.torch import load, save
 from mdm_mi.backbone import Backbone, BackboneOutput
 from mdm_mi.mi.probe import (
     certified_mi,
+    content_width,
     exact_mi,
     label_contexts,
     mask_contexts,
@@ -255,6 +256,47 @@ def test_label_contexts_stacks_and_saves():
     assert all(torch.equal(loaded[k], v) for k, v in shard.items())
     with pytest.raises(ValueError):
         label_contexts(backbone, contexts, method="approximate")
+
+
+class PaddedBackbone:
+    """Any width; pads (``pad_id``) are ignored as ESM-C ignores them: each position's logits depend on
+    its own token, its position and the sum of the non-pad tokens' embeddings. Records call widths."""
+
+    hidden_dim = 4
+
+    def __init__(self, vocab: int, seed: int):
+        g = torch.Generator().manual_seed(seed)
+        self.vocab_size, self.mask_id, self.pad_id = vocab, vocab, vocab + 1
+        self.vocab_token_ids = torch.arange(vocab)
+        self.embed = torch.randn(vocab + 2, self.hidden_dim, generator=g, dtype=torch.float64)
+        self.embed[self.pad_id] = 0
+        self.pos = torch.randn(64, self.hidden_dim, generator=g, dtype=torch.float64)
+        self.out = 3 * torch.randn(self.hidden_dim, vocab, generator=g, dtype=torch.float64)
+        self.widths: list[int] = []
+
+    def __call__(self, tokens: torch.Tensor) -> BackboneOutput:
+        self.widths.append(tokens.shape[1])
+        e = self.embed[tokens]
+        hidden = torch.tanh(e + self.pos[: tokens.shape[1]] + e.sum(1, keepdim=True))
+        return BackboneOutput(hidden @ self.out, hidden)
+
+
+def test_padded_contexts_are_probed_without_their_pads_and_labelled_the_same():
+    backbone = PaddedBackbone(vocab=3, seed=2)
+    seqs = torch.randint(3, (3, 5), generator=torch.Generator().manual_seed(4))
+    contexts, _ = mask_contexts(seqs, backbone.mask_id, torch.Generator().manual_seed(5))
+    contexts[:, 1] = backbone.mask_id  # at least one pair masked in each
+    contexts[:, 3] = backbone.mask_id
+    padded = torch.cat([contexts, torch.full((3, 4), backbone.pad_id)], 1)  # (3, 9): 4 trailing pads
+    assert content_width(backbone, padded[0]) == 5 and content_width(MLPBackbone(5, 3, 0), contexts[0]) == 5
+    for method in ("exact", "certified"):
+        short = label_contexts(backbone, contexts, method=method, tol=1e-3)
+        backbone.widths.clear()
+        long = label_contexts(backbone, padded, method=method, tol=1e-3)
+        assert set(backbone.widths) == {5}  # the pads never reach the backbone
+        assert long["label"].shape == (3, 9, 9) and torch.equal(long["label"][:, :5, :5], short["label"])
+        assert long["label"][:, 5:].abs().max() == 0 and long["bound"][:, :, 5:].abs().max() == 0
+        assert torch.equal(long["passes"], short["passes"]) and short["label"].abs().max() > 0
 
 
 def test_mask_contexts_keeps_fixed_cells_and_is_reproducible():

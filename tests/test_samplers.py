@@ -471,6 +471,27 @@ def test_full_precision_switches_bf16_off_for_labelling(tiny_model):
     assert full_precision(esmc_like).bf16 is False
 
 
+def test_for_decoding_wraps_only_when_asked_and_probe_backbone_unwraps(tiny_model):
+    from mdm_mi.backbone import Bf16Backbone, for_decoding, probe_backbone
+
+    assert for_decoding(tiny_model, False) is tiny_model
+    wrapped = for_decoding(tiny_model, True)
+    assert isinstance(wrapped, Bf16Backbone) and wrapped.inner is tiny_model
+    assert probe_backbone(wrapped) is tiny_model and probe_backbone(tiny_model) is tiny_model
+
+
+def test_bf16_decoding_fills_every_mask_keeps_clues_and_repeats_with_the_seed(tiny_model):
+    from mdm_mi.backbone import for_decoding
+    from mdm_mi.samplers import EntropyBounded
+
+    puzzles = torch.full((4, 81), tiny_model.mask_id)
+    puzzles[:, :9] = torch.arange(9)
+    runs = [decode(for_decoding(tiny_model, True), puzzles, EntropyBounded(0.5), torch.Generator().manual_seed(1),
+                   temperature=1.0) for _ in range(2)]
+    assert torch.equal(runs[0].tokens, runs[1].tokens) and torch.equal(runs[0].passes, runs[1].passes)
+    assert not (runs[0].tokens == tiny_model.mask_id).any() and torch.equal(runs[0].tokens[:, :9], puzzles[:, :9])
+
+
 def test_forward_chunked_equals_one_call_and_bounds_each_call(tiny_model):
     from mdm_mi.backbone import forward_chunked
 

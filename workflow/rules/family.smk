@@ -142,7 +142,7 @@ if FAMILY:
             data_dir=parent_dir("data"),
             out_dir=parent_dir("table"),
         priority: 10  # the protein chain is the run's critical path: ahead of the Sudoku comparisons
-        threads: 1
+        threads: 2  # the chain's last long job: its half-sample replicates split over two processes
         resources:
             mem_mb=2000,
             runtime=60,
@@ -150,14 +150,14 @@ if FAMILY:
             "../../envs/mdm-mi.yaml"
         shell:
             "python -m mdm_mi family-compare --budgets-dir {params.budgets_dir} --data-dir {params.data_dir} "
-            "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
+            "--out-dir {params.out_dir} {params.options} --threads {threads} {params.tracking} > {log} 2>&1"
 
     rule protein_oracle_ceiling:
         """The MI oracle (certified probing MI in Algorithm 1) beside the head and sequential, per sequence."""
         input:
             model=PROTEIN_MODEL,
             head=PROTEIN_HEAD,
-            runs=f"{P}/budgets/runs.json",
+            parts=expand(f"{P}/budgets/parts/{{part}}/part.json", part=PROTEIN_MI_PARTS),
             splits=FAMILY_SPLITS,
             data=f"{P}/data/summary.json",
             tracking=TRACKING_READY,
@@ -176,10 +176,10 @@ if FAMILY:
             tracking=tracking_flags("protein_oracle_ceiling"),
             model_dir=parent_dir("model"),
             head_dir=parent_dir("head"),
-            budgets_dir=parent_dir("runs"),
+            parts=lambda w, input: " ".join(os.path.dirname(p) for p in input.parts),
             data_dir=parent_dir("data"),
             out_dir=parent_dir("json"),
-        priority: 10  # beside family_compare once the comparison is merged: the two last jobs of the chain
+        priority: 10  # starts once the MI-guided parts are done, beside the other parts: not at the chain's end
         threads: 1
         resources:
             gpu=1,
@@ -189,7 +189,7 @@ if FAMILY:
             "../../envs/mdm-mi.yaml"
         shell:
             "python -m mdm_mi protein-oracle-ceiling --model {params.model_dir} --head {params.head_dir} "
-            "--budgets-dir {params.budgets_dir} --data-dir {params.data_dir} --out-dir {params.out_dir} "
+            "--parts {params.parts} --data-dir {params.data_dir} --out-dir {params.out_dir} "
             "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
     rule figure_family_covariation:

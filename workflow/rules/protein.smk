@@ -137,6 +137,7 @@ rule generate:
         job=job_flags(),
         tracking=tracking_flags("generate"),
         model_dir=parent_dir("model"),
+    priority: 5  # after the comparison's parts, before the chain's end: short jobs that fill the cores
     threads: 1
     resources:
         gpu=1,
@@ -152,6 +153,7 @@ rule generate:
 
 # sequential, then one job per calibrated family (mdm_mi.calibrate.Family.slug): decoded side by side
 PROTEIN_COMPARE_PARTS = protein_compare_parts()
+PROTEIN_MI_PARTS = [p for p in PROTEIN_COMPARE_PARTS if p.startswith("mi-l")]  # Algorithm 1 at each λ: the oracle's settings
 
 
 rule protein_compare_part:

@@ -190,9 +190,12 @@ def oracle_pairwise_fn(
     tol = probe.DEFAULT_TOL if tol is None else tol
 
     def label(tokens: torch.Tensor) -> torch.Tensor:
+        w = probe.content_width(backbone, tokens)  # a row padded to its batch: probe the sequence only
         if method == "exact":
-            return probe.exact_mi(backbone, tokens, batch).label
-        return probe.certified_mi(backbone, tokens, tol, batch).label
+            result = probe.exact_mi(backbone, tokens[:w], batch)
+        else:
+            result = probe.certified_mi(backbone, tokens[:w], tol, batch)
+        return probe.padded_result(result, len(tokens)).label
 
     @torch.inference_mode()
     def fn(output: BackboneOutput, masked: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:

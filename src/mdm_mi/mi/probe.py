@@ -31,10 +31,12 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
+import torch.nn.functional as F
 
 from mdm_mi.backbone import Backbone, forward_chunked
 
@@ -357,10 +359,12 @@ def label_contexts(
     n_ctx, n = contexts.shape
     results = []
     for done, tokens in enumerate(contexts, start=1):
+        width = content_width(backbone, tokens)  # probes run on the sequence, not its trailing pads
         if method == "exact":
-            results.append(exact_mi(backbone, tokens, batch_size))
+            result = exact_mi(backbone, tokens[:width], batch_size)
         else:
-            results.append(certified_mi(backbone, tokens, tol, batch_size))
+            result = certified_mi(backbone, tokens[:width], tol, batch_size)
+        results.append(padded_result(result, n))
         if progress is not None:
             progress(done, n_ctx)
     empty = contexts.new_zeros(0, n, n, dtype=torch.float64)
@@ -372,6 +376,31 @@ def label_contexts(
         "passes": torch.tensor([r.passes for r in results], dtype=torch.long, device=contexts.device),
         **{k: torch.tensor(v, dtype=torch.float32, device=contexts.device) for k, v in stats.items()},
     }
+
+
+def content_width(backbone: Backbone, tokens: torch.Tensor) -> int:
+    """``tokens (N,)`` without its trailing pads: the length of the prefix that holds every non-pad
+    token (``N`` for a backbone without a ``pad_id``, such as the Sudoku MDM). A padded protein
+    context (the family's contexts are padded to the longest sequence, ~27% pads) probed on this
+    prefix costs that much less, and its logits are the same: ESM-C attends only to non-pad tokens."""
+    pad = getattr(backbone, "pad_id", None)
+    if pad is None:
+        return len(tokens)
+    real = (tokens != pad).nonzero()
+    return int(real[-1]) + 1 if len(real) else 0
+
+
+def padded_result(result: ProbeResult, n: int) -> ProbeResult:
+    """``result`` of a context's first ``w`` tokens as the result of all ``n``: the ``(w, w)``
+    matrices, ``(w,)`` masks and ``(w, V)`` probe flags zero-padded (pads are never masked, so
+    their MI, bound and probes are 0); the scalars unchanged."""
+    w = len(result.masked)
+    if w == n:
+        return result
+    grow = n - w
+    sq = {k: F.pad(getattr(result, k), (0, grow, 0, grow)) for k in ("label", "joint", "entropy_form", "bound")}
+    return dataclasses.replace(result, **sq, masked=F.pad(result.masked, (0, grow)),
+                               probed=F.pad(result.probed, (0, 0, 0, grow)))
 
 
 def mask_contexts(

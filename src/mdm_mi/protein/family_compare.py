@@ -69,20 +69,50 @@ def half_samples(n: int, n_boot: int, seed: int) -> list[np.ndarray]:
     return [rng.choice(n, size=n // 2, replace=False) for _ in range(n_boot)]
 
 
+def _replicates(task: tuple) -> list[dict]:
+    """One set's :func:`metric_values` on each half (a worker's task: columns, reference, halves, seed)."""
+    cols, ref, halves, seed = task
+    return [metric_values([cols[i] for i in idx], ref, seed) for idx in halves]
+
+
+def _map(fn, tasks: list, workers: int) -> list:
+    """``[fn(t) for t in tasks]``, in ``workers`` spawned processes (BLAS one thread each) when > 1."""
+    if workers <= 1 or len(tasks) <= 1:
+        return [fn(t) for t in tasks]
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    saved = {k: os.environ.get(k) for k in BLAS_THREAD_VARS}
+    os.environ.update({k: "1" for k in BLAS_THREAD_VARS})  # inherited by the spawned workers
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            return list(pool.map(fn, tasks))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def half_sample_metrics(sets: dict[str, list[str]], ref: Reference, n_boot: int,
-                        seed: int) -> tuple[dict[str, dict], dict[str, list[dict]]]:
+                        seed: int, workers: int = 1) -> tuple[dict[str, dict], dict[str, list[dict]]]:
     """Set name → its :func:`metric_values`, and → the same on each of :func:`half_samples`'s halves.
 
     Every set is halved at the **same** indices: sequence ``i`` of every generated set was drawn at
     the ``i``-th test length, so a half of the lengths is the resampling unit and the differences are
-    paired. Each set's replicates are computed once, however many comparisons use it.
-    :class:`InputError` when the sets differ in size."""
+    paired. Each set's replicates are computed once, however many comparisons use it, in ``workers``
+    processes (the same numbers as one). :class:`InputError` when the sets differ in size."""
     sizes = {len(v) for v in sets.values()}
     if len(sizes) != 1:
         raise InputError(f"paired half-samples need sets of one size, got sizes {sorted(sizes)}")
     halves = half_samples(sizes.pop(), n_boot, seed)
     point = {k: metric_values(v, ref, seed) for k, v in sets.items()}
-    reps = {k: [metric_values([v[i] for i in idx], ref, seed) for idx in halves] for k, v in sets.items()}
+    reps = dict(zip(sets, _map(_replicates, [(v, ref, halves, seed) for v in sets.values()], workers)))
     return point, reps
 
 
@@ -118,13 +148,13 @@ def bootstrap_differences(sets: dict[str, list[str]], ref: Reference, pairs: lis
 
 
 def covariation_budgets(runs: dict[str, dict], columns: dict[str, list[str]], ref: Reference, n_boot: int,
-                        seed: int) -> list[dict]:
+                        seed: int, workers: int = 1) -> list[dict]:
     """Per budget of ``runs`` (protein-compare's runs.json entries; ``columns``: run id → realigned
     match columns, one size for all): ``mi*`` and every other contender minus every baseline and
     sequential, for each metric of :data:`METRICS`, from one set of paired half-samples of every
     run. Positive diff = the contender's co-variation is closer to the reference's; verdict at
     p < 0.05."""
-    point, reps = half_sample_metrics(columns, ref, n_boot, seed)
+    point, reps = half_sample_metrics(columns, ref, n_boot, seed, workers)
     rows = []
     for d, fams in sorted(by_budget(runs).items()):
         run_of = {f: run_id(r) for f, r in fams.items()} | {SEQUENTIAL: SEQUENTIAL}

@@ -326,6 +326,7 @@ class FamilyCompareArgs:
     out_dir: Path = field(metadata=_h("output folder (covariation.csv, covariation.md, scores.json)"))
     bootstrap: int = field(default=100, metadata=_h("bootstrap replicates of each difference"))
     seed: int = field(default=0, metadata=_h("seed of the bootstrap and the MI shuffles"))
+    threads: int = field(default=1, metadata=_h("worker processes of the half-sample replicates (same numbers as one)"))
 
 
 def family_compare(args: FamilyCompareArgs, tracker) -> None:
@@ -339,8 +340,8 @@ def family_compare(args: FamilyCompareArgs, tracker) -> None:
     budgets = Path(args.budgets_dir)
     if not (budgets / "runs.json").is_file():
         raise InputError(f"{budgets / 'runs.json'} not found: run protein-compare first")
-    if args.bootstrap < 1:
-        raise InputError(f"--bootstrap must be >= 1, got {args.bootstrap}")
+    if args.bootstrap < 1 or args.threads < 1:
+        raise InputError(f"--bootstrap and --threads must be >= 1, got {args.bootstrap}, {args.threads}")
     train, val, reference, summary = read_splits(args.data_dir)
     runs, n = read_json(budgets / "runs.json")["runs"], summary["n_score"]
     hmm, threshold, ref_cols = hmm_frame(train, val, reference)
@@ -350,7 +351,7 @@ def family_compare(args: FamilyCompareArgs, tracker) -> None:
         seqs = _scored_sequences(run_fasta(budgets, run_id), n)
         columns[run_id] = fm.align_columns(hmm, seqs)
         scores[run_id] = run_scores(columns[run_id], ref, fm.hmm_scores(hmm, seqs), threshold, args.seed)
-    rows = covariation_budgets(runs, columns, ref, args.bootstrap, args.seed)
+    rows = covariation_budgets(runs, columns, ref, args.bootstrap, args.seed, args.threads)
     out = Path(args.out_dir)
     write_json(out / "scores.json", {"n": n, "hmm_threshold": threshold, "scores": scores})
     write_csv(rows, out / "covariation.csv", FIELDS)

@@ -43,12 +43,14 @@ LENGTH_STREAM = 8  # rng stream of the lengths (protein-compare uses 5 and 6)
 class ProteinCeilingArgs:
     model: Path = field(metadata=_h("protein backbone checkpoint folder"))
     head: Path = field(metadata=_h("MI head folder (train-head)"))
-    budgets_dir: Path = field(metadata=_h("a protein-compare output folder (runs.json)"))
     data_dir: Path = field(metadata=_h("prepare-family's folder (splits, ceiling.fasta, floor.fasta)"))
     out_dir: Path = field(metadata=_h("output folder"))
     divisors: tuple[int, ...] = field(metadata=_h("budgets (sequential's passes ÷ d) at which to run the oracle"))
     n: int = field(metadata=_h("sequences per arm (lengths drawn from the reference)"))
     tol: float = field(metadata=_h("certified probing tolerance (nats)"))
+    budgets_dir: Path | None = field(default=None, metadata=_h("a protein-compare output folder (runs.json)"))
+    parts: tuple[Path, ...] = field(default=(), metadata=_h(
+        "instead of --budgets-dir: the MI-guided protein-compare-part folders (the oracle need not wait for the merge)"))
     temperature: float = field(default=1.0, metadata=_h("sampling temperature"))
     batch_size: int = field(default=16, metadata=_h("sequences decoded together"))
     bf16: bool = field(default=False, metadata=_h("decode under bf16 autocast, as the comparison did; the oracle's probes stay fp32"))
@@ -103,6 +105,27 @@ def validation_draw(val, n: int, seed: int) -> list[str]:
     return [s for _, s in sample_reference([(r.name, r.sequence) for r in val], min(n, len(val)), seed)]
 
 
+def comparison_runs(args: ProteinCeilingArgs) -> dict[str, dict]:
+    """The calibrated runs the oracle copies its settings from: ``--budgets-dir``'s runs.json, or the
+    runs of the ``--parts`` folders in the order given (:func:`mdm_mi.budgets.best_mi_run` keeps the
+    first of tied λ, as the merge does with the parts in the same order). One-line errors."""
+    from mdm_mi.protein.compare_job import PART_FILE
+
+    if (args.budgets_dir is None) == (not args.parts):
+        raise InputError("give either --budgets-dir (a merged comparison) or --parts (its MI-guided parts)")
+    if args.parts:
+        runs: dict[str, dict] = {}
+        for d in map(Path, args.parts):
+            if not (d / PART_FILE).is_file():
+                raise InputError(f"{d} is not a protein-compare-part output ({PART_FILE})")
+            runs |= read_json(d / PART_FILE)["runs"]
+        return runs
+    runs_path = Path(args.budgets_dir) / "runs.json"
+    if not runs_path.is_file():
+        raise InputError(f"protein comparison output missing: {runs_path}")
+    return read_json(runs_path)["runs"]
+
+
 def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     import torch
 
@@ -120,10 +143,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     setup(args.threads, args.seed)
     if args.n < 2 or not args.divisors or min(args.divisors) < 1 or not args.tol > 0:
         raise InputError(f"need --n >= 2, divisors >= 1 and --tol > 0, got {args.n}, {args.divisors}, {args.tol}")
-    runs_path = Path(args.budgets_dir) / "runs.json"
-    if not runs_path.is_file():
-        raise InputError(f"protein comparison output missing: {runs_path}")
-    runs = read_json(runs_path)["runs"]
+    runs = comparison_runs(args)
     heads = {d: best_mi_run(runs, d) for d in args.divisors}  # fail on a missing budget before any decoding
     train, val, reference, _ = read_splits(args.data_dir)
     scorer = SequenceScorer(train, val)
