@@ -131,6 +131,14 @@ def test_a_shipped_protein_backbone_needs_the_family_data(tmp_path):
         load_config(write_yaml(tmp_path, cfg))
 
 
+def test_the_protein_oracle_budget_must_be_a_compared_budget(tmp_path):
+    cfg = {"protein": {"compare": {"divisors": [2]}, "family": {"oracle_divisors": [4]}}}
+    with pytest.raises(ConfigError, match=r"protein/family/oracle_divisors: \[4\] not among"):
+        load_config(write_yaml(tmp_path, cfg))
+    cfg["protein"]["family"]["oracle_divisors"] = [2]
+    assert load_config(write_yaml(tmp_path, cfg))["protein"]["family"]["oracle_divisors"] == [2]
+
+
 def test_t_min_above_t_max_message_names_both(tmp_path):
     with pytest.raises(ConfigError, match=r"t_min 0.8 > t_max 0.2"):
         load_config(write_yaml(tmp_path, {"sudoku": {"train": {"t_min": 0.8, "t_max": 0.2}}}))

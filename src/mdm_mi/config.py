@@ -88,6 +88,10 @@ def _check_ranges(cfg: dict) -> None:
             f"config error at protein/mi: val_contexts {mi['val_contexts']} + test_contexts {mi['test_contexts']} "
             f"> protein/data/n_heldout_contexts {data['n_heldout_contexts']} (val and test are distinct held-out crops)"
         )
+    oracle, budgets = cfg["protein"]["family"]["oracle_divisors"], cfg["protein"]["compare"]["divisors"]
+    if data["source"] == "family" and not set(oracle) <= set(budgets):
+        raise ConfigError(f"config error at protein/family/oracle_divisors: {sorted(set(oracle) - set(budgets))} "
+                          f"not among protein/compare/divisors {budgets} (the oracle copies those budgets' settings)")
 
 
 def load_config(path: str | Path) -> dict:
