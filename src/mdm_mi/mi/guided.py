@@ -189,13 +189,8 @@ def oracle_pairwise_fn(
     batch = probe.DEFAULT_BATCH_SIZE if batch_size is None else batch_size
     tol = probe.DEFAULT_TOL if tol is None else tol
 
-    def label(tokens: torch.Tensor) -> torch.Tensor:
-        w = probe.content_width(backbone, tokens)  # a row padded to its batch: probe the sequence only
-        if method == "exact":
-            result = probe.exact_mi(backbone, tokens[:w], batch)
-        else:
-            result = probe.certified_mi(backbone, tokens[:w], tol, batch)
-        return probe.padded_result(result, len(tokens)).label
+    def label(tokens: torch.Tensor) -> torch.Tensor:  # a row padded to its batch: probed without the pads
+        return probe.probe_context(backbone, tokens, method, tol, batch).label
 
     @torch.inference_mode()
     def fn(output: BackboneOutput, masked: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:

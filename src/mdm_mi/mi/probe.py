@@ -359,12 +359,7 @@ def label_contexts(
     n_ctx, n = contexts.shape
     results = []
     for done, tokens in enumerate(contexts, start=1):
-        width = content_width(backbone, tokens)  # probes run on the sequence, not its trailing pads
-        if method == "exact":
-            result = exact_mi(backbone, tokens[:width], batch_size)
-        else:
-            result = certified_mi(backbone, tokens[:width], tol, batch_size)
-        results.append(padded_result(result, n))
+        results.append(probe_context(backbone, tokens, method, tol, batch_size))
         if progress is not None:
             progress(done, n_ctx)
     empty = contexts.new_zeros(0, n, n, dtype=torch.float64)
@@ -376,6 +371,19 @@ def label_contexts(
         "passes": torch.tensor([r.passes for r in results], dtype=torch.long, device=contexts.device),
         **{k: torch.tensor(v, dtype=torch.float32, device=contexts.device) for k, v in stats.items()},
     }
+
+
+def probe_context(backbone: Backbone, tokens: torch.Tensor, method: str, tol: float = DEFAULT_TOL,
+                  batch_size: int = DEFAULT_BATCH_SIZE) -> ProbeResult:
+    """:func:`exact_mi` or :func:`certified_mi` (``method``, one of :data:`METHODS`) of one context
+    ``tokens (N,)``, probed without its trailing pads (:func:`content_width`) and returned at width
+    ``N`` (:func:`padded_result`): what the labeller and the MI oracle both run."""
+    width = content_width(backbone, tokens)
+    if method == "exact":
+        result = exact_mi(backbone, tokens[:width], batch_size)
+    else:
+        result = certified_mi(backbone, tokens[:width], tol, batch_size)
+    return padded_result(result, len(tokens))
 
 
 def content_width(backbone: Backbone, tokens: torch.Tensor) -> int:

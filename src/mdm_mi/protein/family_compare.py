@@ -75,6 +75,9 @@ def _replicates(task: tuple) -> list[dict]:
     return [metric_values([cols[i] for i in idx], ref, seed) for idx in halves]
 
 
+BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def _map(fn, tasks: list, workers: int) -> list:
     """``[fn(t) for t in tasks]``, in ``workers`` spawned processes (BLAS one thread each) when > 1."""
     if workers <= 1 or len(tasks) <= 1:
@@ -94,9 +97,6 @@ def _map(fn, tasks: list, workers: int) -> list:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-
-
-BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def half_sample_metrics(sets: dict[str, list[str]], ref: Reference, n_boot: int,
