@@ -160,7 +160,7 @@ def test_bf16_training_on_gpu_learns_and_saves(tmp_path, puzzles):
     solutions = puzzles[1].repeat(16, 1).numpy()
     cfg = TrainConfig(steps=60, batch_size=32, lr=3e-3, warmup=5, weight_decay=0.0, t_min=0.05,
                       t_max=1.0, loss_weight="none", augment=True, grad_clip=1.0, seed=0,
-                      log_every=20, compile=False, ema=0.0)
+                      log_every=20, compile=False, ema=0.0, save_every=0, snapshot_every=0)
     model, history = train(solutions, SMALL, cfg, CUDA, log=lambda s: None)
     assert all(torch.isfinite(torch.tensor(r["loss"])) for r in history)
     assert history[-1]["loss"] < history[0]["loss"]

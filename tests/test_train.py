@@ -16,7 +16,7 @@ from mdm_mi.sudoku.train import TrainConfig, augment, diffusion_loss, mask_batch
 from mdm_mi.train_loop import lr_at
 
 BASE = TrainConfig(steps=100, batch_size=8, lr=1e-2, warmup=10, weight_decay=0.0, t_min=0.05, t_max=1.0,
-                   loss_weight="none", augment=True, grad_clip=1.0, seed=0, log_every=5, compile=False, ema=0.0)
+                   loss_weight="none", augment=True, grad_clip=1.0, seed=0, log_every=5, compile=False, ema=0.0, save_every=0, snapshot_every=0)
 
 
 def cfg(**changes) -> TrainConfig:
@@ -218,3 +218,53 @@ def test_ema_weights_are_the_moving_average_of_every_steps_weights():
     with pytest.raises(ValueError, match="ema must lie in"):
         optimise([torch.nn.Parameter(torch.tensor(0.0))], lambda s: torch.tensor(0.0),
                  SimpleNamespace(ema=1.5, steps=1, lr=0.1, warmup=1, weight_decay=0.0, grad_clip=1.0, log_every=1))
+
+
+class Killed(Exception):
+    """Stands in for a kill signal in the middle of a run."""
+
+
+@pytest.mark.parametrize("ema", [0.0, 0.9])
+def test_a_killed_run_resumes_to_the_uninterrupted_weights(solutions, tmp_path, monkeypatch, ema):
+    import mdm_mi.sudoku.train as train_mod
+
+    run_cfg = cfg(steps=12, save_every=4, log_every=3, ema=ema)
+    whole, whole_hist = train(solutions, TINY_CFG, run_cfg, "cpu", log=lambda m: None)
+    real_loss = train_mod.diffusion_loss
+    calls = {"n": 0}
+
+    def dying_loss(*args):
+        calls["n"] += 1
+        if calls["n"] == 10:  # after the save at step 8, before the one at 12
+            raise Killed
+        return real_loss(*args)
+
+    monkeypatch.setattr(train_mod, "diffusion_loss", dying_loss)
+    with pytest.raises(Killed):
+        train(solutions, TINY_CFG, run_cfg, "cpu", log=lambda m: None, resume_dir=tmp_path)
+    assert (tmp_path / "train_state.safetensors").is_file()
+    monkeypatch.setattr(train_mod, "diffusion_loss", real_loss)
+    lines = []
+    resumed, hist = train(solutions, TINY_CFG, run_cfg, "cpu", log=lines.append, resume_dir=tmp_path)
+    assert lines[0].startswith("resumed from") and "after step 8" in lines[0]
+    for a, b in zip(whole.state_dict().values(), resumed.state_dict().values()):
+        assert torch.equal(a, b)
+    assert [r["loss"] for r in hist] == [r["loss"] for r in whole_hist]
+    assert not (tmp_path / "train_state.safetensors").exists()  # cleared once the run finished
+
+
+def test_resuming_with_other_settings_is_refused(solutions, tmp_path, monkeypatch):
+    import mdm_mi.sudoku.train as train_mod
+    from mdm_mi.errors import InputError
+
+    monkeypatch.setattr(train_mod.TrainState, "clear", lambda self: None)  # keep the state of a finished run
+    train(solutions, TINY_CFG, cfg(steps=6, save_every=2), "cpu", log=lambda m: None, resume_dir=tmp_path)
+    with pytest.raises(InputError, match="other settings \\(lr\\)"):
+        train(solutions, TINY_CFG, cfg(steps=6, save_every=2, lr=0.5), "cpu", log=lambda m: None, resume_dir=tmp_path)
+
+
+def test_snapshots_are_taken_every_snapshot_every_steps(solutions):
+    steps = []
+    train(solutions, TINY_CFG, cfg(steps=10, snapshot_every=4), "cpu", log=lambda m: None,
+          snapshot=lambda step, model: steps.append(step))
+    assert steps == [4, 8]

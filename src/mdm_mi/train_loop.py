@@ -19,6 +19,10 @@ from typing import Callable, Iterable
 import torch
 
 from mdm_mi.flags import h
+from mdm_mi.train_state import TrainState
+
+RESUME = "resume"  # a pretraining verb's --out subfolder of the saved training state
+SNAPSHOTS = "snapshots"  # … and of the kept weight snapshots (step-N)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +44,9 @@ class DiffusionTrainFlags:
     threads: int = field(metadata=h("torch CPU threads"))
     ema: float = field(metadata=h("decay of an exponential moving average of the weights, saved instead "
                                   "of the last step's (0: off)"))
+    save_every: int = field(metadata=h("steps between saves of the full training state in OUT/resume "
+                                       "(a killed run continues from the last one; 0: off)"))
+    snapshot_every: int = field(metadata=h("steps between weight snapshots kept in OUT/snapshots/step-N (0: none)"))
 
 
 class WeightAverage:
@@ -70,18 +77,24 @@ def lr_at(step: int, cfg) -> float:
 
 
 def optimise(params: Iterable[torch.nn.Parameter], batch_loss: Callable[[int], torch.Tensor], cfg,
-             log: Callable[[str], None] = print) -> list[dict]:
+             log: Callable[[str], None] = print, state: TrainState | None = None,
+             snapshot: Callable[[int], None] | None = None) -> list[dict]:
     """Run ``cfg.steps`` AdamW steps on ``batch_loss(step)`` (a scalar tensor) → the loss history.
 
     On a GPU the loss runs under bf16 autocast (weights, gradients and optimiser state stay fp32);
-    on the CPU everything is fp32.
+    on the CPU everything is fp32. With ``state`` the run first restores the last saved state (if
+    any) and saves it every ``state.every`` steps; ``snapshot(step)`` is called after every
+    ``cfg.snapshot_every``-th step (the caller saves the weights).
     """
     params = list(params)
     on_gpu = params[0].is_cuda
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
     average = WeightAverage(params, cfg.ema) if cfg.ema else None
-    history, start, running = [], time.time(), 0.0
-    for step in range(cfg.steps):
+    first, history, minutes, running = state.load(params, opt, average) if state else (0, [], 0.0, 0.0)
+    if first:
+        log(f"resumed from {state.path} after step {first}")
+    start = time.time() - 60 * minutes
+    for step in range(first, cfg.steps):
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=on_gpu):
@@ -99,6 +112,10 @@ def optimise(params: Iterable[torch.nn.Parameter], batch_loss: Callable[[int], t
             history.append(rec)
             log(f"step {rec['step']} loss {rec['loss']:.4f} {rec['minutes']:.1f} min")
             running = 0.0
+        if state is not None and state.due(step + 1) and step + 1 < cfg.steps:
+            state.save(step + 1, params, opt, average, history, (time.time() - start) / 60, running)
+        if snapshot is not None and cfg.snapshot_every and (step + 1) % cfg.snapshot_every == 0:
+            snapshot(step + 1)
     if average is not None:
         average.copy_to_params()
     return history

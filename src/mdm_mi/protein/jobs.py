@@ -89,6 +89,7 @@ def pretrain_protein(args: PretrainProteinArgs, tracker) -> None:
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.model import save_trained
     from mdm_mi.protein.train import ProteinTrainConfig, train_protein_mdm
+    from mdm_mi.train_loop import RESUME, SNAPSHOTS
 
     setup(args.threads, args.seed)
     device = resolve_device(args.device)
@@ -101,10 +102,16 @@ def pretrain_protein(args: PretrainProteinArgs, tracker) -> None:
         longest = max(map(len, seqs))
         cfg = dataclasses.replace(cfg, crop_min=longest, crop_max=longest)
     tracker.log_params(dataclasses.asdict(args))
-    start = time.time()
-    backbone, history = train_protein_mdm(seqs, dims, args.hidden_layer, cfg, device, log=lambda m: print(m, flush=True))
+    out = Path(args.out)
+
+    def snapshot(step: int, model) -> None:
+        save_trained(model, out / SNAPSHOTS / f"step-{step}", dims, args.hidden_layer,
+                     {"train": dataclasses.asdict(cfg), "step": step})
+
+    backbone, history = train_protein_mdm(seqs, dims, args.hidden_layer, cfg, device, log=lambda m: print(m, flush=True),
+                                          resume_dir=out / RESUME, snapshot=snapshot)
     n_params = sum(p.numel() for p in backbone.parameters())
-    metrics = {"final_loss": history[-1]["loss"], "train_minutes": (time.time() - start) / 60,
+    metrics = {"final_loss": history[-1]["loss"], "train_minutes": history[-1]["minutes"],
                "n_params": n_params, "device": device}
     save_trained(backbone.model, args.out, dims, args.hidden_layer,
                  {"train": dataclasses.asdict(cfg), "metrics": metrics, "history": history})

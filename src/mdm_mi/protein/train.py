@@ -10,8 +10,9 @@ MDLM bound). ESM-C's own pretraining is the t-fixed special case of this objecti
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -20,6 +21,7 @@ import torch.nn.functional as F
 from mdm_mi.protein.data import random_crop
 from mdm_mi.protein.tokens import ProteinTokens
 from mdm_mi.train_loop import optimise
+from mdm_mi.train_state import TrainState
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ class ProteinTrainConfig:
     seed: int
     log_every: int
     ema: float
+    save_every: int
+    snapshot_every: int
 
 
 def sample_batch(seqs: Sequence[str], tok: ProteinTokens, cfg: ProteinTrainConfig, rng: np.random.Generator):
@@ -67,8 +71,10 @@ def diffusion_loss(backbone, tokens, target, t, weight: str) -> torch.Tensor:
 
 
 def train_protein_mdm(seqs: Sequence[str], dims: dict, hidden_layer: int, cfg: ProteinTrainConfig,
-                      device: str, log=print):
-    """Train a fresh small ESMC on ``seqs`` → (ESMCBackbone in eval mode, history)."""
+                      device: str, log=print, resume_dir: Path | None = None,
+                      snapshot: Callable[[int, torch.nn.Module], None] | None = None):
+    """Train a fresh small ESMC on ``seqs`` → (ESMCBackbone in eval mode, history). ``resume_dir``
+    and ``snapshot`` as in :func:`mdm_mi.sudoku.train.train`."""
     from mdm_mi.protein.esmc import ESMCBackbone
     from mdm_mi.protein.model import new_esmc
     from mdm_mi.protein.tokens import protein_tokens
@@ -82,5 +88,13 @@ def train_protein_mdm(seqs: Sequence[str], dims: dict, hidden_layer: int, cfg: P
         tokens, target, t = (x.to(device) for x in sample_batch(seqs, tok, cfg, rng))
         return diffusion_loss(backbone, tokens, target, t, cfg.loss_weight)
 
-    history = optimise(backbone.parameters(), batch_loss, cfg, log)
+    state = None
+    if resume_dir is not None:
+        fingerprint = dims | {"hidden_layer": hidden_layer, "n_sequences": len(seqs)} | {
+            k: v for k, v in asdict(cfg).items() if k not in ("save_every", "snapshot_every")}
+        state = TrainState(resume_dir, cfg.save_every, rng, fingerprint)
+    history = optimise(backbone.parameters(), batch_loss, cfg, log, state,
+                       snapshot and (lambda step: snapshot(step, backbone.model)))
+    if state is not None:
+        state.clear()
     return backbone.eval(), history

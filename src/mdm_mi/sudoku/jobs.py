@@ -17,7 +17,7 @@ import numpy as np
 from mdm_mi.checkpoint import save_checkpoint
 from mdm_mi.domain import set_domain
 from mdm_mi.flags import h as _h
-from mdm_mi.train_loop import DiffusionTrainFlags
+from mdm_mi.train_loop import RESUME, SNAPSHOTS, DiffusionTrainFlags
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_npy
 from mdm_mi.runtime import resolve_device, setup
@@ -94,12 +94,17 @@ def pretrain(args: PretrainArgs, tracker) -> None:
     model_cfg = _pick(ModelConfig, args)
     train_cfg = _pick(TrainConfig, args)
     tracker.log_params(dataclasses.asdict(args))
-    start = time.time()
-    model, history = train(solutions, model_cfg, train_cfg, device,
-                           log=lambda m: print(m, flush=True))
+    out = Path(args.out)
+
+    def snapshot(step: int, model) -> None:
+        save_checkpoint(model, out / SNAPSHOTS / f"step-{step}", {"domain": DOMAIN, "model": dataclasses.asdict(model_cfg),
+                                                                  "train": dataclasses.asdict(train_cfg), "step": step})
+
+    model, history = train(solutions, model_cfg, train_cfg, device, log=lambda m: print(m, flush=True),
+                           resume_dir=out / RESUME, snapshot=snapshot)
     for rec in history:
         tracker.log_metrics({"loss": rec["loss"]}, step=rec["step"])
-    metrics = {"final_loss": history[-1]["loss"], "train_minutes": (time.time() - start) / 60,
+    metrics = {"final_loss": history[-1]["loss"], "train_minutes": history[-1]["minutes"],
                "n_params": n_params(model), "device": device}
     meta = {"domain": DOMAIN, "model": dataclasses.asdict(model_cfg), "train": dataclasses.asdict(train_cfg),
             "metrics": metrics, "history": history}

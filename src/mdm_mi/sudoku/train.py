@@ -11,7 +11,9 @@ it is the mean over masked cells.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -20,6 +22,9 @@ import torch.nn.functional as F
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, SIDE
 from mdm_mi.sudoku.model import ModelConfig, SudokuMDM
 from mdm_mi.train_loop import optimise
+from mdm_mi.train_state import TrainState
+
+UNFINGERPRINTED = ("save_every", "snapshot_every")  # how often to save: may change on resume
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,8 @@ class TrainConfig:
     log_every: int
     compile: bool
     ema: float
+    save_every: int
+    snapshot_every: int
 
 
 def _band_perm(gen: torch.Generator, b: int) -> torch.Tensor:
@@ -84,8 +91,13 @@ def diffusion_loss(forward_all, grids, cfg: TrainConfig, gen, device) -> torch.T
     return (ce * masked).sum() / masked.sum().clamp(min=1)
 
 
-def train(solutions: np.ndarray, model_cfg: ModelConfig, cfg: TrainConfig, device: str, log=print):
-    """Train a fresh :class:`SudokuMDM` on ``(S, 81)`` solutions; return (model, history)."""
+def train(solutions: np.ndarray, model_cfg: ModelConfig, cfg: TrainConfig, device: str, log=print,
+          resume_dir: Path | None = None, snapshot: Callable[[int, SudokuMDM], None] | None = None):
+    """Train a fresh :class:`SudokuMDM` on ``(S, 81)`` solutions; return (model, history).
+
+    With ``resume_dir`` the full training state is saved there every ``cfg.save_every`` steps and a
+    run started again continues from it (:class:`~mdm_mi.train_state.TrainState`);
+    ``snapshot(step, model)`` is called every ``cfg.snapshot_every`` steps."""
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
     model = SudokuMDM(model_cfg).to(device)
@@ -97,5 +109,12 @@ def train(solutions: np.ndarray, model_cfg: ModelConfig, cfg: TrainConfig, devic
         grids = augment(pool[idx], gen) if cfg.augment else pool[idx]
         return diffusion_loss(forward, grids, cfg, gen, device)
 
-    history = optimise(model.parameters(), batch_loss, cfg, log)
+    state = None
+    if resume_dir is not None:
+        fingerprint = asdict(model_cfg) | {k: v for k, v in asdict(cfg).items() if k not in UNFINGERPRINTED}
+        state = TrainState(resume_dir, cfg.save_every, gen, fingerprint)
+    history = optimise(model.parameters(), batch_loss, cfg, log, state,
+                       snapshot and (lambda step: snapshot(step, model)))
+    if state is not None:
+        state.clear()
     return model.eval(), history
