@@ -71,7 +71,7 @@ def proteins(args) -> None:
     import numpy as np
 
     from mdm_mi.backbone import for_decoding
-    from mdm_mi.protein.family_job import family_scores, read_splits
+    from mdm_mi.protein.family.jobs import family_scores, read_splits
     from mdm_mi.protein.generate import draw_lengths, generate
 
     train, val, reference, _ = read_splits(args.data_dir)

@@ -12,8 +12,8 @@ import pytest
 
 from mdm_mi.budgets import BEST_MI, SEQUENTIAL
 from mdm_mi.errors import InputError
-from mdm_mi.protein import family as fam
-from mdm_mi.protein.family_compare import METRICS, Reference, bootstrap_differences, covariation_budgets
+from mdm_mi.protein.family import alignment as fam
+from mdm_mi.protein.family.compare import METRICS, Reference, bootstrap_differences, covariation_budgets
 
 KUNITZ = Path(__file__).resolve().parents[1] / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"
 N = 150
@@ -41,7 +41,7 @@ def test_natural_beats_site_independent_draws_on_corrected_mi(sets):
 
 
 def test_half_sample_replicates_are_the_same_in_two_worker_processes(sets):
-    from mdm_mi.protein.family_compare import half_sample_metrics
+    from mdm_mi.protein.family.compare import half_sample_metrics
 
     ref, cols = sets
     one = half_sample_metrics(cols, ref, n_boot=3, seed=0)

@@ -14,9 +14,9 @@ import pytest
 from mdm_mi.budgets import BEST_MI, SEQUENTIAL
 from mdm_mi.cli import main
 from mdm_mi.errors import InputError
-from mdm_mi.protein import family_figures as ff
-from mdm_mi.protein import family_metrics as fm
-from mdm_mi.protein.family_compare import FIELDS
+from mdm_mi.protein.family import figure_jobs, figures as ff
+from mdm_mi.protein.family import metrics as fm
+from mdm_mi.protein.family.compare import FIELDS
 
 METRICS = ("corrected_mi_r", "c_ij_r", "f_i_r", "hmm_pass_rate")
 
@@ -164,7 +164,7 @@ def test_bad_inputs_are_one_line(outputs, tmp_path, capsys):
 
 def test_pass_rate_figure_needs_ceiling_and_floor(outputs):
     with pytest.raises(InputError, match="ceiling and floor"):
-        ff.figure_family_pass_rate(ff.PassRateFigureArgs(tuple(outputs["grid"][:3]), outputs["scores"],
+        figure_jobs.figure_family_pass_rate(figure_jobs.PassRateFigureArgs(tuple(outputs["grid"][:3]), outputs["scores"],
                                                          outputs["runs"], Path("unused.png")), None)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mdm_mi.cli import main
-from mdm_mi.protein import family as fam
+from mdm_mi.protein.family import alignment as fam
 from mdm_mi.protein.fasta import read_fasta, write_fasta
 
 pytest.importorskip("esm.models.esmc")  # the MI contexts are ESM-C token ids

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from mdm_mi.protein.family import GAP_INDEX
-from mdm_mi.protein.pair_score import pair_scores, pair_weights
+from mdm_mi.protein.family.alignment import GAP_INDEX
+from mdm_mi.protein.family.pair_score import pair_scores, pair_weights
 
 A, C, D = 0, 1, 2  # residue codes (AMINO_ACIDS order)
 

@@ -247,7 +247,7 @@ def test_generate_verb_rejects_bad_input(tmp_path, model_dir, capsys):
 
 
 def test_label_draw_never_masks_specials(backbone):
-    from mdm_mi.mi.jobs import draw_contexts
+    from mdm_mi.mi.contexts import draw_contexts
 
     seqs = protein_tokens().encode_batch(["MKTAYIAKQR"] * 3, width=14).numpy()
     contexts, t = draw_contexts(seqs, 40, backbone.mask_id, 0, backbone.vocab_token_ids)

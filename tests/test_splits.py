@@ -1,7 +1,7 @@
 """MI label splits: train, val (choosing the head) and test (the reported fidelity).
 
 Val and test are the two parts of one seeded draw of distinct held-out contexts
-(:func:`mdm_mi.mi.jobs.draw_evaluation`): they must share no sequence and no context, for Sudoku
+(:func:`mdm_mi.mi.contexts.draw_evaluation`): they must share no sequence and no context, for Sudoku
 (real Radcliffe solutions, as ``sudoku-data`` writes them) and proteins (held-out crops, as
 ``protein-data`` writes them); ``train-head`` reports both, test as the reported split.
 """
@@ -19,15 +19,8 @@ import torch
 
 from mdm_mi.cli import main
 from mdm_mi.errors import InputError
-from mdm_mi.mi.jobs import (
-    ContextDraw,
-    LabelArgs,
-    draw_evaluation,
-    draw_split,
-    draw_training,
-    repeated_rows,
-    split_part,
-)
+from mdm_mi.mi.contexts import ContextDraw, draw_evaluation, draw_training, repeated_rows, split_part
+from mdm_mi.mi.jobs import LabelArgs, draw_split
 from mdm_mi.sudoku.grid import MASK_ID, N_DIGITS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,5 +1,6 @@
-"""The package's shape: imports run one way (no cycle, lazy imports included), and each of the
-verb, sampler and domain tables is one literal dict whose keys are unique and match their entries."""
+"""The package's shape: imports run one way (no cycle; library → verbs → CLI; the two domains apart;
+lazy imports included), and each of the verb, sampler and domain tables is one literal dict whose keys
+are unique and match their entries."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ SRC = REPO / "src"
 PACKAGE = "mdm_mi"
 
 
-def _modules() -> dict[str, Path]:
+def _modules(src: Path = SRC, package: str = PACKAGE) -> dict[str, Path]:
     """Dotted module name → file, for every module of the package."""
     mods = {}
-    for path in (SRC / PACKAGE).rglob("*.py"):
-        parts = list(path.relative_to(SRC).with_suffix("").parts)
+    for path in (src / package).rglob("*.py"):
+        parts = list(path.relative_to(src).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
         mods[".".join(parts)] = path
@@ -32,21 +33,21 @@ def _owner(name: str, mods: dict[str, Path]) -> str | None:
     return name or None
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(src: Path = SRC, package_name: str = PACKAGE) -> dict[str, set[str]]:
     """Module → the package modules it imports anywhere in its body (lazy imports count)."""
-    mods, graph = _modules(), {}
+    mods, graph = _modules(src, package_name), {}
     for mod, path in mods.items():
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
         deps = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
-                deps |= {_owner(a.name, mods) for a in node.names if a.name.startswith(PACKAGE)}
+                deps |= {_owner(a.name, mods) for a in node.names if a.name.startswith(package_name)}
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
                     up = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join(up + ([base] if base else []))
-                if base.startswith(PACKAGE):
+                if base.startswith(package_name):
                     deps |= {_owner(f"{base}.{a.name}", mods) for a in node.names}
         graph[mod] = deps - {mod, None}
     return graph
@@ -88,6 +89,58 @@ def test_the_package_import_graph_has_no_cycle():
 def test_only_the_cli_and_main_import_the_cli():
     importers = {m for m, deps in import_graph().items() if "mdm_mi.cli" in deps}
     assert importers <= {"mdm_mi.__main__"}, importers
+
+
+def is_verb_module(mod: str) -> bool:
+    """The CLI, ``__main__``, every ``jobs`` / ``*_job`` / ``*_jobs`` module (verbs and report verbs)
+    and everything under ``user/``; every other module is library."""
+    parts = mod.split(".")
+    last = parts[-1]
+    return (last in ("cli", "__main__", "jobs") or last.endswith(("_job", "_jobs")) or "user" in parts[1:])
+
+
+def _domain(mod: str) -> str | None:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in ("sudoku", "protein") else None
+
+
+def wrong_way_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Imports that break the layering: a library module importing a verb module, a verb module
+    importing another verb module (only the CLI and ``__main__`` import verbs: what two verbs share
+    belongs in the library), or one domain package importing the other."""
+    bad = []
+    for mod, deps in sorted(graph.items()):
+        for dep in sorted(deps):
+            if is_verb_module(dep) and not is_verb_module(mod):
+                bad.append(f"library {mod} imports verb module {dep}")
+            elif is_verb_module(dep) and mod.split(".")[-1] not in ("cli", "__main__"):
+                bad.append(f"verb module {mod} imports verb module {dep}")
+            if _domain(mod) and _domain(dep) and _domain(mod) != _domain(dep):
+                bad.append(f"{mod} imports the other domain's {dep}")
+    return bad
+
+
+def test_imports_run_one_way_library_then_verbs_then_cli():
+    assert wrong_way_imports(import_graph()) == []
+
+
+def test_the_layering_check_fails_on_a_library_module_importing_a_verb(tmp_path):
+    pkg = tmp_path / "toy"
+    for name, text in {"__init__.py": "", "cli.py": "from toy import jobs\n", "jobs.py": "from toy import lib\n",
+                       "lib.py": "def f():\n    from toy.jobs import run  # a lazy import counts\n",
+                       "sudoku/__init__.py": "", "sudoku/grid.py": "import toy.protein.fasta\n",
+                       "protein/__init__.py": "", "protein/fasta.py": "", "user/__init__.py": "",
+                       "user/solve.py": "from toy.user import common\n", "user/common.py": ""}.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    bad = wrong_way_imports(import_graph(tmp_path, "toy"))
+    assert bad == ["library toy.lib imports verb module toy.jobs",
+                   "toy.sudoku.grid imports the other domain's toy.protein.fasta",
+                   "verb module toy.user.solve imports verb module toy.user.common"]
+    (pkg / "lib.py").write_text("")
+    (pkg / "sudoku/grid.py").write_text("")
+    (pkg / "user/solve.py").write_text("from toy import lib\n")
+    assert wrong_way_imports(import_graph(tmp_path, "toy")) == []
 
 
 def _literal_keys(path: Path, name: str) -> list[str]:

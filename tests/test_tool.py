@@ -228,7 +228,7 @@ def test_mi_map_of_a_protein_with_a_real_tiny_esmc(capsys, results, tmp_path):
 
 
 def test_undecided_puzzle_is_solved_with_a_note(capsys, oracle, monkeypatch):
-    import mdm_mi.user.puzzles as puzzles
+    import mdm_mi.sudoku.puzzles as puzzles
     from mdm_mi.sudoku.generate import SearchLimitError, count_solutions
 
     with pytest.raises(SearchLimitError):

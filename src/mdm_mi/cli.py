@@ -24,8 +24,9 @@ from typing import Callable, NamedTuple
 from mdm_mi import figure_jobs, jobs as core_jobs, pretrained, results
 from mdm_mi.errors import USER_ERRORS, InputError
 from mdm_mi.mi import jobs as mi_jobs
-from mdm_mi.protein import (compare_job as protein_compare_job, family_figures, family_job, family_loss,
-                            generate_job, jobs as protein_jobs, oracle_job as protein_oracle_job, report_jobs)
+from mdm_mi.protein import compare_job as protein_compare_job, generate_job, jobs as protein_jobs, report_jobs
+from mdm_mi.protein.family import (figure_jobs as family_figure_jobs, jobs as family_jobs,
+                                   oracle_job as protein_oracle_job)
 from mdm_mi.sudoku import compare_job as sudoku_compare_job, jobs as sudoku_jobs, oracle_job
 from mdm_mi.tracking import NullTracker, TrackingArgs, open_tracker
 from mdm_mi.user import check_config, mi_map, solve
@@ -49,7 +50,7 @@ VERBS: dict[str, Verb] = {
                            "generate training grids and build the Sudoku evaluation sets"),
     "protein-data": Verb(protein_jobs.PrepareProteinArgs, protein_jobs.prepare_protein,
                             "split the protein data, draw the references and MI contexts"),
-    "prepare-family": Verb(family_job.PrepareFamilyArgs, family_job.prepare_family,
+    "prepare-family": Verb(family_jobs.PrepareFamilyArgs, family_jobs.prepare_family,
                            "split a protein family (Pfam A2M) by identity clusters; its references and MI contexts"),
     "download-esmc": Verb(protein_jobs.DownloadEsmcArgs, protein_jobs.download_esmc,
                           "fetch the ESM-C 300M weights from the Hugging Face Hub"),
@@ -79,7 +80,7 @@ VERBS: dict[str, Verb] = {
                                  "one part of protein-compare (sequential, or one sampler family calibrated and decoded)"),
     "protein-compare": Verb(protein_compare_job.ProteinCompareArgs, protein_compare_job.protein_compare,
                             "calibrate every sampler to common pass budgets and compare proteins by JSD"),
-    "family-score": Verb(family_job.FamilyScoreArgs, family_job.family_score,
+    "family-score": Verb(family_jobs.FamilyScoreArgs, family_jobs.family_score,
                          "score proteins against a family: HMM pass rate, C_ij / f_i / MI r, diversity, cluster JSD"),
     "sudoku-oracle-ceiling": Verb(oracle_job.CeilingArgs, oracle_job.sudoku_oracle_ceiling,
                                   "decode with the exact-MI oracle at the head's calibrated settings"),
@@ -99,17 +100,17 @@ VERBS: dict[str, Verb] = {
                            "MI head vs probing label on the test pairs"),
     "protein-table": Verb(report_jobs.ProteinTableArgs, report_jobs.protein_table,
                           "gather protein generation summaries into one table"),
-    "family-compare": Verb(family_job.FamilyCompareArgs, family_job.family_compare,
+    "family-compare": Verb(family_jobs.FamilyCompareArgs, family_jobs.family_compare,
                            "co-variation (corrected-MI r, C_ij r) of protein-compare's calibrated runs, paired by budget"),
-    "family-loss": Verb(family_loss.FamilyLossArgs, family_loss.family_loss,
+    "family-loss": Verb(family_jobs.FamilyLossArgs, family_jobs.family_loss,
                         "held-out masked-token loss of a family model at fixed mask rates, beside the profile baselines"),
-    "family-table": Verb(family_job.FamilyTableArgs, family_job.family_table,
+    "family-table": Verb(family_jobs.FamilyTableArgs, family_jobs.family_table,
                          "gather family scores (sampler settings, ceiling, floor) into one table"),
-    "figure-family-covariation": Verb(family_figures.CovariationFigureArgs, family_figures.figure_family_covariation,
+    "figure-family-covariation": Verb(family_figure_jobs.CovariationFigureArgs, family_figure_jobs.figure_family_covariation,
                                       "mean passes vs co-variation (corrected-MI r, C_ij r) at calibrated budgets"),
-    "figure-family-pass-rate": Verb(family_figures.PassRateFigureArgs, family_figures.figure_family_pass_rate,
+    "figure-family-pass-rate": Verb(family_figure_jobs.PassRateFigureArgs, family_figure_jobs.figure_family_pass_rate,
                                     "mean passes vs HMM pass rate, fixed-grid settings and calibrated budgets"),
-    "figure-family-mi": Verb(family_figures.FamilyMiArgs, family_figures.figure_family_mi,
+    "figure-family-mi": Verb(family_figure_jobs.FamilyMiArgs, family_figure_jobs.figure_family_mi,
                              "the MI head's map of one family context beside the family's column-pair MI"),
     "protein-paper-table": Verb(report_jobs.ProteinPaperTableArgs, report_jobs.protein_paper_table,
                                 "our protein results beside the paper's table"),

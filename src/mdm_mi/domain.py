@@ -78,13 +78,13 @@ def _describe_protein(meta: dict) -> str:
 
 
 def _sudoku_mapper():
-    from mdm_mi.user.map_domains import SudokuMap
+    from mdm_mi.sudoku.map import SudokuMap
 
     return SudokuMap()
 
 
 def _protein_mapper():
-    from mdm_mi.user.map_domains import ProteinMap
+    from mdm_mi.protein.map import ProteinMap
 
     return ProteinMap()
 

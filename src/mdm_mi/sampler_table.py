@@ -133,7 +133,7 @@ def pairwise_from_args(args, backbone, model_dir, domain: str, device):
     """The pairwise matrix of MI samplers: ``HEAD`` samplers read the trained head (``--head``, else
     the one beside ``model_dir``; no extra pass), ``mi-oracle`` probes the model exactly; else ``None``."""
     from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
-    from mdm_mi.user.common import load_head_for
+    from mdm_mi.user_common import load_head_for
 
     source = SAMPLERS[args.sampler].pairwise
     if source == HEAD:

@@ -21,7 +21,6 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -29,6 +28,8 @@ import torch
 from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_text
+from mdm_mi.mi.contexts import (ContextDraw, draw_evaluation, draw_training, load_label_shards, shard_slice,
+                               split_part)
 from mdm_mi.runtime import resolve_device, setup
 
 
@@ -53,106 +54,6 @@ class LabelArgs:
     val_contexts: int = field(default=0, metadata=_h("with --split val|test: contexts of the draw that go to val"))
 
 
-LABEL_SPLITS = ("all", "val", "test")  # --split: the whole draw, or one of its two disjoint evaluation parts
-MAX_REMASK_ROUNDS = 100  # re-maskings of repeated contexts before an evaluation draw gives up
-
-
-class ContextDraw(NamedTuple):
-    """A seeded draw of contexts: ``contexts (C, N)`` long, ``t (C,)`` masking rates and ``rows (C,)``
-    long, the row of each context's sequence in the sequence file."""
-
-    contexts: torch.Tensor
-    t: torch.Tensor
-    rows: torch.Tensor
-
-    def part(self, sel: slice) -> ContextDraw:
-        """The contexts ``sel`` of this draw."""
-        return ContextDraw(self.contexts[sel], self.t[sel], self.rows[sel])
-
-
-def draw_training(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None) -> ContextDraw:
-    """The fixed draw: ``n_contexts`` sequences (with replacement if needed) masked at t ~ U[0,1]
-    (paper: contexts masked at t ~ U[0, 1]).
-
-    With ``vocab_ids`` (the backbone's ``vocab_token_ids``) only those tokens are maskable: BOS, EOS
-    and pads of protein sequences stay fixed."""
-    from mdm_mi.mi.probe import mask_contexts
-
-    gen = torch.Generator().manual_seed(seed)
-    replace = n_contexts > len(sequences)
-    idx = torch.randperm(len(sequences), generator=gen)[:n_contexts] if not replace else \
-        torch.randint(len(sequences), (n_contexts,), generator=gen)
-    seqs = torch.as_tensor(sequences[idx.numpy()], dtype=torch.long)
-    return ContextDraw(*mask_contexts(seqs, mask_id, gen, _fixed_tokens(seqs, vocab_ids)), idx)
-
-
-def draw_contexts(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None):
-    """:func:`draw_training` → contexts ``(C, N)`` and t ``(C,)`` only."""
-    draw = draw_training(sequences, n_contexts, mask_id, seed, vocab_ids)
-    return draw.contexts, draw.t
-
-
-def _fixed_tokens(seqs: torch.Tensor, vocab_ids) -> torch.Tensor | None:
-    """Tokens that are never masked (those outside ``vocab_ids``), or None when all are maskable."""
-    return None if vocab_ids is None else ~torch.isin(seqs, torch.as_tensor(vocab_ids).cpu())
-
-
-def distinct_rows(sequences: np.ndarray) -> np.ndarray:
-    """Indices of the rows of ``sequences (S, N)`` that repeat no earlier row, ascending."""
-    _, first = np.unique(sequences, axis=0, return_index=True)
-    return np.sort(first)
-
-
-def repeated_rows(x: torch.Tensor) -> torch.Tensor:
-    """``(C,)`` bool: row ``c`` of ``x (C, N)`` equals an earlier row."""
-    if len(x) == 0:
-        return torch.zeros(0, dtype=torch.bool)
-    _, group = torch.unique(x, dim=0, return_inverse=True)
-    order = torch.arange(len(x))
-    first = torch.full((int(group.max()) + 1,), len(x)).scatter_reduce(0, group, order, "amin")
-    return order != first[group]
-
-
-def split_part(split: str, n_contexts: int, val_contexts: int) -> slice:
-    """The part of a draw of ``n_contexts`` that ``split`` labels: all of it, or val's first
-    ``val_contexts`` / test's rest (both non-empty)."""
-    if split not in LABEL_SPLITS:
-        raise InputError(f"--split must be one of {', '.join(LABEL_SPLITS)}, got {split!r}")
-    if n_contexts < 1:
-        raise InputError(f"--n-contexts must be >= 1, got {n_contexts}")
-    if split == "all":
-        return slice(0, n_contexts)
-    if not 0 < val_contexts < n_contexts:
-        raise InputError(f"--split {split} needs 0 < --val-contexts < --n-contexts, got {val_contexts} "
-                         f"of {n_contexts} (val and test must both be non-empty)")
-    return slice(0, val_contexts) if split == "val" else slice(val_contexts, n_contexts)
-
-
-def draw_evaluation(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None) -> ContextDraw:
-    """The evaluation draw: ``n_contexts`` distinct sequences (a repeated row counts once, none is
-    drawn twice), masked as in :func:`draw_training`; a context equal to an earlier one (e.g. two
-    fully masked grids) is masked again with a fresh t until all differ.
-
-    Any two disjoint slices of the draw (val and test) therefore share neither a sequence nor a context."""
-    from mdm_mi.mi.probe import mask_contexts
-
-    unique = distinct_rows(sequences)
-    if n_contexts > len(unique):
-        raise InputError(f"the val and test splits need {n_contexts} distinct sequences, "
-                         f"the sequence file has {len(unique)}")
-    gen = torch.Generator().manual_seed(seed)
-    rows = torch.as_tensor(unique)[torch.randperm(len(unique), generator=gen)[:n_contexts]]
-    seqs = torch.as_tensor(sequences[rows.numpy()], dtype=torch.long)
-    fixed = _fixed_tokens(seqs, vocab_ids)
-    contexts, t = mask_contexts(seqs, mask_id, gen, fixed)
-    for _ in range(MAX_REMASK_ROUNDS):
-        again = repeated_rows(contexts)
-        if not again.any():
-            return ContextDraw(contexts, t, rows)
-        contexts[again], t[again] = mask_contexts(seqs[again], mask_id, gen, None if fixed is None else fixed[again])
-    raise RuntimeError(f"contexts still repeat after {MAX_REMASK_ROUNDS} re-maskings")
-
-
 def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=None) -> ContextDraw:
     """``args.split``'s part of its seeded draw (before sharding): the whole training draw, or val's
     or test's part of the evaluation draw (the same draw in both jobs)."""
@@ -160,13 +61,6 @@ def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=N
     if args.split == "all":
         return draw_training(sequences, args.n_contexts, mask_id, args.seed, vocab_ids)
     return draw_evaluation(sequences, args.n_contexts, mask_id, args.seed, vocab_ids).part(part)
-
-
-def shard_slice(n: int, shard: int, n_shards: int) -> slice:
-    """Contiguous, near-equal slice of ``range(n)`` for ``shard`` of ``n_shards``."""
-    if not 0 <= shard < n_shards:
-        raise InputError(f"shard {shard} is outside 0..{n_shards - 1}")
-    return slice(n * shard // n_shards, n * (shard + 1) // n_shards)
 
 
 def label(args: LabelArgs, tracker) -> None:
@@ -229,18 +123,6 @@ REPORTED_SPLIT = "test"  # the fidelity JSON's reported split; "val" is for choo
 EVAL_SPLITS = ("val", "test")  # the fidelity JSON's per-split entries
 PREDICT_BATCH = 256  # contexts per head call when predicting a split
 FEATURE_BATCH = 512  # contexts per backbone call when extracting features
-
-
-def load_label_shards(paths) -> dict[str, torch.Tensor]:
-    """Concatenate label shards → ``contexts (C, N)``, ``label (C, N, N)``, ``masked (C, N)``."""
-    from safetensors.torch import load_file
-
-    parts = []
-    for p in paths:
-        if not Path(p).is_file():
-            raise InputError(f"label shard not found: {p}")
-        parts.append(load_file(str(p)))
-    return {k: torch.cat([part[k] for part in parts]) for k in ("contexts", "label", "masked")}
 
 
 def _write_pairs(path, pred, label, masked, seed: int) -> None:

@@ -24,7 +24,8 @@ import numpy as np
 from mdm_mi.calibrate import DIVISORS, standard_families
 from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
-from mdm_mi.io import read_json, write_json, write_text
+from mdm_mi.io import write_json, write_text
+from mdm_mi.protein.compare import PART_FILE, read_parts, run_fasta, write_part
 from mdm_mi.runtime import resolve_device, setup
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",
@@ -165,8 +166,6 @@ def protein_compare(args: ProteinCompareArgs, tracker) -> None:
 
 # --- parts on disk ------------------------------------------------------------------------------------
 
-PART_FILE = "part.json"
-EMB_FILE = "emb.npz"
 PART_KEYS = ("n", "calib_n", "divisors", "mi_lambda", "mi_on_reject", "mi_charge_first", "indep_tau",
              "two_budget_delta", "temperature", "clusters", "embed_layer", "bf16", "seed")  # what makes parts one comparison
 
@@ -174,49 +173,6 @@ PART_KEYS = ("n", "calib_n", "divisors", "mi_lambda", "mi_on_reject", "mi_charge
 def _part_key(args: ProteinCompareArgs) -> dict:
     """The settings every part of one comparison shares (the model, head and reference are the rule's inputs)."""
     return {k: list(v) if isinstance(v, tuple) else v for k, v in ((k, getattr(args, k)) for k in PART_KEYS)}
-
-
-def write_part(out: Path, runs: dict[str, dict], meta: dict) -> None:
-    """``part.json`` (meta and each run without its embeddings) and ``emb.npz`` (run ``i``'s ``(n, D)``
-    embeddings as array ``run{i}``, in ``part.json``'s run order)."""
-    out.mkdir(parents=True, exist_ok=True)
-    order = list(runs)
-    body = {k: {f: (v.tolist() if isinstance(v, np.ndarray) else v) for f, v in r.items() if f != "emb"}
-            for k, r in runs.items()}
-    np.savez(out / EMB_FILE, **{f"run{i}": runs[k]["emb"] for i, k in enumerate(order)})
-    write_json(out / PART_FILE, meta | {"order": order, "runs": body})
-
-
-def read_parts(dirs, key: dict, expected: list[str]) -> dict[str, dict]:
-    """The runs of every part folder, merged → run id → run (``passes`` and ``emb`` as arrays).
-    One-line :class:`InputError` when a part is missing, repeated, unknown or was made with other
-    settings than ``key``."""
-    runs: dict[str, dict] = {}
-    seen = []
-    for d in map(Path, dirs):
-        if not (d / PART_FILE).is_file() or not (d / EMB_FILE).is_file():
-            raise InputError(f"{d} is not a protein-compare-part output ({PART_FILE} and {EMB_FILE})")
-        part = read_json(d / PART_FILE)
-        if part["spec"] != key:
-            diff = sorted(k for k in key if part["spec"].get(k) != key[k])
-            raise InputError(f"{d}: part made with other settings than this comparison ({', '.join(diff)})")
-        if part["part"] in seen:
-            raise InputError(f"part {part['part']!r} given twice")
-        seen.append(part["part"])
-        with np.load(d / EMB_FILE, allow_pickle=False) as emb:
-            for i, run_id in enumerate(part["order"]):
-                runs[run_id] = part["runs"][run_id] | {"passes": np.asarray(part["runs"][run_id]["passes"]),
-                                                       "emb": emb[f"run{i}"]}
-    missing = [p for p in expected if p not in seen]
-    unknown = [p for p in seen if p not in expected]
-    if missing or unknown:
-        raise InputError(f"parts missing: {missing or 'none'}; not of this comparison: {unknown or 'none'}")
-    return runs
-
-
-def run_fasta(out: Path, run_id: str) -> Path:
-    """Where the generated sequences of run ``run_id`` (e.g. ``mi λ=1@1/4``) are written."""
-    return Path(out) / "fasta" / (run_id.replace("/", "_").replace(" ", "_").replace("=", "") + ".fasta")
 
 
 def _write(out: Path, runs: dict, rows: list[dict], meta: dict) -> None:

@@ -14,11 +14,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from mdm_mi.errors import InputError
+from mdm_mi.io import write_npy
 from mdm_mi.protein.fasta import AMINO_ACIDS, Record, sample_reference
 
 _AA = frozenset(AMINO_ACIDS)
@@ -81,3 +83,11 @@ def reference_pair(records: Sequence[Record], n: int, seed: int, min_len: int, m
     taken = {id(r) for r in first}
     rest = [r for r in pool if id(r) not in taken]
     return first, sample_reference(rest, min(n, len(rest)), seed + 1)
+
+
+def write_contexts(path: Path, seqs: list[str], width: int) -> None:
+    """MI label contexts: ``(S, width)`` token ids (BOS, residues, EOS, pads), the ``--sequences`` of
+    ``label``."""
+    from mdm_mi.protein.tokens import protein_tokens
+
+    write_npy(path, protein_tokens().encode_batch(seqs, width).numpy())

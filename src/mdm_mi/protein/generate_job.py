@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,7 @@ from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json
 from mdm_mi.sampler_table import SamplerFlags
-from mdm_mi.user.common import ModelFlags
+from mdm_mi.user_common import ModelFlags
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,7 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     from mdm_mi.protein.generate import draw_lengths, generate, uniform_lengths
     from mdm_mi.sampler_table import pairwise_from_args, sampler_from_args
     from mdm_mi.stats import mean_ci
-    from mdm_mi.user.common import check_outputs, load_backbone_for, progress, start
+    from mdm_mi.user_common import check_outputs, load_backbone_for, progress, start
 
     _check(args)
     sampler = sampler_from_args(args, domain="protein")
@@ -124,16 +123,3 @@ def _scores(args: GenerateArgs, backbone, seqs, reference, reference2, device) -
         for key in ("jsd_reference2", "jsd_reference2_analytic", "composition_jsd_floor", "n_reference2"):
             scores.pop(key)
     return scores
-
-
-def evaluate_fasta(args, tracker) -> None:
-    """``evaluate`` on a FASTA reference: generate as many proteins as it holds (lengths drawn from
-    it) with the chosen sampler and score them against it; ``--out`` gets the summary JSON and
-    ``--per-puzzle`` the generated FASTA (default: ``generated.fasta``)."""
-    from mdm_mi.protein.fasta import read_fasta
-
-    n = len(read_fasta(args.puzzles))
-    shared = {f.name: getattr(args, f.name) for f in dataclasses.fields(GenerateArgs) if hasattr(args, f.name)}
-    shared |= {"reference": args.puzzles, "n": n, "summary": args.out,
-               "out": args.per_puzzle or GenerateArgs.__dataclass_fields__["out"].default}
-    generate_job(GenerateArgs(**{k: v for k, v in shared.items() if k in GenerateArgs.__dataclass_fields__}), tracker)

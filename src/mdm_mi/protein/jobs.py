@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +36,7 @@ class PrepareProteinArgs:
 
 
 def prepare_protein(args: PrepareProteinArgs, tracker) -> None:
-    from mdm_mi.protein.data import PrepareConfig, crops_like, reference_pair, split_records, standard_only
+    from mdm_mi.protein.data import PrepareConfig, crops_like, reference_pair, split_records, standard_only, write_contexts
     from mdm_mi.protein.fasta import read_fasta, write_fasta
 
     cfg = PrepareConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(PrepareConfig)})
@@ -61,14 +60,6 @@ def prepare_protein(args: PrepareProteinArgs, tracker) -> None:
     write_json(out / "summary.json", summary)
     tracker.log_params(dataclasses.asdict(args))
     tracker.log_metrics(summary)
-
-
-def write_contexts(path: Path, seqs: list[str], width: int) -> None:
-    """MI label contexts: ``(S, width)`` token ids (BOS, residues, EOS, pads), the ``--sequences`` of
-    ``label``."""
-    from mdm_mi.protein.tokens import protein_tokens
-
-    write_npy(path, protein_tokens().encode_batch(seqs, width).numpy())
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
 
     from mdm_mi.io import atomic_path
     from mdm_mi.mi.head import load_head
-    from mdm_mi.mi.jobs import load_label_shards
+    from mdm_mi.mi.contexts import load_label_shards
     from mdm_mi.domain import load_backbone
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.report import distance_profile, mi_map

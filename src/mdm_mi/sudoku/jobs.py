@@ -22,7 +22,7 @@ from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_npy
 from mdm_mi.runtime import resolve_device, setup
 from mdm_mi.sampler_table import SamplerFlags
-from mdm_mi.user.common import ModelFlags, start
+from mdm_mi.user_common import ModelFlags, start
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,8 @@ def _pick(cls, args):
 
 @dataclass(frozen=True)
 class EvaluateArgs(SamplerFlags, ModelFlags):
-    puzzles: Path = field(metadata=_h("any CSV with 'puzzle' (and optional 'solution', 'level') columns, or a "
-                                       "protein FASTA reference (lengths 50-100) to generate against"))
+    puzzles: Path = field(metadata=_h("any CSV with 'puzzle' (and optional 'solution', 'level') columns "
+                                       "(a protein FASTA reference is scored by generate --reference)"))
     out: Path | None = field(default=None, metadata=_h("summary JSON (default: none; the table is printed)"))
     per_puzzle: Path | None = field(default=None, metadata=_h("per-puzzle CSV (default: none)"))
     batch_size: int = field(default=200, metadata=_h("puzzles decoded together"))
@@ -130,26 +130,18 @@ class EvaluateArgs(SamplerFlags, ModelFlags):
 
 EVAL_EXAMPLES = """examples:
   mdm-mi evaluate --puzzles my.csv                          # model found in results/, table printed
-  mdm-mi evaluate --puzzles my.csv --sampler mi --gamma 0.1 --out my.json --per-puzzle my_per_puzzle.csv
-  mdm-mi evaluate --puzzles ref.fasta --sampler eb --gamma 8 --out scores.json --per-puzzle generated.fasta"""
+  mdm-mi evaluate --puzzles my.csv --sampler mi --gamma 0.1 --out my.json --per-puzzle my_per_puzzle.csv"""
 
 
 def evaluate(args: EvaluateArgs, tracker) -> None:
-    """Score an evaluation set; the set's file type picks the domain (a puzzle CSV is Sudoku, a FASTA
-    reference is proteins: as many sequences as it holds are generated and scored against it)."""
-    if set_domain(args.puzzles) == "protein":
-        from mdm_mi.protein.generate_job import evaluate_fasta
-
-        return evaluate_fasta(args, tracker)
-    evaluate_sudoku(args, tracker)
-
-
-def evaluate_sudoku(args: EvaluateArgs, tracker) -> None:
     """Decode every puzzle of ``args.puzzles`` and write/print accuracy and passes per level."""
+    if set_domain(args.puzzles) != "sudoku":
+        raise InputError(f"evaluate scores Sudoku puzzle CSVs; {args.puzzles} is a protein FASTA: "
+                         f"`mdm-mi generate --reference {args.puzzles}` generates proteins and scores them against it")
     from mdm_mi.sampler_table import pairwise_from_args, sampler_from_args
     from mdm_mi.sudoku.data import load_puzzle_csv
     from mdm_mi.sudoku.evaluate import decode_set, score, summarise
-    from mdm_mi.user.common import check_outputs, load_backbone_for, progress
+    from mdm_mi.user_common import check_outputs, load_backbone_for, progress
 
     sampler = sampler_from_args(args)
     check_outputs(args.out, args.per_puzzle)

@@ -18,7 +18,7 @@ from mdm_mi.domain import DOMAINS, FASTA_SUFFIXES, backbone_name, guess_domain
 from mdm_mi.errors import InputError
 from mdm_mi.flags import h
 from mdm_mi.io import read_text_input
-from mdm_mi.user.common import ModelFlags, check_outputs, checked_domain, load_head_for, model_path, note, start
+from mdm_mi.user_common import ModelFlags, check_outputs, checked_domain, load_head_for, model_path, note, start
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 EXAMPLES = """examples:
@@ -79,7 +79,7 @@ def _file_text(path: Path) -> str:
 
         return read_fasta(path)[0][1]
     from mdm_mi.sudoku.grid import format_grid
-    from mdm_mi.user.puzzles import parse_many
+    from mdm_mi.sudoku.puzzles import parse_many
 
     return format_grid(parse_many(read_text_input(path, "puzzle"), str(path))[0].tokens)
 

@@ -20,8 +20,8 @@ import torch
 from mdm_mi.flags import h
 from mdm_mi.errors import InputError
 from mdm_mi.sampler_table import CALIBRATED_AT, HEAD_SAMPLERS, USER_SAMPLERS, SamplerFlags, sampler_from_args
-from mdm_mi.user.common import ModelFlags, load_backbone_for, load_head_for, note, progress, start
-from mdm_mi.user.puzzles import MAX_NODES, Puzzle, answer_problem, check_puzzle, grid_lines, read_puzzles
+from mdm_mi.user_common import ModelFlags, load_backbone_for, load_head_for, note, progress, start
+from mdm_mi.sudoku.puzzles import MAX_NODES, Puzzle, answer_problem, check_puzzle, grid_lines, read_puzzles
 
 EXAMPLES = """examples:
   mdm-mi solve 53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79

@@ -7,7 +7,7 @@ too few for the set-level co-variation r. Each sequence is scored on its own ins
 compared by paired differences (same length, same generator seed):
 - the HMM bit score against the training split's profile HMM, and the pass rate at the 1st
   percentile of the validation split's scores;
-- the pair log-odds score (:mod:`mdm_mi.protein.pair_score`), which site-independent sequences fail.
+- the pair log-odds score (:mod:`mdm_mi.protein.family.pair_score`), which site-independent sequences fail.
 The ceiling (natural validation sequences: held out from the HMM and the pair frequencies, which the
 family table's training-split ceiling is not) and floor (site-independent profile draws) rows are
 scored the same way on as many sequences.
@@ -63,18 +63,18 @@ class SequenceScorer:
     """Per-sequence family scores: HMM bit score, pass at the threshold, pair log-odds score."""
 
     def __init__(self, train, val):
-        from mdm_mi.protein.family import encode_columns
-        from mdm_mi.protein.family_job import hmm_threshold
-        from mdm_mi.protein.pair_score import pair_weights
+        from mdm_mi.protein.family.alignment import encode_columns
+        from mdm_mi.protein.family.scores import hmm_threshold
+        from mdm_mi.protein.family.pair_score import pair_weights
 
         self.hmm, self.threshold = hmm_threshold(train, val)
         self.weights = pair_weights(encode_columns([r.columns for r in train]))
 
     def __call__(self, seqs: list[str]) -> dict[str, np.ndarray]:
         """→ ``bit_score``, ``pair_score`` ``(n,)`` float64 and ``passes_hmm`` ``(n,)`` bool."""
-        from mdm_mi.protein import family_metrics as fm
-        from mdm_mi.protein.family import encode_columns
-        from mdm_mi.protein.pair_score import pair_scores
+        from mdm_mi.protein.family import metrics as fm
+        from mdm_mi.protein.family.alignment import encode_columns
+        from mdm_mi.protein.family.pair_score import pair_scores
 
         bits = np.asarray(fm.hmm_scores(self.hmm, seqs), dtype=np.float64)
         pair = pair_scores(self.weights, encode_columns(fm.align_columns(self.hmm, seqs)))
@@ -109,7 +109,7 @@ def comparison_runs(args: ProteinCeilingArgs) -> dict[str, dict]:
     """The calibrated runs the oracle copies its settings from: ``--budgets-dir``'s runs.json, or the
     runs of the ``--parts`` folders in the order given (:func:`mdm_mi.budgets.best_mi_run` keeps the
     first of tied λ, as the merge does with the parts in the same order). One-line errors."""
-    from mdm_mi.protein.compare_job import PART_FILE
+    from mdm_mi.protein.compare import PART_FILE
 
     if (args.budgets_dir is None) == (not args.parts):
         raise InputError("give either --budgets-dir (a merged comparison) or --parts (its MI-guided parts)")
@@ -134,7 +134,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     from mdm_mi.domain import load_backbone
     from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
     from mdm_mi.mi.head import load_head
-    from mdm_mi.protein.family_job import read_splits
+    from mdm_mi.protein.family.scores import read_splits
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.generate import draw_lengths, generate
     from mdm_mi.sampler_table import build_sampler

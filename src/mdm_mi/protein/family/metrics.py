@@ -22,7 +22,7 @@ import numpy as np
 import pyhmmer
 from pyhmmer import easel, plan7
 
-from mdm_mi.protein.family import (
+from mdm_mi.protein.family.alignment import (
     GAP,
     GAP_INDEX,
     N_LETTERS,

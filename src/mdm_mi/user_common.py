@@ -1,5 +1,5 @@
-"""What the user verbs share: the model-location flags, loading a backbone and its MI head with
-one-line errors, progress bars, notes on stderr and reading input files.
+"""What the user verbs (and the workflow verbs that double as user verbs) share: the model-location
+flags, loading a backbone and its MI head with one-line errors, progress bars, notes on stderr and reading input files.
 
     backbone, path = load_backbone_for(args, "sudoku", device)   # --model, else found in results/
     head = load_head_for(args, backbone, path, "sudoku", device)  # --head, else the one beside it

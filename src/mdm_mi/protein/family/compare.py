@@ -42,7 +42,7 @@ class Reference:
 
     @classmethod
     def of(cls, columns: list[str], seed: int) -> "Reference":
-        from mdm_mi.protein import family_metrics as fm
+        from mdm_mi.protein.family import metrics as fm
 
         return cls(columns, fm.corrected_mi(columns, seed, BOOT_SHUFFLES, residues_only=True),
                    fm.corrected_mi(columns, seed, fm.MI_SHUFFLES, residues_only=True),
@@ -51,7 +51,7 @@ class Reference:
 
 def metric_values(cols: list[str], ref: Reference, seed: int) -> dict[str, float]:
     """The bootstrapped metrics of one set of match-column strings against the reference."""
-    from mdm_mi.protein import family_metrics as fm
+    from mdm_mi.protein.family import metrics as fm
 
     return {"corrected_mi_r": fm.pearson(fm.corrected_mi(cols, seed, BOOT_SHUFFLES, residues_only=True), ref.mi_boot),
             "c_ij_r": fm.pearson(fm.residue_correlations(cols), ref.cij)}
@@ -171,7 +171,7 @@ def covariation_budgets(runs: dict[str, dict], columns: dict[str, list[str]], re
 
 def run_scores(cols: list[str], ref: Reference, scores: np.ndarray, threshold: float, seed: int) -> dict:
     """Point estimates of one run: co-variation r's (3 shuffles for the MI correction), f_i r, HMM pass rate."""
-    from mdm_mi.protein import family_metrics as fm
+    from mdm_mi.protein.family import metrics as fm
 
     return {"corrected_mi_r": fm.pearson(fm.corrected_mi(cols, seed, fm.MI_SHUFFLES, residues_only=True), ref.mi_point),
             "c_ij_r": fm.pearson(fm.residue_correlations(cols), ref.cij), "f_i_r": fm.frequency_r(cols, ref.columns),

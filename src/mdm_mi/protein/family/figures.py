@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from mdm_mi.budgets import BEST_MI, SEQUENTIAL
 from mdm_mi.errors import InputError
-from mdm_mi.flags import h as _h
 from mdm_mi.io import atomic_path, read_json
 from mdm_mi.plotting import SAMPLER_STYLE, plt, save
 
@@ -66,7 +64,7 @@ def calibrated_points(scores: dict, runs: dict) -> list[dict]:
 
 def read_covariation(path: Path) -> list[dict]:
     """covariation.csv → its rows with numeric cells; one-line error when a column is missing."""
-    from mdm_mi.protein.family_compare import FIELDS
+    from mdm_mi.protein.family.compare import FIELDS
 
     if not Path(path).is_file():
         raise InputError(f"covariation table not found: {path}")
@@ -191,7 +189,7 @@ def covariation_figure(points: list[dict], rows: list[dict], refs: dict[str, dic
 
 def fixed_grid_points(scores: list[dict]) -> tuple[list[dict], dict[str, dict]]:
     """family-score JSONs → (sampler rows with a group ``sampler`` or ``mi λ=…``, {ceiling, floor})."""
-    from mdm_mi.protein.family_job import REFERENCE_ROWS
+    from mdm_mi.protein.family.scores import REFERENCE_ROWS
 
     refs = {s["row"]: s for s in scores if s["row"] in REFERENCE_ROWS}
     rows = []
@@ -312,98 +310,3 @@ def write_map_csv(path, head_map: np.ndarray, natural: np.ndarray) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text("i,j,head,natural\n" + "".join(
             f"{a + 1},{b + 1},{cell(head_map[a, b])},{cell(natural[a, b])}\n" for a, b in zip(i, j)))
-
-
-# --- the verbs ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CovariationFigureArgs:
-    scores: Path = field(metadata=_h("family-compare's scores.json (point estimates of every calibrated run)"))
-    runs: Path = field(metadata=_h("protein-compare's runs.json (mean passes of every calibrated run)"))
-    covariation: Path = field(metadata=_h("family-compare's covariation.csv (mi* minus each baseline, with intervals)"))
-    ceiling: Path = field(metadata=_h("family-score JSON of the ceiling row"))
-    floor: Path = field(metadata=_h("family-score JSON of the floor row"))
-    out: Path = field(metadata=_h("output PNG"))
-
-
-def _calibrated(scores_path: Path, runs_path: Path) -> tuple[list[dict], int]:
-    """Calibrated points of family-compare's scores and protein-compare's runs → (points, n)."""
-    scores = read_input_json(scores_path, "family-compare scores", ("n", "scores"))
-    runs = read_input_json(runs_path, "protein-compare runs", ("runs",))["runs"]
-    return [p | {"n": scores["n"]} for p in calibrated_points(scores["scores"], runs)], int(scores["n"])
-
-
-def figure_family_covariation(args: CovariationFigureArgs, tracker) -> None:
-    keys = ("corrected_mi_r", "c_ij_r", "hmm_pass_rate")
-    refs = {name: read_input_json(getattr(args, name), "family score", keys) for name in ("ceiling", "floor")}
-    points, n = _calibrated(args.scores, args.runs)
-    title = (f"Kunitz family: co-variation with the reference at calibrated budgets ({n} sequences per run, "
-             "realigned to the training HMM)")
-    covariation_figure(points, read_covariation(args.covariation), refs, args.out, title)
-    tracker.log_artifact(args.out)
-
-
-@dataclass(frozen=True)
-class PassRateFigureArgs:
-    inputs: tuple[Path, ...] = field(metadata=_h("family-score JSONs: fixed-grid sampler rows, ceiling, floor"))
-    scores: Path = field(metadata=_h("family-compare's scores.json (calibrated runs)"))
-    runs: Path = field(metadata=_h("protein-compare's runs.json (mean passes of the calibrated runs)"))
-    out: Path = field(metadata=_h("output PNG"))
-
-
-def figure_family_pass_rate(args: PassRateFigureArgs, tracker) -> None:
-    scores = [read_input_json(p, "family score", ("row", "sampler", "n", "hmm_pass_rate")) for p in args.inputs]
-    grid, refs = fixed_grid_points(scores)
-    if set(refs) != {"ceiling", "floor"}:
-        raise InputError(f"--inputs need the ceiling and floor rows; got {sorted(refs) or 'neither'}")
-    calibrated, n = _calibrated(args.scores, args.runs)
-    title = f"Kunitz family: HMM pass rate at the 1st-percentile natural threshold ({n} sequences per point)"
-    pass_rate_figure(grid, calibrated, refs, args.out, title)
-    tracker.log_artifact(args.out)
-
-
-@dataclass(frozen=True)
-class FamilyMiArgs:
-    model: Path = field(metadata=_h("protein model folder"))
-    head: Path = field(metadata=_h("MI head folder"))
-    data_dir: Path = field(metadata=_h("prepare-family's folder (the splits' .a2m files, summary.json)"))
-    out: Path = field(metadata=_h("output PNG"))
-    csv: Path = field(metadata=_h("output CSV: both maps over match-column pairs"))
-    index: int = field(default=0, metadata=_h("reference-split record whose sequence is the context"))
-    mask_fraction: float = field(default=0.9, metadata=_h("fraction of the context masked (labels: t ~ U[0, 1])"))
-    seed: int = field(default=0, metadata=_h("seed of the mask and the MI shuffles"))
-    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
-
-
-def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
-    from mdm_mi.domain import backbone_name, load_backbone
-    from mdm_mi.mi.head import load_head
-    from mdm_mi.protein import family_metrics as fm
-    from mdm_mi.protein.family_job import hmm_frame, read_splits
-    from mdm_mi.runtime import resolve_device
-
-    if not 0 < args.mask_fraction <= 1:
-        raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
-    train, val, reference, _ = read_splits(args.data_dir)
-    if not 0 <= args.index < len(reference):
-        raise InputError(f"--index {args.index} is outside the {len(reference)} reference records")
-    hmm, _, ref_cols = hmm_frame(train, val, reference)
-    natural = square(fm.corrected_mi(ref_cols, args.seed, residues_only=True), hmm.M)
-    device = resolve_device(args.device)
-    backbone, _ = load_backbone(args.model, device, domain="protein")
-    head, _ = load_head(args.head, device)
-    record = reference[args.index]
-    pred, hidden = head_matrix(backbone, head, record.sequence, args.mask_fraction, args.seed)
-    head_map = to_match_columns(pred, match_positions(fm.align_rows(hmm, [record.sequence])[0]))
-    r, pairs = map_agreement(head_map, natural)
-    title = (f"Kunitz context {record.name} (reference split, L={len(record.sequence)}, {hidden.mean():.0%} masked) "
-             f"over the training HMM's {hmm.M} match columns\nPearson r of the two maps over the {pairs} pairs "
-             f"shown on both: {r:.2f}; backbone: {backbone_name(args.model)}")
-    mi_map_figure(head_map, natural, args.out, title, "MI head Î(X_i; X_j | context) (grey: gap or unmasked)",
-                  f"reference split ({len(ref_cols)} sequences): bias-corrected column-pair MI, residues only")
-    write_map_csv(args.csv, head_map, natural)
-    tracker.log_params({"index": args.index, "mask_fraction": args.mask_fraction, "seed": args.seed})
-    tracker.log_metrics({"map_pearson": r, "map_pairs": pairs})
-    tracker.log_artifact(args.out)
-    tracker.log_artifact(args.csv)

@@ -34,8 +34,9 @@ import numpy as np
 from mdm_mi.errors import InputError
 from mdm_mi.flags import h as _h
 from mdm_mi.io import read_json, read_jsons, write_json, write_text
-
-REFERENCE_ROWS = ("ceiling", "floor")  # the table's natural and site-independent rows, after the samplers
+from mdm_mi.protein.family.loss import MASK_RATES, masked_loss
+from mdm_mi.protein.family.scores import (FAMILY_COLUMNS, family_markdown, family_rows, family_scores, hmm_frame,
+                                          loss_lines, read_splits)
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def _check_prepare(args: PrepareFamilyArgs) -> None:
 def _split_family(args: PrepareFamilyArgs) -> tuple[dict, list[dict], int]:
     """The A2M's standard records split by identity clusters → ``(splits by name, dropped records,
     number of clusters)``; :class:`InputError` when a split would hold fewer than 2 records."""
-    from mdm_mi.protein import family as fam
+    from mdm_mi.protein.family import alignment as fam
 
     kept, dropped = fam.drop_nonstandard(fam.parse_a2m(args.a2m))
     labels = fam.identity_clusters(fam.encode_columns([r.columns for r in kept]), args.identity)
@@ -86,7 +87,7 @@ def _write_family_contexts(out: Path, splits: dict, args: PrepareFamilyArgs) -> 
     """MI label contexts (protein-data's format, one width for both files): seeded draws of distinct
     whole sequences of the train split and of the validation + reference splits → their counts."""
     from mdm_mi.protein.fasta import sample_reference
-    from mdm_mi.protein.jobs import write_contexts
+    from mdm_mi.protein.data import write_contexts
 
     width = max(len(r.sequence) for records in splits.values() for r in records) + 2
     pools = {"train": _distinct(splits["train"]), "heldout": _distinct(splits["val"] + splits["reference"])}
@@ -105,7 +106,7 @@ def prepare_family(args: PrepareFamilyArgs, tracker) -> None:
     validation split, which holds too few to score sets of the reference's size), the *floor* ``n``
     site-independent draws from the training column profile
     (:func:`~mdm_mi.protein.family.sample_profile`), with ``n = min(n_score, training size)``."""
-    from mdm_mi.protein import family as fam
+    from mdm_mi.protein.family import alignment as fam
     from mdm_mi.protein.fasta import sample_reference, write_fasta
 
     _check_prepare(args)
@@ -141,58 +142,6 @@ class FamilyScoreArgs:
     seed: int = field(metadata=_h("seed of k-means and the MI shuffles"))
     summary: Path | None = field(default=None, metadata=_h(
         "generate's summary JSON: the row's sampler, setting and mean passes"))
-
-
-def read_splits(data_dir: Path) -> tuple[list, list, list, dict]:
-    """prepare-family's train, validation and reference records and its summary (one-line error when
-    the folder was not written by prepare-family)."""
-    from mdm_mi.protein.family import SPLIT_NAMES, parse_a2m
-
-    data = Path(data_dir)
-    if not (data / "summary.json").is_file():
-        raise InputError(f"{data} has no summary.json: run prepare-family first")
-    return (*(parse_a2m(data / f"{name}.a2m") for name in SPLIT_NAMES), read_json(data / "summary.json"))
-
-
-def hmm_threshold(train, val):
-    """The profile HMM built from the training split and its pass threshold (1st percentile of the
-    validation split's bit scores) → ``(hmm, threshold)``."""
-    from mdm_mi.protein import family_metrics as fm
-
-    hmm = fm.build_hmm(train)
-    return hmm, fm.score_threshold(fm.hmm_scores(hmm, [r.sequence for r in val]))
-
-
-def hmm_frame(train, val, reference):
-    """What every family score is measured against: :func:`hmm_threshold` and the reference's match
-    columns realigned to that HMM → ``(hmm, threshold, reference columns)``."""
-    from mdm_mi.protein import family_metrics as fm
-
-    hmm, threshold = hmm_threshold(train, val)
-    return hmm, threshold, fm.align_columns(hmm, [r.sequence for r in reference])
-
-
-def family_scores(seqs: list[str], train, val, reference, clusters: int, seed: int) -> dict:
-    """Family scores of protein sequences against the splits (FamilyRecords): HMM bit scores and the
-    pass rate at the 1st percentile of the validation split's scores; on the sequences and the
-    reference both realigned to the HMM (so gap placement is the same on both sides): f_i r, C_ij r
-    on the 20 × 20 residue pairs, corrected-MI r, cluster JSD of one-hot match columns (k-means on
-    the reference); the mean fraction of match columns holding a residue (coverage); mean pairwise
-    identity; each sequence's highest identity to a (realigned) training sequence, median and max
-    (identity counts aligned residues only: a sequence that barely aligns, low coverage, can reach 1)."""
-    from mdm_mi.protein import family_metrics as fm
-    from mdm_mi.protein.family import GAP
-
-    hmm, threshold, ref = hmm_frame(train, val, reference)
-    scores, cols = fm.hmm_scores(hmm, seqs), fm.align_columns(hmm, seqs)
-    nearest = fm.max_identity_to(cols, fm.align_columns(hmm, [r.sequence for r in train]))
-    coverage = np.mean([1 - c.count(GAP) / len(c) for c in cols])
-    return {"n": len(seqs), "hmm_threshold": threshold, "hmm_pass_rate": fm.pass_rate(scores, threshold),
-            "hmm_score_median": float(np.median(scores)), "match_coverage": float(coverage),
-            "f_i_r": fm.frequency_r(cols, ref), "c_ij_r": fm.correlation_r(cols, ref, residues_only=True),
-            "corrected_mi_r": fm.corrected_mi_r(cols, ref, seed, residues_only=True), "mean_pairwise_identity": fm.mean_pairwise_identity(cols),
-            "train_identity_median": float(np.median(nearest)), "train_identity_max": float(nearest.max()),
-            **fm.cluster_jsd_columns(ref, cols, clusters, seed)}
 
 
 def _scored_sequences(fasta: Path, n: int) -> list[str]:
@@ -233,56 +182,6 @@ def family_score(args: FamilyScoreArgs, tracker) -> None:
 
 # --- the family table ---------------------------------------------------------------------------------
 
-FAMILY_COLUMNS = ["row", "sampler", "setting", "n", "mean_passes", "cluster_jsd", "cluster_jsd_bc", "cluster_jsd_lo",
-                  "cluster_jsd_hi", "hmm_pass_rate", "c_ij_r", "f_i_r",
-                  "corrected_mi_r", "mean_pairwise_identity", "train_identity_median", "train_identity_max",
-                  "match_coverage", "hmm_score_median", "hmm_threshold"]
-FAMILY_CAPTION = (
-    "Protein family (Pfam A2M) — every row scored at the same number of sequences n against the reference "
-    "split, both realigned to a profile HMM built from the training split: cluster JSD (bits) of one-hot match "
-    "columns (k-means on the reference), plug-in and bias-corrected [basic bootstrap 95%] (the ceiling's value "
-    "is the noise floor: a natural set of the same size); HMM pass rate at the 1st percentile of the validation split's bit "
-    "scores; Pearson r with the reference of the connected correlations C_ij (20 × 20 residue pairs), of the "
-    "single-site frequencies f_i and of the bias-corrected column-pair MI; diversity (mean pairwise identity) "
-    "and memorisation (each sequence's highest identity to a training sequence, median / max, over aligned "
-    "residues: read it beside the coverage, the mean fraction of match columns holding a residue). "
-    "ceiling: natural training-split sequences (cluster-disjoint from the reference; the HMM was built from "
-    "them, so their pass rate is high and their identity to train is 1 by construction); floor: "
-    "site-independent draws from the training column profile")
-
-
-MARKDOWN_HEADER = ["row", "sampler", "setting", "n", "mean passes", "cluster JSD", "bias-corrected [95%]", "HMM pass %", "C_ij r", "f_i r",
-                   "corrected-MI r", "mean pairwise identity", "identity to train (median / max)", "coverage"]
-
-
-def family_rows(scores: list[dict]) -> list[dict]:
-    """Score JSONs → table rows: sampler settings by sampler and mean passes, then ceiling and floor."""
-    rows = [{k: s.get(k, "") for k in FAMILY_COLUMNS} for s in scores]
-    for r in rows:
-        r["mean_passes"] = "" if r["mean_passes"] is None else r["mean_passes"]
-    samplers = sorted((r for r in rows if r["row"] not in REFERENCE_ROWS),
-                      key=lambda r: (r["sampler"], float(r["mean_passes"] or "nan"), r["setting"]))
-    return samplers + [r for name in REFERENCE_ROWS for r in rows if r["row"] == name]
-
-
-def family_markdown(rows: list[dict], backbone: str) -> str:
-    """The family table as Markdown."""
-
-    def num(value, fmt: str) -> str:
-        return "—" if value in ("", None) else format(float(value), fmt)
-
-    lines = [f"{FAMILY_CAPTION}; backbone: {backbone}", "", "| " + " | ".join(MARKDOWN_HEADER) + " |",
-             "|" + "---|" * len(MARKDOWN_HEADER)]
-    for r in rows:
-        lines.append(f"| {r['row']} | {r['sampler']} | {r['setting']} | {r['n']} | {num(r['mean_passes'], '.1f')} | "
-                     f"{num(r['cluster_jsd'], '.3f')} | {num(r['cluster_jsd_bc'], '.3f')} "
-                     f"[{num(r['cluster_jsd_lo'], '.3f')}, {num(r['cluster_jsd_hi'], '.3f')}] | "
-                     f"{num(100 * float(r['hmm_pass_rate']), '.1f')} | "
-                     f"{num(r['c_ij_r'], '.3f')} | {num(r['f_i_r'], '.3f')} | {num(r['corrected_mi_r'], '.3f')} | "
-                     f"{num(r['mean_pairwise_identity'], '.3f')} | {num(r['train_identity_median'], '.2f')} / "
-                     f"{num(r['train_identity_max'], '.2f')} | {num(r['match_coverage'], '.2f')} |")
-    return "\n".join(lines) + "\n"
-
 
 @dataclass(frozen=True)
 class FamilyTableArgs:
@@ -291,15 +190,6 @@ class FamilyTableArgs:
     markdown: Path = field(metadata=_h("Markdown table"))
     model: Path | None = field(default=None, metadata=_h("protein model folder (named in the table)"))
     loss: Path | None = field(default=None, metadata=_h("family-loss JSON: the held-out losses, stated under the table"))
-
-
-def loss_lines(loss: dict) -> str:
-    """The family-loss JSON as one Markdown paragraph: the model's loss at each t beside both baselines."""
-    base = loss["baselines"]
-    parts = [f"t = {t}: {v['loss_nats']:.3f} ({v['vs_profile']:+.3f} vs the profile)" for t, v in loss["losses"].items()]
-    return (f"Held-out masked-token loss on the {loss['reference_sequences']} reference sequences (nats per masked "
-            f"residue): {'; '.join(parts)}. Site-independent baselines: column profile {base['profile_nats']:.3f}, "
-            f"composition {base['composition_nats']:.3f}.\n")
 
 
 def family_table(args: FamilyTableArgs, tracker) -> None:
@@ -331,11 +221,11 @@ class FamilyCompareArgs:
 
 def family_compare(args: FamilyCompareArgs, tracker) -> None:
     """Realign every calibrated run of protein-compare and the reference to the training HMM, score
-    them and write the co-variation budgets table (see :mod:`mdm_mi.protein.family_compare`)."""
+    them and write the co-variation budgets table (see :mod:`mdm_mi.protein.family.compare`)."""
     from mdm_mi.budgets import write_csv
-    from mdm_mi.protein import family_metrics as fm
-    from mdm_mi.protein.compare_job import run_fasta
-    from mdm_mi.protein.family_compare import FIELDS, Reference, covariation_budgets, markdown, run_scores
+    from mdm_mi.protein.family import metrics as fm
+    from mdm_mi.protein.compare import run_fasta
+    from mdm_mi.protein.family.compare import FIELDS, Reference, covariation_budgets, markdown, run_scores
 
     budgets = Path(args.budgets_dir)
     if not (budgets / "runs.json").is_file():
@@ -358,3 +248,43 @@ def family_compare(args: FamilyCompareArgs, tracker) -> None:
     write_text(out / "covariation.md", markdown(runs, scores, rows, n))
     tracker.log_params({"bootstrap": args.bootstrap, "n": n})
     tracker.log_artifact(out / "covariation.md")
+
+
+# --- the held-out masked loss ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FamilyLossArgs:
+    model: Path = field(metadata=_h("protein model folder"))
+    data_dir: Path = field(metadata=_h("prepare-family output (reference.fasta, summary.json with the baselines)"))
+    out: Path = field(metadata=_h("output JSON"))
+    rates: tuple[float, ...] = field(default=MASK_RATES, metadata=_h("mask rates t"))
+    seed: int = field(default=0, metadata=_h("seed of the masks"))
+    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
+    threads: int = field(default=0, metadata=_h("CPU threads (0 = torch's default)"))
+
+
+def family_loss(args: FamilyLossArgs, tracker) -> None:
+    from mdm_mi.domain import load_backbone
+    from mdm_mi.protein.fasta import read_fasta, validate_sequence
+    from mdm_mi.runtime import resolve_device, setup
+
+    data = Path(args.data_dir)
+    if not (data / "summary.json").is_file() or not (data / "reference.fasta").is_file():
+        raise InputError(f"{data} lacks summary.json or reference.fasta: run prepare-family first")
+    if not args.rates or not all(0 < t <= 1 for t in args.rates):
+        raise InputError(f"--rates must lie in (0, 1], got {args.rates}")
+    setup(args.threads, args.seed)
+    seqs = [validate_sequence(s, name=n) for n, s in read_fasta(data / "reference.fasta")]
+    backbone, _ = load_backbone(args.model, resolve_device(args.device), domain="protein")
+    backbone.eval()
+    base = read_json(data / "summary.json")["baselines"]
+    losses = {}
+    for t in args.rates:
+        loss, n = masked_loss(backbone, seqs, t, args.seed)
+        losses[f"{t:g}"] = {"loss_nats": loss, "masked_residues": n, "vs_profile": loss - base["profile_nats"],
+                            "vs_composition": loss - base["composition_nats"]}
+        print(f"t={t:g}: {loss:.4f} nats over {n} residues (profile {base['profile_nats']:.4f}, "
+              f"composition {base['composition_nats']:.4f})", flush=True)
+    write_json(args.out, {"reference_sequences": len(seqs), "baselines": base, "losses": losses})
+    tracker.log_metrics({f"loss_t{t}": v["loss_nats"] for t, v in losses.items()})

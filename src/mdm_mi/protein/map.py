@@ -1,0 +1,73 @@
+"""The protein input of ``mdm-mi mi-map``: a sequence with ``_`` for masked residues, drawn as bars."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from mdm_mi.errors import InputError
+from mdm_mi.map_domain import MapDomain
+
+PROTEIN_MASK = "_"
+PROTEIN_MIN_LEN = 2
+PROTEIN_MAX_LEN = 2046  # ESM-C's 2048-token context minus BOS and EOS
+
+
+class ProteinMap(MapDomain):
+    """A sequence with ``_`` for masked residues, drawn as bars over positions; ``--cell`` is a
+    1-based residue position. The backbone must offer ``encode([seq])`` (BOS + residues + EOS)."""
+
+    def check(self, text: str) -> str:
+        from mdm_mi.protein.fasta import validate_sequence
+
+        seq = "".join(text.split()).upper()
+        residues = seq.replace(PROTEIN_MASK, "")
+        if residues:
+            validate_sequence(residues)  # names letters outside the 20 amino acids
+        if not PROTEIN_MIN_LEN <= len(seq) <= PROTEIN_MAX_LEN:
+            raise InputError(f"sequence has length {len(seq)}, outside {PROTEIN_MIN_LEN}..{PROTEIN_MAX_LEN}")
+        if seq.count(PROTEIN_MASK) < 2:
+            raise InputError(f"the sequence has fewer than 2 masked positions ({PROTEIN_MASK}); "
+                             "the MI map is between masked positions")
+        return seq
+
+    def tokens(self, context, backbone, device) -> torch.Tensor:
+        if not hasattr(backbone, "encode"):
+            raise InputError("this protein model cannot encode sequences (no encode method)")
+        return backbone.encode([context], device)[0]
+
+    def parse_cell(self, spec: str | None, context) -> int:
+        if spec is None:
+            return -1
+        if not spec.strip().isdigit() or not 1 <= int(spec) <= len(context):
+            raise InputError(f"--cell must be a position 1..{len(context)} of the sequence, got {spec!r}")
+        if context[int(spec) - 1] != PROTEIN_MASK:
+            raise InputError(f"--cell {spec}: position {spec} is not masked ({PROTEIN_MASK}); choose a masked one")
+        return int(spec)  # token index: BOS comes first
+
+    def name(self, i: int, context) -> str:
+        return f"position {i}"
+
+    def draw(self, context, pred, label, cell, out, backbone_name) -> None:
+        protein_map_figure(context, pred, label, cell, out, backbone_name)
+
+
+def protein_map_figure(seq: str, pred: torch.Tensor, label, cell: int, out, backbone_name: str) -> None:
+    """Bars of Î(cell, j) (and the exact MI) over residue positions ``j = 1..L`` (token indices; BOS at
+    0), the sequence letters as ticks."""
+    from mdm_mi.plotting import plt, save
+
+    pos = np.arange(1, len(seq) + 1)
+    panels = [("MI head Î", pred)] + ([("exact probing MI", label)] if label is not None else [])
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.16 * len(seq)), 3.2))
+    width = 0.8 / len(panels)
+    for k, (name, mat) in enumerate(panels):
+        ax.bar(pos + (k - (len(panels) - 1) / 2) * width, mat[cell, 1 : len(seq) + 1].numpy(), width, label=name)
+    ax.axvline(cell, color="red", lw=1.5)
+    ax.set_xticks(pos, list(seq), fontsize=6)
+    ax.set_xlim(0.3, len(seq) + 0.7)
+    ax.set_xlabel("residue (_ = masked)")
+    ax.set_ylabel("nats")
+    ax.legend(fontsize=8)
+    ax.set_title(f"MI of position {cell} (red) with every other — backbone: {backbone_name}", fontsize=9)
+    save(fig, out)
