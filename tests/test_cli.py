@@ -15,7 +15,7 @@ import torch
 
 from conftest import write_csv
 from mdm_mi.cli import main
-from mdm_mi.results import COLUMNS
+from mdm_mi.sudoku.report import COLUMNS
 from mdm_mi.tracking import NullTracker, TrackingArgs, open_tracker
 
 SUMMARY_KEYS = {"sampler", "params", "set", "seconds", "levels"}

@@ -168,7 +168,8 @@ def _tiny_pretrain_argv(prepared: Path, out: Path) -> list[str]:
             "--n-heads", "2", "--n-layers", "1", "--hidden-layer", "-1", "--steps", "1", "--batch-size", "2",
             "--lr", "0.001", "--warmup", "0", "--weight-decay", "0", "--t-min", "0.5", "--t-max", "1",
             "--loss-weight", "none", "--crop-min", "5", "--crop-max", "10", "--grad-clip", "1", "--log-every", "1",
-            "--seed", "0", "--device", "cpu", "--threads", "1", "--ema", "0", "--whole-sequences"]
+            "--seed", "0", "--device", "cpu", "--threads", "1", "--ema", "0", "--whole-sequences",
+            "--save-every", "0", "--snapshot-every", "0"]
 
 
 def test_whole_sequence_pretraining_never_crops(prepared, tmp_path):

@@ -96,7 +96,8 @@ def test_crops_take_reference_lengths():
 def test_training_batch_masks_residues_only():
     tok = protein_tokens()
     cfg = ProteinTrainConfig(steps=1, batch_size=16, lr=1e-3, warmup=0, weight_decay=0, t_min=0.5, t_max=1.0,
-                             loss_weight="none", crop_min=5, crop_max=20, grad_clip=1, seed=0, log_every=1, ema=0.0)
+                             loss_weight="none", crop_min=5, crop_max=20, grad_clip=1, seed=0, log_every=1, ema=0.0,
+                             save_every=0, snapshot_every=0)
     tokens, target, _ = sample_batch(["ACDEFGHIKLMNPQRSTVWY" * 3, "MKT" * 10], tok, cfg, rng())
     masked = tokens == tok.mask
     assert masked.any()
@@ -268,7 +269,7 @@ def _summary(sampler, params, passes, jsd):
 
 def test_protein_tables_and_speed_quality_figure(tmp_path):
     from mdm_mi.protein import report
-    from mdm_mi.results import to_csv
+    from mdm_mi.tables import to_csv
 
     rows = report.protein_rows([
         _summary("sequential", {"order": "entropy"}, 75.0, 0.05), _summary("naive", {"k": 8}, 10.0, 0.20),

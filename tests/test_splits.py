@@ -212,7 +212,7 @@ def test_train_head_without_test_shards_is_a_user_error(labelled, tiny_checkpoin
 
 
 def test_scatter_reads_the_reported_split():
-    from mdm_mi.mi_figures import reported_fidelity
+    from mdm_mi.mi.figures import reported_fidelity
 
     fid = {"reported": "test", "test": {"pearson": 0.9}, "val": {"pearson": 0.8}, "n_params": 10}
     assert reported_fidelity(fid) == ("test", {"pearson": 0.9})

@@ -21,13 +21,14 @@ import sys
 import typing
 from typing import Callable, NamedTuple
 
-from mdm_mi import figure_jobs, jobs as core_jobs, pretrained, results
+from mdm_mi import jobs as core_jobs, pretrained
 from mdm_mi.errors import USER_ERRORS, InputError
 from mdm_mi.mi import jobs as mi_jobs
 from mdm_mi.protein import compare_job as protein_compare_job, generate_job, jobs as protein_jobs, report_jobs
 from mdm_mi.protein.family import (figure_jobs as family_figure_jobs, jobs as family_jobs,
                                    oracle_job as protein_oracle_job)
-from mdm_mi.sudoku import compare_job as sudoku_compare_job, jobs as sudoku_jobs, oracle_job
+from mdm_mi.sudoku import (compare_job as sudoku_compare_job, jobs as sudoku_jobs, oracle_job,
+                           report_jobs as sudoku_report_jobs)
 from mdm_mi.tracking import NullTracker, TrackingArgs, open_tracker
 from mdm_mi.user import check_config, mi_map, solve
 
@@ -87,16 +88,16 @@ VERBS: dict[str, Verb] = {
     "protein-oracle-ceiling": Verb(protein_oracle_job.ProteinCeilingArgs, protein_oracle_job.protein_oracle_ceiling,
                                    "generate proteins with the MI oracle, the head and sequential; per-sequence scores"),
     # tables and figures
-    "sudoku-table": Verb(results.GatherArgs, results.gather, "gather evaluation summaries into one tidy table"),
+    "sudoku-table": Verb(sudoku_report_jobs.GatherArgs, sudoku_report_jobs.gather, "gather evaluation summaries into one tidy table"),
     "sudoku-budgets": Verb(sudoku_compare_job.SummaryArgs, sudoku_compare_job.budgets_summary,
                             "who wins at each calibrated budget, over every set's budgets table"),
-    "paper-table": Verb(figure_jobs.PaperTableArgs, figure_jobs.paper_table_job,
+    "paper-table": Verb(sudoku_report_jobs.PaperTableArgs, sudoku_report_jobs.paper_table_job,
                         "our Sudoku results laid out beside the paper's table"),
-    "figure-speed-quality": Verb(figure_jobs.SpeedQualityArgs, figure_jobs.figure_speed_quality,
+    "figure-speed-quality": Verb(sudoku_report_jobs.SpeedQualityArgs, sudoku_report_jobs.figure_speed_quality,
                                  "mean passes vs accuracy, one curve per sampler"),
-    "figure-mi-map": Verb(figure_jobs.MiMapArgs, figure_jobs.figure_mi_map,
+    "figure-mi-map": Verb(sudoku_report_jobs.MiMapArgs, sudoku_report_jobs.figure_mi_map,
                           "Figure-1-style MI map of one cell of a real puzzle"),
-    "figure-scatter": Verb(figure_jobs.ScatterArgs, figure_jobs.figure_scatter,
+    "figure-scatter": Verb(mi_jobs.ScatterArgs, mi_jobs.figure_scatter,
                            "MI head vs probing label on the test pairs"),
     "protein-table": Verb(report_jobs.ProteinTableArgs, report_jobs.protein_table,
                           "gather protein generation summaries into one table"),

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from mdm_mi.io import atomic_path  # noqa: E402
 
-__all__ = ["MATCH_TOLERANCE", "SAMPLER_STYLE", "matched_table", "nearest", "plt", "save"]
+__all__ = ["MATCH_TOLERANCE", "SAMPLER_STYLE", "log_passes_axis", "matched_table", "nearest", "plain_ticks", "plt", "save"]
 
 MATCH_TOLERANCE = 0.10  # "matched mean passes": within ±10%
 SAMPLER_STYLE = {  # sampler → (label, colour)
@@ -34,6 +34,24 @@ def save(fig, out: str | Path) -> None:
     with atomic_path(out) as tmp:
         fig.savefig(tmp, dpi=150, bbox_inches="tight", format=Path(out).suffix.lstrip(".") or "png")
     plt.close(fig)
+
+
+def plain_ticks(lo: float, hi: float) -> list[float]:
+    """The 1-2-5 values (…, 2, 5, 10, 20, 50, …) within ``[lo, hi]`` (at least the two ends' neighbours)."""
+    ticks = [m * 10.0 ** e for e in range(-1, 5) for m in (1, 2, 5)]
+    inside = [t for t in ticks if lo <= t <= hi]
+    return inside or [min(ticks, key=lambda t: abs(t - lo)), min(ticks, key=lambda t: abs(t - hi))]
+
+
+def log_passes_axis(ax, ticks, label: str) -> None:
+    """A log x axis of mean passes with plain tick labels at ``ticks`` (``10``, not ``10¹``; no minor labels)."""
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ax.set_xscale("log")
+    ax.set_xticks(list(ticks))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(label)
 
 
 def nearest(rows: list[dict], sampler: str, passes: float) -> dict | None:

@@ -195,3 +195,20 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
         tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step=row["step"])
     tracker.log_metrics(flat_metrics(fid))
     tracker.log_artifact(args.fidelity)
+
+
+@dataclass(frozen=True)
+class ScatterArgs:
+    pairs: Path = field(metadata=_h("test (label, prediction) CSV from train-head"))
+    fidelity: Path = field(metadata=_h("fidelity JSON from train-head"))
+    model: Path = field(metadata=_h("backbone checkpoint folder (named in the title)"))
+    out: Path = field(metadata=_h("output PNG"))
+
+
+def figure_scatter(args: ScatterArgs, tracker) -> None:
+    from mdm_mi.domain import backbone_name
+    from mdm_mi.io import read_json
+    from mdm_mi.mi.figures import scatter_figure
+
+    scatter_figure(args.pairs, read_json(args.fidelity), args.out, backbone_name(args.model))
+    tracker.log_artifact(args.out)

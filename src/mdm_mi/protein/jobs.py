@@ -17,7 +17,7 @@ import numpy as np
 from mdm_mi.flags import h as _h
 from mdm_mi.train_loop import DiffusionTrainFlags
 from mdm_mi.errors import InputError
-from mdm_mi.io import write_json, write_npy
+from mdm_mi.io import write_json
 from mdm_mi.runtime import resolve_device, setup
 
 

@@ -20,7 +20,7 @@ import torch
 
 from mdm_mi import paper
 from mdm_mi.plotting import SAMPLER_STYLE, matched_table as matched, nearest, plt, save
-from mdm_mi.results import PARAM_COLUMNS, setting_label
+from mdm_mi.tables import PARAM_COLUMNS, setting_label
 
 METRICS = ["n", "mean_passes", "passes_ci", "jsd", "jsd_bc", "jsd_lo", "jsd_hi", "jsd_noise_floor",
            "jsd_floor_analytic", "composition_jsd", "unique_fraction", "kmer_distance", "mean_longest_run", "seconds"]

@@ -27,7 +27,7 @@ class ProteinTableArgs:
 
 def protein_table(args: ProteinTableArgs, tracker) -> None:
     from mdm_mi.protein.report import COLUMNS, protein_rows, to_markdown
-    from mdm_mi.results import to_csv
+    from mdm_mi.tables import to_csv
 
     rows = protein_rows(read_jsons(args.inputs, "summary"))
     write_text(args.out, to_csv(rows, COLUMNS))

@@ -58,6 +58,7 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
     from mdm_mi.domain import load_backbone
     from mdm_mi.mi.head import load_head
     from mdm_mi.sudoku.compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_test
+    from mdm_mi.sudoku.report import curve_figure
     from mdm_mi.sudoku.data import load_puzzle_csv, write_puzzle_csv
 
     setup(args.threads, args.seed)
@@ -118,34 +119,6 @@ def _write(out: Path, args: CompareArgs, runs: dict, rows: list, seq_passes: flo
     with atomic_path(out / "outcomes.npz") as tmp, tmp.open("wb") as fh:  # a file object: no suffix added
         np.savez(fh, names=np.array(list(runs)), solved=np.stack([r["solved"] for r in runs.values()]),
                  passes=np.stack([r["passes"] for r in runs.values()]))
-
-
-def curve_figure(runs: dict, out: Path, set_name: str, n_boot: int, seed: int) -> None:
-    """Accuracy at budget (interpolated between calibrated points, paired-bootstrap 95% bands)."""
-    from mdm_mi.budgets import SEQUENTIAL, by_budget
-    from mdm_mi.paired import bootstrap_curves
-    from mdm_mi.plotting import plt, save
-
-    table = by_budget(runs)
-    families = [f for f in dict.fromkeys(f for fams in table.values() for f in fams)]
-    solved = {f: np.stack([table[d][f]["solved"] for d in table]) for f in families}
-    passes = {f: np.array([np.mean(table[d][f]["passes"]) for d in table]) for f in families}
-    lo = max(min(p.min() for p in passes.values()), 1.0)
-    hi = max(p.max() for p in passes.values())
-    grid = np.geomspace(lo, hi, 60)
-    curves = bootstrap_curves(solved, passes, grid, n_boot, seed)
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    for f, c in curves.items():
-        line, = ax.plot(grid, 100 * c["acc"], label=f)
-        ax.fill_between(grid, 100 * c["lo"], 100 * c["hi"], color=line.get_color(), alpha=0.15)
-    seq = runs[SEQUENTIAL]
-    ax.scatter([np.mean(seq["passes"])], [100 * np.mean(seq["solved"])], color="black", zorder=3, label="sequential")
-    ax.set_xscale("log")
-    ax.set_xlabel("mean forward passes (calibrated budgets)")
-    ax.set_ylabel("solved % (test split)")
-    ax.set_title(f"Sudoku {set_name}: accuracy at budget, paired-bootstrap 95% bands")
-    ax.legend(fontsize=8)
-    save(fig, out)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,6 @@ class SudokuMap(MapDomain):
         return cell_name(i)
 
     def draw(self, context, pred, label, cell, out, backbone_name) -> None:
-        from mdm_mi.mi_figures import mi_map_figure
+        from mdm_mi.sudoku.report import mi_map_figure
 
         mi_map_figure(context, pred, label, cell, out, backbone_name)

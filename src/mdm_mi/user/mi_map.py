@@ -105,7 +105,7 @@ def _load_backbone(args, model: Path | None, domain: str, device: str):
 
 def mi_map(args: MiMapArgs, tracker) -> None:
     """Check the input, cell and outputs before loading anything, then draw and write the CSV."""
-    from mdm_mi.mi_figures import mi_matrices, pick_cell, write_matrix_csv
+    from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
 
     del tracker
     csv_path = _check_outputs(args)

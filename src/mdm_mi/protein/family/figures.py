@@ -24,7 +24,7 @@ import numpy as np
 from mdm_mi.budgets import BEST_MI, SEQUENTIAL
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, read_json
-from mdm_mi.plotting import SAMPLER_STYLE, plt, save
+from mdm_mi.plotting import SAMPLER_STYLE, log_passes_axis, plt, save
 
 METRIC_LABELS = {"corrected_mi_r": "corrected column-pair MI r", "c_ij_r": "C_ij r (20 × 20 residue pairs)",
                  "hmm_pass_rate": "HMM pass rate"}
@@ -123,13 +123,7 @@ def _reference_lines(ax, refs: dict[str, dict], key: str, scale: float = 1.0) ->
 
 def _passes_axis(ax, label: str = "mean forward passes per sequence (log)") -> None:
     """A log mean-passes axis with plain tick labels (5, 10, 20, 50)."""
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
-
-    ax.set_xscale("log")
-    ax.set_xticks(PASS_TICKS)
-    ax.xaxis.set_major_formatter(ScalarFormatter())
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel(label)
+    log_passes_axis(ax, PASS_TICKS, label)
     ax.grid(alpha=0.3)
 
 

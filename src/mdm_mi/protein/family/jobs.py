@@ -156,7 +156,7 @@ def _scored_sequences(fasta: Path, n: int) -> list[str]:
 
 def _row_labels(row: str, summary: Path | None) -> dict:
     """Sampler, setting, params and mean passes of a row: from generate's summary, or the row name."""
-    from mdm_mi.results import setting_label
+    from mdm_mi.tables import setting_label
 
     if summary is None:
         return {"row": row, "sampler": row, "setting": "", "params": {}, "mean_passes": None}
@@ -194,7 +194,7 @@ class FamilyTableArgs:
 
 def family_table(args: FamilyTableArgs, tracker) -> None:
     from mdm_mi.domain import backbone_name
-    from mdm_mi.results import to_csv
+    from mdm_mi.tables import to_csv
 
     rows = family_rows(read_jsons(args.inputs, "family score"))
     write_text(args.out, to_csv(rows, FAMILY_COLUMNS))

@@ -1,6 +1,9 @@
-"""MI figures: the Figure-1-style MI map of one cell on the 9×9 grid, and head-vs-label scatter.
+"""Domain-neutral MI figures and their data: the head's and the exact MI matrices of one context,
+the cell to map, the matrices as CSV, and the head-vs-label scatter (each domain draws its own map:
+:func:`mdm_mi.sudoku.report.mi_map_figure`, :func:`mdm_mi.protein.map.protein_map_figure`).
 
-    python -m mdm_mi figure-mi-map --model M --head H --puzzles hard.csv --out map.png --csv map.csv
+    pred, label = mi_matrices(backbone, head, tokens, exact=True)     # (N, N) each
+    python -m mdm_mi figure-scatter --pairs pairs.csv --fidelity fidelity.json --model M --out scatter.png
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import torch
 
 from mdm_mi.io import atomic_path
 from mdm_mi.plotting import plt, save
-from mdm_mi.sudoku.grid import MASK_ID, SIDE
 
 
 @torch.inference_mode()
@@ -34,41 +36,6 @@ def pick_cell(pred: torch.Tensor, masked: torch.Tensor, cell: int) -> int:
         return cell
     total = pred.sum(1).masked_fill(~masked.cpu(), -1.0)
     return int(total.argmax())
-
-
-def _draw_grid(ax, values: np.ndarray, puzzle: np.ndarray, cell: int, title: str, vmax: float) -> None:
-    """One 9×9 panel: colour = MI with ``cell`` (nats, printed), givens as digits."""
-    grid = values.reshape(SIDE, SIDE)
-    ax.imshow(grid, cmap="viridis", vmin=0, vmax=vmax)
-    for r in range(SIDE):
-        for c in range(SIDE):
-            i = r * SIDE + c
-            if i == cell:
-                ax.add_patch(plt.Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, ec="red", lw=2.5))
-            if puzzle[i] != MASK_ID:
-                ax.text(c, r, str(int(puzzle[i]) + 1), ha="center", va="center", fontsize=11, color="white",
-                        fontweight="bold")
-            elif i != cell:
-                ax.text(c, r, f"{grid[r, c]:.2f}", ha="center", va="center", fontsize=6.5,
-                        color="black" if grid[r, c] > 0.6 * vmax else "white")
-    for k in range(0, SIDE + 1, 3):
-        ax.axhline(k - 0.5, color="k", lw=2)
-        ax.axvline(k - 0.5, color="k", lw=2)
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_title(title, fontsize=9)
-
-
-def mi_map_figure(puzzle: np.ndarray, pred, label, cell: int, out, backbone_name: str) -> None:
-    """Head Î (and exact MI) of ``cell`` with every other cell, drawn on the grid."""
-    panels = [("MI head Î", pred)] + ([("exact probing MI", label)] if label is not None else [])
-    vmax = max(float(m[cell].max()) for _, m in panels) or 1.0
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.8))
-    for ax, (name, mat) in zip(np.atleast_1d(axes), panels):
-        row = mat[cell].numpy().copy()
-        _draw_grid(ax, row, puzzle, cell, f"{name}: I(X_{cell}; X_j | C) in nats", vmax)
-    fig.suptitle(f"MI of cell r{cell // SIDE + 1}c{cell % SIDE + 1} (red) — backbone: {backbone_name}", fontsize=10)
-    save(fig, out)
 
 
 def write_matrix_csv(path, pred, label) -> None:

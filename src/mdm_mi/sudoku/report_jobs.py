@@ -1,4 +1,5 @@
-"""The figure verbs of the CLI; each reads results already computed and writes one figure/table.
+"""The Sudoku report verbs: ``sudoku-table``, ``paper-table``, ``figure-speed-quality`` and
+``figure-mi-map``; each reads results already computed and writes one table or figure.
 
     python -m mdm_mi figure-speed-quality --table results/x/sudoku/table.csv --set hard --out f.png
 """
@@ -23,7 +24,7 @@ class SpeedQualityArgs:
 
 
 def figure_speed_quality(args: SpeedQualityArgs, tracker) -> None:
-    from mdm_mi.figures import read_table, speed_quality
+    from mdm_mi.sudoku.report import read_table, speed_quality
 
     title = f"Sudoku '{args.set}' set — {backbone_name(args.model)}"
     speed_quality(read_table(args.table), args.set, args.out, title, args.paper)
@@ -39,7 +40,7 @@ class PaperTableArgs:
 
 
 def paper_table_job(args: PaperTableArgs, tracker) -> None:
-    from mdm_mi.figures import matched_table, paper_table, read_table
+    from mdm_mi.sudoku.report import matched_table, paper_table, read_table
 
     caption = (f"Sudoku, set '{args.set}', backbone: {backbone_name(args.model)}; paper: 1000 hard puzzles, "
                "4.16M-parameter MDM.")
@@ -66,7 +67,8 @@ def figure_mi_map(args: MiMapArgs, tracker) -> None:
 
     from mdm_mi.errors import InputError
     from mdm_mi.mi.head import load_head
-    from mdm_mi.mi_figures import mi_map_figure, mi_matrices, pick_cell, write_matrix_csv
+    from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
+    from mdm_mi.sudoku.report import mi_map_figure
     from mdm_mi.domain import load_backbone
     from mdm_mi.runtime import resolve_device
     from mdm_mi.sudoku.data import load_puzzle_csv
@@ -87,15 +89,19 @@ def figure_mi_map(args: MiMapArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class ScatterArgs:
-    pairs: Path = field(metadata=_h("test (label, prediction) CSV from train-head"))
-    fidelity: Path = field(metadata=_h("fidelity JSON from train-head"))
-    model: Path = field(metadata=_h("backbone checkpoint folder (named in the title)"))
-    out: Path = field(metadata=_h("output PNG"))
+class GatherArgs:
+    inputs: tuple[Path, ...] = field(metadata={"help": "evaluation summary JSONs"})
+    out: Path = field(metadata={"help": "tidy CSV"})
+    markdown: Path = field(metadata={"help": "Markdown table of the 'all' rows"})
 
 
-def figure_scatter(args: ScatterArgs, tracker) -> None:
-    from mdm_mi.mi_figures import scatter_figure
+def gather(args: GatherArgs, tracker) -> None:
+    from mdm_mi.sudoku.report import COLUMNS, tidy_rows, to_markdown
+    from mdm_mi.tables import to_csv
 
-    scatter_figure(args.pairs, read_json(args.fidelity), args.out, backbone_name(args.model))
+    rows = tidy_rows([read_json(p) for p in args.inputs])
+    write_text(args.out, to_csv(rows, COLUMNS))
+    write_text(args.markdown, to_markdown(rows))
+    tracker.log_metrics({"n_rows": len(rows)})
     tracker.log_artifact(args.out)
+    tracker.log_artifact(args.markdown)
