@@ -2,7 +2,8 @@
 
 Input is a comparison's runs (``run id → {family, divisor, solved (P,), passes (P,), ...}``, one
 ``sequential`` run and one run per calibrated family and budget, all on the same P test items).
-Contenders (MI-guided at each λ, and ``mi*``: at each budget the λ with the best *calibration*
+Contenders (the families of samplers that read MI, ``SamplerSpec.contender`` in
+:data:`mdm_mi.sampler_table.SAMPLERS`, and ``mi*``: at each budget the λ with the best *calibration*
 score — Sudoku accuracy, protein −JSD — so the choice never sees the test items) are compared with every baseline by
 :func:`mdm_mi.paired.paired_difference`.
 
@@ -20,17 +21,19 @@ import numpy as np
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path
 from mdm_mi.paired import paired_difference
+from mdm_mi.sampler_table import SAMPLERS, Calibration, sampler_of
 from mdm_mi.stats import wilson_interval
 
 SEQUENTIAL = "sequential"
 BEST_MI = "mi*"  # MI-guided with λ chosen per budget on the calibration split
-CONTENDER_PREFIXES = ("mi",)  # families whose rows are compared with the baselines
 FIELDS = ["set", "divisor", "target", "first", "second", "n", "passes_first", "passes_second", "acc_first",
           "acc_second", "diff", "lo", "hi", "b", "c", "p_value", "detectable", "verdict"]
 
 
 def is_contender(family: str) -> bool:
-    return family.startswith(CONTENDER_PREFIXES)
+    """Whether a calibrated family's rows are compared with the baselines: its sampler reads MI."""
+    spec = SAMPLERS.get(sampler_of(family))
+    return spec is not None and spec.contender
 
 
 def best_mi_run(runs: dict[str, dict], divisor: int) -> str:
@@ -100,16 +103,17 @@ def _acc_cell(run: dict) -> str:
     return f"{100 * k / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] @ {np.mean(run['passes']):.1f}{mark}"
 
 
-CALIBRATED = {"k": "k", "gamma": "γ", "tau": "τ"}  # the calibrated keyword of each family, as shown
 NEAR_ONE = 0.99
 
 
 def _param_cell(run: dict) -> str:
-    key = next(k for k in CALIBRATED if k in run.get("params", {}))
-    value = run["params"][key]
-    if key == "tau" and value > NEAR_ONE:  # τ close to 1: show how close
-        return f"τ=1−{1 - value:.2g}"
-    return f"{CALIBRATED[key]}={value:.4g}"
+    """A family's calibrated parameter (its entry's ``calibration``) as ``γ=0.1``; one searched on the
+    ``log1m`` scale and close to 1 as ``τ=1−0.001``."""
+    cal: Calibration = SAMPLERS[sampler_of(run["family"])].calibration
+    value = run["params"][cal.param]
+    if cal.scale == "log1m" and value > NEAR_ONE:  # close to 1: show how close
+        return f"{cal.symbol}=1−{1 - value:.2g}"
+    return f"{cal.symbol}={value:.4g}"
 
 
 def _diff_cell(r: dict) -> str:
@@ -166,10 +170,20 @@ def read_csv(path: str | Path) -> list[dict]:
     return rows
 
 
-def winners(rows: list[dict], against=("eb", "naive", "threshold", SEQUENTIAL)) -> list[dict]:
+def summary_baselines() -> tuple[str, ...]:
+    """What the who-wins summary sets ``mi*`` against: the MI-guided entry's ``against``, then any other
+    calibrated baseline of :data:`SAMPLERS` in table order."""
+    listed = SAMPLERS["mi"].calibration.against
+    return listed + tuple(name for name, s in SAMPLERS.items()
+                          if s.calibration and not s.contender and name not in listed)
+
+
+def winners(rows: list[dict], against: tuple[str, ...] | None = None) -> list[dict]:
     """Per set and budget: the family with the best test accuracy among those within 5% of the budget's
     passes (and its paired difference to sequential when the rows hold it), and ``mi*`` minus each of
-    ``against`` (difference, 95% interval, p and verdict at p < 0.05), from long-format rows."""
+    ``against`` (default :func:`summary_baselines`; difference, 95% interval, p and verdict at
+    p < 0.05), from long-format rows."""
+    against = summary_baselines() if against is None else against
     out = []
     for key in dict.fromkeys((r["set"], r["divisor"]) for r in rows):
         rs = [r for r in rows if (r["set"], r["divisor"]) == key]

@@ -15,7 +15,9 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Mapping
+
+from mdm_mi.sampler_table import SAMPLERS, TOKENS, build_sampler, slug
 
 if TYPE_CHECKING:  # torch-free at import: the workflow reads the family slugs when it builds the DAG
     from mdm_mi.samplers import Sampler
@@ -31,8 +33,6 @@ CEILING_GAP = 1e-6  # passes within this fraction of the ceiling count as at the
 MAX_EXPANSION = 2.0  # an extrapolated step is at most this multiple of the distance between its two points
 ON_TARGET_RTOL = 0.05  # a calibrated point is reported "on target" within ±5%
 DIVISORS = (2, 3, 4, 5, 6, 8, 10)
-GAMMA_RANGE = (1e-9, 1e3)  # nats: from one token per pass (near-deterministic cells sit below 1e-3) to all at once
-TAU_RANGE = (0.0, 1 - 1e-6)
 
 
 @dataclass(frozen=True)
@@ -66,12 +66,10 @@ class Family:
     @property
     def slug(self) -> str:
         """The label as a file and job name (``mi λ=1`` → ``mi-l1``, ``mi-indep τ=0.05`` → ``mi-indep-t0.05``)."""
-        return self.label.replace(" λ=", "-l").replace(" τ=", "-t").replace(" δ=", "-d")
+        return slug(self.label)
 
     def build(self, value: float) -> Sampler:
         """The sampler at parameter ``value``."""
-        from mdm_mi.sampler_table import build_sampler
-
         return build_sampler(self.sampler, **self.fixed, **{self.param: value})
 
     def to_u(self, value: float) -> float:
@@ -246,22 +244,35 @@ def calibrate_grid(families: list[Family], sequential_passes: float, divisors, m
     return points
 
 
+def calibrated_families(max_tokens: int, settings: Mapping) -> list[Family]:
+    """The family of every calibrated sampler of :data:`mdm_mi.sampler_table.SAMPLERS`, in table
+    order: its entry's ``calibration`` gives the parameter, range, scale and direction (a range up to
+    ``TOKENS`` ends at ``max_tokens``), ``settings`` (a comparison's arguments, by config key) the
+    values of its ``each`` setting (one family per value; none without values) and its ``shared``
+    flags. Contenders (samplers reading MI) are compared with the others by :mod:`mdm_mi.budgets`."""
+    return [fam for name, spec in SAMPLERS.items() if spec.calibration
+            for fam in _sampler_families(name, spec, max_tokens, settings)]
+
+
+def _sampler_families(name: str, spec, max_tokens: int, settings: Mapping) -> list[Family]:
+    """One sampler's families (see :func:`calibrated_families`)."""
+    cal = spec.calibration
+    hi = float(max_tokens) if cal.hi is TOKENS else cal.hi
+    if cal.each is None:
+        variants = [(name, {})]
+    else:
+        variants = [(f"{name} {cal.each.symbol}={v:g}", {cal.each.flag: v}) for v in settings.get(cal.each.key, ())]
+    shared = {s.flag: settings[s.key] for s in spec.shared} if variants else {}
+    return [Family(label, name, cal.param, cal.lo, hi, cal.scale, cal.increasing, fixed | shared)
+            for label, fixed in variants]
+
+
 def standard_families(max_tokens: int, mi_lambda, on_reject: str, charge_first: bool, indep_tau=(),
-                      two_budget_delta=()) -> list[Family]:
-    """The calibrated samplers of both domains: naive top-k (fractional k ≤ ``max_tokens``),
-    EB-Sampler, the Fast-dLLM confidence threshold, MI-guided (Algorithm 1) at each λ, and the rules of
-    :mod:`mdm_mi.mi.rules` at each pair cap τ / dependence budget δ (their entropy budget γ is the
-    calibrated parameter). Labels starting with ``mi`` are the contenders of :mod:`mdm_mi.budgets`."""
-    fams = [
-        Family("naive", "naive", "k", 1.0, float(max_tokens), "log", increasing=False),
-        Family("eb", "eb", "gamma", *GAMMA_RANGE, "log", increasing=False),
-        Family("threshold", "threshold", "tau", *TAU_RANGE, "log1m", increasing=True),
-    ]
-    mi = {"on_reject": on_reject, "charge_first": charge_first}
-    fams += [Family(f"mi λ={lam:g}", "mi", "gamma", *GAMMA_RANGE, "log", increasing=False, fixed={"lam": lam} | mi)
-             for lam in mi_lambda]
-    fams += [Family(f"mi-indep τ={tau:g}", "mi-indep", "gamma", *GAMMA_RANGE, "log", increasing=False,
-                    fixed={"cap": tau}) for tau in indep_tau]
-    fams += [Family(f"mi-2b δ={delta:g}", "mi-2b", "gamma", *GAMMA_RANGE, "log", increasing=False,
-                    fixed={"delta": delta}) for delta in two_budget_delta]
-    return fams
+                      two_budget_delta=(), **settings) -> list[Family]:
+    """:func:`calibrated_families` of both domains' comparisons: naive top-k (fractional k ≤
+    ``max_tokens``), EB-Sampler, the Fast-dLLM confidence threshold, MI-guided (Algorithm 1) at each
+    λ, and the rules of :mod:`mdm_mi.mi.rules` at each pair cap τ / dependence budget δ (their entropy
+    budget γ is the calibrated parameter); ``settings``: those of any other entry."""
+    return calibrated_families(max_tokens, {"mi_lambda": mi_lambda, "mi_on_reject": on_reject,
+                                            "mi_charge_first": charge_first, "indep_tau": indep_tau,
+                                            "two_budget_delta": two_budget_delta} | settings)

@@ -1,5 +1,6 @@
-"""What every figure and table shares: the Agg backend, atomic saving, one style per sampler, and the
-one "MI-guided beside EB and naive at matched passes" table of both domains.
+"""What every figure and table shares: the Agg backend, atomic saving, one style per sampler (its
+entry's ``style`` in :data:`mdm_mi.sampler_table.SAMPLERS`), and the one "MI-guided beside EB and naive
+at matched passes" table of both domains.
 
     from mdm_mi.plotting import plt, save
     fig, ax = plt.subplots(); ...; save(fig, "out.png")
@@ -7,6 +8,7 @@ one "MI-guided beside EB and naive at matched passes" table of both domains.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Callable
 
@@ -16,17 +18,31 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from mdm_mi.io import atomic_path  # noqa: E402
+from mdm_mi.sampler_table import SAMPLERS  # noqa: E402
 
 __all__ = ["MATCH_TOLERANCE", "SAMPLER_STYLE", "log_passes_axis", "matched_table", "nearest", "plain_ticks", "plt", "save"]
 
 MATCH_TOLERANCE = 0.10  # "matched mean passes": within ±10%
-SAMPLER_STYLE = {  # sampler → (label, colour)
-    "sequential": ("sequential", "black"),
-    "naive": ("naive top-k", "tab:orange"),
-    "eb": ("EB-Sampler", "tab:blue"),
-    "mi": ("MI-guided (ours)", "tab:green"),
-    "mi-oracle": ("MI-guided, exact MI", "tab:purple"),
-}
+
+
+class _SamplerStyles(Mapping):
+    """sampler → (label, colour), read from :data:`SAMPLERS` when asked (so an entry added later is
+    drawn too), in table order; samplers without a ``style`` are left out."""
+
+    def __getitem__(self, name: str) -> tuple[str, str]:
+        style = SAMPLERS[name].style if name in SAMPLERS else None
+        if style is None:
+            raise KeyError(name)
+        return style.label, style.colour
+
+    def __iter__(self):
+        return (name for name, s in SAMPLERS.items() if s.style is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+SAMPLER_STYLE = _SamplerStyles()
 
 
 def save(fig, out: str | Path) -> None:

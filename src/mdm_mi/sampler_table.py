@@ -1,50 +1,166 @@
-"""THE table of samplers: name → class, the flags it takes and what pairwise matrix it reads.
+"""THE table of samplers: one entry says everything about a sampler — its class, the flags it takes,
+the pairwise matrix it reads, its plot style, the workflow's fixed grid of it, what the calibrated
+comparisons search and the calibrated defaults. Everything else derives from :data:`SAMPLERS`: the
+decoding verbs build their sampler here, :mod:`mdm_mi.calibrate` its families, :mod:`mdm_mi.budgets`
+its contenders and baselines, :mod:`mdm_mi.tables` its columns, :mod:`mdm_mi.plotting` its style and
+the workflow its decode list (:func:`decode_runs`).
 
-Every decoding verb (Sudoku ``evaluate``/``solve``, protein ``generate``, the comparisons) builds its
-sampler here; the classes live in :mod:`mdm_mi.samplers` (baselines), :mod:`mdm_mi.mi.guided`
-(Algorithm 1 and its oracle) and :mod:`mdm_mi.mi.rules` (rules beyond Algorithm 1).
+The classes live in :mod:`mdm_mi.samplers` (baselines), :mod:`mdm_mi.mi.guided` (Algorithm 1 and its
+oracle) and :mod:`mdm_mi.mi.rules` (rules beyond Algorithm 1); an entry names its class as
+``"module:Class"``, imported on first use, so this module imports nothing heavy (the workflow reads it
+when it builds the DAG) and any module may use it.
 
     sampler = build_sampler("eb", gamma=0.2)
 """
 
 from __future__ import annotations
 
+import importlib
+import itertools
 import math
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING, Mapping
 
 from mdm_mi.errors import InputError
 from mdm_mi.flags import h
-from mdm_mi.mi.guided import MIGuided, OracleMI
-from mdm_mi.mi.rules import IndependentSet, TwoBudget
-from mdm_mi.samplers import ConfidenceThreshold, EntropyBounded, Sampler, Sequential, TopK
+
+if TYPE_CHECKING:
+    from mdm_mi.samplers import Sampler
 
 HEAD, ORACLE = "head", "oracle"  # where a sampler's pairwise matrix comes from
+GAMMA_RANGE = (1e-9, 1e3)  # nats: from one token per pass (near-deterministic cells sit below 1e-3) to all at once
+TAU_RANGE = (0.0, 1 - 1e-6)
+TOKENS = None  # a search range's upper end: the domain's number of tokens (naive k)
 
 
-class SamplerSpec(NamedTuple):
-    """One sampler: its class, the flags (constructor arguments) it takes, the pairwise matrix it
-    reads (``None``, the trained ``HEAD`` or the probing ``ORACLE``) and whether users may pick it."""
+@dataclass(frozen=True)
+class Setting:
+    """A sampler keyword that the workflow's config (and a comparison's flags) set: ``flag`` the
+    keyword, ``key`` its config key and comparison argument (``mi_lambda``), ``code`` its mark in run
+    names and slugs (``-l1.0``), ``symbol`` its mark in family labels (``mi λ=1``)."""
 
-    cls: type[Sampler]
+    flag: str
+    key: str
+    code: str = ""
+    symbol: str = ""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What the calibrated comparisons search: ``param`` (shown as ``symbol``) in ``[lo, hi]`` (``hi``
+    :data:`TOKENS`: the domain's token count) on the ``scale`` of :data:`mdm_mi.calibrate.SCALES`;
+    ``increasing``: whether mean passes rise with it. ``each``: one family per value of that setting
+    (MI-guided: one per λ, labelled ``mi λ=1``), else one family named after the sampler; ``against``:
+    the baselines, in order, that the who-wins summary sets the best of its families against."""
+
+    param: str
+    symbol: str
+    lo: float
+    hi: float | None
+    scale: str
+    increasing: bool
+    each: Setting | None = None
+    against: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Style:
+    """How figures draw a sampler: its legend label and colour."""
+
+    label: str
+    colour: str
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """One sampler. ``impl``: its class, or ``"module:Class"`` imported on first use (:attr:`cls`);
+    ``flags``: its constructor arguments, which are also its table columns; ``pairwise``: the matrix
+    it reads (``None``, the trained ``HEAD`` or the probing ``ORACLE``; one that reads MI is a
+    contender of the comparisons, the others are baselines); ``user``: whether users may pick it.
+    ``style``: how figures draw it (``None``: grey). ``grid``: the workflow's fixed grid, one run per
+    combination of these config lists; ``shared``: flags set from one config value (not a list) in the
+    grid and the comparisons. ``calibration``: what the comparisons search (``None``: not calibrated);
+    ``calibrated``: domain → the parameters a user who omits them gets."""
+
+    impl: type | str
     flags: tuple[str, ...]
     pairwise: str | None = None
     user: bool = True
+    _: KW_ONLY
+    style: Style | None = None
+    grid: tuple[Setting, ...] = ()
+    shared: tuple[Setting, ...] = ()
+    calibration: Calibration | None = None
+    calibrated: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    @property
+    def cls(self) -> type[Sampler]:
+        if isinstance(self.impl, str):
+            module, name = self.impl.split(":")
+            return getattr(importlib.import_module(module), name)
+        return self.impl
+
+    @property
+    def contender(self) -> bool:
+        """Whether the comparisons set it against the baselines: it reads pairwise MI."""
+        return self.pairwise is not None
 
 
+def _gamma(**kw) -> Calibration:
+    """The entropy budget γ, searched on a log scale: passes fall as it grows."""
+    return Calibration("gamma", "γ", *GAMMA_RANGE, "log", increasing=False, **kw)
+
+
+# `calibrated`: each parallel sampler's parameters when a user omits them, the settings that
+# `sudoku-compare` and `protein-compare` calibrated to 1/CALIBRATED_AT of sequential decoding's mean
+# passes on the CPU default's backbones (Sudoku: the hard set's calibration puzzles; proteins: the
+# calibration lengths), with the rules' fixed τ / δ of those comparisons. Passes depend on the inputs:
+# easier puzzles need fewer passes at the same γ. Source:
+# results/cpu-default/{sudoku/budgets/hard,protein/budgets}/runs.json. Proteins: the 2026-12-02
+# backbone (mi: λ = 1, mi*'s choice at 1/3); mi-indep / mi-2b: the 2026-12-01 backbone.
+CALIBRATED_AT = 3  # sequential's passes ÷ this
 MI_FLAGS = ("gamma", "lam", "on_reject", "charge_first")
+MI_SHARED = (Setting("on_reject", "mi_on_reject"), Setting("charge_first", "mi_charge_first"))
+MI_CALIBRATED = {"sudoku": {"gamma": 0.42328}, "protein": {"gamma": 3.8680}}
 SAMPLERS: dict[str, SamplerSpec] = {
-    "sequential": SamplerSpec(Sequential, ("order",)),
-    "naive": SamplerSpec(TopK, ("k",)),
-    "eb": SamplerSpec(EntropyBounded, ("gamma",)),
-    "threshold": SamplerSpec(ConfidenceThreshold, ("tau",)),
-    "mi": SamplerSpec(MIGuided, MI_FLAGS, HEAD),
-    "mi-indep": SamplerSpec(IndependentSet, ("gamma", "cap"), HEAD),
-    "mi-2b": SamplerSpec(TwoBudget, ("gamma", "delta"), HEAD),
-    "mi-oracle": SamplerSpec(OracleMI, MI_FLAGS, ORACLE, user=False),  # 1 + |M|·V extra passes per step
+    "sequential": SamplerSpec(
+        "mdm_mi.samplers:Sequential", ("order",), style=Style("sequential", "black"),
+        grid=(Setting("order", "sequential"),)),
+    "naive": SamplerSpec(
+        "mdm_mi.samplers:TopK", ("k",), style=Style("naive top-k", "tab:orange"),
+        grid=(Setting("k", "naive_k", "k"),),
+        calibration=Calibration("k", "k", 1.0, TOKENS, "log", increasing=False),
+        calibrated={"sudoku": {"k": 3.1321}, "protein": {"k": 3.0642}}),
+    "eb": SamplerSpec(
+        "mdm_mi.samplers:EntropyBounded", ("gamma",), style=Style("EB-Sampler", "tab:blue"),
+        grid=(Setting("gamma", "eb_gamma", "g"),), calibration=_gamma(),
+        calibrated={"sudoku": {"gamma": 0.13911}, "protein": {"gamma": 3.4457}}),
+    "threshold": SamplerSpec(
+        "mdm_mi.samplers:ConfidenceThreshold", ("tau",), style=Style("threshold", "tab:red"),
+        calibration=Calibration("tau", "τ", *TAU_RANGE, "log1m", increasing=True),
+        calibrated={"sudoku": {"tau": 0.91525}, "protein": {"tau": 0.34353}}),
+    "mi": SamplerSpec(
+        "mdm_mi.mi.guided:MIGuided", MI_FLAGS, HEAD, style=Style("MI-guided (ours)", "tab:green"),
+        grid=(Setting("gamma", "mi_gamma", "g"), Setting("lam", "mi_lambda", "l")), shared=MI_SHARED,
+        calibration=_gamma(each=Setting("lam", "mi_lambda", "l", "λ"), against=("eb", "naive", "threshold", "sequential")),
+        calibrated=MI_CALIBRATED),
+    "mi-indep": SamplerSpec(
+        "mdm_mi.mi.rules:IndependentSet", ("gamma", "cap"), HEAD, style=Style("mi-indep", "tab:brown"),
+        calibration=_gamma(each=Setting("cap", "indep_tau", "t", "τ")),
+        calibrated={"sudoku": {"gamma": 0.11955, "cap": 0.05}, "protein": {"gamma": 3.4391, "cap": 0.05}}),
+    "mi-2b": SamplerSpec(
+        "mdm_mi.mi.rules:TwoBudget", ("gamma", "delta"), HEAD, style=Style("mi-2b", "tab:brown"),
+        calibration=_gamma(each=Setting("delta", "two_budget_delta", "d", "δ")),
+        calibrated={"sudoku": {"gamma": 0.13443, "delta": 0.1}, "protein": {"gamma": 3.3170, "delta": 0.25}}),
+    "mi-oracle": SamplerSpec(  # 1 + |M|·V extra passes per step; Algorithm 1 with the probed MI: mi's setting
+        "mdm_mi.mi.guided:OracleMI", MI_FLAGS, ORACLE, user=False, style=Style("MI-guided, exact MI", "tab:purple"),
+        calibrated=MI_CALIBRATED),
 }
 HEAD_SAMPLERS = tuple(name for name, s in SAMPLERS.items() if s.pairwise == HEAD)
 USER_SAMPLERS = tuple(name for name, s in SAMPLERS.items() if s.user)
+CALIBRATED = {domain: {name: s.calibrated[domain] for name, s in SAMPLERS.items() if domain in s.calibrated}
+              for domain in dict.fromkeys(d for s in SAMPLERS.values() for d in s.calibrated)}
+CALIBRATED_HELP = f"default: calibrated to sequential's passes ÷ {CALIBRATED_AT} (sampler_table.CALIBRATED)"
 
 
 def build_sampler(name: str, **params) -> Sampler:
@@ -54,65 +170,73 @@ def build_sampler(name: str, **params) -> Sampler:
     return SAMPLERS[name].cls(**params)
 
 
-# Each parallel sampler's parameters when a user omits them: the settings that `sudoku-compare` and
-# `protein-compare` calibrated to 1/3 of sequential decoding's mean passes on the CPU default's
-# backbones (Sudoku: the hard set's calibration puzzles; proteins: the calibration lengths), with
-# the rules' fixed τ / δ of those comparisons. Passes depend on the inputs: easier puzzles need fewer
-# passes at the same γ. Source: results/cpu-default/{sudoku/budgets/hard,protein/budgets}/runs.json.
-CALIBRATED_AT = 3  # sequential's passes ÷ this
-_MEASURED: dict[str, dict[str, dict[str, float]]] = {
-    "sudoku": {
-        "naive": {"k": 3.1321},
-        "eb": {"gamma": 0.13911},
-        "threshold": {"tau": 0.91525},
-        "mi": {"gamma": 0.42328},
-        "mi-indep": {"gamma": 0.11955, "cap": 0.05},
-        "mi-2b": {"gamma": 0.13443, "delta": 0.1},
-    },
-    "protein": {  # 2026-12-02 backbone (mi: λ = 1, mi*'s choice at 1/3); mi-indep / mi-2b: 2026-12-01 backbone
-        "naive": {"k": 3.0642},
-        "eb": {"gamma": 3.4457},
-        "threshold": {"tau": 0.34353},
-        "mi": {"gamma": 3.8680},
-        "mi-indep": {"gamma": 3.4391, "cap": 0.05},
-        "mi-2b": {"gamma": 3.3170, "delta": 0.25},
-    },
-}
-# the oracle is Algorithm 1 with the probed MI in place of the head: the same setting
-CALIBRATED = {domain: table | {"mi-oracle": table["mi"]} for domain, table in _MEASURED.items()}
-CALIBRATED_HELP = f"default: calibrated to sequential's passes ÷ {CALIBRATED_AT} (sampler_table.CALIBRATED)"
+def sampler_of(family: str) -> str:
+    """The sampler of a calibrated family's label: ``mi λ=1`` → ``mi``, ``eb`` → ``eb``."""
+    return family.split(" ", 1)[0]
+
+
+def slug(label: str) -> str:
+    """A family label as a file and job name (``mi λ=1`` → ``mi-l1``, ``mi-indep τ=0.05`` → ``mi-indep-t0.05``)."""
+    for spec in SAMPLERS.values():
+        each = spec.calibration and spec.calibration.each
+        if each:
+            label = label.replace(f" {each.symbol}=", f"-{each.code}")
+    return label
+
+
+def decode_runs(grid: Mapping) -> dict[str, dict]:
+    """The workflow's fixed grid from a config section (``sudoku.samplers``, ``protein.samplers``):
+    run name → sampler flags, one run per combination of each entry's ``grid`` lists (in table order;
+    an entry whose lists the section lacks is left out), e.g. ``mi-g0.3-l1.0`` →
+    ``{sampler: mi, gamma: 0.3, lam: 1.0, on_reject: skip, charge_first: False}``."""
+    runs = {}
+    for name, spec in SAMPLERS.items():
+        if not spec.grid or any(s.key not in grid for s in spec.grid):
+            continue
+        shared = {s.flag: grid[s.key] for s in spec.shared}
+        for values in itertools.product(*(grid[s.key] for s in spec.grid)):
+            run = name + "".join(f"-{s.code}{v}" for s, v in zip(spec.grid, values))
+            runs[run] = {"sampler": name} | {s.flag: v for s, v in zip(spec.grid, values)} | shared
+    return runs
+
+
+def _users(flag: str) -> str:
+    """The user samplers taking ``flag``, for its help text (``eb, mi, mi-indep, mi-2b``)."""
+    return ", ".join(name for name, s in SAMPLERS.items() if s.user and flag in s.flags)
 
 
 @dataclass(frozen=True, kw_only=True)
 class SamplerFlags:
     """The decoding flags shared by ``evaluate``, ``solve`` and ``generate`` (inherited by their
     arguments); each sampler reads the ones its :data:`SAMPLERS` entry names, and an omitted
-    (``None``) parameter takes the domain's :data:`CALIBRATED` value."""
+    (``None``) parameter takes the domain's calibrated value."""
 
     sampler: str = field(default="sequential", metadata=h(" | ".join(SAMPLERS)))
-    order: str = field(default="entropy", metadata=h("sequential: entropy | margin"))
+    order: str = field(default="entropy", metadata=h(f"{_users('order')}: entropy | margin"))
     k: float | None = field(default=None, metadata=h(
-        f"naive: tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average); {CALIBRATED_HELP}"))
-    gamma: float | None = field(default=None, metadata=h(f"eb, mi, mi-indep, mi-2b: entropy budget γ (nats); {CALIBRATED_HELP}"))
+        f"{_users('k')}: tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average); {CALIBRATED_HELP}"))
+    gamma: float | None = field(default=None, metadata=h(f"{_users('gamma')}: entropy budget γ (nats); {CALIBRATED_HELP}"))
     tau: float | None = field(default=None, metadata=h(
-        f"threshold: unmask every token whose top probability exceeds τ; {CALIBRATED_HELP}"))
+        f"{_users('tau')}: unmask every token whose top probability exceeds τ; {CALIBRATED_HELP}"))
     cap: float | None = field(default=None, metadata=h(
-        "mi-indep: never unmask together two tokens with MI above this (nats); default: the comparisons' τ"))
+        f"{_users('cap')}: never unmask together two tokens with MI above this (nats); default: the comparisons' τ"))
     delta: float | None = field(default=None, metadata=h(
-        "mi-2b: budget on the summed pairwise MI of one pass (nats); default: the comparisons' δ"))
-    lam: float = field(default=1.0, metadata=h("mi: weight λ of the pairwise MI"))
-    on_reject: str = field(default="skip", metadata=h("mi: skip | stop at a rejected candidate"))
-    charge_first: bool = field(default=False, metadata=h("mi: charge the first token's entropy to γ"))
-    oracle_tol: float = field(default=1e-3, metadata=h("mi-oracle: certified probing tolerance (nats)"))
+        f"{_users('delta')}: budget on the summed pairwise MI of one pass (nats); default: the comparisons' δ"))
+    lam: float = field(default=1.0, metadata=h(f"{_users('lam')}: weight λ of the pairwise MI"))
+    on_reject: str = field(default="skip", metadata=h(f"{_users('on_reject')}: skip | stop at a rejected candidate"))
+    charge_first: bool = field(default=False, metadata=h(f"{_users('charge_first')}: charge the first token's entropy to γ"))
+    oracle_tol: float = field(default=1e-3, metadata=h(
+        f"{', '.join(n for n, s in SAMPLERS.items() if s.pairwise == ORACLE)}: certified probing tolerance (nats)"))
 
 
 def sampler_params(args, domain: str) -> dict:
     """The constructor arguments of ``args.sampler`` from ``args``; omitted (``None``) ones are the
-    domain's :data:`CALIBRATED` values."""
-    params = {f: getattr(args, f) for f in SAMPLERS[args.sampler].flags}
+    domain's calibrated values (its entry's ``calibrated``)."""
+    spec = SAMPLERS[args.sampler]
+    params = {f: getattr(args, f) for f in spec.flags}
     for name, value in params.items():
         if value is None:
-            params[name] = CALIBRATED[domain][args.sampler][name]
+            params[name] = spec.calibrated[domain][name]
         elif not (isinstance(value, str) or math.isfinite(value)):
             raise InputError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
     return params
@@ -127,17 +251,3 @@ def sampler_from_args(args, allowed: tuple[str, ...] = tuple(SAMPLERS), domain: 
         return build_sampler(args.sampler, **sampler_params(args, domain))
     except ValueError as exc:
         raise InputError(str(exc)) from None
-
-
-def pairwise_from_args(args, backbone, model_dir, domain: str, device):
-    """The pairwise matrix of MI samplers: ``HEAD`` samplers read the trained head (``--head``, else
-    the one beside ``model_dir``; no extra pass), ``mi-oracle`` probes the model exactly; else ``None``."""
-    from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
-    from mdm_mi.user_common import load_head_for
-
-    source = SAMPLERS[args.sampler].pairwise
-    if source == HEAD:
-        return head_pairwise_fn(load_head_for(args, backbone, model_dir, domain, device))
-    if source == ORACLE:
-        return oracle_pairwise_fn(backbone, method="certified", tol=args.oracle_tol)
-    return None

@@ -8,13 +8,25 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import Iterable
 
-PARAM_COLUMNS = ["order", "k", "gamma", "lam", "on_reject", "charge_first"]
+from mdm_mi.sampler_table import SAMPLERS
+
+
+def param_columns(samplers: Iterable[str] = ()) -> list[str]:
+    """A results table's parameter columns: the flags of every sampler the workflow's grid decodes
+    (so its columns do not depend on a config's grid) and of the other ``samplers`` it holds, in
+    :data:`SAMPLERS` order."""
+    held = set(samplers)
+    return list(dict.fromkeys(f for name, s in SAMPLERS.items() if s.grid or name in held for f in s.flags))
+
+
+PARAM_COLUMNS = param_columns()  # those of a table of the grid's samplers
 
 
 def setting_label(params: dict) -> str:
     """Human-readable setting, e.g. ``k=4`` or ``gamma=0.3 lam=1.0`` (display only, never parsed)."""
-    return " ".join(f"{k}={params[k]}" for k in PARAM_COLUMNS if k in params)
+    return " ".join(f"{k}={params[k]}" for k in param_columns(SAMPLERS) if k in params)
 
 
 def to_csv(rows: list[dict], columns: list[str]) -> str:

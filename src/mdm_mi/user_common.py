@@ -17,6 +17,7 @@ from mdm_mi.flags import h
 from mdm_mi.errors import InputError
 from mdm_mi.locate import DEFAULT_RESULTS, find_head, find_model
 from mdm_mi.runtime import resolve_device
+from mdm_mi.sampler_table import HEAD, ORACLE, SAMPLERS
 
 MODEL_GROUP = "model (found in the workflow's results/ unless given)"
 HEAD_DOMAIN = "mi_head"  # the domain mdm_mi.mi.head.save_head writes
@@ -91,6 +92,19 @@ def load_head_for(args, backbone, model: Path, domain: str, device: str):
         raise InputError(f"MI head {path} reads hidden states of width {head.in_dim}, but model {model} has "
                          f"width {backbone.hidden_dim}: pass the head trained on this model")
     return head
+
+
+def pairwise_from_args(args, backbone, model_dir, domain: str, device):
+    """The pairwise matrix of MI samplers: ``HEAD`` samplers read the trained head (``--head``, else
+    the one beside ``model_dir``; no extra pass), ``mi-oracle`` probes the model exactly; else ``None``."""
+    from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
+
+    source = SAMPLERS[args.sampler].pairwise
+    if source == HEAD:
+        return head_pairwise_fn(load_head_for(args, backbone, model_dir, domain, device))
+    if source == ORACLE:
+        return oracle_pairwise_fn(backbone, method="certified", tol=args.oracle_tol)
+    return None
 
 
 def progress(total: int, desc: str, quiet: bool, unit: str = "puzzle"):

@@ -3,6 +3,7 @@ import os
 import re
 
 from mdm_mi.calibrate import standard_families  # torch-free: the protein comparison's part names
+from mdm_mi.sampler_table import HEAD_SAMPLERS, decode_runs  # torch-free: the fixed grid's runs
 
 NAME = config["name"]
 R = f"results/{NAME}"
@@ -98,20 +99,6 @@ def oracle_runs():
     for g in grid["oracle_gamma"]:
         runs[f"mi-oracle-g{g}"] = {"sampler": "mi-oracle", "gamma": g} | mi
         runs[f"mi-g{g}-l1.0"] = {"sampler": "mi", "gamma": g} | mi
-    return runs
-
-
-def decode_runs(grid):
-    """Run name → sampler flags, from a sampler grid (config sudoku.samplers or protein.samplers)."""
-    runs = {f"sequential-{o}": {"sampler": "sequential", "order": o} for o in grid["sequential"]}
-    runs |= {f"naive-k{k}": {"sampler": "naive", "k": k} for k in grid["naive_k"]}
-    runs |= {f"eb-g{g}": {"sampler": "eb", "gamma": g} for g in grid["eb_gamma"]}
-    mi = {"on_reject": grid["mi_on_reject"], "charge_first": grid["mi_charge_first"]}
-    runs |= {
-        f"mi-g{g}-l{lam}": {"sampler": "mi", "gamma": g, "lam": lam} | mi
-        for g in grid["mi_gamma"]
-        for lam in grid["mi_lambda"]
-    }
     return runs
 
 

@@ -123,7 +123,7 @@ rule generate:
         model=PROTEIN_MODEL,
         reference=f"{P}/data/reference.fasta",
         reference2=f"{P}/data/reference2.fasta",
-        head=lambda w: PROTEIN_HEAD if PROTEIN_RUNS[w.protein_run]["sampler"] == "mi" else [],
+        head=lambda w: PROTEIN_HEAD if PROTEIN_RUNS[w.protein_run]["sampler"] in HEAD_SAMPLERS else [],
         tracking=TRACKING_READY,
     output:
         summary=f"{P}/eval/{{protein_run}}.json",

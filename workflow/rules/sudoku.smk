@@ -64,7 +64,7 @@ rule evaluate:
     input:
         model=model_meta("sudoku"),
         puzzles=f"{R}/sudoku/data/{{sudoku_set}}.csv",
-        head=lambda w: HEAD if ALL_RUNS[w.sudoku_run]["sampler"] == "mi" else [],
+        head=lambda w: HEAD if ALL_RUNS[w.sudoku_run]["sampler"] in HEAD_SAMPLERS else [],
         tracking=TRACKING_READY,
     output:
         summary=f"{R}/sudoku/eval/{{sudoku_set}}/{{sudoku_run}}.json",

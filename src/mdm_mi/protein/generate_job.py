@@ -70,9 +70,9 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     from mdm_mi.backbone import for_decoding
     from mdm_mi.protein.fasta import write_fasta
     from mdm_mi.protein.generate import draw_lengths, generate, uniform_lengths
-    from mdm_mi.sampler_table import pairwise_from_args, sampler_from_args
+    from mdm_mi.sampler_table import sampler_from_args
     from mdm_mi.stats import mean_ci
-    from mdm_mi.user_common import check_outputs, load_backbone_for, progress, start
+    from mdm_mi.user_common import check_outputs, load_backbone_for, pairwise_from_args, progress, start
 
     _check(args)
     sampler = sampler_from_args(args, domain="protein")

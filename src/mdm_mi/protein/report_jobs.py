@@ -26,11 +26,11 @@ class ProteinTableArgs:
 
 
 def protein_table(args: ProteinTableArgs, tracker) -> None:
-    from mdm_mi.protein.report import COLUMNS, protein_rows, to_markdown
+    from mdm_mi.protein.report import columns, protein_rows, to_markdown
     from mdm_mi.tables import to_csv
 
     rows = protein_rows(read_jsons(args.inputs, "summary"))
-    write_text(args.out, to_csv(rows, COLUMNS))
+    write_text(args.out, to_csv(rows, columns(rows)))
     write_text(args.markdown, to_markdown(rows, backbone_name(args.model)))
     tracker.log_artifact(args.out)
     tracker.log_artifact(args.markdown)

@@ -138,10 +138,10 @@ def evaluate(args: EvaluateArgs, tracker) -> None:
     if set_domain(args.puzzles) != "sudoku":
         raise InputError(f"evaluate scores Sudoku puzzle CSVs; {args.puzzles} is a protein FASTA: "
                          f"`mdm-mi generate --reference {args.puzzles}` generates proteins and scores them against it")
-    from mdm_mi.sampler_table import pairwise_from_args, sampler_from_args
+    from mdm_mi.sampler_table import sampler_from_args
     from mdm_mi.sudoku.data import load_puzzle_csv
     from mdm_mi.sudoku.evaluate import decode_set, score, summarise
-    from mdm_mi.user_common import check_outputs, load_backbone_for, progress
+    from mdm_mi.user_common import check_outputs, load_backbone_for, pairwise_from_args, progress
 
     sampler = sampler_from_args(args)
     check_outputs(args.out, args.per_puzzle)

@@ -23,19 +23,27 @@ import numpy as np
 from mdm_mi import paper
 from mdm_mi.plotting import SAMPLER_STYLE, log_passes_axis, matched_table as matched, nearest, plain_ticks, plt, save
 from mdm_mi.sudoku.grid import MASK_ID, SIDE
-from mdm_mi.tables import PARAM_COLUMNS, setting_label
+from mdm_mi.tables import param_columns, setting_label
 
 BEST_MI_LABEL = "mi*: MI-guided at the λ that scored best on calibration, per budget"
 
 METRIC_COLUMNS = ["n", "accuracy", "acc_lo", "acc_hi", "mean_passes", "passes_ci", "mean_clues"]
-COLUMNS = ["set", "sampler", "setting", *PARAM_COLUMNS, "level", *METRIC_COLUMNS]
+
+
+def columns(rows: list[dict]) -> list[str]:
+    """The tidy table's columns, with the parameter columns of ``rows``' samplers (:func:`param_columns`)."""
+    return ["set", "sampler", "setting", *param_columns(r["sampler"] for r in rows), "level", *METRIC_COLUMNS]
+
+
+COLUMNS = columns([])  # a table of the grid's samplers
 
 
 def tidy_rows(summaries: list[dict]) -> list[dict]:
     """Flatten evaluation summaries into rows sorted by set, sampler, params and level."""
     rows = []
+    keys = param_columns(s["sampler"] for s in summaries)
     for s in summaries:
-        params = {k: s["params"].get(k, "") for k in PARAM_COLUMNS}
+        params = {k: s["params"].get(k, "") for k in keys}
         for level, m in s["levels"].items():
             rows.append({"set": s["set"], "sampler": s["sampler"], "setting": setting_label(s["params"]),
                          **params, "level": level, **{k: m[k] for k in METRIC_COLUMNS}})

@@ -96,11 +96,11 @@ class GatherArgs:
 
 
 def gather(args: GatherArgs, tracker) -> None:
-    from mdm_mi.sudoku.report import COLUMNS, tidy_rows, to_markdown
+    from mdm_mi.sudoku.report import columns, tidy_rows, to_markdown
     from mdm_mi.tables import to_csv
 
     rows = tidy_rows([read_json(p) for p in args.inputs])
-    write_text(args.out, to_csv(rows, COLUMNS))
+    write_text(args.out, to_csv(rows, columns(rows)))
     write_text(args.markdown, to_markdown(rows))
     tracker.log_metrics({"n_rows": len(rows)})
     tracker.log_artifact(args.out)

@@ -30,7 +30,6 @@ METRIC_LABELS = {"corrected_mi_r": "corrected column-pair MI r", "c_ij_r": "C_ij
                  "hmm_pass_rate": "HMM pass rate"}
 REFERENCE_STYLE = {"ceiling": ("ceiling: natural training-split set", "0.35", "--"),
                    "floor": ("floor: site-independent profile draws", "0.35", ":")}
-OTHER_COLOURS = {"threshold": "tab:red"}  # calibrated families without a SAMPLER_STYLE entry
 PASS_TICKS = (5, 10, 20, 50)
 DODGE = 0.015  # relative shift of neighbouring curves' bars on the log passes axis
 
@@ -107,11 +106,14 @@ def differences(rows: list[dict], metric: str) -> dict[str, list[dict]]:
 
 
 def style(family: str) -> tuple[str, str, str]:
-    """A calibrated family (``eb``, ``mi λ=2``, ``threshold``) or fixed-grid group → (label, colour, line)."""
-    base, _, lam = family.partition(" λ=")
-    label, colour = SAMPLER_STYLE.get(base, (base, OTHER_COLOURS.get(base, "tab:brown")))
+    """A calibrated family (``eb``, ``mi λ=2``, ``threshold``) or fixed-grid group → (label, colour, line):
+    its sampler's style (brown if it has none) with the family's setting, dashed and dotted lines for
+    the MI-guided λ other than 1."""
+    sampler, _, setting = family.partition(" ")
+    label, colour = SAMPLER_STYLE.get(sampler, (sampler, "tab:brown"))
+    lam = family.partition(" λ=")[2]
     line = {"": "-", "1": "-", "1.0": "-", "0.5": ":"}.get(lam, "--")
-    return label + (f" λ={lam}" if lam else ""), colour, line
+    return label + (f" {setting}" if setting else ""), colour, line
 
 
 def _reference_lines(ax, refs: dict[str, dict], key: str, scale: float = 1.0) -> None:
