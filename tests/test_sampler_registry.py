@@ -1,0 +1,156 @@
+"""The sampler table is the one place a sampler is described: a toy sampler added in ONE entry is
+calibrated (the comparisons search its parameter and the budgets table sets it against the
+contenders), tabled (its columns and settings in the results tables, its runs in the workflow's grid)
+and drawn (its style in the figures); the real entries still give the workflow's run names."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import MockBackbone, seeded_logits
+from mdm_mi.sampler_table import SAMPLERS, Calibration, SamplerSpec, Setting, Style, decode_runs, sampler_params
+from mdm_mi.samplers import Sampler, StepView, decode
+from mdm_mi.sudoku.report import COLUMNS  # imported before any toy entry: the real table's columns
+
+N, V = 40, 6
+
+
+class Fraction(Sampler):
+    """Toy policy: the ⌈frac · masked⌉ lowest-entropy masked positions per pass."""
+
+    name = "toy"
+
+    def __init__(self, frac: float):
+        if not 0 < frac <= 1:
+            raise ValueError(f"toy frac must lie in (0, 1], got {frac}")
+        self.frac = float(frac)
+
+    def select(self, view: StepView) -> torch.Tensor:
+        k = torch.ceil(self.frac * view.masked.sum(1)).clamp(min=1)
+        rank = view.entropy.argsort(dim=1, stable=True).argsort(dim=1)
+        return (rank < k[:, None]) & view.masked
+
+    def params(self) -> dict:
+        return {"frac": self.frac}
+
+
+TOY = SamplerSpec(Fraction, ("frac",), style=Style("fraction (toy)", "tab:pink"),
+                  grid=(Setting("frac", "toy_frac", "f"),),
+                  calibration=Calibration("frac", "φ", 1e-3, 1.0, "log", increasing=False),
+                  calibrated={"sudoku": {"frac": 0.25}})
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    """The sampler table with the toy entry added (removed again after the test)."""
+    monkeypatch.setitem(SAMPLERS, "toy", TOY)
+
+
+def _measure(tokens: torch.Tensor):
+    backbone = MockBackbone(seeded_logits(N, V, seed=3), mask_id=V)
+
+    def measure(sampler):
+        out = decode(backbone, tokens, sampler, torch.Generator().manual_seed(0))
+        return float(out.passes.float().mean()), {}
+    return measure
+
+
+def test_toy_sampler_is_calibrated(toy):
+    from mdm_mi.calibrate import calibrate, standard_families
+
+    fams = standard_families(N, [1.0], "skip", False)
+    assert [f.label for f in fams] == ["naive", "eb", "threshold", "mi λ=1", "toy"]
+    fam = fams[-1]
+    assert (fam.sampler, fam.param, fam.lo, fam.hi, fam.scale, fam.increasing) == ("toy", "frac", 1e-3, 1.0, "log", False)
+    assert fam.slug == "toy" and fam.fixed == {}
+    tokens = torch.full((8, N), V)
+    point = calibrate(fam, target=N / 4, measure=_measure(tokens))
+    assert point.on_target and 1e-3 <= point.value <= 1.0, point
+    assert sampler_params(SimpleNamespace(sampler="toy", frac=None), "sudoku") == {"frac": 0.25}
+
+
+def test_toy_baseline_is_compared_with_the_contenders_in_the_budgets_tables(toy):
+    from mdm_mi.budgets import BEST_MI, budget_rows, is_contender, markdown, summary_markdown
+
+    assert not is_contender("toy") and is_contender("mi λ=1")
+    rng = np.random.default_rng(0)
+    base = rng.random(50)
+    runs = {"sequential": {"family": "sequential", "divisor": 1, "solved": base < 0.5, "passes": np.full(50, 40)}}
+    for fam, acc, params in (("toy", 0.3, {"frac": 0.2}), ("eb", 0.35, {"gamma": 0.3}),
+                             ("mi λ=1", 0.4, {"gamma": 0.4, "lam": 1.0})):
+        runs[f"{fam}@1/4"] = {"family": fam, "divisor": 4, "solved": base < acc, "passes": np.full(50, 10.0),
+                              "calib_score": 0.0, "target": 10.0, "params": params}
+    rows = budget_rows(runs, "toy set")
+    pairs = {(r["first"], r["second"]) for r in rows}
+    assert {("mi λ=1", "toy"), (BEST_MI, "toy"), ("toy", "sequential")} <= pairs
+    assert "| 1/4 | φ=0.2 | γ=0.3 | γ=0.4 |" in markdown(rows, runs, "toy set")
+    assert f"{BEST_MI} − toy" in summary_markdown(rows)
+
+
+def test_toy_sampler_is_tabled_and_in_the_workflow_grid(toy, monkeypatch):
+    from mdm_mi.protein.report import columns as protein_columns, protein_rows
+    from mdm_mi.sudoku.report import columns, tidy_rows
+    from mdm_mi.tables import setting_label, to_csv
+
+    level = {"n": 8, "accuracy": 0.5, "acc_lo": 0.2, "acc_hi": 0.8, "mean_passes": 10.0, "passes_ci": 1.0,
+             "mean_clues": 30.0}
+    summaries = [{"set": "hard", "sampler": name, "params": sampler.params(), "levels": {"all": level}}
+                 for name, sampler in (("sequential", SAMPLERS["sequential"].cls()), ("toy", Fraction(0.25)))]
+    rows = tidy_rows(summaries)
+    toy_row = next(r for r in rows if r["sampler"] == "toy")
+    assert toy_row["frac"] == 0.25 and toy_row["setting"] == setting_label({"frac": 0.25}) == "frac=0.25"
+    text = to_csv(rows, columns(rows))
+    level_at = COLUMNS.index("level")  # the toy's column follows the grid samplers' parameter columns
+    assert text.splitlines()[0].split(",") == COLUMNS[:level_at] + ["frac"] + COLUMNS[level_at:]
+    assert "0.25" in text.splitlines()[-1].split(",")
+    prot = protein_rows([{"sampler": "toy", "params": {"frac": 0.25}, "mean_passes": 9.0}])
+    assert prot[0]["frac"] == 0.25 and "frac" in protein_columns(prot)
+    grid = {"sequential": ["entropy"], "naive_k": [4], "eb_gamma": [], "mi_gamma": [], "mi_lambda": [1.0],
+            "mi_on_reject": "skip", "mi_charge_first": False, "toy_frac": [0.1, 0.5]}
+    assert decode_runs(grid) == {"sequential-entropy": {"sampler": "sequential", "order": "entropy"},
+                                 "naive-k4": {"sampler": "naive", "k": 4},
+                                 "toy-f0.1": {"sampler": "toy", "frac": 0.1},
+                                 "toy-f0.5": {"sampler": "toy", "frac": 0.5}}
+    monkeypatch.setitem(SAMPLERS, "toy", dataclasses.replace(TOY, grid=()))  # off the grid (as threshold):
+    assert columns([r for r in rows if r["sampler"] != "toy"]) == COLUMNS  # its column only where it has rows
+    assert "frac" in columns(rows)
+
+
+def test_toy_sampler_is_drawn(toy, monkeypatch):
+    from mdm_mi.plotting import SAMPLER_STYLE
+    from mdm_mi.protein.family.figures import style
+    from mdm_mi.sudoku import report
+
+    assert SAMPLER_STYLE["toy"] == ("fraction (toy)", "tab:pink") and list(SAMPLER_STYLE)[-1] == "toy"
+    assert style("toy") == ("fraction (toy)", "tab:pink", "-")
+    drawn = {}
+    monkeypatch.setattr(report, "save", lambda fig, out: drawn.setdefault("fig", fig))
+    rows = [{"set": "hard", "level": "all", "sampler": s, "mean_passes": p, "accuracy": 0.5, "acc_lo": 0.4,
+             "acc_hi": 0.6} for s, p in (("eb", 10.0), ("toy", 12.0), ("toy", 20.0))]
+    report.speed_quality(rows, "hard", "unused.png", "toy", overlay_paper=False)
+    legend = {t.get_text() for t in drawn["fig"].axes[0].get_legend().get_texts()}
+    assert legend == {"EB-Sampler", "fraction (toy)"}
+
+
+def test_the_real_entries_give_the_workflows_run_names_and_families():
+    """The run names, flags and family slugs the workflow's outputs are named by (unchanged by the table)."""
+    from mdm_mi.calibrate import standard_families
+
+    grid = {"sequential": ["entropy", "margin"], "naive_k": [4], "eb_gamma": [0.2], "mi_gamma": [0.3, 1.0],
+            "mi_lambda": [1.0, 2.0], "mi_on_reject": "skip", "mi_charge_first": False, "oracle_gamma": [0.3]}
+    runs = decode_runs(grid)
+    assert list(runs) == ["sequential-entropy", "sequential-margin", "naive-k4", "eb-g0.2", "mi-g0.3-l1.0",
+                          "mi-g0.3-l2.0", "mi-g1.0-l1.0", "mi-g1.0-l2.0"]
+    assert runs["mi-g0.3-l2.0"] == {"sampler": "mi", "gamma": 0.3, "lam": 2.0, "on_reject": "skip",
+                                    "charge_first": False}
+    fams = standard_families(81, [0.5, 1.0], "stop", True, [0.05], [0.1])
+    assert [f.slug for f in fams] == ["naive", "eb", "threshold", "mi-l0.5", "mi-l1", "mi-indep-t0.05", "mi-2b-d0.1"]
+    assert fams[0].hi == 81.0 and fams[2].scale == "log1m" and fams[2].increasing
+    assert fams[4].fixed == {"lam": 1.0, "on_reject": "stop", "charge_first": True}
+    assert fams[5].fixed == {"cap": 0.05} and math.isclose(fams[6].lo, 1e-9)
