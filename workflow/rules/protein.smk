@@ -104,7 +104,7 @@ elif PROTEIN["backbone"] == "esmc-300m":
         log:
             f"{PL}/import_esmc.log",
         params:
-            options=cli_flags({"hidden_layer": PROTEIN["model"]["hidden_layer"], "bf16": PROTEIN["bf16"]}),
+            options=cli_flags({"hidden_layer": PROTEIN["model"]["hidden_layer"], "esmc_bf16": PROTEIN["esmc_bf16"]}),
             tracking=tracking_flags("import_esmc"),
             out_dir=parent_dir("meta"),
         threads: 1
