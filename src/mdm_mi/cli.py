@@ -165,7 +165,7 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hints: dic
     if tp is bool:
         kw["action"] = argparse.BooleanOptionalAction
     elif origin is tuple:
-        kw.update(nargs="*" if has_default else "+", type=targs[0])
+        kw.update(nargs="*" if has_default or f.metadata.get("empty") else "+", type=targs[0])
     elif origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
         kw["type"] = next(a for a in targs if a is not type(None))
     else:

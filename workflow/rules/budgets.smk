@@ -21,13 +21,7 @@ rule sudoku_compare:
     log:
         f"{L}/sudoku/budgets/{{cset}}.log",
     params:
-        options=lambda w: cli_flags(
-            {k: COMPARE[k] for k in ("calib_puzzles", "divisors", "mi_lambda", "bootstrap", "batch_size")}
-            | set_size_flags(w.cset)
-            | rule_family_flags(w.cset)
-            | {"mi_on_reject": SUDOKU["samplers"]["mi_on_reject"],
-               "mi_charge_first": SUDOKU["samplers"]["mi_charge_first"]}
-        ),
+        options=lambda w: sudoku_compare_flags(w.cset),
         job=job_flags(),
         tracking=tracking_flags("sudoku_compare"),
         model_dir=parent_dir("model"),
@@ -81,9 +75,7 @@ rule sudoku_oracle_ceiling:
     log:
         f"{L}/sudoku/ceiling/{{cset}}.log",
     params:
-        options=cli_flags(
-            {"divisors": COMPARE["oracle_divisors"], "puzzles": COMPARE["oracle_puzzles"], "tol": COMPARE["oracle_tol"]}
-        ),
+        options=cli_flags(prefixed(COMPARE, "oracle_")),
         job=job_flags(),
         tracking=tracking_flags("sudoku_oracle_ceiling"),
         model_dir=parent_dir("model"),

@@ -1,8 +1,10 @@
 # Helpers shared by the rules: result paths, config → CLI flags, tracking flags, sampler grids.
+import dataclasses
 import os
 import re
 
 from mdm_mi.calibrate import standard_families  # torch-free: the protein comparison's part names
+from mdm_mi.protein.decode_flags import DecodeFlags  # torch-free: the keys of protein.generate the oracle takes
 
 NAME = config["name"]
 R = f"results/{NAME}"
@@ -48,6 +50,25 @@ def cli_flags(options):
         else:
             parts.append(f"{flag} {value}")
     return " ".join(parts)
+
+
+def prefixed(section, prefix):
+    """The keys of a config section that start with ``prefix``, without it: the settings of the one verb
+    whose keys share a section with another's ({'oracle_n': 8, 'bootstrap': 100}, 'oracle_' → {'n': 8})."""
+    return {k.removeprefix(prefix): v for k, v in section.items() if k.startswith(prefix)}
+
+
+def picked(section, flags):
+    """The keys of a config section that are fields of the dataclass ``flags`` (what a verb that takes
+    those flags but not the whole section is given)."""
+    names = {f.name for f in dataclasses.fields(flags)}
+    return {k: v for k, v in section.items() if k in names}
+
+
+def mi_flags(grid):
+    """MI-guided decoding's fixed settings in a sampler grid (config <domain>.samplers) as the verbs'
+    flags: mi_on_reject → --on-reject, mi_charge_first → --charge-first."""
+    return {"on_reject": grid["mi_on_reject"], "charge_first": grid["mi_charge_first"]}
 
 
 def tracking_flags(rule_name):
@@ -135,12 +156,11 @@ def parent_dir(key):
 
 
 def rule_family_flags(cset):
-    """``sudoku-compare``'s mi-indep / mi-2b settings on the sets listed in ``compare.rule_sets``; none
+    """``sudoku-compare``'s mi-indep / mi-2b settings on the sets listed in ``compare.rule_sets``; empty
     elsewhere (those sets compare sequential, naive, EB, threshold and MI-guided only)."""
     compare = SUDOKU["compare"]
-    if cset not in compare["rule_sets"]:
-        return {}
-    return {"indep_tau": compare["indep_tau"], "two_budget_delta": compare["two_budget_delta"]}
+    on = cset in compare["rule_sets"]
+    return {k: compare[k] if on else [] for k in ("indep_tau", "two_budget_delta")}
 
 
 def set_size_flags(cset):
@@ -152,14 +172,23 @@ def set_size_flags(cset):
     return {"test_puzzles": compare["test_puzzles"][cset]}
 
 
+SUDOKU_COMPARE_PER_SET = ("sets", "rule_sets", "test_puzzles", "graded_per_level", "indep_tau", "two_budget_delta")
+
+
+def sudoku_compare_flags(cset):
+    """``sudoku-compare``'s flags on set ``cset``: config sudoku.compare but the list of sets, the keys
+    given per set (:func:`set_size_flags`, :func:`rule_family_flags`) and the oracle's (``oracle_*``:
+    rule sudoku_oracle_ceiling), with the MI-guided settings of sudoku.samplers."""
+    compare = SUDOKU["compare"]
+    shared = {k: v for k, v in compare.items() if k not in SUDOKU_COMPARE_PER_SET and not k.startswith("oracle_")}
+    return cli_flags(shared | set_size_flags(cset) | rule_family_flags(cset) | mi_flags(SUDOKU["samplers"]))
+
+
 def protein_compare_flags(merge):
-    """Flags shared by every part of the protein comparison and its merge (the bootstrap is the merge's only)."""
+    """Flags of every part of the protein comparison and of its merge: config protein.compare (the
+    bootstrap is the merge's only), protein.generate and the MI-guided settings of protein.samplers."""
     compare = {k: v for k, v in PROTEIN["compare"].items() if merge or k != "bootstrap"}
-    return cli_flags(
-        compare
-        | {k: PROTEIN["generate"][k] for k in ("n", "temperature", "clusters", "embed_layer", "batch_size", "bf16")}
-        | {"mi_on_reject": PROTEIN["samplers"]["mi_on_reject"], "mi_charge_first": PROTEIN["samplers"]["mi_charge_first"]}
-    )
+    return cli_flags(compare | PROTEIN["generate"] | mi_flags(PROTEIN["samplers"]))
 
 
 def protein_compare_parts():

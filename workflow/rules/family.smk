@@ -167,11 +167,7 @@ if FAMILY:
         log:
             f"{PL}/ceiling.log",
         params:
-            options=cli_flags(
-                {"divisors": PROTEIN["family"]["oracle_divisors"], "n": PROTEIN["family"]["oracle_n"],
-                 "tol": PROTEIN["family"]["oracle_tol"], "temperature": PROTEIN["generate"]["temperature"],
-                 "bf16": PROTEIN["generate"]["bf16"]}
-            ),
+            options=cli_flags(prefixed(PROTEIN["family"], "oracle_") | picked(PROTEIN["generate"], DecodeFlags)),
             job=job_flags(),
             tracking=tracking_flags("protein_oracle_ceiling"),
             model_dir=parent_dir("model"),

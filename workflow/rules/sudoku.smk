@@ -74,7 +74,7 @@ rule evaluate:
     params:
         sampler=lambda w: cli_flags(ALL_RUNS[w.sudoku_run]),
         head=lambda w, input: f"--head {os.path.dirname(input.head)}" if input.head else "",
-        batch=cli_flags({"batch_size": SUDOKU["eval"]["batch_size"]}),
+        options=cli_flags({k: v for k, v in SUDOKU["eval"].items() if k != "sets"}),
         job=job_flags(),
         tracking=tracking_flags("evaluate"),
         model_dir=parent_dir("model"),
@@ -87,7 +87,7 @@ rule evaluate:
         "../../envs/mdm-mi.yaml"
     shell:
         "python -m mdm_mi evaluate --model {params.model_dir} --puzzles {input.puzzles} "
-        "--out {output.summary} --per-puzzle {output.per_puzzle} {params.sampler} {params.head} {params.batch} "
+        "--out {output.summary} --per-puzzle {output.per_puzzle} {params.sampler} {params.head} {params.options} "
         "{params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 
