@@ -1,4 +1,5 @@
-# Helpers shared by the rules: result paths, config → CLI flags, tracking flags, sampler grids.
+# Helpers of the rules of both domains, kept here as snakemake --lint asks: result paths, config →
+# CLI flags, tracking flags, sampler grids, then each domain's comparison flags.
 import dataclasses
 import os
 import re
@@ -13,6 +14,7 @@ DATA = f"{workflow.basedir}/resources/data"
 SUDOKU = config["sudoku"]
 PROTEIN = config["protein"]
 DOMAINS = "sudoku|protein"  # the {domain} wildcard of the rules both domains share (mi.smk)
+ENV = "../../envs/mdm-mi.yaml"  # every job's conda environment (snakemake --sdm conda), from workflow/rules/
 
 
 def model_meta(domain):
@@ -71,17 +73,14 @@ def mi_flags(grid):
     return {"on_reject": grid["mi_on_reject"], "charge_first": grid["mi_charge_first"]}
 
 
-def tracking_flags(rule_name):
-    """Tracking flags of one job; wildcards are added from the job at run time."""
-
-    def flags(wildcards):
-        tags = " ".join(f"--wildcard {k}={v}" for k, v in wildcards.items())
-        return (
-            f"--tracking-uri {config['tracking']['uri']} --experiment {config['tracking']['experiment']} "
-            f"--rule {rule_name} --wildcard config={NAME} {tags}"
-        )
-
-    return flags
+def tracking_flags(wildcards):
+    """Params function: the tracking flags of one job, its wildcards as tags. The CLI tags the run with
+    the name of the verb's rule (each is named after its verb), so no rule spells out its own name."""
+    tags = " ".join(f"--wildcard {k}={v}" for k, v in wildcards.items())
+    return (
+        f"--tracking-uri {config['tracking']['uri']} --experiment {config['tracking']['experiment']} "
+        f"--wildcard config={NAME} {tags}"
+    )
 
 
 def job_flags():
