@@ -19,16 +19,23 @@ validate_config(config)  # schema defaults and types, then the cross-field check
 report: "workflow/report/workflow.rst"
 
 
+# shared by both domains
 include: "workflow/rules/common.smk"
 include: "workflow/rules/tracking.smk"
-include: "workflow/rules/sudoku.smk"
 include: "workflow/rules/pretrained.smk"
 include: "workflow/rules/mi.smk"
-include: "workflow/rules/budgets.smk"
+# Sudoku
+include: "workflow/rules/sudoku.smk"
+include: "workflow/rules/sudoku_budgets.smk"
+include: "workflow/rules/sudoku_figures.smk"
+# proteins
 include: "workflow/rules/protein.smk"
-include: "workflow/rules/family.smk"
+include: "workflow/rules/protein_family.smk"
+include: "workflow/rules/protein_budgets.smk"
 include: "workflow/rules/protein_figures.smk"
-include: "workflow/rules/figures.smk"
+
+
+FIGURES = [*SUDOKU_FIGURES, *PROTEIN_FIGURES]
 
 
 rule all:
@@ -40,3 +47,23 @@ rule all:
         FAMILY_TARGETS,
         FIGURES,
     default_target: True
+
+
+rule figures:
+    """Every figure and table: `snakemake figures`."""
+    input:
+        FIGURES,
+
+
+rule sudoku:
+    """One domain only: `snakemake sudoku` (the Sudoku table and figures) or `snakemake protein`."""
+    input:
+        rules.sudoku_table.output,
+        SUDOKU_FIGURES,
+
+
+rule protein:
+    input:
+        rules.protein_table.output,
+        FAMILY_TARGETS,
+        PROTEIN_FIGURES,

@@ -165,7 +165,8 @@ LABEL = ["label", "--model", "results/tiny/sudoku/model", "--sequences", "{file}
          "--shard", "0", "--n-shards", "1", "--method", "exact", "--tol", "0.001", "--batch-size", "8", "--seed", "0",
          "--device", "cpu", "--threads", "1"]
 HEAD = ["train-head", "--model", "results/tiny/sudoku/model", "--out", "out/head", "--fidelity", "out/f.json",
-        "--pairs", "out/p.csv", "--hidden", "4", "--heads", "2", "--rank", "2", "--unary", "--steps", "1",
+        "--pairs", "out/p.csv", "--hidden", "4", "--heads", "2", "--rank", "2", "--unary", "--distance-buckets", "0",
+        "--steps", "1",
         "--batch-size", "2", "--lr", "0.01", "--weight-decay", "0", "--seed", "0", "--device", "cpu", "--threads", "1"]
 
 CASES = [

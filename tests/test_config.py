@@ -189,3 +189,85 @@ def _has(cfg: dict, path: tuple) -> bool:
             return False
         cfg = cfg[key]
     return True
+
+
+# --- the schema is the one home of defaults --------------------------------------------------------
+
+# Each workflow verb → the config sections its rule passes as flags. "section/prefix": only the keys
+# with that prefix, without it (protein.family's oracle_n is protein-oracle-ceiling's --n). A sampler
+# grid's mi_on_reject / mi_charge_first are the verbs' --on-reject / --charge-first. (label is left
+# out: its flags are the mi section's per split, renamed by the rule's label_options.)
+VERB_SECTIONS = {
+    "sudoku-data": ["sudoku.data"],
+    "sudoku-pretrain": ["sudoku.model", "sudoku.train"],
+    "protein-data": ["protein.data"],
+    "prepare-family": ["protein.data", "protein.family"],
+    "protein-pretrain": ["protein.model", "protein.train"],
+    "import-esmc": ["protein", "protein.model"],
+    "train-head": ["sudoku.mi.head", "sudoku.mi.head_train", "protein.mi.head", "protein.mi.head_train"],
+    "evaluate": ["sudoku.eval", "sudoku.samplers"],
+    "generate": ["protein.generate", "protein.samplers"],
+    "sudoku-compare": ["sudoku.compare", "sudoku.samplers"],
+    "protein-compare-part": ["protein.compare", "protein.generate", "protein.samplers"],
+    "protein-compare": ["protein.compare", "protein.generate", "protein.samplers"],
+    "sudoku-oracle-ceiling": ["sudoku.compare/oracle_"],
+    "protein-oracle-ceiling": ["protein.family/oracle_", "protein.generate"],
+    "family-score": ["protein.generate"],
+    "family-compare": ["protein.family"],
+}
+SAMPLER_GRID_FLAGS = {"mi_on_reject": "on_reject", "mi_charge_first": "charge_first"}
+
+
+def section_defaults(schema: dict, where: str) -> dict:
+    """Flag name → schema default of the non-object keys of one section (``"a.b"`` or ``"a.b/prefix"``)."""
+    dotted, _, prefix = where.partition("/")
+    for key in dotted.split("."):
+        schema = schema["properties"][key]
+    out = {}
+    for key, sub in schema["properties"].items():
+        if sub.get("type") == "object" or not key.startswith(prefix):
+            continue
+        out[SAMPLER_GRID_FLAGS.get(key, key.removeprefix(prefix))] = sub["default"]
+    return out
+
+
+@pytest.mark.parametrize("verb", sorted(VERB_SECTIONS))
+def test_workflow_verbs_defaults_are_the_schemas(verb):
+    """A workflow verb's flag fed from the config has no default of its own, or the schema's (a None
+    default is 'not given': a flag the rule passes for some jobs only, e.g. sudoku-compare's per-set sizes)."""
+    import dataclasses
+
+    from mdm_mi.cli import VERBS
+
+    schema = load_schema()
+    fields = {f.name: f.default for f in dataclasses.fields(VERBS[verb].args)
+              if f.default is not dataclasses.MISSING and f.default is not None}
+    for where in VERB_SECTIONS[verb]:
+        for name, default in section_defaults(schema, where).items():
+            if name in fields:
+                mine = list(fields[name]) if isinstance(fields[name], tuple) else fields[name]
+                assert mine == default, f"{verb} --{name.replace('_', '-')}: {mine!r}, schema {where}: {default!r}"
+
+
+def test_the_workflow_verb_table_covers_every_section_a_verb_reads():
+    """Every section named above exists, and every verb is a workflow verb of the CLI."""
+    from mdm_mi.cli import VERBS
+
+    schema = load_schema()
+    for verb, sections in VERB_SECTIONS.items():
+        assert verb in VERBS and not VERBS[verb].user, verb
+        for where in sections:
+            section_defaults(schema, where)  # KeyError if the section is not in the schema
+
+
+def test_each_protein_decoding_key_is_one_flags_field_and_tells_parts_apart():
+    """protein.generate's keys are exactly GenerateFlags' fields (DecodeFlags: how every protein verb
+    decodes), and each but batch_size is in the key that makes protein-compare's parts one comparison."""
+    import dataclasses
+
+    from mdm_mi.protein.compare_job import PART_KEYS
+    from mdm_mi.protein.decode_flags import GenerateFlags
+
+    fields = {f.name for f in dataclasses.fields(GenerateFlags)}
+    assert set(section_defaults(load_schema(), "protein.generate")) == fields
+    assert fields - {"batch_size"} <= set(PART_KEYS)

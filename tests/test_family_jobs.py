@@ -211,7 +211,7 @@ def test_protein_oracle_ceiling_scores_oracle_head_and_sequential_on_the_same_le
     (budgets / "runs.json").write_text(json.dumps({"runs": {
         "mi λ=1@1/4": {"family": "mi λ=1", "divisor": 4, "calib_score": -0.1, "params": params}}}))
     argv = ["protein-oracle-ceiling", "--model", str(model), "--head", str(head), "--budgets-dir", str(budgets),
-            "--data-dir", str(prepared), "--out-dir", str(tmp_path / "out"), "--n", "2", "--tol", "0.01",
+            "--data-dir", str(prepared), "--out-dir", str(tmp_path / "out"), "--n", "2", "--tol", "0.01", "--batch-size", "16",
             "--device", "cpu"]
     assert main([*argv, "--divisors", "4"]) == 0
     result = json.loads((tmp_path / "out" / "ceiling.json").read_text())
@@ -242,21 +242,25 @@ def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
     """The workflow's split (one protein-compare-part job per family, then a merge) writes the same
     runs, tables and sequences as protein-compare decoding everything itself; bad parts are refused."""
     from mdm_mi.mi.head import HeadConfig, MIHead, save_head
-    from mdm_mi.protein.compare_job import ProteinCompareArgs, part_names
+    from mdm_mi.protein.compare_job import ProteinComparePartArgs, part_names
 
     model, head = tmp_path / "model", tmp_path / "head"
     assert main(_tiny_pretrain_argv(prepared, model)) == 0
     save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), head, {})
     common = ["--model", str(model), "--head", str(head), "--reference", str(prepared / "reference.fasta"),
-              "--n", "6", "--calib-n", "4", "--divisors", "2", "4", "--mi-lambda", "1", "4", "--clusters", "2",
-              "--bootstrap", "3", "--batch-size", "4", "--device", "cpu"]
-    names = part_names(ProteinCompareArgs(model, head, prepared, tmp_path, mi_lambda=(1.0, 4.0)))
+              "--n", "6", "--calib-n", "4", "--divisors", "2", "4", "--mi-lambda", "1", "4", "--on-reject", "skip",
+              "--no-charge-first", "--indep-tau", "--two-budget-delta", "--clusters", "2", "--batch-size", "4",
+              "--device", "cpu"]
+    names = part_names(ProteinComparePartArgs(model, head, prepared, tmp_path, calib_n=4, divisors=(2, 4),
+                                              mi_lambda=(1.0, 4.0), on_reject="skip", charge_first=False, indep_tau=(),
+                                              two_budget_delta=(), part="sequential"))
     assert names == ["sequential", "naive", "eb", "threshold", "mi-l1", "mi-l4"]
     parts = [tmp_path / "parts" / n for n in names]
     for name, out in zip(names, parts):
         assert main(["protein-compare-part", "--part", name, "--out-dir", str(out), *common]) == 0
-    assert main(["protein-compare", "--parts", *map(str, parts), "--out-dir", str(tmp_path / "merged"), *common]) == 0
-    assert main(["protein-compare", "--out-dir", str(tmp_path / "whole"), *common]) == 0
+    merge = ["--bootstrap", "3", *common]  # the bootstrap is the merge's only
+    assert main(["protein-compare", "--parts", *map(str, parts), "--out-dir", str(tmp_path / "merged"), *merge]) == 0
+    assert main(["protein-compare", "--out-dir", str(tmp_path / "whole"), *merge]) == 0
     merged, whole = (json.loads((tmp_path / d / "runs.json").read_text()) for d in ("merged", "whole"))
     assert merged["runs"] == whole["runs"] and len(whole["runs"]) == 1 + 5 * 2
     for d in ("budgets.csv", "budgets.md"):
@@ -268,12 +272,12 @@ def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
     capsys.readouterr()
     bad = {"missing": parts[:-1], "twice": [*parts, parts[0]]}
     for why, given in bad.items():
-        assert main(["protein-compare", "--parts", *map(str, given), "--out-dir", str(tmp_path / why), *common]) == 2
+        assert main(["protein-compare", "--parts", *map(str, given), "--out-dir", str(tmp_path / why), *merge]) == 2
         assert capsys.readouterr().err.count("\n") == 1, why
     assert main(["protein-compare", "--parts", *map(str, parts), "--out-dir", str(tmp_path / "other"),
-                 *[a if a != "6" else "8" for a in common]]) == 2  # parts made at --n 6
+                 *[a if a != "6" else "8" for a in merge]]) == 2  # parts made at --n 6
     assert "other settings than this comparison (n)" in capsys.readouterr().err
-    assert main(["protein-compare", "--parts", *map(str, parts), "--out-dir", str(tmp_path / "other"), *common,
+    assert main(["protein-compare", "--parts", *map(str, parts), "--out-dir", str(tmp_path / "other"), *merge,
                  "--bf16"]) == 2  # parts decoded in fp32
     assert "other settings than this comparison (bf16)" in capsys.readouterr().err
     assert main(["protein-compare-part", "--part", "mi-l2", "--out-dir", str(tmp_path / "x"), *common]) == 2

@@ -184,8 +184,8 @@ def test_train_head_reports_test_and_keeps_val_for_choosing(labelled, tiny_check
     argv = ["train-head", "--model", str(tiny_checkpoint), "--labels", *shards(labelled, "train"),
             "--val", *shards(labelled, "val"), "--test", *shards(labelled, "test"), "--out", str(out),
             "--fidelity", str(tmp_path / "fidelity.json"), "--pairs", str(tmp_path / "pairs.csv"),
-            "--hidden", "4", "--heads", "2", "--rank", "2", "--unary", "--steps", "4", "--batch-size", "2",
-            "--lr", "0.01", "--weight-decay", "0", "--seed", "0", "--device", "cpu", "--threads", "1"]
+            "--hidden", "4", "--heads", "2", "--rank", "2", "--unary", "--distance-buckets", "0", "--steps", "4",
+            "--batch-size", "2", "--lr", "0.01", "--weight-decay", "0", "--seed", "0", "--device", "cpu", "--threads", "1"]
     assert main(argv) == 0
     fid = json.loads((tmp_path / "fidelity.json").read_text())
     assert fid["reported"] == "test"
@@ -204,7 +204,7 @@ def test_train_head_without_test_shards_is_a_user_error(labelled, tiny_checkpoin
     argv = ["train-head", "--model", str(tiny_checkpoint), "--labels", *shards(labelled, "train"),
             "--val", *shards(labelled, "val"), "--out", str(tmp_path / "h"), "--fidelity", str(tmp_path / "f.json"),
             "--pairs", str(tmp_path / "p.csv"), "--hidden", "4", "--heads", "2", "--rank", "2", "--unary",
-            "--steps", "1", "--batch-size", "2", "--lr", "0.01", "--weight-decay", "0", "--seed", "0",
+            "--distance-buckets", "0", "--steps", "1", "--batch-size", "2", "--lr", "0.01", "--weight-decay", "0", "--seed", "0",
             "--device", "cpu", "--threads", "1"]
     with pytest.raises(SystemExit) as exc:
         main(argv)

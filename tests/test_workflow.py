@@ -123,6 +123,61 @@ def test_every_planned_command_parses_with_the_cli(dry_run):
         assert ns.verb == argv[3]
 
 
+# verb → the config sections its rule passes whole: ("a.b", prefix, keys left out; one ending in _ is a
+# prefix), or a section's keys that are fields of a flags dataclass. A key added to one of these sections reaches the verb's command
+# without an edit to the rule; the test above checks that the verb takes it.
+WHOLE_SECTIONS = {
+    "sudoku-pretrain": [("sudoku.model", "", ()), ("sudoku.train", "", ())],
+    "train-head": [("{domain}.mi.head", "", ()), ("{domain}.mi.head_train", "", ())],
+    "evaluate": [("sudoku.eval", "", ("sets",))],
+    "sudoku-compare": [("sudoku.compare", "", ("sets", "rule_sets", "test_puzzles", "graded_per_level", "indep_tau",
+                                               "two_budget_delta", "oracle_"))],  # per set (their own test), the oracle's
+    "sudoku-oracle-ceiling": [("sudoku.compare", "oracle_", ())],
+    "generate": [("protein.generate", "", ())],
+    "protein-compare-part": [("protein.generate", "", ()), ("protein.compare", "", ("bootstrap",))],
+    "protein-compare": [("protein.generate", "", ()), ("protein.compare", "", ())],
+    "protein-oracle-ceiling": [("protein.family", "oracle_", ()), ("protein.generate", "", "DecodeFlags")],
+}
+
+
+def _section(cfg: dict, dotted: str) -> dict:
+    for key in dotted.split("."):
+        cfg = cfg[key]
+    return cfg
+
+
+def test_rules_pass_whole_config_sections(dry_run):
+    """Every key of a section a rule passes whole is on its verb's command line with the config's value
+    (a None value is left out: the verb's default, None too); protein-oracle-ceiling is given every key of
+    protein.generate that is a DecodeFlags field: how the comparison decoded."""
+    import dataclasses
+
+    from mdm_mi.protein.decode_flags import DecodeFlags
+
+    name, proc = dry_run
+    cfg = load_config(REPO / "config" / name)
+    parser, seen = build_parser(), Counter()
+    for argv in shell_commands(proc.stdout + proc.stderr):
+        if argv[3] not in WHOLE_SECTIONS:
+            continue
+        seen[argv[3]] += 1
+        ns = parser.parse_args(argv[3:])
+        domain = "protein" if "/protein/" in " ".join(argv) else "sudoku"
+        for dotted, prefix, left_out in WHOLE_SECTIONS[argv[3]]:
+            if left_out == "DecodeFlags":
+                left_out = {k for k in _section(cfg, dotted) if k not in {f.name for f in dataclasses.fields(DecodeFlags)}}
+            for key, value in _section(cfg, dotted.format(domain=domain)).items():
+                skipped = key in left_out or key.startswith(tuple(k for k in left_out if k.endswith("_")))
+                if skipped or not key.startswith(prefix) or value is None:
+                    continue
+                flag = key.removeprefix(prefix)
+                given = {f"--{flag.replace('_', '-')}", f"--no-{flag.replace('_', '-')}"} & set(argv)
+                assert given, f"{argv[3]} lacks --{flag} ({dotted}.{key})"
+                got = getattr(ns, flag)
+                assert (list(got) if isinstance(got, tuple) else got) == value, (argv[3], key)
+    assert {"evaluate", "train-head", "sudoku-compare", "generate", "protein-compare", "protein-oracle-ceiling"} <= set(seen)
+
+
 def test_rules_beyond_algorithm_1_are_calibrated_only_on_the_rule_sets(dry_run):
     """``sudoku.compare.rule_sets``: mi-indep / mi-2b flags on those sets' comparisons, none elsewhere."""
     name, proc = dry_run

@@ -165,7 +165,7 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hints: dic
     if tp is bool:
         kw["action"] = argparse.BooleanOptionalAction
     elif origin is tuple:
-        kw.update(nargs="*" if has_default else "+", type=targs[0])
+        kw.update(nargs="*" if has_default or f.metadata.get("empty") else "+", type=targs[0])
     elif origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
         kw["type"] = next(a for a in targs if a is not type(None))
     else:
@@ -180,7 +180,7 @@ def _add_tracking(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("tracking (MLflow mirror of the files this job writes)")
     g.add_argument("--tracking-uri", default="none", help="MLflow URI, or 'none' to skip tracking")
     g.add_argument("--experiment", default="mdm-mi")
-    g.add_argument("--rule", default="cli", help="rule name tag")
+    g.add_argument("--rule", help="rule name tag (default: the workflow rule named after this verb, e.g. sudoku_data)")
     g.add_argument("--wildcard", action="append", default=[], metavar="KEY=VALUE", help="wildcard tag")
     g.add_argument("--config-hash", default="", help="tag value; default: hash of this job's arguments")
 
@@ -211,7 +211,8 @@ def _tracking_args(ns: argparse.Namespace, args) -> TrackingArgs:
         if not sep:
             raise InputError(f"--wildcard expects KEY=VALUE, got {item!r}")
         wildcards[key] = value
-    return TrackingArgs(ns.tracking_uri, ns.experiment, ns.rule, wildcards, ns.config_hash or args_hash(args))
+    rule = ns.rule or ns.verb.replace("-", "_")  # every rule is named after its verb
+    return TrackingArgs(ns.tracking_uri, ns.experiment, rule, wildcards, ns.config_hash or args_hash(args))
 
 
 def args_hash(args) -> str:

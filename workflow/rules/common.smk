@@ -1,8 +1,11 @@
-# Helpers shared by the rules: result paths, config → CLI flags, tracking flags, sampler grids.
+# Helpers of the rules of both domains, kept here as snakemake --lint asks: result paths, config →
+# CLI flags, tracking flags, sampler grids, then each domain's comparison flags.
+import dataclasses
 import os
 import re
 
 from mdm_mi.calibrate import standard_families  # torch-free: the protein comparison's part names
+from mdm_mi.protein.decode_flags import DecodeFlags  # torch-free: the keys of protein.generate the oracle takes
 from mdm_mi.sampler_table import HEAD_SAMPLERS, decode_runs  # torch-free: the fixed grid's runs
 
 NAME = config["name"]
@@ -12,6 +15,7 @@ DATA = f"{workflow.basedir}/resources/data"
 SUDOKU = config["sudoku"]
 PROTEIN = config["protein"]
 DOMAINS = "sudoku|protein"  # the {domain} wildcard of the rules both domains share (mi.smk)
+ENV = "../../envs/mdm-mi.yaml"  # every job's conda environment (snakemake --sdm conda), from workflow/rules/
 
 
 def model_meta(domain):
@@ -51,17 +55,33 @@ def cli_flags(options):
     return " ".join(parts)
 
 
-def tracking_flags(rule_name):
-    """Tracking flags of one job; wildcards are added from the job at run time."""
+def prefixed(section, prefix):
+    """The keys of a config section that start with ``prefix``, without it: the settings of the one verb
+    whose keys share a section with another's ({'oracle_n': 8, 'bootstrap': 100}, 'oracle_' → {'n': 8})."""
+    return {k.removeprefix(prefix): v for k, v in section.items() if k.startswith(prefix)}
 
-    def flags(wildcards):
-        tags = " ".join(f"--wildcard {k}={v}" for k, v in wildcards.items())
-        return (
-            f"--tracking-uri {config['tracking']['uri']} --experiment {config['tracking']['experiment']} "
-            f"--rule {rule_name} --wildcard config={NAME} {tags}"
-        )
 
-    return flags
+def picked(section, flags):
+    """The keys of a config section that are fields of the dataclass ``flags`` (what a verb that takes
+    those flags but not the whole section is given)."""
+    names = {f.name for f in dataclasses.fields(flags)}
+    return {k: v for k, v in section.items() if k in names}
+
+
+def mi_flags(grid):
+    """MI-guided decoding's fixed settings in a sampler grid (config <domain>.samplers) as the verbs'
+    flags: mi_on_reject → --on-reject, mi_charge_first → --charge-first."""
+    return {"on_reject": grid["mi_on_reject"], "charge_first": grid["mi_charge_first"]}
+
+
+def tracking_flags(wildcards):
+    """Params function: the tracking flags of one job, its wildcards as tags. The CLI tags the run with
+    the name of the verb's rule (each is named after its verb), so no rule spells out its own name."""
+    tags = " ".join(f"--wildcard {k}={v}" for k, v in wildcards.items())
+    return (
+        f"--tracking-uri {config['tracking']['uri']} --experiment {config['tracking']['experiment']} "
+        f"--wildcard config={NAME} {tags}"
+    )
 
 
 def job_flags():
@@ -122,12 +142,11 @@ def parent_dir(key):
 
 
 def rule_family_flags(cset):
-    """``sudoku-compare``'s mi-indep / mi-2b settings on the sets listed in ``compare.rule_sets``; none
+    """``sudoku-compare``'s mi-indep / mi-2b settings on the sets listed in ``compare.rule_sets``; empty
     elsewhere (those sets compare sequential, naive, EB, threshold and MI-guided only)."""
     compare = SUDOKU["compare"]
-    if cset not in compare["rule_sets"]:
-        return {}
-    return {"indep_tau": compare["indep_tau"], "two_budget_delta": compare["two_budget_delta"]}
+    on = cset in compare["rule_sets"]
+    return {k: compare[k] if on else [] for k in ("indep_tau", "two_budget_delta")}
 
 
 def set_size_flags(cset):
@@ -139,14 +158,23 @@ def set_size_flags(cset):
     return {"test_puzzles": compare["test_puzzles"][cset]}
 
 
+SUDOKU_COMPARE_PER_SET = ("sets", "rule_sets", "test_puzzles", "graded_per_level", "indep_tau", "two_budget_delta")
+
+
+def sudoku_compare_flags(cset):
+    """``sudoku-compare``'s flags on set ``cset``: config sudoku.compare but the list of sets, the keys
+    given per set (:func:`set_size_flags`, :func:`rule_family_flags`) and the oracle's (``oracle_*``:
+    rule sudoku_oracle_ceiling), with the MI-guided settings of sudoku.samplers."""
+    compare = SUDOKU["compare"]
+    shared = {k: v for k, v in compare.items() if k not in SUDOKU_COMPARE_PER_SET and not k.startswith("oracle_")}
+    return cli_flags(shared | set_size_flags(cset) | rule_family_flags(cset) | mi_flags(SUDOKU["samplers"]))
+
+
 def protein_compare_flags(merge):
-    """Flags shared by every part of the protein comparison and its merge (the bootstrap is the merge's only)."""
+    """Flags of every part of the protein comparison and of its merge: config protein.compare (the
+    bootstrap is the merge's only), protein.generate and the MI-guided settings of protein.samplers."""
     compare = {k: v for k, v in PROTEIN["compare"].items() if merge or k != "bootstrap"}
-    return cli_flags(
-        compare
-        | {k: PROTEIN["generate"][k] for k in ("n", "temperature", "clusters", "embed_layer", "batch_size", "bf16")}
-        | {"mi_on_reject": PROTEIN["samplers"]["mi_on_reject"], "mi_charge_first": PROTEIN["samplers"]["mi_charge_first"]}
-    )
+    return cli_flags(compare | PROTEIN["generate"] | mi_flags(PROTEIN["samplers"]))
 
 
 def protein_compare_parts():

@@ -21,7 +21,7 @@ rule label:
     params:
         options=lambda w: label_options(MI_CONFIG[w.domain], w.split),
         job=job_flags(),
-        tracking=tracking_flags("label"),
+        tracking=tracking_flags,
         model_dir=parent_dir("model"),
     wildcard_constraints:
         domain=DOMAINS,
@@ -34,7 +34,7 @@ rule label:
         mem_mb=lambda w: LABEL_RESOURCES[w.domain]["mem_mb"],
         runtime=lambda w: LABEL_RESOURCES[w.domain]["runtime"],
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi label --model {params.model_dir} --sequences {input.sequences} "
         "--shard {wildcards.shard} {params.options} --out {output} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
@@ -57,7 +57,7 @@ rule train_head:
     params:
         options=lambda w: cli_flags(MI_CONFIG[w.domain]["head"] | MI_CONFIG[w.domain]["head_train"]),
         job=job_flags(),
-        tracking=tracking_flags("train_head"),
+        tracking=tracking_flags,
         model_dir=parent_dir("model"),
         out_dir=parent_dir("meta"),
     wildcard_constraints:
@@ -69,7 +69,7 @@ rule train_head:
         mem_mb=8000,
         runtime=120,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi train-head --model {params.model_dir} --labels {input.train} "
         "--val {input.val} --test {input.test} --out {params.out_dir} --fidelity {output.fidelity} "
@@ -86,7 +86,7 @@ rule figure_scatter:
     log:
         f"{L}/figures/{{domain}}_scatter.log",
     params:
-        tracking=tracking_flags("figure_scatter"),
+        tracking=tracking_flags,
         model_dir=parent_dir("model"),
     wildcard_constraints:
         domain=DOMAINS,
@@ -95,7 +95,7 @@ rule figure_scatter:
         mem_mb=1000,
         runtime=10,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi figure-scatter --pairs {input.pairs} --fidelity {input.fidelity} "
         "--model {params.model_dir} --out {output} {params.tracking} > {log} 2>&1"

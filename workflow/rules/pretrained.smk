@@ -18,7 +18,7 @@ if PRETRAINED:
             f"{L}/{{domain}}/import_pretrained.log",
         params:
             source=lambda w, input: os.path.dirname(input.manifest),
-            tracking=tracking_flags("import_pretrained"),
+            tracking=tracking_flags,
             out_dir=parent_dir("meta"),
         wildcard_constraints:
             domain="|".join(PRETRAINED),
@@ -28,7 +28,7 @@ if PRETRAINED:
             mem_mb=1000,
             runtime=10,
         conda:
-            "../../envs/mdm-mi.yaml"
+            ENV
         shell:
             "python -m mdm_mi import-pretrained --source {params.source} --data {input.data} "
             "--out {params.out_dir} {params.tracking} > {log} 2>&1"

@@ -1,6 +1,6 @@
 # Proteins: data → protein MDM (a small ESM-C trained here or shipped, or ESM-C 300M) → probing labels →
-# MI head → unconditional generation with every sampler (one job per setting) → table. The data come
-# from one Pfam family (protein.data.source: family, rule prepare_family in family.smk) or from
+# MI head → unconditional generation with every sampler (one job per setting). The data come
+# from one Pfam family (protein.data.source: family, rule prepare_family in protein_family.smk) or from
 # UniRef50 + CATH (generic, rule protein_data below); both write the same files to {P}/data.
 
 P = f"{R}/protein"
@@ -34,7 +34,7 @@ if not FAMILY:
             f"{PL}/data.log",
         params:
             options=cli_flags({k: v for k, v in PROTEIN["data"].items() if k != "source"} | {"seed": config["seed"]}),
-            tracking=tracking_flags("protein_data"),
+            tracking=tracking_flags,
             out_dir=parent_dir("summary"),
         priority: 30  # seconds of work that unblock the protein chain: not queued behind the long jobs
         threads: 1
@@ -42,7 +42,7 @@ if not FAMILY:
             mem_mb=2000,
             runtime=20,
         conda:
-            "../../envs/mdm-mi.yaml"
+            ENV
         shell:
             "python -m mdm_mi protein-data --train-fasta {input.train} --reference-fasta {input.reference} "
             "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
@@ -62,7 +62,7 @@ if PROTEIN["backbone"] == "trained":
         params:
             options=cli_flags(PROTEIN["model"] | PROTEIN["train"] | ({"whole_sequences": True} if FAMILY else {})),
             job=job_flags(),
-            tracking=tracking_flags("protein_pretrain"),
+            tracking=tracking_flags,
             out_dir=parent_dir("meta"),
         threads: config["threads"]
         resources:
@@ -70,7 +70,7 @@ if PROTEIN["backbone"] == "trained":
             mem_mb=8000,
             runtime=600,
         conda:
-            "../../envs/mdm-mi.yaml"
+            ENV
         shell:
             "python -m mdm_mi protein-pretrain --train {input.train} --out {params.out_dir} "
             "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
@@ -91,7 +91,7 @@ elif PROTEIN["backbone"] == "esmc-300m":
                 mem_mb=2000,
                 runtime=60,
             conda:
-                "../../envs/mdm-mi.yaml"
+                ENV
             shell:
                 "python -m mdm_mi download-esmc --dest {params.dest} > {log} 2>&1"
 
@@ -104,15 +104,15 @@ elif PROTEIN["backbone"] == "esmc-300m":
         log:
             f"{PL}/import_esmc.log",
         params:
-            options=cli_flags({"hidden_layer": PROTEIN["model"]["hidden_layer"], "bf16": PROTEIN["bf16"]}),
-            tracking=tracking_flags("import_esmc"),
+            options=cli_flags({"hidden_layer": PROTEIN["model"]["hidden_layer"], "esmc_bf16": PROTEIN["esmc_bf16"]}),
+            tracking=tracking_flags,
             out_dir=parent_dir("meta"),
         threads: 1
         resources:
             mem_mb=8000,
             runtime=30,
         conda:
-            "../../envs/mdm-mi.yaml"
+            ENV
         shell:
             "python -m mdm_mi import-esmc --weights {input.weights} --out {params.out_dir} "
             "{params.options} {params.tracking} > {log} 2>&1"
@@ -135,7 +135,7 @@ rule generate:
         head=lambda w, input: f"--head {os.path.dirname(input.head)}" if input.head else "",
         options=cli_flags(PROTEIN["generate"]),
         job=job_flags(),
-        tracking=tracking_flags("generate"),
+        tracking=tracking_flags,
         model_dir=parent_dir("model"),
     priority: 5  # after the comparison's parts, before the chain's end: short jobs that fill the cores
     threads: 1
@@ -144,82 +144,8 @@ rule generate:
         mem_mb=8000,
         runtime=240,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi generate --model {params.model_dir} --reference {input.reference} "
         "--reference2 {input.reference2} --out {output.fasta} --summary {output.summary} {params.sampler} "
         "{params.head} {params.options} --quiet {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
-
-
-# sequential, then one job per calibrated family (mdm_mi.calibrate.Family.slug): decoded side by side
-PROTEIN_COMPARE_PARTS = protein_compare_parts()
-PROTEIN_MI_PARTS = [p for p in PROTEIN_COMPARE_PARTS if p.startswith("mi-l")]  # Algorithm 1 at each λ: the oracle's settings
-
-
-rule protein_compare_part:
-    input:
-        model=PROTEIN_MODEL,
-        head=PROTEIN_HEAD,
-        reference=f"{P}/data/reference.fasta",
-        tracking=TRACKING_READY,
-    output:
-        part=f"{P}/budgets/parts/{{part}}/part.json",
-        emb=f"{P}/budgets/parts/{{part}}/emb.npz",
-    log:
-        f"{PL}/budgets/{{part}}.log",
-    params:
-        options=protein_compare_flags(merge=False),
-        job=job_flags(),
-        tracking=tracking_flags("protein_compare_part"),
-        model_dir=parent_dir("model"),
-        head_dir=parent_dir("head"),
-        out_dir=parent_dir("part"),
-    wildcard_constraints:
-        part="|".join(map(re.escape, PROTEIN_COMPARE_PARTS)),
-    priority: lambda w: 9 if w.part == "sequential" else 10  # the critical path, ahead of the Sudoku comparisons; the short part last
-    threads: 1  # the parts decode side by side, and beside the Sudoku comparisons on 2 cores
-    resources:
-        gpu=1,
-        mem_mb=4000,
-        runtime=300,
-    conda:
-        "../../envs/mdm-mi.yaml"
-    shell:
-        "python -m mdm_mi protein-compare-part --part {wildcards.part} --model {params.model_dir} "
-        "--head {params.head_dir} --reference {input.reference} --out-dir {params.out_dir} {params.options} "
-        "{params.job} --threads {threads} {params.tracking} > {log} 2>&1"
-
-
-rule protein_compare:
-    input:
-        model=PROTEIN_MODEL,
-        head=PROTEIN_HEAD,
-        reference=f"{P}/data/reference.fasta",
-        parts=expand(f"{P}/budgets/parts/{{part}}/part.json", part=PROTEIN_COMPARE_PARTS),
-        tracking=TRACKING_READY,
-    output:
-        budgets=f"{P}/budgets/budgets.csv",
-        markdown=report(f"{P}/budgets/budgets.md", caption="../report/budgets.rst", category="Budgets"),
-        runs=f"{P}/budgets/runs.json",
-    log:
-        f"{PL}/budgets.log",
-    params:
-        options=protein_compare_flags(merge=True),
-        job=job_flags(),
-        tracking=tracking_flags("protein_compare"),
-        model_dir=parent_dir("model"),
-        head_dir=parent_dir("head"),
-        out_dir=parent_dir("budgets"),
-        parts=lambda w, input: " ".join(os.path.dirname(p) for p in input.parts),
-    priority: 10
-    threads: 1
-    resources:
-        gpu=1,  # embeds the reference with the backbone for the cluster-JSD bootstrap
-        mem_mb=4000,
-        runtime=60,
-    conda:
-        "../../envs/mdm-mi.yaml"
-    shell:
-        "python -m mdm_mi protein-compare --parts {params.parts} --model {params.model_dir} --head {params.head_dir} "
-        "--reference {input.reference} --out-dir {params.out_dir} {params.options} {params.job} "
-        "--threads {threads} {params.tracking} > {log} 2>&1"

@@ -20,14 +20,14 @@ rule protein_table:
     log:
         f"{PL}/table.log",
     params:
-        tracking=tracking_flags("protein_table"),
+        tracking=tracking_flags,
         model_dir=parent_dir("model"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi protein-table --inputs {input.summaries} --model {params.model_dir} "
         "--out {output.table} --markdown {output.markdown} {params.tracking} > {log} 2>&1"
@@ -42,14 +42,14 @@ rule protein_paper_table:
     log:
         f"{L}/figures/protein_paper_table.log",
     params:
-        tracking=tracking_flags("protein_paper_table"),
+        tracking=tracking_flags,
         model_dir=parent_dir("model"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi protein-paper-table --table {input.table} --model {params.model_dir} "
         "--out {output} {params.tracking} > {log} 2>&1"
@@ -64,14 +64,14 @@ rule figure_protein_speed_quality:
     log:
         f"{L}/figures/protein_speed_quality.log",
     params:
-        tracking=tracking_flags("figure_protein_speed_quality"),
+        tracking=tracking_flags,
         model_dir=parent_dir("model"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi figure-protein-speed-quality --table {input.table} --model {params.model_dir} "
         "--out {output} {params.tracking} > {log} 2>&1"
@@ -90,7 +90,7 @@ rule figure_protein_mi:
         f"{L}/figures/protein_mi_map.log",
     params:
         job=cli_flags({"device": config["device"], "seed": config["seed"]}),
-        tracking=tracking_flags("figure_protein_mi"),
+        tracking=tracking_flags,
         model_dir=parent_dir("model"),
         head_dir=parent_dir("head"),
     threads: 1
@@ -99,7 +99,7 @@ rule figure_protein_mi:
         mem_mb=4000,
         runtime=30,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi figure-protein-mi --model {params.model_dir} --head {params.head_dir} "
         "--generated {input.generated} --test {input.test} --out {output.png} --csv {output.csv} "

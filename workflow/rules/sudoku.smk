@@ -19,7 +19,7 @@ rule sudoku_data:
         f"{L}/sudoku/data.log",
     params:
         options=cli_flags(SUDOKU["data"] | {"seed": config["seed"]}),
-        tracking=tracking_flags("sudoku_data"),
+        tracking=tracking_flags,
         out_dir=parent_dir("summary"),
     priority: 30  # seconds of work that unblock the Sudoku chain: not queued behind the long jobs
     threads: 1
@@ -27,7 +27,7 @@ rule sudoku_data:
         mem_mb=2000,
         runtime=20,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi sudoku-data --radcliffe {input.radcliffe} --easy {input.easy} "
         "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
@@ -47,7 +47,7 @@ if SUDOKU["backbone"] == "trained":
         params:
             options=cli_flags(SUDOKU["model"] | SUDOKU["train"]),
             job=job_flags(),
-            tracking=tracking_flags("sudoku_pretrain"),
+            tracking=tracking_flags,
             out_dir=parent_dir("meta"),
         threads: config["threads"]
         resources:
@@ -55,7 +55,7 @@ if SUDOKU["backbone"] == "trained":
             mem_mb=8000,
             runtime=600,
         conda:
-            "../../envs/mdm-mi.yaml"
+            ENV
         shell:
             "python -m mdm_mi sudoku-pretrain --solutions {input.solutions} --out {params.out_dir} "
             "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
@@ -74,9 +74,9 @@ rule evaluate:
     params:
         sampler=lambda w: cli_flags(ALL_RUNS[w.sudoku_run]),
         head=lambda w, input: f"--head {os.path.dirname(input.head)}" if input.head else "",
-        batch=cli_flags({"batch_size": SUDOKU["eval"]["batch_size"]}),
+        options=cli_flags({k: v for k, v in SUDOKU["eval"].items() if k != "sets"}),
         job=job_flags(),
-        tracking=tracking_flags("evaluate"),
+        tracking=tracking_flags,
         model_dir=parent_dir("model"),
     threads: 1  # decoding jobs run side by side, one per core
     resources:
@@ -84,10 +84,10 @@ rule evaluate:
         mem_mb=4000,
         runtime=120,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi evaluate --model {params.model_dir} --puzzles {input.puzzles} "
-        "--out {output.summary} --per-puzzle {output.per_puzzle} {params.sampler} {params.head} {params.batch} "
+        "--out {output.summary} --per-puzzle {output.per_puzzle} {params.sampler} {params.head} {params.options} "
         "{params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 
@@ -100,13 +100,13 @@ rule sudoku_table:
     log:
         f"{L}/sudoku/table.log",
     params:
-        tracking=tracking_flags("sudoku_table"),
+        tracking=tracking_flags,
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi sudoku-table --inputs {input} --out {output.table} --markdown {output.markdown} "
         "{params.tracking} > {log} 2>&1"

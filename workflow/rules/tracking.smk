@@ -11,7 +11,7 @@ rule init_tracking:
         mem_mb=1000,
         runtime=10,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi init-tracking --uri {params.uri} --experiment-name {params.experiment} "
         "--out {output} > {log} 2>&1"

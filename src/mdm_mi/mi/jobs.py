@@ -115,7 +115,7 @@ class TrainHeadArgs:
     seed: int = field(metadata=_h("random seed"))
     device: str = field(metadata=_h("auto | cpu | cuda"))
     threads: int = field(metadata=_h("torch CPU threads"))
-    distance_buckets: int = field(default=0, metadata=_h("learned score per separation |i-j| < K (0 = none)"))
+    distance_buckets: int = field(metadata=_h("learned score per separation |i-j| < K (0 = none)"))
 
 
 MAX_SCATTER_PAIRS = 20000  # test pairs written for the scatter figure

@@ -33,14 +33,13 @@ SEQUENTIAL = "sequential"
 @dataclass(frozen=True)
 class ProteinCompareSpec:
     """n test sequences, calib_n calibration sequences, budgets, sampling temperature, k-means k,
-    bootstrap replicates, batch size and seed."""
+    batch size and seed."""
 
     n: int
     calib_n: int
     divisors: tuple[int, ...]
     temperature: float
     clusters: int
-    bootstrap: int
     batch_size: int
     seed: int
 

@@ -16,16 +16,17 @@ generated sequences under ``fasta/``. The workflow splits the decoding into one 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.calibrate import DIVISORS, standard_families
+from mdm_mi.calibrate import standard_families
 from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json, write_text
 from mdm_mi.protein.compare import PART_FILE, read_parts, run_fasta, write_part
+from mdm_mi.protein.decode_flags import GenerateFlags
 from mdm_mi.runtime import resolve_device, setup
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",
@@ -33,40 +34,49 @@ ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_secon
 MAX_PROTEIN_TOKENS = 100  # longest generated protein (reference lengths 50-100): naive k's upper end
 
 
+@dataclass(frozen=True, kw_only=True)
+class ProteinCompareFlags(GenerateFlags):
+    """What makes one comparison, given to each part and the merge: config ``protein.compare`` (but the
+    merge's bootstrap), the MI-guided rule's ``protein.samplers`` settings and ``protein.generate``
+    (inherited, with the schema's defaults); the rest has no default."""
+
+    calib_n: int = field(metadata=_h("calibration sequences (their lengths drawn apart from the test's)"))
+    divisors: tuple[int, ...] = field(metadata=_h("budgets: sequential's passes ÷ each"))
+    mi_lambda: tuple[float, ...] = field(metadata=_h("MI-guided λ values"))
+    on_reject: str = field(metadata=_h("MI-guided: skip | stop at a rejected candidate"))
+    charge_first: bool = field(metadata=_h("MI-guided: charge the first token's entropy to γ"))
+    indep_tau: tuple[float, ...] = field(metadata=_h("mi-indep: pair caps τ (nats); none: no mi-indep", empty=True))
+    two_budget_delta: tuple[float, ...] = field(metadata=_h("mi-2b: dependence budgets δ (nats); none: no mi-2b",
+                                                           empty=True))
+
+
 @dataclass(frozen=True)
-class ProteinCompareArgs:
+class ProteinCompareBase(ProteinCompareFlags):
+    """The arguments of both verbs: the flags, the inputs and the output folder, seed and device."""
+
     model: Path = field(metadata=_h("protein backbone checkpoint folder"))
     head: Path = field(metadata=_h("MI head checkpoint folder"))
     reference: Path = field(metadata=_h("reference FASTA: lengths are drawn from it and JSD is taken against it"))
     out_dir: Path = field(metadata=_h("output folder"))
-    n: int = field(default=500, metadata=_h("test sequences per sampler setting"))
-    calib_n: int = field(default=100, metadata=_h("calibration sequences (their lengths drawn apart from the test's)"))
-    divisors: tuple[int, ...] = field(default=DIVISORS, metadata=_h("budgets: sequential's passes ÷ each"))
-    mi_lambda: tuple[float, ...] = field(default=(1.0,), metadata=_h("MI-guided λ values"))
-    mi_on_reject: str = field(default="skip", metadata=_h("MI-guided: skip | stop"))
-    mi_charge_first: bool = field(default=False, metadata=_h("MI-guided: charge the first token"))
-    indep_tau: tuple[float, ...] = field(default=(), metadata=_h("mi-indep: pair caps τ (nats)"))
-    two_budget_delta: tuple[float, ...] = field(default=(), metadata=_h("mi-2b: dependence budgets δ (nats)"))
-    temperature: float = field(default=1.0, metadata=_h("sampling temperature"))
-    clusters: int = field(default=15, metadata=_h("k-means clusters of the JSD (paper: 15)"))
-    embed_layer: int | None = field(default=None, metadata=_h("embedder block mean-pooled for the metric (default: its output after the final norm)"))
-    bootstrap: int = field(default=200, metadata=_h("whole-metric bootstrap replicates (k-means refit in each)"))
-    batch_size: int = field(default=128, metadata=_h("sequences decoded together"))
-    bf16: bool = field(default=False, metadata=_h("decode under bf16 autocast (~1.6× faster per pass on an AMX-BF16 CPU); labels, oracle probes and the metric's embedder stay fp32"))
     seed: int = field(default=0, metadata=_h("random seed"))
     device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
     threads: int = field(default=1, metadata=_h("torch CPU threads"))
+
+
+@dataclass(frozen=True)
+class ProteinCompareArgs(ProteinCompareBase):
+    bootstrap: int = field(kw_only=True, metadata=_h("whole-metric bootstrap replicates (k-means refit in each)"))
     parts: tuple[Path, ...] = field(default=(), metadata=_h(
         "protein-compare-part folders to merge (one per part: sequential and each family); none: decode every part here"))
 
 
 @dataclass(frozen=True)
-class ProteinComparePartArgs(ProteinCompareArgs):
+class ProteinComparePartArgs(ProteinCompareBase):
     part: str = field(kw_only=True, metadata=_h(
         "the part to run: 'sequential', or one calibrated family by its slug (naive, eb, threshold, mi-l1, ...)"))
 
 
-def _check(args: ProteinCompareArgs) -> list[str]:
+def _check(args: ProteinCompareBase) -> list[str]:
     """One-line errors for bad arguments → the reference sequences."""
     from mdm_mi.protein.fasta import read_fasta, validate_sequence
 
@@ -77,26 +87,26 @@ def _check(args: ProteinCompareArgs) -> list[str]:
     return [validate_sequence(s, name=h) for h, s in read_fasta(args.reference)]
 
 
-def _spec(args: ProteinCompareArgs):
+def _spec(args: ProteinCompareBase):
     from mdm_mi.protein.compare import ProteinCompareSpec
 
     return ProteinCompareSpec(args.n, args.calib_n, tuple(args.divisors), args.temperature, args.clusters,
-                              args.bootstrap, args.batch_size, args.seed)
+                              args.batch_size, args.seed)
 
 
-def _families(args: ProteinCompareArgs):
-    return standard_families(MAX_PROTEIN_TOKENS, args.mi_lambda, args.mi_on_reject, args.mi_charge_first,
+def _families(args: ProteinCompareBase):
+    return standard_families(MAX_PROTEIN_TOKENS, args.mi_lambda, args.on_reject, args.charge_first,
                              args.indep_tau, args.two_budget_delta)
 
 
-def part_names(args: ProteinCompareArgs) -> list[str]:
+def part_names(args: ProteinCompareBase) -> list[str]:
     """The parts of this comparison: sequential, then every calibrated family's slug."""
     from mdm_mi.protein.compare import SEQUENTIAL
 
     return [SEQUENTIAL] + [f.slug for f in _families(args)]
 
 
-def _load(args: ProteinCompareArgs, reference: list[str]):
+def _load(args: ProteinCompareBase, reference: list[str]):
     """Backbone, the head's pairwise function and the JSD scorer (k-means fitted on the reference)."""
     from mdm_mi.backbone import for_decoding
     from mdm_mi.domain import load_backbone
@@ -112,7 +122,7 @@ def _load(args: ProteinCompareArgs, reference: list[str]):
     return for_decoding(backbone, args.bf16), head_pairwise_fn(head), Scorer(embedder, reference, args.clusters, args.seed)
 
 
-def _run_parts(args: ProteinCompareArgs, names: list[str], reference: list[str], loaded) -> dict[str, dict]:
+def _run_parts(args: ProteinCompareBase, names: list[str], reference: list[str], loaded) -> dict[str, dict]:
     """The runs of the named parts, decoded here with ``loaded`` (:func:`_load`'s triple) → run id →
     run (see :func:`mdm_mi.protein.compare.run_part`)."""
     from mdm_mi.protein.compare import SEQUENTIAL, run_part
@@ -130,8 +140,6 @@ def protein_compare_part(args: ProteinComparePartArgs, tracker) -> None:
     setup(args.threads, args.seed)
     reference = _check(args)
     names = part_names(args)
-    if args.parts:
-        raise InputError("--parts is protein-compare's (the merge); protein-compare-part runs one --part")
     if args.part not in names:
         raise InputError(f"unknown --part {args.part!r}; this comparison's parts: {', '.join(names)}")
     t0 = time.time()
@@ -166,11 +174,12 @@ def protein_compare(args: ProteinCompareArgs, tracker) -> None:
 
 # --- parts on disk ------------------------------------------------------------------------------------
 
-PART_KEYS = ("n", "calib_n", "divisors", "mi_lambda", "mi_on_reject", "mi_charge_first", "indep_tau",
-             "two_budget_delta", "temperature", "clusters", "embed_layer", "bf16", "seed")  # what makes parts one comparison
+# What makes parts one comparison: every ProteinCompareFlags setting but how many sequences decode
+# together (a part's runs do not change with it), and the seed.
+PART_KEYS = (*(f.name for f in fields(ProteinCompareFlags) if f.name != "batch_size"), "seed")
 
 
-def _part_key(args: ProteinCompareArgs) -> dict:
+def _part_key(args: ProteinCompareBase) -> dict:
     """The settings every part of one comparison shares (the model, head and reference are the rule's inputs)."""
     return {k: list(v) if isinstance(v, tuple) else v for k, v in ((k, getattr(args, k)) for k in PART_KEYS)}
 

@@ -17,25 +17,20 @@ import torch
 from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json
+from mdm_mi.protein.decode_flags import GenerateFlags
 from mdm_mi.sampler_table import SamplerFlags
 from mdm_mi.user_common import ModelFlags
 
 
 @dataclass(frozen=True)
-class GenerateArgs(SamplerFlags, ModelFlags):
+class GenerateArgs(SamplerFlags, GenerateFlags, ModelFlags):
     out: Path = field(default=Path("generated.fasta"), metadata=_h("output FASTA"))
-    n: int = field(default=10, metadata=_h("number of sequences"))
     min_length: int = field(default=50, metadata=_h("shortest length (without --reference)"))
     max_length: int = field(default=100, metadata=_h("longest length (without --reference)"))
     reference: Path | None = field(default=None, metadata=_h("FASTA: draw lengths from it and score against it"))
     reference2: Path | None = field(default=None, metadata=_h("second reference draw: JSD/composition check"))
-    clusters: int = field(default=15, metadata=_h("k-means clusters of the JSD metric (paper: 15)"))
-    embed_layer: int | None = field(default=None, metadata=_h("embedder block mean-pooled for the metric (default: its output after the final norm)"))
     embedder: Path | None = field(default=None, metadata=_h("model folder embedding for the metric (default: --model)"))
     summary: Path | None = field(default=None, metadata=_h("summary JSON (passes and metrics)"))
-    temperature: float = field(default=1.0, metadata=_h("sampling temperature (0 = argmax)"))
-    batch_size: int = field(default=128, metadata=_h("sequences decoded together"))
-    bf16: bool = field(default=False, metadata=_h("decode under bf16 autocast (~1.6× faster per pass on an AMX-BF16 CPU); labels, oracle probes and the metric's embedder stay fp32"))
     seed: int = field(default=0, metadata=_h("random seed"))
 
 

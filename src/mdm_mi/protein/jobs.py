@@ -130,7 +130,7 @@ class ImportEsmcArgs:
     weights: Path = field(metadata=_h("ESM-C 300M weights file (.pth or .safetensors)"))
     out: Path = field(metadata=_h("model folder to write (meta.json referencing the weights)"))
     hidden_layer: int = field(default=-1, metadata=_h("block whose output the MI head reads"))
-    bf16: bool = field(default=False, metadata=_h("bf16 autocast on CUDA"))
+    esmc_bf16: bool = field(default=False, metadata=_h("ESM-C's own precision: bf16 autocast on CUDA (CPU stays fp32)"))
     check: bool = field(default=True, metadata=_h("load the weights once to check them"))
 
 
@@ -142,5 +142,5 @@ def import_esmc(args: ImportEsmcArgs, tracker) -> None:
         raise InputError(f"ESM-C weights file not found: {args.weights} (protein.esmc_weights)")
     if args.check:
         load_esmc(args.weights, **ESMC_300M_DIMS)  # one-line CheckpointError if wrong
-    write_300m_meta(args.out, args.weights, args.hidden_layer, args.bf16)
+    write_300m_meta(args.out, args.weights, args.hidden_layer, args.esmc_bf16)
     tracker.log_params(dataclasses.asdict(args))

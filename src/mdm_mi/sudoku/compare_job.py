@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.calibrate import DIVISORS, standard_families
+from mdm_mi.calibrate import standard_families
 from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_text
@@ -36,17 +36,19 @@ class CompareArgs:
     set: str = field(metadata=_h("hard | graded | levels | easy"))
     out_dir: Path = field(metadata=_h("output folder"))
     calib_puzzles: int = field(metadata=_h("calibration puzzles per set (disjoint from the test puzzles)"))
+    divisors: tuple[int, ...] = field(metadata=_h("budgets: sequential's passes ÷ each"))
+    mi_lambda: tuple[float, ...] = field(metadata=_h("MI-guided λ values"))
+    on_reject: str = field(metadata=_h("MI-guided: skip | stop at a rejected candidate"))
+    charge_first: bool = field(metadata=_h("MI-guided: charge the first token's entropy to γ"))
+    indep_tau: tuple[float, ...] = field(metadata=_h("mi-indep: pair caps τ (nats), each calibrated; none: no mi-indep",
+                                                    empty=True))
+    two_budget_delta: tuple[float, ...] = field(metadata=_h("mi-2b: dependence budgets δ (nats); none: no mi-2b",
+                                                           empty=True))
+    bootstrap: int = field(metadata=_h("paired-bootstrap replicates of the curve bands"))
+    batch_size: int = field(metadata=_h("puzzles decoded together"))
     test_puzzles: int | None = field(default=None, metadata=_h("hard, levels, easy: at most this many test puzzles"))
     graded_givens: tuple[int, ...] = field(default=(), metadata=_h("graded: givens of its levels"))
     graded_per_level: int | None = field(default=None, metadata=_h("graded: test puzzles per level"))
-    divisors: tuple[int, ...] = field(default=DIVISORS, metadata=_h("budgets: sequential's passes ÷ each"))
-    mi_lambda: tuple[float, ...] = field(default=(1.0, 2.0), metadata=_h("MI-guided λ values"))
-    mi_on_reject: str = field(default="skip", metadata=_h("MI-guided: skip | stop"))
-    mi_charge_first: bool = field(default=False, metadata=_h("MI-guided: charge the first token"))
-    indep_tau: tuple[float, ...] = field(default=(), metadata=_h("mi-indep: pair caps τ (nats), each calibrated"))
-    two_budget_delta: tuple[float, ...] = field(default=(), metadata=_h("mi-2b: dependence budgets δ (nats)"))
-    bootstrap: int = field(default=1000, metadata=_h("paired-bootstrap replicates of the curve bands"))
-    batch_size: int = field(default=500, metadata=_h("puzzles decoded together"))
     seed: int = field(default=0, metadata=_h("random seed (splits, bootstrap)"))
     device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
     threads: int = field(default=1, metadata=_h("torch CPU threads"))
@@ -77,7 +79,7 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
     out = Path(args.out_dir)
     write_puzzle_csv(out / "calib.csv", calib)
     write_puzzle_csv(out / "test.csv", test)
-    families = standard_families(SUDOKU_CELLS, args.mi_lambda, args.mi_on_reject, args.mi_charge_first,
+    families = standard_families(SUDOKU_CELLS, args.mi_lambda, args.on_reject, args.charge_first,
                                  args.indep_tau, args.two_budget_delta)
     decoder = Decoder(model, head_pairwise_fn(head), args.batch_size, args.seed)
     t0 = time.time()

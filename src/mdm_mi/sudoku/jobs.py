@@ -124,7 +124,7 @@ class EvaluateArgs(SamplerFlags, ModelFlags):
                                        "(a protein FASTA reference is scored by generate --reference)"))
     out: Path | None = field(default=None, metadata=_h("summary JSON (default: none; the table is printed)"))
     per_puzzle: Path | None = field(default=None, metadata=_h("per-puzzle CSV (default: none)"))
-    batch_size: int = field(default=200, metadata=_h("puzzles decoded together"))
+    batch_size: int = field(default=1000, metadata=_h("puzzles decoded together"))
     seed: int = field(default=0, metadata=_h("random seed"))
 
 

@@ -5,7 +5,8 @@ It answers what stands between MI-guided decoding and sequential accuracy at a b
 head to oracle is what a perfect head would add; the gap from oracle to sequential is the rule's.
 
     python -m mdm_mi sudoku-oracle-ceiling --model results/x/sudoku/model \
-        --compare-dir results/x/sudoku/budgets/hard --divisors 5 8 --puzzles 100 --out-dir ...
+        --compare-dir results/x/sudoku/budgets/hard --divisors 5 8 --puzzles 100 --tol 1e-3 --batch-size 100 \
+        --out-dir ...
 
 Writes ``ceiling.json`` (per-divisor settings, accuracies, passes, paired differences, seconds) and
 ``ceiling.md``. The oracle's probing passes are not counted (as in :mod:`mdm_mi.mi.guided`).
@@ -37,7 +38,7 @@ class CeilingArgs:
     divisors: tuple[int, ...] = field(metadata=_h("budgets (sequential's passes ÷ d) at which to run the oracle"))
     puzzles: int = field(metadata=_h("test puzzles decoded with the oracle (a seeded subset)"))
     tol: float = field(metadata=_h("certified probing tolerance (nats)"))
-    batch_size: int = field(default=100, metadata=_h("puzzles decoded together"))
+    batch_size: int = field(metadata=_h("puzzles decoded together"))
     seed: int = field(default=0, metadata=_h("random seed of the subset"))
     device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
     threads: int = field(default=1, metadata=_h("torch CPU threads"))

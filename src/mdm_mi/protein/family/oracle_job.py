@@ -14,7 +14,7 @@ scored the same way on as many sequences.
 
     python -m mdm_mi protein-oracle-ceiling --model results/x/protein/model --head results/x/protein/head \
         --budgets-dir results/x/protein/budgets --data-dir results/x/protein/data --divisors 4 --n 24 \
-        --tol 1e-3 --out-dir results/x/protein/ceiling
+        --tol 1e-3 --batch-size 16 --out-dir results/x/protein/ceiling
 
 Writes ``ceiling.json`` and ``ceiling.md``. The oracle's probing passes are not counted (as in
 :mod:`mdm_mi.mi.guided`).
@@ -31,6 +31,7 @@ import numpy as np
 from mdm_mi.errors import InputError
 from mdm_mi.flags import h as _h
 from mdm_mi.io import read_json, write_json, write_text
+from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.runtime import resolve_device, setup
 from mdm_mi.stats import mean_ci
 
@@ -40,7 +41,7 @@ LENGTH_STREAM = 8  # rng stream of the lengths (protein-compare uses 5 and 6)
 
 
 @dataclass(frozen=True)
-class ProteinCeilingArgs:
+class ProteinCeilingArgs(DecodeFlags):
     model: Path = field(metadata=_h("protein backbone checkpoint folder"))
     head: Path = field(metadata=_h("MI head folder (train-head)"))
     data_dir: Path = field(metadata=_h("prepare-family's folder (splits, ceiling.fasta, floor.fasta)"))
@@ -48,12 +49,10 @@ class ProteinCeilingArgs:
     divisors: tuple[int, ...] = field(metadata=_h("budgets (sequential's passes ÷ d) at which to run the oracle"))
     n: int = field(metadata=_h("sequences per arm (lengths drawn from the reference)"))
     tol: float = field(metadata=_h("certified probing tolerance (nats)"))
+    batch_size: int = field(metadata=_h("sequences decoded together"))
     budgets_dir: Path | None = field(default=None, metadata=_h("a protein-compare output folder (runs.json)"))
     parts: tuple[Path, ...] = field(default=(), metadata=_h(
         "instead of --budgets-dir: the MI-guided protein-compare-part folders (the oracle need not wait for the merge)"))
-    temperature: float = field(default=1.0, metadata=_h("sampling temperature"))
-    batch_size: int = field(default=16, metadata=_h("sequences decoded together"))
-    bf16: bool = field(default=False, metadata=_h("decode under bf16 autocast, as the comparison did; the oracle's probes stay fp32"))
     seed: int = field(default=0, metadata=_h("random seed"))
     device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
     threads: int = field(default=1, metadata=_h("torch CPU threads"))

@@ -1,7 +1,6 @@
-# Calibrated budgets: every sampler bisected to sequential's passes ÷ 2…10 on a calibration split,
+# Calibrated budgets (Sudoku): every sampler bisected to sequential's passes ÷ 2…10 on a calibration split,
 # decoded on a disjoint test split, compared pairwise (per set), then one who-wins summary.
 COMPARE = SUDOKU["compare"]
-
 
 
 rule sudoku_compare:
@@ -21,15 +20,9 @@ rule sudoku_compare:
     log:
         f"{L}/sudoku/budgets/{{cset}}.log",
     params:
-        options=lambda w: cli_flags(
-            {k: COMPARE[k] for k in ("calib_puzzles", "divisors", "mi_lambda", "bootstrap", "batch_size")}
-            | set_size_flags(w.cset)
-            | rule_family_flags(w.cset)
-            | {"mi_on_reject": SUDOKU["samplers"]["mi_on_reject"],
-               "mi_charge_first": SUDOKU["samplers"]["mi_charge_first"]}
-        ),
+        options=lambda w: sudoku_compare_flags(w.cset),
         job=job_flags(),
-        tracking=tracking_flags("sudoku_compare"),
+        tracking=tracking_flags,
         model_dir=parent_dir("model"),
         head_dir=parent_dir("head"),
         out_dir=parent_dir("budgets"),
@@ -42,7 +35,7 @@ rule sudoku_compare:
         mem_mb=4000,
         runtime=240,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi sudoku-compare --model {params.model_dir} --head {params.head_dir} "
         "--radcliffe {input.radcliffe} --easy {input.easy} --set {wildcards.cset} --out-dir {params.out_dir} "
@@ -58,13 +51,13 @@ rule sudoku_budgets:
     log:
         f"{L}/sudoku/budgets.log",
     params:
-        tracking=tracking_flags("sudoku_budgets"),
+        tracking=tracking_flags,
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi sudoku-budgets --inputs {input.budgets} --out {output} {params.tracking} > {log} 2>&1"
 
@@ -81,11 +74,9 @@ rule sudoku_oracle_ceiling:
     log:
         f"{L}/sudoku/ceiling/{{cset}}.log",
     params:
-        options=cli_flags(
-            {"divisors": COMPARE["oracle_divisors"], "puzzles": COMPARE["oracle_puzzles"], "tol": COMPARE["oracle_tol"]}
-        ),
+        options=cli_flags(prefixed(COMPARE, "oracle_")),
         job=job_flags(),
-        tracking=tracking_flags("sudoku_oracle_ceiling"),
+        tracking=tracking_flags,
         model_dir=parent_dir("model"),
         compare_dir=parent_dir("runs"),
         out_dir=parent_dir("json"),
@@ -95,7 +86,7 @@ rule sudoku_oracle_ceiling:
         mem_mb=4000,
         runtime=600,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi sudoku-oracle-ceiling --model {params.model_dir} --compare-dir {params.compare_dir} "
         "--out-dir {params.out_dir} {params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"

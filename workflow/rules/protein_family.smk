@@ -1,7 +1,8 @@
 # One protein family (protein.data.source: family): its data in place of the generic set (rule
 # prepare_family writes the files of rule protein_data, so the protein rules run unchanged), then every
 # generated set scored against the family (profile HMM, realigned column statistics, diversity), beside
-# a natural ceiling and a site-independent floor drawn once by prepare_family, in one table.
+# a natural ceiling and a site-independent floor drawn once by prepare_family, in one table; the
+# co-variation of the calibrated comparison (protein_budgets.smk) at each budget.
 
 FAMILY_ROWS = [*PROTEIN_RUNS, "ceiling", "floor"]  # a sampler run, or one of the two reference rows
 FAMILY_SPLITS = expand(f"{P}/data/{{s}}.a2m", s=["train", "val", "reference"])
@@ -34,7 +35,7 @@ if FAMILY:
                 {k: PROTEIN["data"][k] for k in ("n_train_contexts", "n_heldout_contexts")}
                 | {"identity": PROTEIN["family"]["identity"], "n_score": PROTEIN["generate"]["n"], "seed": config["seed"]}
             ),
-            tracking=tracking_flags("prepare_family"),
+            tracking=tracking_flags,
             out_dir=parent_dir("summary"),
         priority: 30  # seconds of work that unblock the protein chain: not queued behind the long jobs
         threads: 1
@@ -42,7 +43,7 @@ if FAMILY:
             mem_mb=2000,
             runtime=20,
         conda:
-            "../../envs/mdm-mi.yaml"
+            ENV
         shell:
             "python -m mdm_mi prepare-family --a2m {input.a2m} --out-dir {params.out_dir} {params.options} "
             "{params.tracking} > {log} 2>&1"
@@ -61,7 +62,7 @@ if FAMILY:
         params:
             summary=lambda w, input: f"--summary {input.summary}" if input.summary else "",
             options=cli_flags({"clusters": PROTEIN["generate"]["clusters"], "seed": config["seed"]}),
-            tracking=tracking_flags("family_score"),
+            tracking=tracking_flags,
             data_dir=parent_dir("data"),
         wildcard_constraints:
             family_row="|".join(map(re.escape, FAMILY_ROWS)),
@@ -70,7 +71,7 @@ if FAMILY:
             mem_mb=2000,
             runtime=20,
         conda:
-            "../../envs/mdm-mi.yaml"
+            ENV
         shell:
             "python -m mdm_mi family-score --fasta {input.fasta} {params.summary} --row {wildcards.family_row} "
             "--data-dir {params.data_dir} {params.options} --out {output} {params.tracking} > {log} 2>&1"
@@ -86,7 +87,7 @@ if FAMILY:
             f"{PL}/family/loss.log",
         params:
             job=job_flags(),
-            tracking=tracking_flags("family_loss"),
+            tracking=tracking_flags,
             model_dir=parent_dir("model"),
             data_dir=parent_dir("data"),
         threads: config["threads"]
@@ -95,7 +96,7 @@ if FAMILY:
             mem_mb=2000,
             runtime=20,
         conda:
-            "../../envs/mdm-mi.yaml"
+            ENV
         shell:
             "python -m mdm_mi family-loss --model {params.model_dir} --data-dir {params.data_dir} --out {output} "
             "{params.job} --threads {threads} {params.tracking} > {log} 2>&1"
@@ -111,14 +112,14 @@ if FAMILY:
         log:
             f"{PL}/family/table.log",
         params:
-            tracking=tracking_flags("family_table"),
+            tracking=tracking_flags,
             model_dir=parent_dir("model"),
         threads: 1
         resources:
             mem_mb=1000,
             runtime=10,
         conda:
-            "../../envs/mdm-mi.yaml"
+            ENV
         shell:
             "python -m mdm_mi family-table --inputs {input.scores} --loss {input.loss} --model {params.model_dir} "
             "--out {output.table} --markdown {output.markdown} {params.tracking} > {log} 2>&1"
@@ -137,7 +138,7 @@ if FAMILY:
             f"{PL}/family/compare.log",
         params:
             options=cli_flags({"bootstrap": PROTEIN["family"]["bootstrap"], "seed": config["seed"]}),
-            tracking=tracking_flags("family_compare"),
+            tracking=tracking_flags,
             budgets_dir=parent_dir("runs"),
             data_dir=parent_dir("data"),
             out_dir=parent_dir("table"),
@@ -147,50 +148,10 @@ if FAMILY:
             mem_mb=2000,
             runtime=60,
         conda:
-            "../../envs/mdm-mi.yaml"
+            ENV
         shell:
             "python -m mdm_mi family-compare --budgets-dir {params.budgets_dir} --data-dir {params.data_dir} "
             "--out-dir {params.out_dir} {params.options} --threads {threads} {params.tracking} > {log} 2>&1"
-
-    rule protein_oracle_ceiling:
-        """The MI oracle (certified probing MI in Algorithm 1) beside the head and sequential, per sequence."""
-        input:
-            model=PROTEIN_MODEL,
-            head=PROTEIN_HEAD,
-            parts=expand(f"{P}/budgets/parts/{{part}}/part.json", part=PROTEIN_MI_PARTS),
-            splits=FAMILY_SPLITS,
-            data=f"{P}/data/summary.json",
-            tracking=TRACKING_READY,
-        output:
-            json=f"{P}/ceiling/ceiling.json",
-            markdown=report(f"{P}/ceiling/ceiling.md", caption="../report/family_table.rst", category="Budgets"),
-        log:
-            f"{PL}/ceiling.log",
-        params:
-            options=cli_flags(
-                {"divisors": PROTEIN["family"]["oracle_divisors"], "n": PROTEIN["family"]["oracle_n"],
-                 "tol": PROTEIN["family"]["oracle_tol"], "temperature": PROTEIN["generate"]["temperature"],
-                 "bf16": PROTEIN["generate"]["bf16"]}
-            ),
-            job=job_flags(),
-            tracking=tracking_flags("protein_oracle_ceiling"),
-            model_dir=parent_dir("model"),
-            head_dir=parent_dir("head"),
-            parts=lambda w, input: " ".join(os.path.dirname(p) for p in input.parts),
-            data_dir=parent_dir("data"),
-            out_dir=parent_dir("json"),
-        priority: 10  # starts once the MI-guided parts are done, beside the other parts: not at the chain's end
-        threads: 1
-        resources:
-            gpu=1,
-            mem_mb=4000,
-            runtime=600,
-        conda:
-            "../../envs/mdm-mi.yaml"
-        shell:
-            "python -m mdm_mi protein-oracle-ceiling --model {params.model_dir} --head {params.head_dir} "
-            "--parts {params.parts} --data-dir {params.data_dir} --out-dir {params.out_dir} "
-            "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
     rule figure_family_covariation:
         input:
@@ -204,13 +165,13 @@ if FAMILY:
         log:
             f"{L}/figures/family_covariation.log",
         params:
-            tracking=tracking_flags("figure_family_covariation"),
+            tracking=tracking_flags,
         threads: 1
         resources:
             mem_mb=1000,
             runtime=10,
         conda:
-            "../../envs/mdm-mi.yaml"
+            ENV
         shell:
             "python -m mdm_mi figure-family-covariation --scores {input.scores} --runs {input.runs} "
             "--covariation {input.covariation} --ceiling {input.ceiling} --floor {input.floor} --out {output} "
@@ -226,13 +187,13 @@ if FAMILY:
         log:
             f"{L}/figures/family_pass_rate.log",
         params:
-            tracking=tracking_flags("figure_family_pass_rate"),
+            tracking=tracking_flags,
         threads: 1
         resources:
             mem_mb=1000,
             runtime=10,
         conda:
-            "../../envs/mdm-mi.yaml"
+            ENV
         shell:
             "python -m mdm_mi figure-family-pass-rate --inputs {input.inputs} --scores {input.scores} "
             "--runs {input.runs} --out {output} {params.tracking} > {log} 2>&1"
@@ -250,7 +211,7 @@ if FAMILY:
             f"{L}/figures/family_mi_map.log",
         params:
             job=cli_flags({"device": config["device"], "seed": config["seed"]}),
-            tracking=tracking_flags("figure_family_mi"),
+            tracking=tracking_flags,
             model_dir=parent_dir("model"),
             head_dir=parent_dir("head"),
             data_dir=parent_dir("data"),
@@ -260,7 +221,7 @@ if FAMILY:
             mem_mb=4000,
             runtime=30,
         conda:
-            "../../envs/mdm-mi.yaml"
+            ENV
         shell:
             "python -m mdm_mi figure-family-mi --model {params.model_dir} --head {params.head_dir} "
             "--data-dir {params.data_dir} --out {output.png} --csv {output.csv} {params.job} {params.tracking} "

@@ -1,4 +1,4 @@
-# Figures and tables from results already computed: `snakemake figures`.
+# Sudoku figures and tables from results already computed (part of `snakemake figures`).
 
 FIG = f"{R}/figures"
 SUDOKU_FIGURES = [
@@ -7,7 +7,6 @@ SUDOKU_FIGURES = [
     f"{FIG}/sudoku_mi_map.png",
     f"{FIG}/sudoku_head_scatter.png",
 ]
-FIGURES = [*SUDOKU_FIGURES, *PROTEIN_FIGURES]
 
 
 rule figure_speed_quality:
@@ -23,14 +22,14 @@ rule figure_speed_quality:
     log:
         f"{L}/figures/speed_quality_{{sudoku_set}}.log",
     params:
-        tracking=tracking_flags("figure_speed_quality"),
+        tracking=tracking_flags,
         model_dir=parent_dir("model"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi figure-speed-quality --table {input.table} --set {wildcards.sudoku_set} "
         "--model {params.model_dir} --out {output} {params.tracking} > {log} 2>&1"
@@ -45,14 +44,14 @@ rule paper_table:
     log:
         f"{L}/figures/paper_table.log",
     params:
-        tracking=tracking_flags("paper_table"),
+        tracking=tracking_flags,
         model_dir=parent_dir("model"),
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi paper-table --table {input.table} --set hard --model {params.model_dir} "
         "--out {output} {params.tracking} > {log} 2>&1"
@@ -70,7 +69,7 @@ rule figure_mi_map:
         f"{L}/figures/mi_map.log",
     params:
         job=cli_flags({"device": config["device"]}),
-        tracking=tracking_flags("figure_mi_map"),
+        tracking=tracking_flags,
         head_dir=parent_dir("head"),
         model_dir=parent_dir("model"),
     threads: config["threads"]
@@ -79,27 +78,8 @@ rule figure_mi_map:
         mem_mb=4000,
         runtime=30,
     conda:
-        "../../envs/mdm-mi.yaml"
+        ENV
     shell:
         "python -m mdm_mi figure-mi-map --model {params.model_dir} --head {params.head_dir} "
         "--puzzles {input.puzzles} --out {output.png} --csv {output.csv} {params.job} "
         "{params.tracking} > {log} 2>&1"
-
-
-rule figures:
-    input:
-        FIGURES,
-
-
-rule sudoku:
-    """One domain only: `snakemake sudoku` (the Sudoku table and figures) or `snakemake protein`."""
-    input:
-        rules.sudoku_table.output,
-        SUDOKU_FIGURES,
-
-
-rule protein:
-    input:
-        rules.protein_table.output,
-        FAMILY_TARGETS,
-        PROTEIN_FIGURES,

@@ -1,0 +1,36 @@
+"""The protein decoding flags: config ``protein.generate``, one dataclass field per key.
+
+:class:`DecodeFlags` is how every protein verb decodes (``generate``, ``protein-compare(-part)``,
+``protein-oracle-ceiling``); :class:`GenerateFlags` adds how many sequences, how many at once and how
+they are scored (``generate`` and the comparisons). The rules pass the whole section, so a key added
+to the schema and here reaches every one of them; the defaults are the schema's (a test checks).
+
+    class GenerateArgs(SamplerFlags, GenerateFlags, ModelFlags): ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mdm_mi.flags import h
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecodeFlags:
+    """How a protein is decoded (config ``protein.generate``)."""
+
+    temperature: float = field(default=1.0, metadata=h("sampling temperature (0 = argmax)"))
+    bf16: bool = field(default=False, metadata=h(
+        "decode under bf16 autocast (~1.6× faster per pass on an AMX-BF16 CPU); labels, oracle probes and the "
+        "metric's embedder stay fp32"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerateFlags(DecodeFlags):
+    """How many proteins are decoded, how many together, and the cluster-JSD metric that scores them."""
+
+    n: int = field(default=500, metadata=h("sequences generated (per sampler setting)"))
+    batch_size: int = field(default=128, metadata=h("sequences decoded together"))
+    clusters: int = field(default=15, metadata=h("k-means clusters of the JSD metric (paper: 15)"))
+    embed_layer: int | None = field(default=None, metadata=h(
+        "embedder block mean-pooled for the metric (default: its output after the final norm)"))
