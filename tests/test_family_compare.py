@@ -1,7 +1,7 @@
 """Co-variation at calibrated budgets: a natural set beats site-independent draws on corrected-MI r
 with an interval above 0, a set against itself differs by exactly 0 with a zero-width paired
-interval, sets of different sizes are refused, and every contender meets every baseline and
-sequential at each budget."""
+interval, sets of different sizes are refused, every contender meets every baseline and sequential
+at each budget, and a tabled difference is the reported one."""
 
 from __future__ import annotations
 
@@ -13,7 +13,15 @@ import pytest
 from mdm_mi.budgets import BEST_MI, SEQUENTIAL
 from mdm_mi.errors import InputError
 from mdm_mi.protein.family import alignment as fam
-from mdm_mi.protein.family.compare import METRICS, Reference, bootstrap_differences, covariation_budgets
+from mdm_mi.protein.family.compare import (
+    METRICS,
+    Reference,
+    covariation_budgets,
+    covariation_stats,
+    markdown,
+    paired_differences,
+    run_scores,
+)
 
 KUNITZ = Path(__file__).resolve().parents[1] / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"
 N = 150
@@ -31,40 +39,80 @@ def sets():
 
 def test_natural_beats_site_independent_draws_on_corrected_mi(sets):
     ref, cols = sets
-    out = bootstrap_differences(cols, ref, [("natural", "floor"), ("natural", "natural")], n_boot=20, seed=0)
+    out = paired_differences(cols, ref, [("natural", "floor"), ("natural", "natural")], seed=0)
     mi = out[("natural", "floor")]["corrected_mi_r"]
     assert mi["diff"] > 0.2 and mi["lo"] > 0 and mi["p_value"] < 0.05
     assert mi["value_first"] > mi["value_second"]
     same = out[("natural", "natural")]
     assert all(same[m]["diff"] == 0 for m in METRICS)
-    assert all(same[m]["lo"] == same[m]["hi"] == 0 for m in METRICS)  # paired: both halves are the same lengths
+    assert all(same[m]["lo"] == same[m]["hi"] == 0 for m in METRICS)  # paired: the same groups left out of both
 
 
-def test_half_sample_replicates_are_the_same_in_two_worker_processes(sets):
-    from mdm_mi.protein.family.compare import half_sample_metrics
-
+def test_set_stats_are_the_same_in_two_worker_processes(sets):
     ref, cols = sets
-    one = half_sample_metrics(cols, ref, n_boot=3, seed=0)
-    two = half_sample_metrics(cols, ref, n_boot=3, seed=0, workers=2)
-    assert one == two and len(two[1]["floor"]) == 3
+    one = covariation_stats(cols, ref, seed=0)
+    two = covariation_stats(cols, ref, seed=0, workers=2)
+    for k in cols:
+        assert one[k].value == two[k].value and one[k].n == two[k].n == N
+        assert all(np.array_equal(one[k].loo[m], two[k].loo[m]) for m in METRICS)
 
 
-def test_paired_half_samples_refuse_sets_of_different_sizes(sets):
+def test_paired_comparisons_refuse_sets_of_different_sizes(sets):
     ref, cols = sets
     with pytest.raises(InputError, match="one size"):
-        bootstrap_differences({"natural": cols["natural"], "floor": cols["floor"][:-1]}, ref,
-                              [("natural", "floor")], n_boot=2, seed=0)
+        paired_differences({"natural": cols["natural"], "floor": cols["floor"][:-1]}, ref,
+                           [("natural", "floor")], seed=0)
 
 
-def test_every_contender_meets_every_baseline_at_each_budget(sets):
-    ref, cols = sets
+def _budget_runs(cols):
     runs = {SEQUENTIAL: {"family": SEQUENTIAL, "divisor": 1, "mean_passes": 50.0}}
     for d in (2, 4):
         for family, score in (("eb", 0.0), ("mi λ=1", 0.2), ("mi λ=2", 0.1)):
             runs[f"{family}@1/{d}"] = {"family": family, "divisor": d, "mean_passes": 50.0 / d, "calib_score": score}
-    columns = {k: cols["natural"] if k.startswith("mi") else cols["floor"] for k in runs}
-    rows = covariation_budgets(runs, columns, ref, n_boot=5, seed=0)
+    return runs, {k: cols["natural"] if k.startswith("mi") else cols["floor"] for k in runs}
+
+
+def test_every_contender_meets_every_baseline_at_each_budget(sets):
+    ref, cols = sets
+    runs, columns = _budget_runs(cols)
+    rows = covariation_budgets(runs, covariation_stats(columns, ref, seed=0))
     pairs = {(r["divisor"], r["first"], r["second"], r["metric"]) for r in rows}
     firsts, seconds = ("mi λ=1", "mi λ=2", BEST_MI), ("eb", SEQUENTIAL)
     assert pairs == {(d, a, b, m) for d in (2, 4) for a in firsts for b in seconds for m in METRICS}
     assert all(r["verdict"] == "better" for r in rows if r["metric"] == "corrected_mi_r" and r["second"] != SEQUENTIAL)
+
+
+def test_a_tabled_difference_is_the_reported_difference(sets):
+    """scores.json's r of each run (the first table of covariation.md) are the values the differences
+    are taken of: same shuffles, same reference (until 2026-12-03 they were not, and a reported
+    difference could have the other sign from the tabled values')."""
+    ref, cols = sets
+    runs, columns = _budget_runs(cols)
+    runs = {k: v for k, v in runs.items() if k == SEQUENTIAL or v["family"] != "mi λ=2"}
+    columns = {k: columns[k] for k in runs}
+    columns["eb@1/4"] = [c[:-3] + "---" for c in cols["floor"]]  # another set: not a copy of eb@1/2
+    stats = covariation_stats(columns, ref, seed=0)
+    scores = {k: run_scores(stats[k], columns[k], ref, np.zeros(N), 0.0) for k in runs}
+    rows = covariation_budgets(runs, stats)
+    run_of = {(r["divisor"], r["family"]): k for k, r in runs.items()} | {(d, SEQUENTIAL): SEQUENTIAL for d in (2, 4)}
+    for row in rows:
+        first, second = (scores[run_of[(row["divisor"], f)]] for f in (row["first"].replace(BEST_MI, "mi λ=1"),
+                                                                     row["second"]))
+        assert row["value_first"] == first[row["metric"]] and row["value_second"] == second[row["metric"]]
+        assert row["diff"] == first[row["metric"]] - second[row["metric"]]
+        assert row["lo"] <= row["diff"] <= row["hi"]
+    text = markdown(runs, scores, rows, N)
+    eb4 = scores["eb@1/4"]["corrected_mi_r"]
+    assert f"{eb4:.3f} / " in text and "paired grouped jackknife" in text
+
+
+def test_small_sets_get_a_finite_interval_without_warnings(sets):
+    """16 sequences make two jackknife groups: no second-order correction (it needs four), t on 1 df."""
+    import warnings
+
+    ref, cols = sets
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = paired_differences({k: v[:16] for k, v in cols.items()}, ref, [("natural", "floor")], seed=0)
+    for r in out[("natural", "floor")].values():
+        assert np.isfinite([r["lo"], r["hi"], r["p_value"]]).all() and r["lo"] <= r["diff"] <= r["hi"]

@@ -137,13 +137,13 @@ if FAMILY:
         log:
             f"{PL}/family/compare.log",
         params:
-            options=cli_flags({"bootstrap": PROTEIN["family"]["bootstrap"], "seed": config["seed"]}),
+            options=cli_flags({"seed": config["seed"]}),
             tracking=tracking_flags,
             budgets_dir=parent_dir("runs"),
             data_dir=parent_dir("data"),
             out_dir=parent_dir("table"),
         priority: 10  # the protein chain is the run's critical path: ahead of the Sudoku comparisons
-        threads: 2  # the chain's last long job: its half-sample replicates split over two processes
+        threads: 2  # the chain's last long job: its sets' jackknife split over two processes
         resources:
             mem_mb=2000,
             runtime=60,

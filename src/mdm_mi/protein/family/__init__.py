@@ -2,8 +2,8 @@
 
 Library: :mod:`.alignment` (A2M records, identity-cluster splits, column baselines), :mod:`.metrics`
 (profile HMM, co-variation statistics, cluster JSD), :mod:`.pair_score`, :mod:`.loss` (held-out masked
-loss), :mod:`.scores` (a set's family scores and the family table), :mod:`.compare` (calibrated
-co-variation comparison), :mod:`.figures`. Verbs: :mod:`.jobs` (``prepare-family``, ``family-score``,
+loss), :mod:`.scores` (a set's family scores and the family table), :mod:`.jackknife` (grouped-jackknife
+replicates of a set's co-variation r's), :mod:`.compare` (calibrated co-variation comparison), :mod:`.figures`. Verbs: :mod:`.jobs` (``prepare-family``, ``family-score``,
 ``family-loss``, ``family-table``, ``family-compare``), :mod:`.figure_jobs` (``figure-family-*``),
 :mod:`.oracle_job` (``protein-oracle-ceiling``).
 """

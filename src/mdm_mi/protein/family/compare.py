@@ -1,16 +1,23 @@
 """Co-variation at calibrated budgets: the runs of ``protein-compare`` (one FASTA per calibrated
-setting) scored against a protein family, with bootstrap intervals of the differences.
+setting) scored against a protein family, with intervals of the differences.
 
 Every run is realigned to the training split's profile HMM (as the reference is) and scored on its
 first ``n`` sequences: the Pearson r with the reference of the bias-corrected column-pair MI (the
 metric that decoding dependent positions together should break), of the connected correlations
 C_ij (20×20 residue pairs) and of the site frequencies f_i, and the HMM pass rate. At each budget,
 ``mi*`` (the MI-guided λ chosen on calibration JSD by ``protein-compare``) minus each baseline gets a
-95% interval and a two-sided p from paired half-samples: every generated set is halved at the same
-test lengths (every sampler generated sequence ``i`` at the ``i``-th length); the reference is held
-fixed (see :func:`half_sample_metrics`, :func:`paired_difference`).
+95% interval and a two-sided p from a paired grouped jackknife (:func:`set_stats`,
+:func:`paired_difference`): every set's sequences fall into the same G groups by index (every sampler
+generated sequence ``i`` at the ``i``-th test length), each r is recomputed without each group and
+each two groups, and the difference's variance is the jackknife's less the second-order part it
+counts twice, with Student's t. The tabled r's are the same estimates (same shuffles, same
+reference), so a tabled difference is the reported one. The reference is held fixed: inference is
+conditional on it (``benchmarks/family_inference.py`` measures size and coverage with it fixed and
+redrawn).
 
-    rows = covariation_budgets(runs, columns, Reference.of(reference_columns, seed=0), n_boot=100, seed=0)
+    ref = Reference.of(reference_columns, seed=0)
+    stats = covariation_stats(columns, ref, seed=0)        # run id → SetStats
+    rows = covariation_budgets(runs, stats)
 """
 
 from __future__ import annotations
@@ -23,56 +30,73 @@ from mdm_mi.budgets import BEST_MI, SEQUENTIAL, by_budget, is_contender
 from mdm_mi.errors import InputError
 from mdm_mi.paired import ALPHA
 
-METRICS = ("corrected_mi_r", "c_ij_r")  # bootstrapped; higher is better
-BOOT_SHUFFLES = 1  # shuffles per bootstrap replicate for the MI bias correction (3 for point estimates)
+METRICS = ("corrected_mi_r", "c_ij_r")  # with intervals; higher is better
 FIELDS = ["set", "divisor", "metric", "first", "second", "n", "passes_first", "passes_second", "value_first",
           "value_second", "diff", "lo", "hi", "p_value", "verdict"]
 
 
 @dataclass(frozen=True)
 class Reference:
-    """The reference's side of every comparison, computed once: its realigned match columns, its
-    residue corrected MI at the bootstrap's and at the point estimates' shuffle counts, and its
-    residue connected correlations."""
+    """The reference's side of every comparison, computed once with the sets' own estimators: its
+    realigned match columns, its bias-corrected residue MI ``(P,)`` (block shuffles of its own
+    jackknife groups, :data:`~mdm_mi.protein.family.metrics.MI_SHUFFLES` of them) and its residue
+    connected correlations ``(P·400,)``."""
 
     columns: list[str]
-    mi_boot: np.ndarray
-    mi_point: np.ndarray
+    mi: np.ndarray
     cij: np.ndarray
 
     @classmethod
     def of(cls, columns: list[str], seed: int) -> "Reference":
-        from mdm_mi.protein.family import metrics as fm
+        from mdm_mi.protein.family import jackknife as jk
+        from mdm_mi.protein.family.alignment import encode_columns
+        from mdm_mi.protein.family.metrics import MI_SHUFFLES
 
-        return cls(columns, fm.corrected_mi(columns, seed, BOOT_SHUFFLES, residues_only=True),
-                   fm.corrected_mi(columns, seed, fm.MI_SHUFFLES, residues_only=True),
-                   fm.residue_correlations(columns))
+        codes = encode_columns(columns)
+        mi = jk.corrected_mi(codes, jk.group_labels(len(codes), seed), seed, MI_SHUFFLES)
+        return cls(columns, mi, jk.connected(codes))
 
 
-def metric_values(cols: list[str], ref: Reference, seed: int) -> dict[str, float]:
-    """The bootstrapped metrics of one set of match-column strings against the reference."""
-    from mdm_mi.protein.family import metrics as fm
+@dataclass(frozen=True)
+class SetStats:
+    """One set's :data:`METRICS` against the reference: the value every table prints, the same
+    without each jackknife group ``(G,)`` and without each two groups ``(G, G)``."""
 
-    return {"corrected_mi_r": fm.pearson(fm.corrected_mi(cols, seed, BOOT_SHUFFLES, residues_only=True), ref.mi_boot),
-            "c_ij_r": fm.pearson(fm.residue_correlations(cols), ref.cij)}
+    n: int
+    value: dict[str, float]
+    loo: dict[str, np.ndarray]
+    loo2: dict[str, np.ndarray]
+
+
+def set_stats(cols: list[str], ref: Reference, seed: int) -> SetStats:
+    """:class:`SetStats` of one set of match-column strings: corrected-MI r (the MI corrected by
+    ``MI_SHUFFLES`` shuffles within the groups, :func:`~mdm_mi.protein.family.jackknife.corrected_mi_jackknife`)
+    and C_ij r, each with its leave-one-group-out and leave-two-groups-out replicates. Groups and
+    shuffles depend on ``seed`` and the set's size only, so sets of one size are paired."""
+    from mdm_mi.protein.family import jackknife as jk
+    from mdm_mi.protein.family.alignment import encode_columns
+    from mdm_mi.protein.family.metrics import MI_SHUFFLES
+
+    codes = encode_columns(cols)
+    labels = jk.group_labels(len(codes), seed)
+    counts = jk.PairCounts.of(codes, labels)
+    mi, mi_loo, mi_loo2 = jk.corrected_mi_jackknife(codes, labels, seed, MI_SHUFFLES, counts)
+    pairs = mi_loo2.shape[0] >= 4  # fewer groups: too few for the second-order correction (stats.jackknife_t)
+    mi = [jk.pearson_rows(mi, ref.mi), jk.pearson_rows(mi_loo, ref.mi),
+          jk.pearson_rows(mi_loo2, ref.mi) if pairs else np.full(mi_loo2.shape[:2], np.nan)]
+    cij = jk.correlation_r_jackknife(codes, labels, ref.cij, counts)
+    return SetStats(len(codes), {"corrected_mi_r": float(mi[0]), "c_ij_r": cij[0]},
+                    {"corrected_mi_r": mi[1], "c_ij_r": cij[1]}, {"corrected_mi_r": mi[2], "c_ij_r": cij[2]})
+
+
+def _set_stats_task(task: tuple) -> SetStats:
+    """:func:`set_stats` of one (columns, reference, seed) task (a worker's)."""
+    return set_stats(*task)
 
 
 def run_id(run: dict) -> str:
     """protein-compare's id of a calibrated run (``mi*`` is the run of the λ it chose)."""
     return f"{run['family']}@1/{run['divisor']}"
-
-
-def half_samples(n: int, n_boot: int, seed: int) -> list[np.ndarray]:
-    """``n_boot`` seeded halves (``n // 2`` indices without replacement) of ``range(n)``, shared by
-    every set of a comparison."""
-    rng = np.random.default_rng([seed, 11])
-    return [rng.choice(n, size=n // 2, replace=False) for _ in range(n_boot)]
-
-
-def _replicates(task: tuple) -> list[dict]:
-    """One set's :func:`metric_values` on each half (a worker's task: columns, reference, halves, seed)."""
-    cols, ref, halves, seed = task
-    return [metric_values([cols[i] for i in idx], ref, seed) for idx in halves]
 
 
 BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -99,88 +123,80 @@ def _map(fn, tasks: list, workers: int) -> list:
                 os.environ[k] = v
 
 
-def half_sample_metrics(sets: dict[str, list[str]], ref: Reference, n_boot: int,
-                        seed: int, workers: int = 1) -> tuple[dict[str, dict], dict[str, list[dict]]]:
-    """Set name → its :func:`metric_values`, and → the same on each of :func:`half_samples`'s halves.
-
-    Every set is halved at the **same** indices: sequence ``i`` of every generated set was drawn at
-    the ``i``-th test length, so a half of the lengths is the resampling unit and the differences are
-    paired. Each set's replicates are computed once, however many comparisons use it, in ``workers``
-    processes (the same numbers as one). :class:`InputError` when the sets differ in size."""
+def covariation_stats(sets: dict[str, list[str]], ref: Reference, seed: int, workers: int = 1) -> dict[str, SetStats]:
+    """Set name → :func:`set_stats`, each set once however many comparisons use it, in ``workers``
+    processes (the same numbers as one). :class:`InputError` when the sets differ in size (the
+    pairing is by index)."""
     sizes = {len(v) for v in sets.values()}
     if len(sizes) != 1:
-        raise InputError(f"paired half-samples need sets of one size, got sizes {sorted(sizes)}")
-    halves = half_samples(sizes.pop(), n_boot, seed)
-    point = {k: metric_values(v, ref, seed) for k, v in sets.items()}
-    reps = dict(zip(sets, _map(_replicates, [(v, ref, halves, seed) for v in sets.values()], workers)))
-    return point, reps
+        raise InputError(f"paired comparisons need sets of one size, got sizes {sorted(sizes)}")
+    if sizes.pop() < 2:
+        raise InputError("paired comparisons need at least 2 sequences per set")
+    return dict(zip(sets, _map(_set_stats_task, [(v, ref, seed) for v in sets.values()], workers)))
 
 
-def paired_difference(point: dict[str, dict], reps: dict[str, list[dict]], a: str, b: str) -> dict[str, dict]:
+def paired_difference(stats: dict[str, SetStats], a: str, b: str) -> dict[str, dict]:
     """metric → {value_first, value_second, diff, lo, hi, p_value} of set ``a`` minus set ``b``.
 
-    A with-replacement bootstrap is wrong here: duplicated sequences are a dependence that the
-    shuffle correction removes from the null but not from the data, so every resampled set looks
-    coupled (site-independent draws reach r ≈ 0.8). Half-samples without replacement have no
-    duplicates, and for a smooth statistic their variance, (1/m − 1/n)σ² with m = n/2, equals the
-    full set's σ²/n. The replicate differences are centred on their mean (half-samples are noisier,
-    which shifts r), the interval is ``diff − quantiles(centred)`` and p is the share of centred
-    replicates at least as far from 0 as ``diff``."""
+    ``diff`` is the difference of the two sets' tabled values. Its variance is the paired grouped
+    jackknife's: the difference recomputed without each group (the same test lengths left out of
+    both sets), SE² = (G − 1)/G · Σ (d₍g₎ − d̄)², less the second-order part that the jackknife
+    counts twice, measured by leaving out two groups (:func:`mdm_mi.stats.jackknife_t`); interval
+    ``diff ± t·SE`` and p from Student's t. No replicate duplicates a sequence, which would read as
+    coupling. ``benchmarks/family_inference.py`` measures size and coverage, against the paired
+    half-samples used until 2026-12-03."""
+    from mdm_mi.stats import jackknife_t
+
     out = {}
     for m in METRICS:
-        diff = point[a][m] - point[b][m]
-        boot = np.array([ra[m] - rb[m] for ra, rb in zip(reps[a], reps[b])])
-        centred = boot - boot.mean()
-        q_lo, q_hi = np.quantile(centred, [ALPHA / 2, 1 - ALPHA / 2])
-        p = float(np.mean(np.abs(centred) >= abs(diff))) if diff != 0 else 1.0
-        out[m] = {"value_first": point[a][m], "value_second": point[b][m], "diff": diff,
-                  "lo": diff - q_hi, "hi": diff - q_lo, "p_value": p}
+        first, second = stats[a].value[m], stats[b].value[m]
+        diff = first - second
+        r = jackknife_t(diff, stats[a].loo[m] - stats[b].loo[m], stats[a].loo2[m] - stats[b].loo2[m])
+        out[m] = {"value_first": first, "value_second": second, "diff": diff,
+                  "lo": r["lo"], "hi": r["hi"], "p_value": r["p_value"]}
     return out
 
 
-def bootstrap_differences(sets: dict[str, list[str]], ref: Reference, pairs: list[tuple[str, str]],
-                          n_boot: int, seed: int) -> dict[tuple[str, str], dict[str, dict]]:
-    """(first, second) → :func:`paired_difference` of the full sets, from paired half-samples
-    (:func:`half_sample_metrics`) of the sets the pairs name."""
+def paired_differences(sets: dict[str, list[str]], ref: Reference, pairs: list[tuple[str, str]],
+                       seed: int) -> dict[tuple[str, str], dict[str, dict]]:
+    """(first, second) → :func:`paired_difference` of the sets the pairs name."""
     names = {n for pair in pairs for n in pair}
-    point, reps = half_sample_metrics({n: sets[n] for n in names}, ref, n_boot, seed)
-    return {(a, b): paired_difference(point, reps, a, b) for a, b in pairs}
+    stats = covariation_stats({n: sets[n] for n in names}, ref, seed)
+    return {(a, b): paired_difference(stats, a, b) for a, b in pairs}
 
 
-def covariation_budgets(runs: dict[str, dict], columns: dict[str, list[str]], ref: Reference, n_boot: int,
-                        seed: int, workers: int = 1) -> list[dict]:
-    """Per budget of ``runs`` (protein-compare's runs.json entries; ``columns``: run id → realigned
-    match columns, one size for all): ``mi*`` and every other contender minus every baseline and
-    sequential, for each metric of :data:`METRICS`, from one set of paired half-samples of every
-    run. Positive diff = the contender's co-variation is closer to the reference's; verdict at
-    p < 0.05."""
-    point, reps = half_sample_metrics(columns, ref, n_boot, seed, workers)
+def covariation_budgets(runs: dict[str, dict], stats: dict[str, SetStats]) -> list[dict]:
+    """Per budget of ``runs`` (protein-compare's runs.json entries; ``stats``: run id →
+    :class:`SetStats`, from :func:`covariation_stats`): ``mi*`` and every other contender minus every
+    baseline and sequential, for each metric of :data:`METRICS`. Positive diff = the contender's
+    co-variation is closer to the reference's; verdict at p < 0.05."""
     rows = []
     for d, fams in sorted(by_budget(runs).items()):
         run_of = {f: run_id(r) for f, r in fams.items()} | {SEQUENTIAL: SEQUENTIAL}
         firsts = [f for f in fams if is_contender(f) or f == BEST_MI]
         seconds = [f for f in fams if f not in firsts] + [SEQUENTIAL]
         for a, b in ((a, b) for a in firsts for b in seconds):
-            for m, r in paired_difference(point, reps, run_of[a], run_of[b]).items():
+            for m, r in paired_difference(stats, run_of[a], run_of[b]).items():
                 verdict = "equal" if r["p_value"] >= ALPHA else ("better" if r["diff"] > 0 else "worse")
                 rows.append({"set": "family", "divisor": d, "metric": m, "first": a, "second": b,
-                             "n": len(columns[run_of[a]]), "passes_first": runs[run_of[a]]["mean_passes"],
+                             "n": stats[run_of[a]].n, "passes_first": runs[run_of[a]]["mean_passes"],
                              "passes_second": runs[run_of[b]]["mean_passes"], **r, "verdict": verdict})
     return rows
 
 
-def run_scores(cols: list[str], ref: Reference, scores: np.ndarray, threshold: float, seed: int) -> dict:
-    """Point estimates of one run: co-variation r's (3 shuffles for the MI correction), f_i r, HMM pass rate."""
+def run_scores(stats: SetStats, cols: list[str], ref: Reference, scores: np.ndarray, threshold: float) -> dict:
+    """One run's scores: its co-variation r's exactly as :func:`covariation_budgets` compares them
+    (``stats``), f_i r and the HMM pass rate."""
     from mdm_mi.protein.family import metrics as fm
 
-    return {"corrected_mi_r": fm.pearson(fm.corrected_mi(cols, seed, fm.MI_SHUFFLES, residues_only=True), ref.mi_point),
-            "c_ij_r": fm.pearson(fm.residue_correlations(cols), ref.cij), "f_i_r": fm.frequency_r(cols, ref.columns),
+    return {**{m: stats.value[m] for m in METRICS}, "f_i_r": fm.frequency_r(cols, ref.columns),
             "hmm_pass_rate": fm.pass_rate(scores, threshold)}
 
 
 def markdown(runs: dict[str, dict], scores: dict[str, dict], rows: list[dict], n: int) -> str:
     """Every family's corrected-MI r / C_ij r / HMM pass % @ mean passes at each budget, then ``mi*``
-    minus each baseline in corrected-MI r and C_ij r (basic bootstrap 95%, p, verdict)."""
+    minus each baseline in corrected-MI r and C_ij r (paired grouped jackknife 95%, p, verdict): the
+    differences of the first table's values."""
     def cell(run_id):
         s, r = scores[run_id], runs[run_id]
         return (f"{s['corrected_mi_r']:.3f} / {s['c_ij_r']:.3f} / {100 * s['hmm_pass_rate']:.0f}% "
@@ -196,8 +212,8 @@ def markdown(runs: dict[str, dict], scores: dict[str, dict], rows: list[dict], n
     mine = [r for r in rows if r["first"] == BEST_MI]
     seconds = list(dict.fromkeys(r["second"] for r in mine))
     for metric in METRICS:
-        lines += ["", f"{BEST_MI} minus each baseline in {metric} (paired half-samples 95%, p; positive = closer to "
-                      "the reference's co-variation):", "",
+        lines += ["", f"{BEST_MI} minus each baseline in {metric} (the first table's values; paired grouped jackknife "
+                      "95%, t, p; positive = closer to the reference's co-variation):", "",
                   "| budget | " + " | ".join(seconds) + " |", "|---|" + "---|" * len(seconds)]
         for d in sorted({r["divisor"] for r in mine}):
             at = {r["second"]: r for r in mine if r["divisor"] == d and r["metric"] == metric}

@@ -8,9 +8,11 @@ columns.
         --runs budgets/runs.json --out pass_rate.png
     python -m mdm_mi figure-family-mi --model model --head head --data-dir data --out mi.png --csv mi.csv
 
-The co-variation points are family-compare's point estimates (``scores.json``: the same 3-shuffle
-corrected MI as family-score's ceiling and floor); the intervals are family-compare's half-sampling
-95% intervals of ``mi*`` minus each baseline (``covariation.csv``), the only intervals it writes.
+The co-variation points are family-compare's values (``scores.json``: the estimates its differences
+are taken of; the ceiling and floor lines are family-score's, whose MI correction shuffles whole
+columns instead of within jackknife groups); the intervals are family-compare's paired
+grouped-jackknife 95% intervals of ``mi*`` minus each baseline (``covariation.csv``), the only
+intervals it writes.
 """
 
 from __future__ import annotations
@@ -157,7 +159,7 @@ def _curve_panel(ax, points: list[dict], refs: dict[str, dict], key: str, scale:
 
 
 def _difference_panel(ax, rows: list[dict], metric: str) -> None:
-    """``mi*`` minus each baseline in ``metric`` against mi*'s mean passes, paired half-sample 95% bars."""
+    """``mi*`` minus each baseline in ``metric`` against mi*'s mean passes, paired grouped-jackknife 95% bars."""
     for k, (second, rs) in enumerate(differences(rows, metric).items()):
         label, colour, _ = style(second)
         x = np.array([r["passes_first"] for r in rs]) * _dodge(k, 4)
@@ -166,7 +168,7 @@ def _difference_panel(ax, rows: list[dict], metric: str) -> None:
         ax.errorbar(x, y, yerr=err, marker="o", ms=4, capsize=2, color=colour, label=f"mi* − {label}")
     ax.axhline(0, color="k", lw=0.8)
     _passes_axis(ax, "mean forward passes of mi* (log)")
-    ax.set_ylabel(f"mi* − baseline, {METRIC_LABELS[metric]}\n(paired half-samples, 95% interval)", fontsize=8)
+    ax.set_ylabel(f"mi* − baseline, {METRIC_LABELS[metric]}\n(paired jackknife, 95% interval)", fontsize=8)
 
 
 def covariation_figure(points: list[dict], rows: list[dict], refs: dict[str, dict], out, title: str) -> None:

@@ -214,9 +214,8 @@ class FamilyCompareArgs:
     budgets_dir: Path = field(metadata=_h("protein-compare output (runs.json and fasta/)"))
     data_dir: Path = field(metadata=_h("prepare-family output (the splits' .a2m and summary.json)"))
     out_dir: Path = field(metadata=_h("output folder (covariation.csv, covariation.md, scores.json)"))
-    bootstrap: int = field(default=100, metadata=_h("bootstrap replicates of each difference"))
-    seed: int = field(default=0, metadata=_h("seed of the bootstrap and the MI shuffles"))
-    threads: int = field(default=1, metadata=_h("worker processes of the half-sample replicates (same numbers as one)"))
+    seed: int = field(default=0, metadata=_h("seed of the jackknife groups and the MI shuffles"))
+    threads: int = field(default=1, metadata=_h("worker processes of the sets' jackknife (same numbers as one)"))
 
 
 def family_compare(args: FamilyCompareArgs, tracker) -> None:
@@ -225,28 +224,36 @@ def family_compare(args: FamilyCompareArgs, tracker) -> None:
     from mdm_mi.budgets import write_csv
     from mdm_mi.protein.family import metrics as fm
     from mdm_mi.protein.compare import run_fasta
-    from mdm_mi.protein.family.compare import FIELDS, Reference, covariation_budgets, markdown, run_scores
+    from mdm_mi.protein.family.compare import (
+        FIELDS,
+        Reference,
+        covariation_budgets,
+        covariation_stats,
+        markdown,
+        run_scores,
+    )
 
     budgets = Path(args.budgets_dir)
     if not (budgets / "runs.json").is_file():
         raise InputError(f"{budgets / 'runs.json'} not found: run protein-compare first")
-    if args.bootstrap < 1 or args.threads < 1:
-        raise InputError(f"--bootstrap and --threads must be >= 1, got {args.bootstrap}, {args.threads}")
+    if args.threads < 1:
+        raise InputError(f"--threads must be >= 1, got {args.threads}")
     train, val, reference, summary = read_splits(args.data_dir)
     runs, n = read_json(budgets / "runs.json")["runs"], summary["n_score"]
     hmm, threshold, ref_cols = hmm_frame(train, val, reference)
     ref = Reference.of(ref_cols, args.seed)
-    columns, scores = {}, {}
+    columns, hmm_scores = {}, {}
     for run_id in runs:
         seqs = _scored_sequences(run_fasta(budgets, run_id), n)
-        columns[run_id] = fm.align_columns(hmm, seqs)
-        scores[run_id] = run_scores(columns[run_id], ref, fm.hmm_scores(hmm, seqs), threshold, args.seed)
-    rows = covariation_budgets(runs, columns, ref, args.bootstrap, args.seed, args.threads)
+        columns[run_id], hmm_scores[run_id] = fm.align_columns(hmm, seqs), fm.hmm_scores(hmm, seqs)
+    stats = covariation_stats(columns, ref, args.seed, args.threads)
+    scores = {k: run_scores(stats[k], columns[k], ref, hmm_scores[k], threshold) for k in runs}
+    rows = covariation_budgets(runs, stats)
     out = Path(args.out_dir)
     write_json(out / "scores.json", {"n": n, "hmm_threshold": threshold, "scores": scores})
     write_csv(rows, out / "covariation.csv", FIELDS)
     write_text(out / "covariation.md", markdown(runs, scores, rows, n))
-    tracker.log_params({"bootstrap": args.bootstrap, "n": n})
+    tracker.log_params({"n": n})
     tracker.log_artifact(out / "covariation.md")
 
 
