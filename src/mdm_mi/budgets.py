@@ -97,7 +97,7 @@ OFF_TARGET_NOTE = f"{OFF_TARGET} calibration missed the target passes by more th
 
 
 def _acc_cell(run: dict) -> str:
-    k, n = int(np.sum(run["solved"])), len(run["solved"])
+    k, n = float(np.sum(run["solved"])), len(run["solved"])  # a matched run's expected count may be fractional
     lo, hi = wilson_interval(k, n)
     mark = "" if run.get("on_target", True) else OFF_TARGET
     return f"{100 * k / n:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] @ {np.mean(run['passes']):.1f}{mark}"
@@ -107,22 +107,34 @@ NEAR_ONE = 0.99
 
 
 def _param_cell(run: dict) -> str:
-    """A family's calibrated parameter (its entry's ``calibration``) as ``γ=0.1``; one searched on the
-    ``log1m`` scale and close to 1 as ``τ=1−0.001``."""
+    """A family's calibrated parameter (its entry's ``calibration``) as ``γ=0.1``, one searched on the
+    ``log1m`` scale and close to 1 as ``τ=1−0.001``; for a run matched by two settings, both with
+    their weights (``γ=0.1 ×0.40 + γ=0.2 ×0.60``)."""
     cal: Calibration = SAMPLERS[sampler_of(run["family"])].calibration
-    value = run["params"][cal.param]
+    if len(run.get("settings", ())) > 1:
+        return " + ".join(f"{_param_text(cal, s['params'])} ×{s['weight']:.2f}" for s in run["settings"])
+    return _param_text(cal, run["params"])
+
+
+def _param_text(cal: Calibration, params: dict) -> str:
+    """One setting's calibrated parameter, ``γ=0.1`` or ``τ=1−0.001``."""
+    value = params[cal.param]
     if cal.scale == "log1m" and value > NEAR_ONE:  # close to 1: show how close
         return f"{cal.symbol}=1−{1 - value:.2g}"
     return f"{cal.symbol}={value:.4g}"
 
 
 def _diff_cell(r: dict) -> str:
-    return f"{100 * r['diff']:+.1f} [{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}] p={r['p_value']:.2g}"
+    cell = f"{100 * r['diff']:+.1f} [{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}] p={r['p_value']:.2g}"
+    if "p_holm" in r:  # classified rows (mdm_mi.verdicts): the Holm-adjusted p
+        cell += f" (Holm {r['p_holm']:.2g})"
+    return cell
 
 
-def markdown(rows: list[dict], runs: dict[str, dict], set_name: str) -> str:
+def markdown(rows: list[dict], runs: dict[str, dict], set_name: str, off_target_note: str = OFF_TARGET_NOTE) -> str:
     """Two tables for one set: accuracy % [Wilson 95%] @ mean passes of every family at each budget,
-    and ``mi*`` minus each baseline (pp, 95% Newcombe interval, exact McNemar p)."""
+    and ``mi*`` minus each baseline (pp, 95% Newcombe interval, paired sign-flip p — exact McNemar
+    for binary outcomes — and, for classified rows, Holm's p and the verdict)."""
     table = by_budget(runs)
     families = list(dict.fromkeys(f for fams in table.values() for f in fams))
     seq = runs[SEQUENTIAL]
@@ -136,8 +148,10 @@ def markdown(rows: list[dict], runs: dict[str, dict], set_name: str) -> str:
                   if f in fams else "") for f in families]
         lines.append(f"| 1/{d} ({target:.1f}) | " + " | ".join(cells) + " |")
     if any(not r.get("on_target", True) for fams in table.values() for r in fams.values()):
-        lines += ["", OFF_TARGET_NOTE]
-    lines += ["", "Calibrated settings (on the calibration split):", "",
+        lines += ["", off_target_note]
+    matched = any(len(r.get("settings", ())) > 1 for fams in table.values() for r in fams.values())
+    lines += ["", "Calibrated settings (on the calibration split" + ("; two settings: each one's weight in the "
+              "mixture that spends the budget's test passes" if matched else "") + "):", "",
               "| budget | " + " | ".join(f for f in families if f != BEST_MI) + " |",
               "|---|" + "---|" * (len(families) - (BEST_MI in families))]
     for d, fams in table.items():
@@ -146,26 +160,29 @@ def markdown(rows: list[dict], runs: dict[str, dict], set_name: str) -> str:
     mine = [r for r in rows if r["first"] == BEST_MI]
     seconds = list(dict.fromkeys(r["second"] for r in mine))
     if mine:
-        lines += ["", f"{BEST_MI} minus each baseline on the same puzzles (pp, 95% interval, exact McNemar p):", "",
+        lines += ["", f"{BEST_MI} minus each baseline on the same puzzles (pp, 95% interval, paired sign-flip p"
+                  + ("; Holm-adjusted p and verdict: mi* − eb over the budgets, the rest over the table" if "p_holm" in mine[0]
+                     else "") + "):", "",
                   "| budget | " + " | ".join(seconds) + " | resolves ± (pp) |", "|---|" + "---|" * (len(seconds) + 1)]
         for d in table:
             rs = {r["second"]: r for r in mine if r["divisor"] == d}
             res = np.median([r["detectable"] for r in rs.values()])
-            lines.append(f"| 1/{d} | " + " | ".join(_diff_cell(rs[s]) if s in rs else "" for s in seconds)
+            lines.append(f"| 1/{d} | " + " | ".join(_diff_cell(rs[s]) + (f" **{rs[s]['verdict']}**" if "p_holm" in rs[s] else "")
+                                                   if s in rs else "" for s in seconds)
                          + f" | {100 * res:.1f} |")
     return "\n".join(lines) + "\n"
 
 
 def read_csv(path: str | Path) -> list[dict]:
-    """A budgets CSV written by :func:`write_csv`, numbers as floats/ints."""
-    ints = {"divisor", "n", "b", "c"}
+    """A budgets CSV written by :func:`write_csv`, numbers as floats/ints (every column but the names)."""
+    ints, names = {"divisor", "n", "family_size"}, {"set", "first", "second", "verdict", "role"}
     with Path(path).open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     for r in rows:
-        for k in FIELDS:
+        for k in r:
             if k in ints:
                 r[k] = int(r[k])
-            elif k not in ("set", "first", "second", "verdict"):
+            elif k not in names:
                 r[k] = float(r[k])
     return rows
 

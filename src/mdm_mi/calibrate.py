@@ -225,14 +225,15 @@ def targets(sequential_passes: float, divisors=DIVISORS) -> dict[int, float]:
 
 
 def calibrate_grid(families: list[Family], sequential_passes: float, divisors, measure: Measure,
-                   log=print) -> list[Point]:
+                   log=print, caches: dict | None = None) -> list[Point]:
     """Every family's point at every budget ``sequential_passes / d`` (family-major, divisors in
     increasing order), each with its divisor in ``extra``. One decode cache per family is shared by
     its budgets, which are searched cheapest first: each search then starts from the cheaper
-    budgets' decodes instead of the expensive end of the range."""
+    budgets' decodes instead of the expensive end of the range. ``caches`` (label → cache), when
+    given, receives those caches for later searches (:mod:`mdm_mi.matched`)."""
     points = []
     for fam in families:
-        cache: dict = {}
+        cache: dict = {} if caches is None else caches.setdefault(fam.label, {})
         found = {}
         for d, target in sorted(targets(sequential_passes, divisors).items(), reverse=True):
             t0 = time.time()

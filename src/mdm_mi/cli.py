@@ -91,6 +91,8 @@ VERBS: dict[str, Verb] = {
     "sudoku-table": Verb(sudoku_report_jobs.GatherArgs, sudoku_report_jobs.gather, "gather evaluation summaries into one tidy table"),
     "sudoku-budgets": Verb(sudoku_compare_job.SummaryArgs, sudoku_compare_job.budgets_summary,
                             "who wins at each calibrated budget, over every set's budgets table"),
+    "sudoku-verdicts": Verb(sudoku_compare_job.VerdictsArgs, sudoku_compare_job.sudoku_verdicts,
+                             "two or more sudoku-compare runs' verdicts side by side (e.g. two calibration seeds)"),
     "paper-table": Verb(sudoku_report_jobs.PaperTableArgs, sudoku_report_jobs.paper_table_job,
                         "our Sudoku results laid out beside the paper's table"),
     "figure-speed-quality": Verb(sudoku_report_jobs.SpeedQualityArgs, sudoku_report_jobs.figure_speed_quality,

@@ -151,10 +151,11 @@ def rule_family_flags(cset):
 
 def set_size_flags(cset):
     """Comparison-set size flags of ``sudoku-compare``: only those the set uses, so that resizing one
-    set reruns only that set's comparison."""
+    set reruns only that set's comparison (and graded's, which is revealed from hard's test split)."""
     compare = SUDOKU["compare"]
     if cset == "graded":
-        return {"graded_per_level": compare["graded_per_level"], "graded_givens": SUDOKU["data"]["graded_givens"]}
+        return {"graded_per_level": compare["graded_per_level"], "graded_givens": SUDOKU["data"]["graded_givens"],
+                "test_puzzles": compare["test_puzzles"]["hard"]}
     return {"test_puzzles": compare["test_puzzles"][cset]}
 
 

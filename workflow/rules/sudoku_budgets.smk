@@ -1,6 +1,9 @@
 # Calibrated budgets (Sudoku): every sampler bisected to sequential's passes ÷ 2…10 on a calibration split,
 # decoded on a disjoint test split, compared pairwise (per set), then one who-wins summary.
 COMPARE = SUDOKU["compare"]
+# a second calibration seed writes beside the default run (same backbone, head and test puzzles)
+CALIB = "" if COMPARE["calib_seed"] == 0 else f"-calib{COMPARE['calib_seed']}"
+BUDGETS, CEILING = f"budgets{CALIB}", f"ceiling{CALIB}"
 
 
 rule sudoku_compare:
@@ -11,14 +14,14 @@ rule sudoku_compare:
         easy=f"{DATA}/sudoku/hkunlp_easy_1k.csv",
         tracking=TRACKING_READY,
     output:
-        budgets=f"{R}/sudoku/budgets/{{cset}}/budgets.csv",
-        markdown=f"{R}/sudoku/budgets/{{cset}}/budgets.md",
-        runs=f"{R}/sudoku/budgets/{{cset}}/runs.json",
-        outcomes=f"{R}/sudoku/budgets/{{cset}}/outcomes.npz",
-        test=f"{R}/sudoku/budgets/{{cset}}/test.csv",
-        curve=report(f"{R}/sudoku/budgets/{{cset}}/curve.png", caption="../report/budgets.rst", category="Budgets"),
+        budgets=f"{R}/sudoku/{BUDGETS}/{{cset}}/budgets.csv",
+        markdown=f"{R}/sudoku/{BUDGETS}/{{cset}}/budgets.md",
+        runs=f"{R}/sudoku/{BUDGETS}/{{cset}}/runs.json",
+        outcomes=f"{R}/sudoku/{BUDGETS}/{{cset}}/outcomes.npz",
+        test=f"{R}/sudoku/{BUDGETS}/{{cset}}/test.csv",
+        curve=report(f"{R}/sudoku/{BUDGETS}/{{cset}}/curve.png", caption="../report/budgets.rst", category="Budgets"),
     log:
-        f"{L}/sudoku/budgets/{{cset}}.log",
+        f"{L}/sudoku/{BUDGETS}/{{cset}}.log",
     params:
         options=lambda w: sudoku_compare_flags(w.cset),
         job=job_flags(),
@@ -44,12 +47,12 @@ rule sudoku_compare:
 
 rule sudoku_budgets:
     input:
-        budgets=expand(f"{R}/sudoku/budgets/{{s}}/budgets.csv", s=COMPARE["sets"]),
+        budgets=expand(f"{R}/sudoku/{BUDGETS}/{{s}}/budgets.csv", s=COMPARE["sets"]),
         tracking=TRACKING_READY,
     output:
-        report(f"{R}/sudoku/budgets.md", caption="../report/budgets.rst", category="Budgets"),
+        report(f"{R}/sudoku/{BUDGETS}.md", caption="../report/budgets.rst", category="Budgets"),
     log:
-        f"{L}/sudoku/budgets.log",
+        f"{L}/sudoku/{BUDGETS}.log",
     params:
         tracking=tracking_flags,
     threads: 1
@@ -69,10 +72,10 @@ rule sudoku_oracle_ceiling:
         outcomes=rules.sudoku_compare.output.outcomes,
         tracking=TRACKING_READY,
     output:
-        json=f"{R}/sudoku/ceiling/{{cset}}/ceiling.json",
-        markdown=f"{R}/sudoku/ceiling/{{cset}}/ceiling.md",
+        json=f"{R}/sudoku/{CEILING}/{{cset}}/ceiling.json",
+        markdown=f"{R}/sudoku/{CEILING}/{{cset}}/ceiling.md",
     log:
-        f"{L}/sudoku/ceiling/{{cset}}.log",
+        f"{L}/sudoku/{CEILING}/{{cset}}.log",
     params:
         options=cli_flags(prefixed(COMPARE, "oracle_")),
         job=job_flags(),
@@ -95,4 +98,4 @@ rule sudoku_oracle_ceiling:
 rule oracle_ceiling:
     """Target: the MI-oracle ceiling on every comparison set (expensive on CPU, not in the default run)."""
     input:
-        expand(f"{R}/sudoku/ceiling/{{s}}/ceiling.md", s=COMPARE["sets"]),
+        expand(f"{R}/sudoku/{CEILING}/{{s}}/ceiling.md", s=COMPARE["sets"]),

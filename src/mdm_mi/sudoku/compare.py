@@ -1,10 +1,11 @@
 """Sudoku samplers compared at calibrated budgets: disjoint calibration/test splits, the search
 of every parallel sampler to sequential's passes ÷ 2…10 on the calibration split, and the decode of
-the test split at those settings (per-puzzle outcomes for the paired tests of
-:mod:`mdm_mi.budgets`).
+the test split at those settings, matched to each budget's exact test passes by
+:mod:`mdm_mi.matched` (per-puzzle outcomes for the paired tests of :mod:`mdm_mi.budgets`).
 
-    splits = compare_splits(radcliffe, easy, ["hard"], calib_n=200, test_max=1800, ...)
-    result = compare_set(model, *splits["hard"], families, divisors, head_fn, batch_size=500, seed=0)
+    splits = compare_splits(radcliffe, easy, ["hard"], SplitSpec(100, 1000, (), 0, seed=0, calib_seed=0))
+    seq_passes, points, caches = calibrate_families(calib_decoder, calib, families, divisors)
+    runs = decode_matched(test_decoder, test, calib_decoder, calib, families, points, caches, seq_passes)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 
 from mdm_mi.calibrate import Family, Point, calibrate_grid
+from mdm_mi.matched import bracket_settings, mixture, settings_summary
 from mdm_mi.samplers import Sequential
 from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
 from mdm_mi.sudoku.evaluate import decode_set, solved_mask
@@ -24,49 +26,53 @@ from mdm_mi.sudoku.grid import MASK_ID
 
 SEQUENTIAL = "sequential"
 SETS = ("hard", "graded", "levels", "easy")
+POOLS = {"hard": 0, "levels": 1, "easy": 2}  # each pool's own random streams
 
 
 @dataclass(frozen=True)
 class SplitSpec:
-    """How the comparison sets are drawn: calibration puzzles per set, the test cap per set, the
-    graded set's givens and puzzles per level (test), and the seed."""
+    """How the comparison sets are drawn: calibration puzzles per set, the test cap per set (graded:
+    of the hard test split it is revealed from), the graded set's givens and puzzles per level
+    (test), the seed of the test split and the seed of the calibration draw."""
 
     calib_n: int
     test_max: int
     graded_givens: tuple[int, ...]
     graded_per_level: int
     seed: int
+    calib_seed: int = 0
 
 
-def _split_pool(pool: PuzzleSet, calib_n: int, test_max: int, rng) -> tuple[PuzzleSet, PuzzleSet]:
-    """A seeded permutation of ``pool``: the first ``calib_n`` calibrate, the next ≤ ``test_max`` test."""
-    perm = rng.permutation(len(pool))
-    if len(pool) <= calib_n:
-        raise ValueError(f"a pool of {len(pool)} puzzles cannot give {calib_n} calibration puzzles and a test set")
-    return pool.subset(np.sort(perm[:calib_n])), pool.subset(np.sort(perm[calib_n:calib_n + test_max]))
+def _split_pool(pool: PuzzleSet, spec: SplitSpec, pool_id: int) -> tuple[PuzzleSet, PuzzleSet]:
+    """(calibration, test) of ``pool``: a permutation seeded by ``spec.seed`` gives the test split
+    (its first ≤ ``test_max``, leaving ``calib_n``), and ``calib_n`` of the rest, drawn with
+    ``spec.calib_seed``, calibrate. So the test puzzles do not depend on the calibration seed."""
+    if len(pool) <= spec.calib_n:
+        raise ValueError(f"a pool of {len(pool)} puzzles cannot give {spec.calib_n} calibration puzzles and a test set")
+    perm = np.random.default_rng([spec.seed, 3, pool_id]).permutation(len(pool))
+    n_test = min(spec.test_max or len(pool), len(pool) - spec.calib_n)
+    rest = perm[n_test:]
+    calib = np.random.default_rng([spec.calib_seed, 5, pool_id]).choice(rest, spec.calib_n, replace=False)
+    return pool.subset(np.sort(calib)), pool.subset(np.sort(perm[:n_test]))
 
 
 def compare_splits(radcliffe: PuzzleSet, easy: PuzzleSet, sets, spec: SplitSpec) -> dict[str, tuple[PuzzleSet, PuzzleSet]]:
     """set → (calibration, test), disjoint by underlying puzzle: ``hard`` from Radcliffe Hard+Expert,
-    ``graded`` revealed from the same calibration/test halves of that pool (so no puzzle feeds both),
-    ``levels`` from Beginner/Easy/Medium, ``easy`` from the HKUNLP file."""
-    rng = np.random.default_rng([spec.seed, 3])
+    ``graded`` revealed from hard's calibration and test puzzles (so no puzzle feeds both),
+    ``levels`` from Beginner/Easy/Medium, ``easy`` from the HKUNLP file. The test puzzles depend on
+    ``spec.seed`` only; ``spec.calib_seed`` draws the calibration puzzles from the rest of each pool."""
     levels = np.array(radcliffe.levels)
-    hard_pool = radcliffe.subset(np.flatnonzero(np.isin(levels, HARD_LEVELS)))
-    hard = _split_pool(hard_pool, spec.calib_n, len(hard_pool), rng)
+    pools = {"hard": radcliffe.subset(np.flatnonzero(np.isin(levels, HARD_LEVELS))),
+             "levels": radcliffe.subset(np.flatnonzero(np.isin(levels, OTHER_LEVELS))), "easy": easy}
     out = {}
     for name in sets:
-        if name == "hard":
-            out[name] = hard[0], hard[1].subset(np.arange(min(spec.test_max, len(hard[1]))))
+        if name in POOLS:
+            out[name] = _split_pool(pools[name], spec, POOLS[name])
         elif name == "graded":
+            calib, test = _split_pool(pools["hard"], spec, POOLS["hard"])
             per_calib = math.ceil(spec.calib_n / len(spec.graded_givens))
-            out[name] = (graded(hard[0], spec.graded_givens, per_calib, rng),
-                         graded(hard[1], spec.graded_givens, spec.graded_per_level, rng))
-        elif name == "levels":
-            out[name] = _split_pool(radcliffe.subset(np.flatnonzero(np.isin(levels, OTHER_LEVELS))),
-                                    spec.calib_n, spec.test_max, rng)
-        elif name == "easy":
-            out[name] = _split_pool(easy, spec.calib_n, spec.test_max, rng)
+            out[name] = (graded(calib, spec.graded_givens, per_calib, np.random.default_rng([spec.calib_seed, 6])),
+                         graded(test, spec.graded_givens, spec.graded_per_level, np.random.default_rng([spec.seed, 6])))
         else:
             raise ValueError(f"unknown comparison set {name!r}; known: {', '.join(SETS)}")
     return out
@@ -88,34 +94,57 @@ class Decoder:
         return solved_mask(ps, grids).numpy(), passes.numpy()
 
 
-def calibrate_families(decoder: Decoder, calib: PuzzleSet, families: list[Family], divisors,
-                       log=print) -> tuple[float, list[Point]]:
-    """Sequential's passes on ``calib`` (one per blank) and every family's point at each
-    ``sequential ÷ d``; each point carries its calibration accuracy in ``extra``."""
-    seq_passes = float((calib.puzzles == MASK_ID).sum(1).mean())
-
+def calibration_measure(decoder: Decoder, calib: PuzzleSet):
+    """sampler → (mean passes on ``calib``, {calib_accuracy}): what calibration measures."""
     def measure(sampler):
         solved, passes = decoder(calib, sampler)
         return float(passes.mean()), {"calib_accuracy": float(solved.mean())}
 
-    return seq_passes, calibrate_grid(families, seq_passes, divisors, measure, log)
+    return measure
 
 
-def decode_test(decoder: Decoder, test: PuzzleSet, families: list[Family], points: list[Point]) -> dict[str, dict]:
-    """Decode ``test`` with sequential and every calibrated point → run id → {family, divisor,
-    params, solved (P,), passes (P,)}; run ids are ``<family>@1/<d>``."""
+def calibrate_families(decoder: Decoder, calib: PuzzleSet, families: list[Family], divisors,
+                       log=print) -> tuple[float, list[Point], dict[str, dict]]:
+    """Sequential's passes on ``calib`` (one per blank), every family's point at each
+    ``sequential ÷ d`` (each carrying its calibration accuracy in ``extra``) and each family's
+    decode cache (label → value → result), which :func:`decode_matched` extends."""
+    seq_passes = float((calib.puzzles == MASK_ID).sum(1).mean())
+    caches: dict[str, dict] = {}
+    points = calibrate_grid(families, seq_passes, divisors, calibration_measure(decoder, calib), log, caches)
+    return seq_passes, points, caches
+
+
+def decode_matched(decoder: Decoder, test: PuzzleSet, calib_decoder: Decoder, calib: PuzzleSet,
+                   families: list[Family], points: list[Point], caches: dict[str, dict], seq_calib: float,
+                   log=print) -> dict[str, dict]:
+    """Decode ``test`` with sequential and every calibrated point, each matched to its budget —
+    sequential's mean test passes ÷ d — by :func:`mdm_mi.matched.bracket_settings` (a second
+    setting calibrated on ``calib`` when needed) → run id → {family, divisor, params (the calibrated
+    setting's), target (the test budget), settings, on_target (within 3% of it in test passes),
+    solved (P,) and passes (P,) of the mixture, setting_solved / setting_passes (2, P)}; run ids are
+    ``<family>@1/<d>``."""
     by_label = {f.label: f for f in families}
     seq = Sequential("entropy")
     solved, passes = decoder(test, seq)
+    seq_test = float(np.mean(passes))
     runs = {SEQUENTIAL: {"family": SEQUENTIAL, "divisor": 1, "params": seq.params(), "solved": solved,
                          "passes": passes}}
+    measure = calibration_measure(calib_decoder, calib)
     for point in points:
         fam, d = by_label[point.family], point.extra["divisor"]
-        sampler = fam.build(point.value)
-        solved, passes = decoder(test, sampler)
-        runs[f"{fam.label}@1/{d}"] = {"family": fam.label, "divisor": d, "params": sampler.params(),
-                                      "calib_passes": point.passes, "calib_accuracy": point.extra["calib_accuracy"],
-                                      "calib_score": point.extra["calib_accuracy"],
-                                      "target": point.target, "on_target": point.on_target,
-                                      "solved": solved, "passes": passes}
+        budget = seq_test / d
+        settings = bracket_settings(fam, point, budget, lambda sampler: decoder(test, sampler), measure,
+                                    caches.setdefault(fam.label, {}), seq_calib)
+        mixed = mixture(settings, budget)
+        runs[f"{fam.label}@1/{d}"] = {
+            "family": fam.label, "divisor": d, "params": fam.build(point.value).params(),
+            "calib_target": point.target, "calib_passes": point.passes,
+            "calib_accuracy": point.extra["calib_accuracy"], "calib_score": point.extra["calib_accuracy"],
+            "target": budget, "on_target": mixed["on_budget"], "settings": settings_summary(settings, mixed["weights"]),
+            "solved": mixed["solved"], "passes": mixed["passes"],
+            "setting_solved": np.stack([s.solved for s in settings] * (3 - len(settings)))[:2],
+            "setting_passes": np.stack([s.passes for s in settings] * (3 - len(settings)))[:2]}
+        log(f"matched {fam.label} 1/{d}: " + ", ".join(f"{s['test_passes']:.2f} passes × {s['weight']:.2f}"
+                                                       for s in runs[f"{fam.label}@1/{d}"]["settings"])
+            + f" → {np.mean(mixed['passes']):.2f} (budget {budget:.2f})")
     return runs

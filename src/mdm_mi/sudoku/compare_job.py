@@ -1,12 +1,18 @@
 """The ``sudoku-compare`` verb: every parallel sampler calibrated to sequential's passes ÷ 2…10 on
-a calibration split, then decoded on a disjoint test split, with paired differences (budgets table).
+a calibration split, then decoded on a disjoint test split at exactly those test passes (two settings
+mixed, :mod:`mdm_mi.matched`), with paired differences and verdicts (budgets table); the
+``sudoku-budgets`` summary over sets and ``sudoku-verdicts``, two runs' verdicts side by side.
 
     python -m mdm_mi sudoku-compare --model results/x/sudoku/model --head results/x/sudoku/head \
         --radcliffe radcliffe.csv --easy easy.csv --set hard --out-dir results/x/sudoku/budgets/hard ...
 
 Writes, in ``--out-dir``: ``calib.csv`` and ``test.csv`` (the splits), ``runs.json`` (every run's
 sampler settings, calibration and test summary), ``outcomes.npz`` (per-puzzle solved/passes of every
-run), ``budgets.csv`` (long format) and ``budgets.md``, ``curve.png``.
+run: the matched mixture, and each setting's under ``setting_*``), ``budgets.csv`` (long format, with
+roles, Holm and TOST p and verdicts) and ``budgets.md``, ``curve.png``.
+
+    python -m mdm_mi sudoku-verdicts --runs results/x/sudoku/budgets results/x/sudoku/budgets-calib1 \
+        --names "calibration seed 0" "calibration seed 1" --out docs/verdicts_two_seeds.md
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
+from mdm_mi.verdicts import FIELDS as VERDICT_FIELDS, classify
 
 SUDOKU_CELLS = 81
 
@@ -46,20 +53,24 @@ class CompareArgs:
                                                            empty=True))
     bootstrap: int = field(metadata=_h("paired-bootstrap replicates of the curve bands"))
     batch_size: int = field(metadata=_h("puzzles decoded together"))
-    test_puzzles: int | None = field(default=None, metadata=_h("hard, levels, easy: at most this many test puzzles"))
+    test_puzzles: int | None = field(default=None, metadata=_h(
+        "hard, levels, easy: at most this many test puzzles; graded: of the hard test split it is revealed from"))
     graded_givens: tuple[int, ...] = field(default=(), metadata=_h("graded: givens of its levels"))
     graded_per_level: int | None = field(default=None, metadata=_h("graded: test puzzles per level"))
-    seed: int = field(default=0, metadata=_h("random seed (splits, bootstrap)"))
+    seed: int = field(default=0, metadata=_h("random seed (test split, test decoding, bootstrap)"))
+    calib_seed: int = field(default=0, metadata=_h(
+        "seed of the calibration puzzles (drawn from the pool the test split leaves) and of their decoding"))
     device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
     threads: int = field(default=1, metadata=_h("torch CPU threads"))
 
 
 def sudoku_compare(args: CompareArgs, tracker) -> None:
-    from mdm_mi.budgets import budget_rows, markdown, write_csv
+    from mdm_mi.budgets import FIELDS, budget_rows, markdown, write_csv
+    from mdm_mi.matched import OFF_BUDGET_NOTE
     from mdm_mi.mi.guided import head_pairwise_fn
     from mdm_mi.domain import load_backbone
     from mdm_mi.mi.head import load_head
-    from mdm_mi.sudoku.compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_test
+    from mdm_mi.sudoku.compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_matched
     from mdm_mi.sudoku.report import curve_figure
     from mdm_mi.sudoku.data import load_puzzle_csv, write_puzzle_csv
 
@@ -68,7 +79,7 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
         raise InputError(f"--divisors must be integers >= 1, got {args.divisors}")
     _check_sizes(args)
     spec = SplitSpec(args.calib_puzzles, args.test_puzzles or 0, tuple(args.graded_givens), args.graded_per_level or 0,
-                     args.seed)
+                     args.seed, args.calib_seed)
     try:
         calib, test = compare_splits(load_puzzle_csv(args.radcliffe), load_puzzle_csv(args.easy), [args.set], spec)[args.set]
     except ValueError as exc:
@@ -82,17 +93,18 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
     families = standard_families(SUDOKU_CELLS, args.mi_lambda, args.on_reject, args.charge_first,
                                  args.indep_tau, args.two_budget_delta)
     decoder = Decoder(model, head_pairwise_fn(head), args.batch_size, args.seed)
+    calib_decoder = Decoder(model, decoder.pairwise_fn, args.batch_size, args.calib_seed)
     t0 = time.time()
-    seq_passes, points = calibrate_families(decoder, calib, families, args.divisors)
+    seq_passes, points, caches = calibrate_families(calib_decoder, calib, families, args.divisors)
     t_calib = time.time() - t0
-    runs = decode_test(decoder, test, families, points)
-    rows = budget_rows(runs, args.set)
+    runs = decode_matched(decoder, test, calib_decoder, calib, families, points, caches, seq_passes)
+    rows = classify(budget_rows(runs, args.set))
     _write(out, args, runs, rows, seq_passes, {"calibration_s": t_calib, "test_s": time.time() - t0 - t_calib})
-    write_csv(rows, out / "budgets.csv")
-    write_text(out / "budgets.md", markdown(rows, runs, args.set))
+    write_csv(rows, out / "budgets.csv", FIELDS + VERDICT_FIELDS)
+    write_text(out / "budgets.md", markdown(rows, runs, args.set, OFF_BUDGET_NOTE))
     curve_figure(runs, out / "curve.png", args.set, args.bootstrap, args.seed)
     tracker.log_params({"set": args.set, "calib_puzzles": len(calib), "test_puzzles": len(test),
-                        "divisors": list(args.divisors), "mi_lambda": list(args.mi_lambda)})
+                        "divisors": list(args.divisors), "mi_lambda": list(args.mi_lambda), "calib_seed": args.calib_seed})
     tracker.log_metrics({f"{r['first']}-{r['second']}.1_{r['divisor']}.diff": r["diff"] for r in rows})
     for name in ("budgets.md", "budgets.csv", "runs.json", "curve.png"):
         tracker.log_artifact(out / name)
@@ -104,6 +116,8 @@ def _check_sizes(args: CompareArgs) -> None:
     if args.set == "graded":
         if not args.graded_givens or not (args.graded_per_level or 0) >= 1:
             raise InputError("--set graded needs --graded-givens and --graded-per-level >= 1")
+        if args.test_puzzles is not None and args.test_puzzles < 1:
+            raise InputError(f"--test-puzzles must be >= 1, got {args.test_puzzles}")
     elif not (args.test_puzzles or 0) >= 1:
         raise InputError(f"--set {args.set} needs --test-puzzles >= 1")
     if args.calib_puzzles < 1:
@@ -112,15 +126,18 @@ def _check_sizes(args: CompareArgs) -> None:
 
 def _write(out: Path, args: CompareArgs, runs: dict, rows: list, seq_passes: float, seconds: dict) -> None:
     """``runs.json`` (settings and summaries) and ``outcomes.npz`` (per-puzzle arrays)."""
-    summary = {name: {k: v for k, v in r.items() if k not in ("solved", "passes")}
+    arrays = ("solved", "passes", "setting_solved", "setting_passes")
+    summary = {name: {k: v for k, v in r.items() if k not in arrays}
                | {"accuracy": float(np.mean(r["solved"])), "mean_passes": float(np.mean(r["passes"]))}
                for name, r in runs.items()}
     write_json(out / "runs.json", {"set": args.set, "args": {k: str(v) if isinstance(v, Path) else v
                                                              for k, v in dataclasses.asdict(args).items()},
                                    "sequential_passes_calib": seq_passes, "seconds": seconds, "runs": summary})
     with atomic_path(out / "outcomes.npz") as tmp, tmp.open("wb") as fh:  # a file object: no suffix added
-        np.savez(fh, names=np.array(list(runs)), solved=np.stack([r["solved"] for r in runs.values()]),
-                 passes=np.stack([r["passes"] for r in runs.values()]))
+        np.savez(fh, names=np.array(list(runs)), solved=np.stack([r["solved"] for r in runs.values()]).astype(float),
+                 passes=np.stack([r["passes"] for r in runs.values()]).astype(float),
+                 setting_solved=np.stack([r.get("setting_solved", np.stack([r["solved"]] * 2)) for r in runs.values()]),
+                 setting_passes=np.stack([r.get("setting_passes", np.stack([r["passes"]] * 2)) for r in runs.values()]))
 
 
 @dataclass(frozen=True)
@@ -130,13 +147,44 @@ class SummaryArgs:
 
 
 def budgets_summary(args: SummaryArgs, tracker) -> None:
-    from mdm_mi.budgets import read_csv, summary_markdown
+    from mdm_mi.budgets import summary_markdown
+    from mdm_mi.verdicts import verdict_markdown
 
-    for path in args.inputs:
+    rows = _read_budgets(args.inputs)
+    write_text(args.out, summary_markdown(rows) + "\n" + verdict_markdown(rows))
+    tracker.log_artifact(args.out)
+
+
+def _read_budgets(paths) -> list[dict]:
+    """Every row of the budgets tables ``paths``, classified again from their numbers (roles, Holm,
+    TOST, verdict words); one-line errors for a missing table or no rows."""
+    from mdm_mi.budgets import read_csv
+
+    for path in paths:
         if not Path(path).is_file():
             raise InputError(f"budgets table not found: {path}")
-    rows = [r for path in args.inputs for r in read_csv(path)]
+    rows = [r for path in paths for r in read_csv(path)]
     if not rows:
         raise InputError("the budgets tables hold no rows")
-    write_text(args.out, summary_markdown(rows))
+    return classify(rows)
+
+
+@dataclass(frozen=True)
+class VerdictsArgs:
+    runs: tuple[Path, ...] = field(metadata=_h("two or more sudoku-compare roots, each with <set>/budgets.csv "
+                                                "(e.g. results/x/sudoku/budgets and results/x/sudoku/budgets-calib1)"))
+    out: Path = field(metadata=_h("output markdown: the runs' verdicts side by side"))
+    names: tuple[str, ...] = field(default=(), metadata=_h("a column name per run (default: the folder names)"))
+    exploratory: bool = field(default=False, metadata=_h("list the exploratory contrasts too"))
+
+
+def sudoku_verdicts(args: VerdictsArgs, tracker) -> None:
+    from mdm_mi.verdicts import side_by_side
+
+    if len(args.runs) < 2 or (args.names and len(args.names) != len(args.runs)):
+        raise InputError("--runs needs two or more folders, and --names one name per folder")
+    names = list(args.names) or [str(r) for r in args.runs]
+    tables = {name: _read_budgets(sorted(Path(root).glob("*/budgets.csv"))) for name, root in zip(names, args.runs)}
+    roles = ("primary", "secondary", "exploratory") if args.exploratory else ("primary", "secondary")
+    write_text(args.out, side_by_side(tables, roles))
     tracker.log_artifact(args.out)

@@ -1,0 +1,139 @@
+"""Verdict words of the budgets tables, written from their numbers: "better", "worse",
+"equivalent" or "not resolved", each with a sentence that README and docs can quote.
+
+In each set's table the **primary** contrast is ``mi*`` − EB (one test per budget); the other
+``mi*`` contrasts (naive top-k, the threshold, sequential) are **secondary**; every other row (each
+λ and rule against each baseline, each baseline against sequential) is **exploratory**. p-values are
+Holm-corrected within (set, role), so each family of tests keeps a 5% family-wise error:
+
+- better / worse: Holm-adjusted p < 0.05, by the sign of the difference;
+- equivalent: TOST at ±2 pp (Holm-adjusted over the same family) — the difference is shown to lie
+  within ±2 pp, not merely not shown to differ;
+- not resolved: neither.
+
+    rows = classify(read_csv("budgets.csv"))           # adds role, p_holm, p_tost, p_tost_holm, verdict
+    word, sentence = verdict(rows[0])
+"""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+
+from mdm_mi.paired import ALPHA, holm, newcombe_interval, tost_p
+
+PRIMARY_FIRST, PRIMARY_SECOND = "mi*", "eb"
+ROLES = ("primary", "secondary", "exploratory")
+EQUIVALENCE_MARGIN = 0.02  # ±2 pp
+WORDS = ("better", "worse", "equivalent", "not resolved")
+FIELDS = ["role", "family_size", "p_holm", "p_tost", "p_tost_holm"]  # added to the budgets CSV's columns
+
+
+def role(row: dict) -> str:
+    """``primary`` (mi* − EB), ``secondary`` (mi* − another baseline) or ``exploratory``."""
+    if row["first"] != PRIMARY_FIRST:
+        return "exploratory"
+    return "primary" if row["second"] == PRIMARY_SECOND else "secondary"
+
+
+def cells(row: dict) -> tuple[float, float, float, float]:
+    """The paired table (a, b, c, d) of a budgets row, from n, the accuracies and b, c."""
+    n, b, c = row["n"], row["b"], row["c"]
+    a = row["acc_first"] * n - b
+    return a, b, c, n - a - b - c
+
+
+def classify(rows: list[dict], margin: float = EQUIVALENCE_MARGIN, alpha: float = ALPHA) -> list[dict]:
+    """``rows`` (long-format budgets rows of one or more sets) with each row's role, the size of its
+    Holm family (set, role), its Holm-adjusted p, its TOST p at ±``margin`` raw and adjusted, and
+    its verdict word; new dicts, in the same order."""
+    out = [dict(r, role=role(r), p_tost=tost_p(*cells(r), margin)) for r in rows]
+    families: dict[tuple, list[int]] = {}
+    for i, r in enumerate(out):
+        families.setdefault((r["set"], r["role"]), []).append(i)
+    for idx in families.values():
+        for key, adjusted in (("p_holm", holm([out[i]["p_value"] for i in idx])),
+                              ("p_tost_holm", holm([out[i]["p_tost"] for i in idx]))):
+            for i, p in zip(idx, adjusted):
+                out[i][key] = p
+        for i in idx:
+            out[i]["family_size"] = len(idx)
+    for r in out:
+        r["verdict"] = verdict_word(r, alpha)
+    return out
+
+
+def verdict_word(row: dict, alpha: float = ALPHA) -> str:
+    """better / worse (Holm p < alpha), equivalent (Holm TOST p < alpha) or not resolved."""
+    if row["p_holm"] < alpha:
+        return "better" if row["diff"] > 0 else "worse"
+    if row["p_tost_holm"] < alpha:
+        return "equivalent"
+    return "not resolved"
+
+
+def _pp(x: float) -> str:
+    return f"{100 * x:+.1f}"
+
+
+def _p(x: float) -> str:
+    return f"{x:.2g}"
+
+
+def verdict(row: dict, margin: float = EQUIVALENCE_MARGIN, alpha: float = ALPHA) -> tuple[str, str]:
+    """The verdict word of a classified row and one sentence that states it with its numbers."""
+    word = verdict_word(row, alpha)
+    head = (f"{row['set']}, 1/{row['divisor']} ({row['passes_first']:.1f} passes): {row['first']} − {row['second']} "
+            f"= {_pp(row['diff'])} pp [{_pp(row['lo'])}, {_pp(row['hi'])}]")
+    test = f"p = {_p(row['p_value'])}, Holm-adjusted p = {_p(row['p_holm'])} ({row['family_size']} {row['role']} tests)"
+    lo90, hi90 = newcombe_interval(*cells(row), z=NormalDist().inv_cdf(1 - alpha))  # the TOST interval
+    band = f"±{100 * margin:g} pp"
+    if word in ("better", "worse"):
+        tail = f"{word}."
+    elif word == "equivalent":
+        tail = (f"equivalent within {band} (90% interval [{_pp(lo90)}, {_pp(hi90)}], TOST p = {_p(row['p_tost'])}, "
+                f"Holm {_p(row['p_tost_holm'])}).")
+    else:
+        tail = (f"not resolved: no difference at 5%, and equivalence within {band} is not shown either "
+                f"(90% interval [{_pp(lo90)}, {_pp(hi90)}], TOST Holm p = {_p(row['p_tost_holm'])}).")
+    return word, f"{head}, {test}: {tail}"
+
+
+def primary_sentences(rows: list[dict]) -> list[str]:
+    """One sentence per primary row (mi* − EB at each set and budget) of classified ``rows``."""
+    return [verdict(r)[1] for r in rows if r["role"] == "primary"]
+
+
+def verdict_markdown(rows: list[dict]) -> str:
+    """The primary verdicts as a list, then a count of every verdict word per set and role."""
+    lines = ["Primary contrast, mi* − EB at identical test passes (Holm over the set's budgets; equivalence: "
+             f"TOST at ±{100 * EQUIVALENCE_MARGIN:g} pp):", ""]
+    lines += [f"- {s}" for s in primary_sentences(rows)]
+    lines += ["", "| set | role | tests | " + " | ".join(WORDS) + " |", "|---|---|---|" + "---|" * len(WORDS)]
+    for key in dict.fromkeys((r["set"], r["role"]) for r in rows):
+        rs = [r for r in rows if (r["set"], r["role"]) == key]
+        counts = [sum(r["verdict"] == w for r in rs) for w in WORDS]
+        lines.append(f"| {key[0]} | {key[1]} | {len(rs)} | " + " | ".join(map(str, counts)) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def side_by_side(runs: dict[str, list[dict]], roles=("primary", "secondary")) -> str:
+    """Two or more runs' classified rows (name → rows) as one table: each contrast of ``roles`` at
+    each set and budget, each run's difference, Holm p and verdict, and whether the words agree."""
+    names = list(runs)
+    keyed = {name: {(r["set"], r["divisor"], r["first"], r["second"]): r for r in rs if r["role"] in roles}
+             for name, rs in runs.items()}
+    keys = list(dict.fromkeys(k for rows in keyed.values() for k in rows))
+    lines = ["| set | budget | contrast | " + " | ".join(names) + " | same |", "|---|---|---|" + "---|" * (len(names) + 1)]
+    flips = 0
+    for key in keys:
+        cells_, words = [], []
+        for name in names:
+            r = keyed[name].get(key)
+            cells_.append(f"{_pp(r['diff'])} [{_pp(r['lo'])}, {_pp(r['hi'])}] p_Holm={_p(r['p_holm'])} **{r['verdict']}**"
+                          if r else "")
+            words.append(r["verdict"] if r else None)
+        same = len(set(words)) == 1
+        flips += not same
+        lines.append(f"| {key[0]} | 1/{key[1]} | {key[2]} − {key[3]} | " + " | ".join(cells_) + f" | {'yes' if same else '**no**'} |")
+    lines += ["", f"{len(keys) - flips} of {len(keys)} verdicts agree."]
+    return "\n".join(lines) + "\n"

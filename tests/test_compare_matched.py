@@ -1,0 +1,206 @@
+"""The Sudoku comparison at identical test passes: the bracket and mixture spend each budget's test
+passes exactly on a toy backbone and on a tiny Sudoku MDM, the test puzzles do not depend on the
+calibration seed, and the budgets table, its summary and ``sudoku-verdicts`` carry the verdicts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import EASY_CSV, REPO, MockBackbone, seeded_logits
+from mdm_mi.calibrate import Family, calibrate, targets
+from mdm_mi.matched import BUDGET_RTOL, bracket_settings, mixture
+from mdm_mi.samplers import decode
+
+N, V = 60, 6
+
+
+class SharpeningBackbone(MockBackbone):
+    """Known logits that sharpen as the context fills, so entropies change from pass to pass."""
+
+    def __call__(self, tokens):
+        out = super().__call__(tokens)
+        revealed = (tokens != self.mask_id).float().mean(1)
+        return type(out)(logits=out.logits * (1 + 4 * revealed)[:, None, None], hidden=out.hidden)
+
+
+def _masked_rows(seed: int, rows: int, least: int) -> torch.Tensor:
+    """``rows`` sequences of N tokens with ``least``..N masks at random places."""
+    gen = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(V, (rows, N), generator=gen)
+    for r in range(rows):
+        tokens[r, torch.randperm(N, generator=gen)[:least + r * (N - least) // (rows - 1)]] = V
+    return tokens
+
+
+def _decoder(backbone, tokens):
+    def run(sampler):
+        out = decode(backbone, tokens, sampler, torch.Generator().manual_seed(0))
+        return np.ones(len(tokens), dtype=bool), out.passes.numpy()
+    return run
+
+
+@pytest.mark.parametrize("family", [
+    Family("naive", "naive", "k", 1.0, float(N), "log", increasing=False),
+    Family("eb", "eb", "gamma", 1e-3, 100.0, "log", increasing=False),
+    Family("threshold", "threshold", "tau", 0.0, 1 - 1e-6, "log1m", increasing=True),
+])
+@pytest.mark.parametrize("divisor", [3, 5])
+def test_the_mixture_spends_the_test_budget_exactly_where_calibration_misses_it(family, divisor):
+    """Calibration sequences have 20–60 masks, test sequences 35–60: the calibrated setting misses the
+    test budget; its bracket's mixture spends it exactly."""
+    backbone = SharpeningBackbone(seeded_logits(N, V, seed=1) * 2, mask_id=V)
+    calib, test = _masked_rows(0, 24, 20), _masked_rows(1, 24, 35)
+    seq_calib, seq_test = (float((t == V).sum(1).float().mean()) for t in (calib, test))
+    measure_calib = _decoder(backbone, calib)
+
+    def measure(sampler):
+        return float(np.mean(measure_calib(sampler)[1])), {}
+
+    cache: dict = {}
+    point = calibrate(family, targets(seq_calib, [divisor])[divisor], measure, cache=cache, ceiling=seq_calib)
+    budget = seq_test / divisor
+    settings = bracket_settings(family, point, budget, _decoder(backbone, test), measure, cache, seq_calib)
+    single = settings[0] if settings[0].value == point.value else settings[-1]
+    assert abs(single.test_passes / budget - 1) > 1e-3  # the calibrated setting alone misses the budget
+    assert len(settings) == 2 and settings[0].test_passes < budget < settings[1].test_passes
+    run = mixture(settings, budget)
+    assert np.mean(run["passes"]) == pytest.approx(budget, rel=1e-12) and run["on_budget"]
+    assert sum(run["weights"]) == pytest.approx(1.0) and all(0 <= w <= 1 for w in run["weights"])
+
+
+def test_without_a_bracket_the_closest_setting_is_kept_and_marked():
+    """A family whose fastest setting needs 8 passes cannot reach a budget of 5: one setting, off budget."""
+    fam = Family("floor", "naive", "k", 1.0, 100.0, "log", increasing=False)
+
+    def test_decode(sampler):
+        return np.zeros(10, dtype=bool), np.full(10, max(100.0 / sampler.k, 8.0))
+
+    def measure(sampler):
+        return float(max(100.0 / sampler.k, 8.0)), {}
+
+    point = calibrate(fam, 5.0, measure)
+    settings = bracket_settings(fam, point, 5.0, test_decode, measure, {})
+    run = mixture(settings, 5.0)
+    assert len(settings) == 1 and not run["on_budget"] and abs(np.mean(run["passes"]) / 5 - 1) > BUDGET_RTOL
+
+
+@pytest.fixture(scope="module")
+def puzzle_pools():
+    from mdm_mi.sudoku.data import load_puzzle_csv
+
+    return load_puzzle_csv(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"), load_puzzle_csv(EASY_CSV)
+
+
+def test_the_test_puzzles_do_not_depend_on_the_calibration_seed(puzzle_pools):
+    from mdm_mi.sudoku.compare import SETS, SplitSpec, compare_splits
+
+    radcliffe, easy = puzzle_pools
+    splits = {s: compare_splits(radcliffe, easy, SETS, SplitSpec(100, 500, (23, 26), 20, seed=0, calib_seed=s))
+              for s in (0, 1)}
+    for name in SETS:
+        (calib0, test0), (calib1, test1) = splits[0][name], splits[1][name]
+        assert np.array_equal(test0.puzzles, test1.puzzles), name
+        assert not np.array_equal(calib0.puzzles, calib1.puzzles), name  # the pools leave room to redraw
+        for calib in (calib0, calib1):  # disjoint by underlying puzzle (graded: by solution)
+            assert not {s.tobytes() for s in calib.solutions} & {s.tobytes() for s in test0.solutions}, name
+    assert len(splits[0]["hard"][1]) == 500 and len(splits[0]["hard"][0]) == 100
+
+
+def test_sudoku_runs_are_matched_to_sequentials_test_passes(tiny_model, easy_puzzles):
+    """The tiny MDM on easy puzzles: calibrated on 10, decoded on 10 others, every run spends its
+    budget (sequential's test passes ÷ d) exactly or is marked off budget."""
+    from mdm_mi.budgets import budget_rows
+    from mdm_mi.calibrate import standard_families
+    from mdm_mi.sudoku.compare import Decoder, calibrate_families, decode_matched
+    from mdm_mi.sudoku.data import PuzzleSet
+
+    puzzles, solutions = easy_puzzles
+    calib = PuzzleSet(puzzles[:10], solutions[:10], ["easy"] * 10)
+    test = PuzzleSet(puzzles[10:], solutions[10:], ["easy"] * 10)
+    families = [f for f in standard_families(81, [1.0], "skip", False) if f.label in ("naive", "eb")]
+    decoder, calib_decoder = Decoder(tiny_model, None, 10, 0), Decoder(tiny_model, None, 10, 1)
+    seq, points, caches = calibrate_families(calib_decoder, calib, families, (3,), log=lambda m: None)
+    runs = decode_matched(decoder, test, calib_decoder, calib, families, points, caches, seq, log=lambda m: None)
+    budget = float(np.mean(runs["sequential"]["passes"])) / 3
+    for name in ("naive@1/3", "eb@1/3"):
+        run = runs[name]
+        assert run["target"] == pytest.approx(budget)
+        assert run["on_target"] == (abs(np.mean(run["passes"]) / budget - 1) <= BUDGET_RTOL)
+        if len(run["settings"]) == 2:
+            assert np.mean(run["passes"]) == pytest.approx(budget, rel=1e-12)
+            assert run["setting_solved"].shape == (2, 10)
+    assert {r["second"] for r in budget_rows(runs, "toy")} >= {"sequential"}
+
+
+def _fractional_runs(seed: int):
+    rng = np.random.default_rng(seed)
+    p = 400
+    base = rng.random(p)
+    runs = {"sequential": {"family": "sequential", "divisor": 1, "solved": base < 0.5, "passes": np.full(p, 50.0)}}
+    for d in (2, 4):
+        for fam, acc in (("eb", 0.35), ("naive", 0.25), ("mi λ=1", 0.45)):
+            lo, hi = base < acc - 0.02, base < acc + 0.02
+            runs[f"{fam}@1/{d}"] = {"family": fam, "divisor": d, "solved": 0.5 * lo + 0.5 * hi,
+                                    "passes": np.full(p, 50 / d), "calib_score": 0.0, "target": 50 / d,
+                                    "on_target": True, "params": {"k": d} if fam == "naive" else {"gamma": 0.1 * d},
+                                    "settings": [{"params": {"gamma": 0.1}, "weight": 0.5},
+                                                 {"params": {"gamma": 0.2}, "weight": 0.5}]}
+    return runs
+
+
+def test_the_budgets_table_summary_and_side_by_side_carry_the_verdicts(tmp_path):
+    from mdm_mi.budgets import FIELDS, budget_rows, markdown, write_csv
+    from mdm_mi.cli import main
+    from mdm_mi.verdicts import FIELDS as VERDICT_FIELDS, classify
+
+    for seed, root in ((0, tmp_path / "budgets"), (1, tmp_path / "budgets-calib1")):
+        runs = _fractional_runs(seed)
+        rows = classify(budget_rows(runs, "hard"))
+        (root / "hard").mkdir(parents=True)
+        write_csv(rows, root / "hard" / "budgets.csv", FIELDS + VERDICT_FIELDS)
+        text = markdown(rows, runs, "hard")
+        assert "(Holm " in text and "γ=0.1 ×0.50 + γ=0.2 ×0.50" in text
+        assert {r["verdict"] for r in rows} <= {"better", "worse", "equivalent", "not resolved"}
+    assert main(["sudoku-budgets", "--inputs", str(tmp_path / "budgets" / "hard" / "budgets.csv"),
+                 "--out", str(tmp_path / "summary.md"), "--tracking-uri", "none"]) == 0
+    summary = (tmp_path / "summary.md").read_text()
+    assert "Primary contrast, mi* − EB" in summary and "hard, 1/2 (25.0 passes): mi* − eb" in summary
+    assert main(["sudoku-verdicts", "--runs", str(tmp_path / "budgets"), str(tmp_path / "budgets-calib1"),
+                 "--names", "seed 0", "seed 1", "--out", str(tmp_path / "side.md"), "--tracking-uri", "none"]) == 0
+    side = (tmp_path / "side.md").read_text()
+    assert "| set | budget | contrast | seed 0 | seed 1 | same |" in side and "verdicts agree" in side
+
+
+def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoint):
+    """The verb end to end on a tiny MDM and head: every run's settings and weights in runs.json, each
+    setting's outcomes in outcomes.npz, roles, Holm p and verdicts in budgets.csv."""
+    import json
+
+    from mdm_mi.budgets import read_csv
+    from mdm_mi.cli import main
+    from mdm_mi.mi.head import HeadConfig, MIHead, save_head
+
+    save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / "head", {})
+    out = tmp_path / "hard"
+    argv = ["sudoku-compare", "--model", str(tiny_checkpoint), "--head", str(tmp_path / "head"),
+            "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
+            "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
+            "--test-puzzles", "6", "--divisors", "3", "--mi-lambda", "1", "--bootstrap", "5", "--calib-seed", "1",
+            "--device", "cpu", "--tracking-uri", "none"]
+    assert main(argv) == 0
+    runs = json.loads((out / "runs.json").read_text())
+    assert runs["args"]["calib_seed"] == 1
+    budget = runs["runs"]["sequential"]["mean_passes"] / 3
+    for name, run in runs["runs"].items():
+        if name != "sequential":
+            assert run["target"] == pytest.approx(budget)
+            assert sum(s["weight"] for s in run["settings"]) == pytest.approx(1.0)
+            if len(run["settings"]) == 2:
+                assert run["mean_passes"] == pytest.approx(budget)
+    with np.load(out / "outcomes.npz") as z:
+        assert z["setting_solved"].shape == (len(z["names"]), 2, 6)
+    rows = read_csv(out / "budgets.csv")
+    assert {r["role"] for r in rows} == {"primary", "secondary", "exploratory"}
+    assert all(r["verdict"] in ("better", "worse", "equivalent", "not resolved") for r in rows)
