@@ -142,11 +142,12 @@ def _fractional_runs(seed: int):
     for d in (2, 4):
         for fam, acc in (("eb", 0.35), ("naive", 0.25), ("mi λ=1", 0.45)):
             lo, hi = base < acc - 0.02, base < acc + 0.02
+            key, value = ("k", d) if fam == "naive" else ("gamma", 0.1 * d)
             runs[f"{fam}@1/{d}"] = {"family": fam, "divisor": d, "solved": 0.5 * lo + 0.5 * hi,
                                     "passes": np.full(p, 50 / d), "calib_score": 0.0, "target": 50 / d,
-                                    "on_target": True, "params": {"k": d} if fam == "naive" else {"gamma": 0.1 * d},
-                                    "settings": [{"params": {"gamma": 0.1}, "weight": 0.5},
-                                                 {"params": {"gamma": 0.2}, "weight": 0.5}]}
+                                    "on_target": True, "params": {key: value},
+                                    "settings": [{"params": {key: value}, "weight": 0.5},
+                                                 {"params": {key: 2 * value}, "weight": 0.5}]}
     return runs
 
 
@@ -161,7 +162,7 @@ def test_the_budgets_table_summary_and_side_by_side_carry_the_verdicts(tmp_path)
         (root / "hard").mkdir(parents=True)
         write_csv(rows, root / "hard" / "budgets.csv", FIELDS + VERDICT_FIELDS)
         text = markdown(rows, runs, "hard")
-        assert "(Holm " in text and "γ=0.1 ×0.50 + γ=0.2 ×0.50" in text
+        assert "(Holm " in text and "γ=0.2 ×0.50 + γ=0.4 ×0.50" in text
         assert {r["verdict"] for r in rows} <= {"better", "worse", "equivalent", "not resolved"}
     assert main(["sudoku-budgets", "--inputs", str(tmp_path / "budgets" / "hard" / "budgets.csv"),
                  "--out", str(tmp_path / "summary.md"), "--tracking-uri", "none"]) == 0
@@ -187,7 +188,8 @@ def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoi
     argv = ["sudoku-compare", "--model", str(tiny_checkpoint), "--head", str(tmp_path / "head"),
             "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
             "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
-            "--test-puzzles", "6", "--divisors", "3", "--mi-lambda", "1", "--bootstrap", "5", "--calib-seed", "1",
+            "--test-puzzles", "6", "--divisors", "3", "--mi-lambda", "1", "--on-reject", "skip", "--no-charge-first", "--indep-tau",
+            "--two-budget-delta", "--bootstrap", "5", "--batch-size", "500", "--calib-seed", "1",
             "--device", "cpu", "--tracking-uri", "none"]
     assert main(argv) == 0
     runs = json.loads((out / "runs.json").read_text())

@@ -103,9 +103,13 @@ BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 def _map(fn, tasks: list, workers: int) -> list:
-    """``[fn(t) for t in tasks]``, in ``workers`` spawned processes (BLAS one thread each) when > 1."""
+    """``[fn(t) for t in tasks]``, in ``workers`` spawned processes when > 1; BLAS runs one thread
+    either way, so the sums (and the statistics, to the last bit) do not depend on ``workers``."""
     if workers <= 1 or len(tasks) <= 1:
-        return [fn(t) for t in tasks]
+        from threadpoolctl import threadpool_limits  # scikit-learn's dependency
+
+        with threadpool_limits(1):
+            return [fn(t) for t in tasks]
     import multiprocessing
     import os
     from concurrent.futures import ProcessPoolExecutor
