@@ -98,3 +98,19 @@ def test_the_shipped_protein_family_backbone_verifies_and_loads():
     assert {"command", "seed", "data_sha256", "evaluation"} <= set(manifest)
     backbone, meta = load_backbone(SHIPPED_PROTEIN, "cpu", domain="protein")
     assert meta["domain"] == "protein" and meta["train"]["steps"] == 4500
+
+
+# Keys that change how often a run writes files, never its weights.
+BOOKKEEPING = {"save_every", "snapshot_every", "log_every"}
+
+
+def test_the_default_config_states_the_shipped_sudoku_training():
+    """``sudoku.backbone: trained`` reproduces the shipped weights: config.yaml's model and training
+    settings (schema defaults filled in) are the ones in the shipped meta.json."""
+    from mdm_mi.config import load_config
+
+    cfg = load_config(REPO / "config" / "config.yaml")
+    meta = json.loads((SHIPPED / META).read_text())
+    assert meta["model"] == {k: cfg["sudoku"]["model"][k] for k in meta["model"]}
+    train = {k: v for k, v in meta["train"].items() if k not in BOOKKEEPING}
+    assert train == {k: cfg["sudoku"]["train"][k] for k in train if k != "seed"} | {"seed": cfg["seed"]}
