@@ -127,6 +127,21 @@ def test_bad_split_flags_are_user_errors(split, n, n_val, fragment):
         split_part(split, n, n_val)
 
 
+def test_skipped_contexts_go_to_neither_split_and_test_takes_the_tail():
+    """--skip-contexts k: val keeps the draw's first contexts, test the last ones after k spent ones
+    (new sequences and masks), and a skip that leaves no test context is a user error."""
+    assert split_part("val", 10, 3, skip_contexts=4) == slice(0, 3)
+    assert split_part("test", 10, 3, skip_contexts=4) == slice(7, 10)
+    sequences = np.arange(40).reshape(20, 2) % 17
+    sequences = sequences[np.unique(sequences, axis=0, return_index=True)[1]]
+    args = dataclasses.replace(label_args("test", 9, 3), skip_contexts=4)
+    test = draw_split(args, sequences, mask_id=99)
+    val = draw_split(dataclasses.replace(args, split="val"), sequences, mask_id=99)
+    assert len(val.rows) == 3 and len(test.rows) == 2 and not set(val.rows.tolist()) & set(test.rows.tolist())
+    with pytest.raises(InputError, match="val and test must both be non-empty"):
+        split_part("test", 10, 3, skip_contexts=7)
+
+
 def test_evaluation_splits_need_enough_distinct_sequences():
     sequences = np.array([[0, 1], [0, 1], [1, 0]])  # two distinct rows
     with pytest.raises(InputError, match="need 3 distinct sequences, the sequence file has 2"):

@@ -95,12 +95,13 @@ LABEL_SPLITS = "train|val|test"  # MI label splits: val and test are disjoint pa
 def label_options(mi, split):
     """The label verb's flags for ``split`` under an ``mi`` config section: train labels its whole
     draw of train_contexts; val and test label their parts of one draw of val_contexts +
-    test_contexts distinct contexts (val first), so they share no sequence and no context."""
+    skip_contexts + test_contexts distinct contexts (val first, test last, the skipped ones spent on
+    earlier choices), so they share no sequence and no context."""
     if split == "train":
         n_contexts, method, part = mi["train_contexts"], mi["train_method"], {}
     else:
-        n_contexts, method = mi["val_contexts"] + mi["test_contexts"], mi["eval_method"]
-        part = {"split": split, "val_contexts": mi["val_contexts"]}
+        n_contexts, method = mi["val_contexts"] + mi["skip_contexts"] + mi["test_contexts"], mi["eval_method"]
+        part = {"split": split, "val_contexts": mi["val_contexts"], "skip_contexts": mi["skip_contexts"]}
     options = {
         "n_contexts": n_contexts,
         "n_shards": mi["n_shards"],

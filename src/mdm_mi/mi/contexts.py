@@ -76,19 +76,22 @@ def repeated_rows(x: torch.Tensor) -> torch.Tensor:
     return order != first[group]
 
 
-def split_part(split: str, n_contexts: int, val_contexts: int) -> slice:
+def split_part(split: str, n_contexts: int, val_contexts: int, skip_contexts: int = 0) -> slice:
     """The part of a draw of ``n_contexts`` that ``split`` labels: all of it, or val's first
-    ``val_contexts`` / test's rest (both non-empty)."""
+    ``val_contexts`` / test's rest after ``skip_contexts`` more (contexts spent on earlier choices,
+    so that no test context was ever looked at; both parts non-empty)."""
     if split not in LABEL_SPLITS:
         raise InputError(f"--split must be one of {', '.join(LABEL_SPLITS)}, got {split!r}")
     if n_contexts < 1:
         raise InputError(f"--n-contexts must be >= 1, got {n_contexts}")
     if split == "all":
         return slice(0, n_contexts)
-    if not 0 < val_contexts < n_contexts:
-        raise InputError(f"--split {split} needs 0 < --val-contexts < --n-contexts, got {val_contexts} "
-                         f"of {n_contexts} (val and test must both be non-empty)")
-    return slice(0, val_contexts) if split == "val" else slice(val_contexts, n_contexts)
+    if skip_contexts < 0:
+        raise InputError(f"--skip-contexts must be >= 0, got {skip_contexts}")
+    if not 0 < val_contexts < n_contexts - skip_contexts:
+        raise InputError(f"--split {split} needs 0 < --val-contexts < --n-contexts − --skip-contexts, got "
+                         f"{val_contexts} of {n_contexts} skipping {skip_contexts} (val and test must both be non-empty)")
+    return slice(0, val_contexts) if split == "val" else slice(val_contexts + skip_contexts, n_contexts)
 
 
 def draw_evaluation(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None) -> ContextDraw:

@@ -52,12 +52,14 @@ class LabelArgs:
         "all: the whole draw, sequences drawn with replacement if too few (training labels); val | test: "
         "the first --val-contexts | the rest of one draw of distinct contexts from distinct sequences"))
     val_contexts: int = field(default=0, metadata=_h("with --split val|test: contexts of the draw that go to val"))
+    skip_contexts: int = field(default=0, metadata=_h(
+        "with --split val|test: contexts after val that go to neither (spent on earlier choices)"))
 
 
 def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=None) -> ContextDraw:
     """``args.split``'s part of its seeded draw (before sharding): the whole training draw, or val's
     or test's part of the evaluation draw (the same draw in both jobs)."""
-    part = split_part(args.split, args.n_contexts, args.val_contexts)
+    part = split_part(args.split, args.n_contexts, args.val_contexts, args.skip_contexts)
     if args.split == "all":
         return draw_training(sequences, args.n_contexts, mask_id, args.seed, vocab_ids)
     return draw_evaluation(sequences, args.n_contexts, mask_id, args.seed, vocab_ids).part(part)
@@ -71,7 +73,7 @@ def label(args: LabelArgs, tracker) -> None:
     from mdm_mi.mi.probe import label_contexts
 
     setup(args.threads, args.seed)
-    split_part(args.split, args.n_contexts, args.val_contexts)  # bad split flags fail before any loading
+    split_part(args.split, args.n_contexts, args.val_contexts, args.skip_contexts)  # bad split flags fail before any loading
     device = resolve_device(args.device)
     if not Path(args.sequences).is_file():
         raise InputError(f"sequence file not found: {args.sequences}")
