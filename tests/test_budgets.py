@@ -117,7 +117,7 @@ def test_paired_difference_counts_discordant_pairs_and_decides():
     assert d.diff == pytest.approx(0.5)
     assert d.lo < d.diff < d.hi and d.p_value < 1e-20 and d.verdict() == "better"
     same = paired_difference(first, first)
-    assert same.diff == 0 and same.p_value == 1.0 and same.verdict() == "equal"
+    assert same.diff == 0 and same.p_value == 1.0 and same.verdict() == "not resolved"
 
 
 def test_detectable_difference_shrinks_with_n():

@@ -116,3 +116,34 @@ def test_small_sets_get_a_finite_interval_without_warnings(sets):
         out = paired_differences({k: v[:16] for k, v in cols.items()}, ref, [("natural", "floor")], seed=0)
     for r in out[("natural", "floor")].values():
         assert np.isfinite([r["lo"], r["hi"], r["p_value"]]).all() and r["lo"] <= r["diff"] <= r["hi"]
+
+
+def test_tost_t_matches_the_interval_rule():
+    """Equivalence at 5% ⇔ the 90% t-interval lies inside ±margin; a zero-width estimate decides."""
+    from scipy.stats import t
+
+    from mdm_mi.stats import tost_t
+
+    se, df, margin = 0.02, 29, 0.05
+    half = t.ppf(0.95, df) * se
+    assert tost_t(margin - half - 1e-9, se, df, margin) < 0.05 < tost_t(margin - half + 1e-6, se, df, margin)
+    assert tost_t(0.0, se, df, margin) == pytest.approx(t.sf(margin / se, df))
+    assert tost_t(0.01, 0.0, df, margin) == 0.0 and tost_t(0.06, 0.0, df, margin) == 1.0
+
+
+def test_covariation_verdicts_name_the_primary_contrast_and_need_tost_for_equivalence():
+    from mdm_mi.protein.family.compare import covariation_verdicts, primary_sentences
+
+    def row(d, second, metric, diff, se, p):
+        return {"set": "family", "divisor": d, "metric": metric, "first": "mi*", "second": second, "diff": diff,
+                "lo": diff - 2 * se, "hi": diff + 2 * se, "se": se, "df": 29.0, "p_value": p, "passes_first": 10.0}
+
+    rows = covariation_verdicts([row(2, "eb", "corrected_mi_r", 0.001, 0.01, 0.9),    # tight around 0: equivalent
+                                 row(4, "eb", "corrected_mi_r", 0.0, 0.08, 1.0),      # wide: not resolved
+                                 row(2, "eb", "c_ij_r", 0.2, 0.01, 1e-6),             # C_ij r: secondary
+                                 row(2, "naive", "corrected_mi_r", -0.3, 0.05, 1e-5)])
+    assert [r["role"] for r in rows] == ["primary", "primary", "secondary", "secondary"]
+    assert [r["verdict"] for r in rows] == ["equivalent", "not resolved", "better", "worse"]
+    assert rows[0]["family_size"] == 2 and rows[2]["family_size"] == 2
+    sentences = primary_sentences(rows)
+    assert len(sentences) == 2 and "equivalent within ±0.05" in sentences[0] and "not resolved" in sentences[1]

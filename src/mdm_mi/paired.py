@@ -81,10 +81,11 @@ class PairedDifference:
     detectable: float
 
     def verdict(self, alpha: float = ALPHA) -> str:
-        """``better`` / ``worse`` when p < alpha, else ``equal`` (no detectable difference)."""
+        """``better`` / ``worse`` when p < alpha, else ``not resolved`` (no difference shown, and no
+        equivalence either: that needs a TOST, :mod:`mdm_mi.verdicts`)."""
         if self.p_value < alpha:
             return "better" if self.diff > 0 else "worse"
-        return "equal"
+        return "not resolved"
 
 
 def paired_cells(first, second) -> tuple[float, float, float, float]:

@@ -155,3 +155,14 @@ def jackknife_t(estimate: float, replicates, pairs=None, level: float = CI_LEVEL
         p = float(2 * t.sf(abs(estimate) / se, df))
     half = t_quantile(df, level) * se
     return {"lo": estimate - half, "hi": estimate + half, "p_value": p, "se": se, "df": df}
+
+
+def tost_t(estimate: float, se: float, df: float, margin: float) -> float:
+    """p of the two one-sided Student tests (TOST) that θ lies inside ±``margin``, from an estimate,
+    its standard error and degrees of freedom: the larger of P(T > (margin − d)/se) and
+    P(T > (d + margin)/se). Equivalence at level α ⇔ the (1 − 2α) t-interval lies inside ±margin."""
+    from scipy.stats import t
+
+    if se == 0:
+        return 0.0 if abs(estimate) < margin else 1.0
+    return float(max(t.sf((margin - estimate) / se, df), t.sf((estimate + margin) / se, df)))

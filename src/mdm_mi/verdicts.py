@@ -42,11 +42,15 @@ def cells(row: dict) -> tuple[float, float, float, float]:
     return a, b, c, n - a - b - c
 
 
-def classify(rows: list[dict], margin: float = EQUIVALENCE_MARGIN, alpha: float = ALPHA) -> list[dict]:
+def classify(rows: list[dict], margin: float = EQUIVALENCE_MARGIN, alpha: float = ALPHA, role_of=role,
+             equivalence_p=None) -> list[dict]:
     """``rows`` (long-format budgets rows of one or more sets) with each row's role, the size of its
     Holm family (set, role), its Holm-adjusted p, its TOST p at ±``margin`` raw and adjusted, and
-    its verdict word; new dicts, in the same order."""
-    out = [dict(r, role=role(r), p_tost=tost_p(*cells(r), margin)) for r in rows]
+    its verdict word; new dicts, in the same order. ``role_of`` and ``equivalence_p`` (row → TOST p)
+    default to the Sudoku tables' (:func:`role`; TOST on the paired cells at ±``margin``); the
+    protein co-variation table passes its own (a metric in its role, Student's TOST)."""
+    equivalence_p = equivalence_p or (lambda r: tost_p(*cells(r), margin))
+    out = [dict(r, role=role_of(r), p_tost=equivalence_p(r)) for r in rows]
     families: dict[tuple, list[int]] = {}
     for i, r in enumerate(out):
         families.setdefault((r["set"], r["role"]), []).append(i)

@@ -146,7 +146,7 @@ def jsd_rows(runs: dict[str, dict], scorer: Scorer, n_boot: int, seed: int) -> l
             if a not in firsts or b in firsts:
                 continue
             diff, lo, hi = sign * pair["diff"], *sorted((sign * pair["lo"], sign * pair["hi"]))
-            verdict = "equal" if pair["p_value"] >= ALPHA else ("better" if diff < 0 else "worse")
+            verdict = "not resolved" if pair["p_value"] >= ALPHA else ("better" if diff < 0 else "worse")
             rows.append({"set": "protein", "divisor": d, "first": a, "second": b,
                          "passes_first": float(np.mean(sets_passes(runs, fams, a))),
                          "passes_second": float(np.mean(sets_passes(runs, fams, b))),

@@ -28,11 +28,13 @@ import numpy as np
 
 from mdm_mi.budgets import BEST_MI, SEQUENTIAL, by_budget, is_contender
 from mdm_mi.errors import InputError
-from mdm_mi.paired import ALPHA
 
 METRICS = ("corrected_mi_r", "c_ij_r")  # with intervals; higher is better
+PRIMARY_METRIC = "corrected_mi_r"  # mi* − EB in it is the table's primary contrast (verdicts.role)
+EQUIVALENCE_MARGIN_R = 0.05  # "equivalent": the difference in r shown inside ±0.05 (TOST)
 FIELDS = ["set", "divisor", "metric", "first", "second", "n", "passes_first", "passes_second", "value_first",
-          "value_second", "diff", "lo", "hi", "p_value", "verdict"]
+          "value_second", "diff", "lo", "hi", "p_value", "se", "df", "role", "family_size", "p_holm", "p_tost",
+          "p_tost_holm", "verdict"]
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,7 @@ def paired_difference(stats: dict[str, SetStats], a: str, b: str) -> dict[str, d
         diff = first - second
         r = jackknife_t(diff, stats[a].loo[m] - stats[b].loo[m], stats[a].loo2[m] - stats[b].loo2[m])
         out[m] = {"value_first": first, "value_second": second, "diff": diff,
-                  "lo": r["lo"], "hi": r["hi"], "p_value": r["p_value"]}
+                  "lo": r["lo"], "hi": r["hi"], "p_value": r["p_value"], "se": r["se"], "df": r["df"]}
     return out
 
 
@@ -173,7 +175,7 @@ def covariation_budgets(runs: dict[str, dict], stats: dict[str, SetStats]) -> li
     """Per budget of ``runs`` (protein-compare's runs.json entries; ``stats``: run id →
     :class:`SetStats`, from :func:`covariation_stats`): ``mi*`` and every other contender minus every
     baseline and sequential, for each metric of :data:`METRICS`. Positive diff = the contender's
-    co-variation is closer to the reference's; verdict at p < 0.05."""
+    co-variation is closer to the reference's. Verdicts as :func:`covariation_verdicts` gives them."""
     rows = []
     for d, fams in sorted(by_budget(runs).items()):
         run_of = {f: run_id(r) for f, r in fams.items()} | {SEQUENTIAL: SEQUENTIAL}
@@ -181,11 +183,45 @@ def covariation_budgets(runs: dict[str, dict], stats: dict[str, SetStats]) -> li
         seconds = [f for f in fams if f not in firsts] + [SEQUENTIAL]
         for a, b in ((a, b) for a in firsts for b in seconds):
             for m, r in paired_difference(stats, run_of[a], run_of[b]).items():
-                verdict = "equal" if r["p_value"] >= ALPHA else ("better" if r["diff"] > 0 else "worse")
                 rows.append({"set": "family", "divisor": d, "metric": m, "first": a, "second": b,
                              "n": stats[run_of[a]].n, "passes_first": runs[run_of[a]]["mean_passes"],
-                             "passes_second": runs[run_of[b]]["mean_passes"], **r, "verdict": verdict})
-    return rows
+                             "passes_second": runs[run_of[b]]["mean_passes"], **r})
+    return covariation_verdicts(rows)
+
+
+def covariation_role(row: dict) -> str:
+    """``primary``: mi* − EB in corrected-MI r; ``secondary``: mi*'s other contrasts in it and all of
+    mi*'s in C_ij r; ``exploratory``: every other row."""
+    from mdm_mi.verdicts import role
+
+    base = role(row)
+    return "secondary" if base == "primary" and row["metric"] != PRIMARY_METRIC else base
+
+
+def covariation_verdicts(rows: list[dict]) -> list[dict]:
+    """``rows`` with role, Holm-adjusted p within (set, role), Student TOST p at ±0.05 r (raw and
+    Holm) and the verdict word: better / worse / equivalent / not resolved (:mod:`mdm_mi.verdicts`)."""
+    from mdm_mi.stats import tost_t
+    from mdm_mi.verdicts import classify
+
+    return classify(rows, role_of=covariation_role,
+                    equivalence_p=lambda r: tost_t(r["diff"], r["se"], r["df"], EQUIVALENCE_MARGIN_R))
+
+
+def primary_sentences(rows: list[dict]) -> list[str]:
+    """One sentence per primary row of classified co-variation ``rows``, with its numbers."""
+    out = []
+    for r in rows:
+        if r["role"] != "primary":
+            continue
+        head = (f"1/{r['divisor']} ({r['passes_first']:.1f} passes): {r['first']} − {r['second']} in corrected-MI r = "
+                f"{r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}], p = {r['p_value']:.2g}, Holm p = {r['p_holm']:.2g} "
+                f"({r['family_size']} primary tests)")
+        tail = {"equivalent": f"equivalent within ±{EQUIVALENCE_MARGIN_R:g} (TOST Holm p = {r['p_tost_holm']:.2g})",
+                "not resolved": f"not resolved (no difference at 5%, equivalence within ±{EQUIVALENCE_MARGIN_R:g} not "
+                                f"shown: TOST Holm p = {r['p_tost_holm']:.2g})"}.get(r["verdict"], r["verdict"])
+        out.append(f"{head}: {tail}.")
+    return out
 
 
 def run_scores(stats: SetStats, cols: list[str], ref: Reference, scores: np.ndarray, threshold: float) -> dict:
@@ -224,4 +260,7 @@ def markdown(runs: dict[str, dict], scores: dict[str, dict], rows: list[dict], n
             lines.append(f"| 1/{d} | " + " | ".join(
                 f"{at[s]['diff']:+.3f} [{at[s]['lo']:+.3f}, {at[s]['hi']:+.3f}] p={at[s]['p_value']:.2g} "
                 f"**{at[s]['verdict']}**" if s in at else "" for s in seconds) + " |")
+    lines += ["", f"Primary contrast, {BEST_MI} − eb in corrected-MI r (Holm over the budgets; the other {BEST_MI} "
+                  f"contrasts are Holm-corrected as one secondary family; equivalence: TOST at ±{EQUIVALENCE_MARGIN_R:g}):", ""]
+    lines += [f"- {x}" for x in primary_sentences(rows)]
     return "\n".join(lines) + "\n"
