@@ -91,6 +91,7 @@ def test_defaults_are_not_shared_between_loads(tmp_path):
         ({"sudoku": {"samplers": {"eb_gama": [0.1]}}}, "sudoku/samplers", "eb_gama"),
         ({"sudoku": {"model": {"dmodel": 64}}}, "sudoku/model", "dmodel"),
         ({"tracking": {"url": "none"}}, "tracking", "url"),
+        ({"protein": {"train": {"reweight_identiy": 0.8}}}, "protein/train", "reweight_identiy"),
     ],
 )
 def test_misspelt_key_is_named(tmp_path, cfg, where, key):
@@ -118,6 +119,12 @@ def test_misspelt_key_is_named(tmp_path, cfg, where, key):
         ({"threads": 0}, "threads"),
         ({"sudoku": {"train": {"t_min": 0.8, "t_max": 0.2}}}, "sudoku/train"),
         ({"sudoku": {"model": {"d_model": 30, "n_heads": 8}}}, "sudoku/model"),
+        ({"protein": {"train": {"reweight_identity": 1.5}}}, "protein/train/reweight_identity"),
+        ({"protein": {"train": {"dropout": 1.0}}}, "protein/train/dropout"),
+        ({"protein": {"train": {"eval_every": -1}}}, "protein/train/eval_every"),
+        ({"protein": {"train": {"eval_every": 0.5}}}, "protein/train/eval_every"),
+        ({"protein": {"data": {"source": "generic"}, "backbone": "trained", "train": {"reweight_identity": 0.8}}},
+         "protein/train/reweight_identity"),
     ],
 )
 def test_out_of_range_value_raises_naming_where(tmp_path, cfg, where):

@@ -169,7 +169,8 @@ def _tiny_pretrain_argv(prepared: Path, out: Path) -> list[str]:
             "--lr", "0.001", "--warmup", "0", "--weight-decay", "0", "--t-min", "0.5", "--t-max", "1",
             "--loss-weight", "none", "--crop-min", "5", "--crop-max", "10", "--grad-clip", "1", "--log-every", "1",
             "--seed", "0", "--device", "cpu", "--threads", "1", "--ema", "0", "--whole-sequences",
-            "--save-every", "0", "--snapshot-every", "0"]
+            "--save-every", "0", "--snapshot-every", "0", "--reweight-identity", "0", "--dropout", "0",
+            "--eval-every", "0"]
 
 
 def test_whole_sequence_pretraining_never_crops(prepared, tmp_path):
@@ -178,6 +179,43 @@ def test_whole_sequence_pretraining_never_crops(prepared, tmp_path):
     train = json.loads((out / "meta.json").read_text())["train"]
     longest = max(len(s) for _, s in read_fasta(prepared / "train.fasta"))
     assert train["crop_min"] == train["crop_max"] == longest  # every crop is the whole sequence
+
+
+def _with(argv: list[str], **flags) -> list[str]:
+    """``argv`` with the given flags' values replaced (or added)."""
+    argv = list(argv)
+    for key, value in flags.items():
+        flag = "--" + key.replace("_", "-")
+        if flag in argv:
+            argv[argv.index(flag) + 1] = str(value)
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def test_reweighted_pretraining_keeps_the_best_validation_step(prepared, tmp_path, capsys):
+    """Neff weights from train.a2m, dropout, and the validation split scored every 2 of 4 steps: meta.json
+    records the effective number of sequences, the best step and every score."""
+    out = tmp_path / "model"
+    argv = _with(_tiny_pretrain_argv(prepared, out), steps=4, reweight_identity=0.8, dropout=0.1, eval_every=2,
+                 alignment=prepared / "train.a2m", val=prepared / "reference2.fasta")
+    assert main(argv) == 0
+    meta = json.loads((out / "meta.json").read_text())
+    train = fam.parse_a2m(prepared / "train.a2m")
+    neff = fam.sequence_weights(fam.encode_columns([r.columns for r in train]), 0.8).sum()
+    assert meta["metrics"]["n_effective"] == pytest.approx(neff) and 1 < neff < len(train)
+    scores = meta["val_history"]
+    assert [r["step"] for r in scores] == [2, 4] and {"val_t0.15", "val_t0.5", "val_t0.9"} <= set(scores[0])
+    best = min(scores, key=lambda r: r["val_loss"])
+    assert (meta["metrics"]["best_step"], meta["metrics"]["best_val_loss"]) == (best["step"], best["val_loss"])
+    assert meta["train"]["reweight_identity"] == 0.8 and meta["train"]["eval_every"] == 2
+    for missing, needle in (("alignment", "--reweight-identity needs --alignment"),
+                            ("val", "--eval-every needs --val")):
+        cut = argv.index(f"--{missing}")
+        assert main(argv[:cut] + argv[cut + 2:]) == 2
+        assert needle in capsys.readouterr().err
+    other = _with(argv, alignment=prepared / "val.a2m")
+    assert main(other) == 2 and "does not hold the sequences" in capsys.readouterr().err
 
 
 def test_family_loss_masks_at_each_rate_and_states_it_under_the_table(prepared, scores, tmp_path):

@@ -97,7 +97,7 @@ def test_training_batch_masks_residues_only():
     tok = protein_tokens()
     cfg = ProteinTrainConfig(steps=1, batch_size=16, lr=1e-3, warmup=0, weight_decay=0, t_min=0.5, t_max=1.0,
                              loss_weight="none", crop_min=5, crop_max=20, grad_clip=1, seed=0, log_every=1, ema=0.0,
-                             save_every=0, snapshot_every=0)
+                             save_every=0, snapshot_every=0, reweight_identity=0.0, dropout=0.0, eval_every=0)
     tokens, target, _ = sample_batch(["ACDEFGHIKLMNPQRSTVWY" * 3, "MKT" * 10], tok, cfg, rng())
     masked = tokens == tok.mask
     assert masked.any()

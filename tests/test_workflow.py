@@ -218,6 +218,24 @@ def test_smoke_settings_do_not_depend_on_the_working_directory(tmp_path):
     assert build_parser().parse_args(pretrain[3:]).compile is False
 
 
+@pytest.mark.parametrize("train", [{}, {"reweight_identity": 0.8, "eval_every": 5, "dropout": 0.1}])
+def test_protein_pretrain_reads_the_alignment_and_validation_split_only_when_asked(tmp_path, train):
+    extra = tmp_path / "train.yaml"
+    extra.write_text(f"protein:\n  train: {json.dumps(train)}\n")
+    cmd = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n", "-p",
+           "--configfile", str(REPO / "config" / "smoke.yaml"), str(extra), "--", "protein_pretrain"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (pretrain,) = [c for c in shell_commands(proc.stdout + proc.stderr) if c[3] == "protein-pretrain"]
+    ns = build_parser().parse_args(pretrain[3:])
+    assert (ns.reweight_identity, ns.eval_every, ns.dropout) == (train.get("reweight_identity", 0.0),
+                                                                 train.get("eval_every", 0), train.get("dropout", 0.0))
+    if train:
+        assert ns.alignment.parts[-2:] == ("data", "train.a2m") and ns.val.parts[-2:] == ("data", "reference2.fasta")
+    else:
+        assert ns.alignment is None and ns.val is None
+
+
 @pytest.mark.parametrize(("backbones", "imports"), [({"sudoku": "pretrained"}, ["sudoku"]),
                                                  ({"sudoku": "pretrained", "protein": "pretrained"},
                                                   ["sudoku", "protein"])])

@@ -83,6 +83,9 @@ def _check_ranges(cfg: dict) -> None:
     if cfg["protein"]["backbone"] == "pretrained" and data["source"] != "family":
         raise ConfigError("config error at protein/backbone: the shipped backbone was trained on a family "
                           "(protein/data/source: family); use backbone: trained for the generic data")
+    if cfg["protein"]["train"]["reweight_identity"] and data["source"] != "family":
+        raise ConfigError("config error at protein/train/reweight_identity: the weights come from the family's "
+                          "alignment (protein/data/source: family); set 0 for the generic data")
     if mi["val_contexts"] + mi["test_contexts"] > data["n_heldout_contexts"]:
         raise ConfigError(
             f"config error at protein/mi: val_contexts {mi['val_contexts']} + test_contexts {mi['test_contexts']} "

@@ -6,7 +6,9 @@
 (β = 0.9, 0.98), linear warm-up then cosine decay to 10% of ``lr``, gradient-norm clipping, and one
 history row ``{"step", "loss", "minutes"}`` (mean loss since the last row) every ``log_every`` steps.
 With ``ema > 0`` the parameters end as the exponential moving average of their values after each
-step (:class:`WeightAverage`) instead of the last step's values.
+step (:class:`WeightAverage`) instead of the last step's values. With ``best`` (a :class:`BestWeights`)
+the weights are scored on held-out data every ``best.every`` steps and after the last, and the run
+ends with the best-scoring ones (checkpoint selection; the average's, when there is one).
 """
 
 from __future__ import annotations
@@ -68,6 +70,56 @@ class WeightAverage:
             p.copy_(a)
 
 
+class BestWeights:
+    """Checkpoint selection on a validation score.
+
+    Every ``every`` steps and after the last, ``score()`` (the model's held-out losses, ``{name:
+    nats}``) gives one row ``{"step", "val_loss", **losses}`` of :attr:`history`, ``val_loss`` being
+    the mean of the losses; the weights of the lowest ``val_loss`` so far (the earliest on a tie) are
+    kept as a copy. ``score`` must not draw from the training generators (a scored run then trains
+    exactly as an unscored one); it sets the model's train/eval mode itself."""
+
+    def __init__(self, every: int, score: Callable[[], dict[str, float]]):
+        if every < 1:
+            raise ValueError(f"validation interval must be >= 1, got {every}")
+        self.every, self.score = every, score
+        self.step, self.loss, self.weights, self.history = 0, math.inf, None, []
+
+    def due(self, step: int, steps: int) -> bool:
+        """Whether the weights are scored after ``step`` of ``steps`` steps (1-based)."""
+        return step % self.every == 0 or step == steps
+
+    @torch.no_grad()
+    def check(self, step: int, params: list[torch.Tensor]) -> dict:
+        """Score the current ``params`` after ``step`` steps; keep them if they are the best so far."""
+        losses = {k: float(v) for k, v in self.score().items()}
+        row = {"step": step, "val_loss": sum(losses.values()) / len(losses), **losses}
+        self.history.append(row)
+        if row["val_loss"] < self.loss:  # a NaN score is never the best
+            self.step, self.loss = step, row["val_loss"]
+            self.weights = [p.detach().clone() for p in params]
+        return row
+
+    @torch.no_grad()
+    def copy_to_params(self, params: list[torch.Tensor]) -> None:
+        for p, w in zip(params, self.weights):
+            p.copy_(w)
+
+
+@torch.no_grad()
+def _score(best: BestWeights, step: int, params: list[torch.Tensor], average: WeightAverage | None) -> dict:
+    """``best.check`` on the weights the run would save now: the average's, if any (then put back)."""
+    if average is None:
+        return best.check(step, params)
+    current = [p.detach().clone() for p in params]
+    average.copy_to_params()
+    try:
+        return best.check(step, params)
+    finally:
+        for p, c in zip(params, current):
+            p.copy_(c)
+
+
 def lr_at(step: int, cfg) -> float:
     """Linear warm-up then cosine decay to 10% of ``lr``."""
     if step < cfg.warmup:
@@ -78,19 +130,20 @@ def lr_at(step: int, cfg) -> float:
 
 def optimise(params: Iterable[torch.nn.Parameter], batch_loss: Callable[[int], torch.Tensor], cfg,
              log: Callable[[str], None] = print, state: TrainState | None = None,
-             snapshot: Callable[[int], None] | None = None) -> list[dict]:
+             snapshot: Callable[[int], None] | None = None, best: BestWeights | None = None) -> list[dict]:
     """Run ``cfg.steps`` AdamW steps on ``batch_loss(step)`` (a scalar tensor) → the loss history.
 
     On a GPU the loss runs under bf16 autocast (weights, gradients and optimiser state stay fp32);
     on the CPU everything is fp32. With ``state`` the run first restores the last saved state (if
     any) and saves it every ``state.every`` steps; ``snapshot(step)`` is called after every
-    ``cfg.snapshot_every``-th step (the caller saves the weights).
+    ``cfg.snapshot_every``-th step (the caller saves the weights). With ``best`` the parameters end as
+    ``best.weights`` (its scores in ``best.history``, saved and restored with ``state``).
     """
     params = list(params)
     on_gpu = params[0].is_cuda
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.98))
     average = WeightAverage(params, cfg.ema) if cfg.ema else None
-    first, history, minutes, running = state.load(params, opt, average) if state else (0, [], 0.0, 0.0)
+    first, history, minutes, running = state.load(params, opt, average, best) if state else (0, [], 0.0, 0.0)
     if first:
         log(f"resumed from {state.path} after step {first}")
     start = time.time() - 60 * minutes
@@ -112,10 +165,15 @@ def optimise(params: Iterable[torch.nn.Parameter], batch_loss: Callable[[int], t
             history.append(rec)
             log(f"step {rec['step']} loss {rec['loss']:.4f} {rec['minutes']:.1f} min")
             running = 0.0
+        if best is not None and best.due(step + 1, cfg.steps):
+            row = _score(best, step + 1, params, average)
+            log(f"step {step + 1} val loss {row['val_loss']:.4f} (best {best.loss:.4f} at step {best.step})")
         if state is not None and state.due(step + 1) and step + 1 < cfg.steps:
-            state.save(step + 1, params, opt, average, history, (time.time() - start) / 60, running)
+            state.save(step + 1, params, opt, average, history, (time.time() - start) / 60, running, best)
         if snapshot is not None and cfg.snapshot_every and (step + 1) % cfg.snapshot_every == 0:
             snapshot(step + 1)
     if average is not None:
         average.copy_to_params()
+    if best is not None and best.weights is not None:
+        best.copy_to_params(params)
     return history

@@ -2,16 +2,18 @@
 save left it instead of starting again (issue 26).
 
     state = TrainState(Path("results/sudoku/model/resume"), every=250, rng=gen, fingerprint={...})
-    start, history, minutes, running = state.load(params, opt, average)   # zeros when nothing was saved
+    start, history, minutes, running = state.load(params, opt, average, best)   # zeros when nothing was saved
     ...
-    state.save(step, params, opt, average, history, minutes, running)   # every ``every`` steps
+    state.save(step, params, opt, average, history, minutes, running, best)   # every ``every`` steps
 
 The file holds the parameters, AdamW's moments and step counts, the weight average (if any), the
 global torch RNG and the batch generator (a ``torch.Generator`` or a ``numpy.random.Generator``),
-the history so far and the elapsed minutes. It is written atomically, so a kill during a save leaves
-the previous save intact; it loads without unpickling. The run resumed from it draws the same
-batches and gives the same weights as one that was never stopped. ``fingerprint`` (the model and
-training settings) must match the saved one: resuming with other settings is refused.
+the history so far, the elapsed minutes and, for a run that keeps its best-scoring weights
+(:class:`~mdm_mi.train_loop.BestWeights`), those weights, their step, loss and the scores so far.
+It is written atomically, so a kill during a save leaves the previous save intact; it loads without
+unpickling. The run resumed from it draws the same batches and gives the same weights as one that was
+never stopped. ``fingerprint`` (the model and training settings) must match the saved one: resuming
+with other settings is refused.
 """
 
 from __future__ import annotations
@@ -46,8 +48,8 @@ class TrainState:
         return self.every > 0 and step % self.every == 0
 
     def save(self, step: int, params: list[torch.Tensor], opt: torch.optim.Optimizer, average,
-             history: list[dict], minutes: float, running: float) -> None:
-        """Write the state after ``step`` steps atomically."""
+             history: list[dict], minutes: float, running: float, best=None) -> None:
+        """Write the state after ``step`` steps atomically (``best``: a BestWeights or None)."""
         tensors = {f"param.{i}": p.detach().cpu().contiguous() for i, p in enumerate(params)}
         for i, p in enumerate(params):
             for key in MOMENTS:
@@ -57,6 +59,10 @@ class TrainState:
             tensors |= {f"avg.{i}": a.detach().cpu().contiguous() for i, a in enumerate(average.avg)}
         tensors["torch_rng"] = torch.get_rng_state()
         meta = {"step": step, "history": history, "minutes": minutes, "running": running, "fingerprint": self.fingerprint}
+        if best is not None:
+            meta["best"] = {"step": best.step, "loss": best.loss, "history": best.history}
+            if best.weights is not None:
+                tensors |= {f"best.{i}": w.detach().cpu().contiguous() for i, w in enumerate(best.weights)}
         if isinstance(self.rng, torch.Generator):
             tensors["batch_rng"] = self.rng.get_state()
         else:
@@ -64,8 +70,9 @@ class TrainState:
         with atomic_path(self.path) as tmp:
             save_file(tensors, str(tmp), metadata={"state": json.dumps(meta)})
 
-    def load(self, params: list[torch.Tensor], opt: torch.optim.Optimizer, average) -> tuple[int, list[dict], float, float]:
-        """Restore a saved state into ``params``, ``opt``, ``average`` and the generators →
+    def load(self, params: list[torch.Tensor], opt: torch.optim.Optimizer, average,
+             best=None) -> tuple[int, list[dict], float, float]:
+        """Restore a saved state into ``params``, ``opt``, ``average``, ``best`` and the generators →
         ``(steps done, history, minutes, loss sum since the last history row)``; zeros when there is none."""
         if not self.path.is_file():
             return 0, [], 0.0, 0.0
@@ -89,9 +96,21 @@ class TrainState:
             if average is not None:
                 for i, a in enumerate(average.avg):
                     a.copy_(tensors[f"avg.{i}"])
+        if best is not None:
+            _restore_best(best, meta, tensors, params)
         torch.set_rng_state(tensors["torch_rng"])
         if isinstance(self.rng, torch.Generator):
             self.rng.set_state(tensors["batch_rng"])
         else:
             self.rng.bit_generator.state = meta["numpy_rng"]
         return int(meta["step"]), list(meta["history"]), float(meta["minutes"]), float(meta["running"])
+
+
+def _restore_best(best, meta: dict, tensors: dict, params: list[torch.Tensor]) -> None:
+    """Put a saved run's best-scoring weights, step, loss and scores into ``best`` (a BestWeights)."""
+    saved = meta.get("best")
+    if saved is None:
+        raise InputError("the saved training state kept no best weights; delete it to start afresh")
+    best.step, best.loss, best.history = int(saved["step"]), float(saved["loss"]), list(saved["history"])
+    if "best.0" in tensors:
+        best.weights = [tensors[f"best.{i}"].to(p.device).clone() for i, p in enumerate(params)]

@@ -48,11 +48,21 @@ if not FAMILY:
             "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
 
 
+# protein-pretrain's optional inputs: the aligned training split (sequence weights) and the validation
+# split (checkpoint selection), only when the training keys that read them are on
+PRETRAIN_INPUTS = ({"alignment": f"{P}/data/train.a2m"} if PROTEIN["train"]["reweight_identity"] else {}) | (
+    {"val": f"{P}/data/reference2.fasta" if FAMILY else f"{P}/data/heldout.fasta"}
+    if PROTEIN["train"]["eval_every"]
+    else {}
+)
+
+
 if PROTEIN["backbone"] == "trained":
 
     rule protein_pretrain:
         input:
             train=f"{P}/data/train.fasta",
+            extra=list(PRETRAIN_INPUTS.values()),
             tracking=TRACKING_READY,
         output:
             weights=f"{P}/model/model.safetensors",
@@ -60,7 +70,9 @@ if PROTEIN["backbone"] == "trained":
         log:
             f"{PL}/pretrain.log",
         params:
-            options=cli_flags(PROTEIN["model"] | PROTEIN["train"] | ({"whole_sequences": True} if FAMILY else {})),
+            options=cli_flags(
+                PROTEIN["model"] | PROTEIN["train"] | ({"whole_sequences": True} if FAMILY else {}) | PRETRAIN_INPUTS
+            ),
             job=job_flags(),
             tracking=tracking_flags,
             out_dir=parent_dir("meta"),

@@ -4,6 +4,7 @@
     kept, report = drop_nonstandard(records)                 # report: records with X, B, Z, U, O, ...
     train, val, reference = cluster_split(kept, identity=0.8, seed=0)
     profile = column_profile(train, pseudocount=0.5)         # (53, 21) incl. gap
+    weights = sequence_weights(encode_columns([r.columns for r in train]), 0.8)   # Neff = weights.sum()
     losses = baseline_losses(train, reference, pseudocount=0.5)
     floor = sample_profile(profile, 1000, np.random.default_rng(0))
 
@@ -246,6 +247,26 @@ def identity_clusters(codes: np.ndarray, identity: float) -> np.ndarray:
     r, c = np.concatenate(rows), np.concatenate(cols)
     graph = coo_matrix((np.ones(len(r), dtype=np.int8), (r, c)), shape=(len(codes), len(codes)))
     return connected_components(graph, directed=False)[1]
+
+
+def sequence_weights(codes: np.ndarray, identity: float, block: int = IDENTITY_BLOCK) -> np.ndarray:
+    """The family-model literature's sequence weights: ``w_i = 1 / #{j : identity(i, j) ≥ identity}``,
+    record ``i`` itself always counted. Codes ``(n, L)`` → float64 ``(n,)``; ``w.sum()`` is the
+    effective number of sequences ``Neff`` (plmDCA, ArDCA and EVcouplings use ``identity = 0.8``).
+
+    Identity is :func:`pairwise_identity` on the aligned match columns: the same measure that builds
+    the cluster split, so "within 80%" means the same thing in the split and in the weights. Gaps never
+    count as matches, which makes a fragment similar to the full-length records it overlaps only when
+    it shares at least half its residues with them. Blocked one-hot matmuls: memory ``block × n``."""
+    if not 0 < identity <= 1:
+        raise InputError(f"reweighting identity must lie in (0, 1], got {identity}")
+    counts = np.zeros(len(codes), dtype=np.int64)
+    for start, ident in identity_blocks(codes, codes, block):
+        close = ident >= identity
+        rows = np.arange(len(close))
+        close[rows, start + rows] = True  # itself, even a record with no match-column residue
+        counts[start:start + len(close)] = close.sum(1)
+    return 1.0 / counts
 
 
 def assign_clusters(sizes: np.ndarray, fractions: Sequence[float], seed: int) -> np.ndarray:
