@@ -13,23 +13,18 @@ and the paired difference to the baseline (95% Newcombe interval, exact McNemar 
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 
-from mdm_mi.domain import load_backbone
 from mdm_mi.paired import paired_difference
-from mdm_mi.samplers import Sequential
-from mdm_mi.sudoku.compare import Decoder
+from mdm_mi.sudoku.compare import sequential_solved
 from mdm_mi.sudoku.data import load_puzzle_csv
 
 
 def decode(model_dir: str, puzzles, batch_size: int) -> tuple:
     """Sequential greedy decoding of ``puzzles`` → (solved (P,) bool, training minutes, decode s)."""
-    model, meta = load_backbone(model_dir, "cpu", domain="sudoku")
-    t0 = time.time()
-    solved, _ = Decoder(model, None, batch_size, seed=0)(puzzles, Sequential("entropy"))
-    return solved, meta.get("metrics", {}).get("train_minutes", float("nan")), time.time() - t0
+    solved, secs, meta = sequential_solved(model_dir, puzzles, batch_size)
+    return solved, meta.get("metrics", {}).get("train_minutes", float("nan")), secs
 
 
 def main() -> None:

@@ -17,19 +17,16 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from mdm_mi.config import load_config
-from mdm_mi.domain import load_backbone
 from mdm_mi.paired import paired_difference
 from mdm_mi.plotting import plt
-from mdm_mi.samplers import Sequential
 from mdm_mi.stats import wilson_interval
-from mdm_mi.sudoku.compare import Decoder, SplitSpec, compare_splits
+from mdm_mi.sudoku.compare import SplitSpec, compare_splits, sequential_solved
 from mdm_mi.sudoku.data import load_puzzle_csv
 from mdm_mi.train_loop import SNAPSHOTS
 
@@ -56,10 +53,8 @@ def splits(config: Path) -> dict:
 def decode(model_dir: Path, puzzles) -> tuple[np.ndarray, float]:
     """Sequential greedy decoding of ``puzzles`` with the checkpoint in ``model_dir`` → (solved (P,)
     bool, seconds)."""
-    model, _ = load_backbone(str(model_dir), "cpu", domain="sudoku")
-    t0 = time.time()
-    solved, _ = Decoder(model, None, BATCH, seed=0)(puzzles, Sequential("entropy"))
-    return solved, time.time() - t0
+    solved, secs, _ = sequential_solved(model_dir, puzzles, BATCH)
+    return solved, secs
 
 
 def summary(solved: np.ndarray, seconds: float) -> dict:

@@ -94,6 +94,20 @@ class Decoder:
         return solved_mask(ps, grids).numpy(), passes.numpy()
 
 
+def sequential_solved(model_dir, puzzles: PuzzleSet, batch_size: int, device: str = "cpu") -> tuple[np.ndarray, float, dict]:
+    """Greedy sequential decoding (entropy order, seed 0) of ``puzzles`` with the checkpoint in
+    ``model_dir``: the backbone-strength measure of the benchmarks → (solved ``(P,)`` bool, decode
+    seconds, the checkpoint's meta)."""
+    import time
+
+    from mdm_mi.domain import load_backbone
+
+    model, meta = load_backbone(str(model_dir), device, domain="sudoku")
+    t0 = time.time()
+    solved, _ = Decoder(model, None, batch_size, seed=0)(puzzles, Sequential("entropy"))
+    return solved, time.time() - t0, meta
+
+
 def calibration_measure(decoder: Decoder, calib: PuzzleSet):
     """sampler → (mean passes on ``calib``, {calib_accuracy}): what calibration measures."""
     def measure(sampler):
