@@ -17,7 +17,9 @@ Holm-corrected within (set, role), so each family of tests keeps a 5% family-wis
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Callable
 
 from mdm_mi.paired import ALPHA, holm, newcombe_interval, tost_p
 
@@ -83,28 +85,48 @@ def _p(x: float) -> str:
     return f"{x:.2g}"
 
 
-def verdict(row: dict, margin: float = EQUIVALENCE_MARGIN, alpha: float = ALPHA) -> tuple[str, str]:
-    """The verdict word of a classified row and one sentence that states it with its numbers."""
-    word = verdict_word(row, alpha)
-    head = (f"{row['set']}, 1/{row['divisor']} ({row['passes_first']:.1f} passes): {row['first']} − {row['second']} "
-            f"= {_pp(row['diff'])} pp [{_pp(row['lo'])}, {_pp(row['hi'])}]")
+@dataclass(frozen=True)
+class Scale:
+    """How one kind of table writes a contrast in a sentence: ``number`` formats a difference and
+    ``unit`` follows it, ``metric`` (after the contrast) names what is compared, ``band`` is the
+    equivalence margin as written and ``interval90`` gives a row's 90% interval, the TOST's."""
+
+    number: Callable[[float], str]
+    unit: str
+    metric: str
+    band: str
+    interval90: Callable[[dict], tuple[float, float]]
+
+
+def _newcombe90(row: dict, alpha: float = ALPHA) -> tuple[float, float]:
+    return newcombe_interval(*cells(row), z=NormalDist().inv_cdf(1 - alpha))
+
+
+SUDOKU_SCALE = Scale(_pp, " pp", "", f"±{100 * EQUIVALENCE_MARGIN:g} pp", _newcombe90)  # accuracy, paired cells
+
+
+def verdict(row: dict, scale: Scale = SUDOKU_SCALE, alpha: float = ALPHA) -> tuple[str, str]:
+    """The verdict word of a classified row and one sentence that states it with its numbers, written
+    on ``scale`` (Sudoku accuracy in pp by default; the protein co-variation table passes its own)."""
+    word, n = verdict_word(row, alpha), scale.number
+    head = (f"{row['set']}, 1/{row['divisor']} ({row['passes_first']:.1f} passes): {row['first']} − {row['second']}"
+            f"{scale.metric} = {n(row['diff'])}{scale.unit} [{n(row['lo'])}, {n(row['hi'])}]")
     test = f"p = {_p(row['p_value'])}, Holm-adjusted p = {_p(row['p_holm'])} ({row['family_size']} {row['role']} tests)"
-    lo90, hi90 = newcombe_interval(*cells(row), z=NormalDist().inv_cdf(1 - alpha))  # the TOST interval
-    band = f"±{100 * margin:g} pp"
+    lo90, hi90 = scale.interval90(row)
     if word in ("better", "worse"):
         tail = f"{word}."
     elif word == "equivalent":
-        tail = (f"equivalent within {band} (90% interval [{_pp(lo90)}, {_pp(hi90)}], TOST p = {_p(row['p_tost'])}, "
+        tail = (f"equivalent within {scale.band} (90% interval [{n(lo90)}, {n(hi90)}], TOST p = {_p(row['p_tost'])}, "
                 f"Holm {_p(row['p_tost_holm'])}).")
     else:
-        tail = (f"not resolved: no difference at 5%, and equivalence within {band} is not shown either "
-                f"(90% interval [{_pp(lo90)}, {_pp(hi90)}], TOST Holm p = {_p(row['p_tost_holm'])}).")
+        tail = (f"not resolved: no difference at 5%, and equivalence within {scale.band} is not shown either "
+                f"(90% interval [{n(lo90)}, {n(hi90)}], TOST Holm p = {_p(row['p_tost_holm'])}).")
     return word, f"{head}, {test}: {tail}"
 
 
-def primary_sentences(rows: list[dict]) -> list[str]:
+def primary_sentences(rows: list[dict], scale: Scale = SUDOKU_SCALE) -> list[str]:
     """One sentence per primary row (mi* − EB at each set and budget) of classified ``rows``."""
-    return [verdict(r)[1] for r in rows if r["role"] == "primary"]
+    return [verdict(r, scale)[1] for r in rows if r["role"] == "primary"]
 
 
 def verdict_markdown(rows: list[dict]) -> str:

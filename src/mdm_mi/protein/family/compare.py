@@ -208,20 +208,24 @@ def covariation_verdicts(rows: list[dict]) -> list[dict]:
                     equivalence_p=lambda r: tost_t(r["diff"], r["se"], r["df"], EQUIVALENCE_MARGIN_R))
 
 
+def covariation_scale():
+    """How co-variation contrasts are written (:class:`mdm_mi.verdicts.Scale`): r to three places,
+    the band ±0.05 r, the 90% Student interval of the jackknife (the TOST's)."""
+    from mdm_mi.stats import t_quantile
+    from mdm_mi.verdicts import Scale
+
+    def interval90(r: dict) -> tuple[float, float]:
+        half = t_quantile(r["df"], 0.90) * r["se"]
+        return r["diff"] - half, r["diff"] + half
+
+    return Scale(lambda x: f"{x:+.3f}", "", " in corrected-MI r", f"±{EQUIVALENCE_MARGIN_R:g}", interval90)
+
+
 def primary_sentences(rows: list[dict]) -> list[str]:
     """One sentence per primary row of classified co-variation ``rows``, with its numbers."""
-    out = []
-    for r in rows:
-        if r["role"] != "primary":
-            continue
-        head = (f"1/{r['divisor']} ({r['passes_first']:.1f} passes): {r['first']} − {r['second']} in corrected-MI r = "
-                f"{r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}], p = {r['p_value']:.2g}, Holm p = {r['p_holm']:.2g} "
-                f"({r['family_size']} primary tests)")
-        tail = {"equivalent": f"equivalent within ±{EQUIVALENCE_MARGIN_R:g} (TOST Holm p = {r['p_tost_holm']:.2g})",
-                "not resolved": f"not resolved (no difference at 5%, equivalence within ±{EQUIVALENCE_MARGIN_R:g} not "
-                                f"shown: TOST Holm p = {r['p_tost_holm']:.2g})"}.get(r["verdict"], r["verdict"])
-        out.append(f"{head}: {tail}.")
-    return out
+    from mdm_mi.verdicts import primary_sentences as sentences
+
+    return sentences(rows, covariation_scale())
 
 
 def run_scores(stats: SetStats, cols: list[str], ref: Reference, scores: np.ndarray, threshold: float) -> dict:
