@@ -340,7 +340,7 @@ def test_smoke_dag_runs_in_a_fresh_directory(tmp_path):
     if cfg["protein"]["data"]["source"] == "family":  # the family table: every setting, ceiling and floor
         with (results / "protein" / "family" / "table.csv").open(newline="") as fh:
             frows = list(csv.DictReader(fh))
-        assert {r["sampler"] for r in frows} == {"sequential", "naive", "eb", "mi", "ceiling", "floor"}
+        assert {r["sampler"] for r in frows} == {"sequential", "naive", "eb", "mi", "ceiling", "ardca", "floor"}
         assert all(0 <= float(r["hmm_pass_rate"]) <= 1 for r in frows)
     # calibrated budgets: every sampler at every budget on every comparison set, paired rows, summaries
     from mdm_mi.budgets import read_csv
