@@ -17,6 +17,7 @@ from mdm_mi.errors import InputError
 from mdm_mi.protein.family import figure_jobs, figures as ff
 from mdm_mi.protein.family import metrics as fm
 from mdm_mi.protein.family.compare import FIELDS
+from mdm_mi.protein.family.scores import REFERENCE_ROWS
 
 METRICS = ("corrected_mi_r", "c_ij_r", "f_i_r", "hmm_pass_rate")
 
@@ -99,12 +100,14 @@ def outputs(tmp_path) -> dict[str, Path]:
     grid = []
     for row, sampler, params, passes in (("eb-g4.0", "eb", {"gamma": 4.0}, 9.0), ("eb-g1.0", "eb", {"gamma": 1.0}, 30.0),
                                          ("mi-g4.0-l1.0", "mi", {"gamma": 4.0, "lam": 1.0}, 11.0),
-                                         ("ceiling", "ceiling", {}, None), ("floor", "floor", {}, None)):
+                                         ("ceiling", "ceiling", {}, None), ("ardca", "ardca", {}, None),
+                                         ("floor", "floor", {}, None)):
         paths[row] = tmp_path / f"{row}.json"
         paths[row].write_text(json.dumps({"row": row, "sampler": sampler, "params": params, "mean_passes": passes,
                                           "n": 20, **{k: float(rng.random()) for k in METRICS}}))
         grid.append(paths[row])
     paths["grid"] = grid
+    paths["references"] = [paths[row] for row in REFERENCE_ROWS]
     return paths
 
 
@@ -136,8 +139,8 @@ def test_fixed_grid_rows_group_mi_by_lambda_and_keep_the_reference_rows_apart():
 def test_both_passes_figures_are_written(outputs, tmp_path):
     cov, rate = tmp_path / "figs" / "cov.png", tmp_path / "figs" / "rate.png"
     assert main(["figure-family-covariation", "--scores", str(outputs["scores"]), "--runs", str(outputs["runs"]),
-                 "--covariation", str(outputs["covariation"]), "--ceiling", str(outputs["ceiling"]),
-                 "--floor", str(outputs["floor"]), "--out", str(cov)]) == 0
+                 "--covariation", str(outputs["covariation"]), "--references", *map(str, outputs["references"]),
+                 "--out", str(cov)]) == 0
     assert main(["figure-family-pass-rate", "--inputs", *map(str, outputs["grid"]), "--scores",
                  str(outputs["scores"]), "--runs", str(outputs["runs"]), "--out", str(rate)]) == 0
     for png in (cov, rate):
@@ -150,9 +153,9 @@ def test_bad_inputs_are_one_line(outputs, tmp_path, capsys):
     bad_csv = tmp_path / "bad.csv"
     bad_csv.write_text("set,divisor\nfamily,2\n")
     base = ["figure-family-covariation", "--scores", str(outputs["scores"]), "--runs", str(outputs["runs"]),
-            "--covariation", str(outputs["covariation"]), "--ceiling", str(outputs["ceiling"]),
-            "--floor", str(outputs["floor"]), "--out", str(tmp_path / "x.png")]
-    for flag, value in (("--scores", broken), ("--covariation", bad_csv), ("--ceiling", tmp_path / "missing.json")):
+            "--covariation", str(outputs["covariation"]), "--references", *map(str, outputs["references"]),
+            "--out", str(tmp_path / "x.png")]
+    for flag, value in (("--scores", broken), ("--covariation", bad_csv), ("--references", tmp_path / "missing.json")):
         argv = list(base)
         argv[argv.index(flag) + 1] = str(value)
         capsys.readouterr()
@@ -162,8 +165,12 @@ def test_bad_inputs_are_one_line(outputs, tmp_path, capsys):
     assert not (tmp_path / "x.png").exists()
 
 
-def test_pass_rate_figure_needs_ceiling_and_floor(outputs):
-    with pytest.raises(InputError, match="ceiling and floor"):
+def test_both_figures_need_every_reference_row(outputs, tmp_path):
+    with pytest.raises(InputError, match="need the reference rows ceiling, ardca, floor; got ceiling, floor"):
+        figure_jobs.figure_family_covariation(figure_jobs.CovariationFigureArgs(
+            outputs["scores"], outputs["runs"], outputs["covariation"], (outputs["ceiling"], outputs["floor"]),
+            tmp_path / "unused.png"), None)
+    with pytest.raises(InputError, match="need the reference rows"):
         figure_jobs.figure_family_pass_rate(figure_jobs.PassRateFigureArgs(tuple(outputs["grid"][:3]), outputs["scores"],
                                                          outputs["runs"], Path("unused.png")), None)
 

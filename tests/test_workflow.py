@@ -22,6 +22,7 @@ import pytest
 from conftest import REPO
 from mdm_mi.cli import build_parser
 from mdm_mi.config import load_config
+from mdm_mi.protein.family.scores import REFERENCE_ROWS
 
 VENV_BIN = REPO / ".venv" / "bin"
 SNAKEMAKE = VENV_BIN / "snakemake"
@@ -106,9 +107,9 @@ def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
         [*cfg["protein"]["samplers"]["sequential"], *cfg["protein"]["samplers"]["naive_k"],
          *cfg["protein"]["samplers"]["eb_gamma"]]) + len(cfg["protein"]["samplers"]["mi_gamma"]) * len(
         cfg["protein"]["samplers"]["mi_lambda"])
-    # the family table: every generated set, the natural ceiling and the profile floor scored once each
-    assert counts["family_score"] == (counts["generate"] + 2 if family else 0)
-    assert counts["family_table"] == int(family)
+    # the family table: every generated set and each reference row (ceiling, ArDCA, floor) scored once
+    assert counts["family_score"] == (counts["generate"] + len(REFERENCE_ROWS) if family else 0)
+    assert counts["family_table"] == counts["family_ardca"] == int(family)
 
 
 def test_every_planned_command_parses_with_the_cli(dry_run):
@@ -339,7 +340,7 @@ def test_smoke_dag_runs_in_a_fresh_directory(tmp_path):
     if cfg["protein"]["data"]["source"] == "family":  # the family table: every setting, ceiling and floor
         with (results / "protein" / "family" / "table.csv").open(newline="") as fh:
             frows = list(csv.DictReader(fh))
-        assert {r["sampler"] for r in frows} == {"sequential", "naive", "eb", "mi", "ceiling", "floor"}
+        assert {r["sampler"] for r in frows} == {"sequential", "naive", "eb", "mi", "ceiling", "ardca", "floor"}
         assert all(0 <= float(r["hmm_pass_rate"]) <= 1 for r in frows)
     # calibrated budgets: every sampler at every budget on every comparison set, paired rows, summaries
     from mdm_mi.budgets import read_csv

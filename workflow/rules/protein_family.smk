@@ -1,10 +1,13 @@
 # One protein family (protein.data.source: family): its data in place of the generic set (rule
 # prepare_family writes the files of rule protein_data, so the protein rules run unchanged), then every
 # generated set scored against the family (profile HMM, realigned column statistics, diversity), beside
-# a natural ceiling and a site-independent floor drawn once by prepare_family, in one table; the
-# co-variation of the calibrated comparison (protein_budgets.smk) at each budget.
+# the reference rows: a natural ceiling and a site-independent floor drawn once by prepare_family, and
+# the family's own generator (ArDCA, rule family_ardca), in one table; the co-variation of the
+# calibrated comparison (protein_budgets.smk) at each budget.
 
-FAMILY_ROWS = [*PROTEIN_RUNS, "ceiling", "floor"]  # a sampler run, or one of the two reference rows
+from mdm_mi.protein.family.scores import REFERENCE_ROWS  # torch-free: ceiling, ardca, floor
+
+FAMILY_ROWS = [*PROTEIN_RUNS, *REFERENCE_ROWS]  # a sampler run, or a reference row ({P}/data/<row>.fasta)
 FAMILY_SPLITS = expand(f"{P}/data/{{s}}.a2m", s=["train", "val", "reference"])
 FAMILY_FIG = f"{R}/figures"
 FAMILY_FIGURES = [f"{FAMILY_FIG}/family_{f}.png" for f in ("covariation", "pass_rate", "mi_map")]
@@ -47,6 +50,30 @@ if FAMILY:
         shell:
             "python -m mdm_mi prepare-family --a2m {input.a2m} --out-dir {params.out_dir} {params.options} "
             "{params.tracking} > {log} 2>&1"
+
+    rule family_ardca:
+        input:
+            splits=FAMILY_SPLITS,
+            data=f"{P}/data/summary.json",
+            tracking=TRACKING_READY,
+        output:
+            fasta=f"{P}/data/ardca.fasta",
+            fit=f"{P}/data/ardca.json",
+        log:
+            f"{PL}/family/ardca.log",
+        params:
+            options=cli_flags({"seed": config["seed"]}),
+            tracking=tracking_flags,
+            data_dir=parent_dir("data"),
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=20,  # the Kunitz fit: 27 s of one core
+        conda:
+            ENV
+        shell:
+            "python -m mdm_mi family-ardca --data-dir {params.data_dir} --out {output.fasta} --fit {output.fit} "
+            "{params.options} {params.tracking} > {log} 2>&1"
 
     rule family_score:
         input:
@@ -158,8 +185,7 @@ if FAMILY:
             scores=rules.family_compare.output.scores,
             runs=f"{P}/budgets/runs.json",
             covariation=rules.family_compare.output.table,
-            ceiling=f"{P}/family/ceiling.json",
-            floor=f"{P}/family/floor.json",
+            references=expand(f"{P}/family/{{r}}.json", r=REFERENCE_ROWS),
         output:
             report(f"{FAMILY_FIG}/family_covariation.png", caption="../report/family_figures.rst", category="Proteins"),
         log:
@@ -174,7 +200,7 @@ if FAMILY:
             ENV
         shell:
             "python -m mdm_mi figure-family-covariation --scores {input.scores} --runs {input.runs} "
-            "--covariation {input.covariation} --ceiling {input.ceiling} --floor {input.floor} --out {output} "
+            "--covariation {input.covariation} --references {input.references} --out {output} "
             "{params.tracking} > {log} 2>&1"
 
     rule figure_family_pass_rate:

@@ -389,6 +389,12 @@ def sample_profile(profile: np.ndarray, n: int, rng: np.random.Generator) -> lis
         u = rng.random((n - len(codes), profile.shape[0], 1))
         draw = np.minimum((u > cdf[None]).sum(-1), N_LETTERS - 1)
         codes = np.concatenate([codes, draw[(draw != GAP_INDEX).any(1)]])
+    return records_from_codes(codes, "profile")
+
+
+def records_from_codes(codes: np.ndarray, prefix: str) -> list[FamilyRecord]:
+    """Drawn codes ``(n, L)`` → records named ``<prefix>_<k>`` whose sequence is the draw without gaps
+    (no insertions: the row is the match columns)."""
     letters = np.array(list(COLUMN_ALPHABET))
     columns = ["".join(row) for row in letters[codes]]
-    return [FamilyRecord(f"profile_{k}", c.replace(GAP, ""), c, c) for k, c in enumerate(columns)]
+    return [FamilyRecord(f"{prefix}_{k}", c.replace(GAP, ""), c, c) for k, c in enumerate(columns)]

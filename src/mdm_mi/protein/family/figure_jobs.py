@@ -20,8 +20,7 @@ class CovariationFigureArgs:
     scores: Path = field(metadata=_h("family-compare's scores.json (point estimates of every calibrated run)"))
     runs: Path = field(metadata=_h("protein-compare's runs.json (mean passes of every calibrated run)"))
     covariation: Path = field(metadata=_h("family-compare's covariation.csv (mi* minus each baseline, with intervals)"))
-    ceiling: Path = field(metadata=_h("family-score JSON of the ceiling row"))
-    floor: Path = field(metadata=_h("family-score JSON of the floor row"))
+    references: tuple[Path, ...] = field(metadata=_h("family-score JSONs of the reference rows (ceiling, ardca, floor)"))
     out: Path = field(metadata=_h("output PNG"))
 
 
@@ -32,9 +31,20 @@ def _calibrated(scores_path: Path, runs_path: Path) -> tuple[list[dict], int]:
     return [p | {"n": scores["n"]} for p in calibrated_points(scores["scores"], runs)], int(scores["n"])
 
 
+def _reference_rows(scores: list[dict], flag: str) -> dict[str, dict]:
+    """The reference rows (``scores.REFERENCE_ROWS``) of family-score JSONs, by row; a one-line error
+    naming the flag when one is missing."""
+    from mdm_mi.protein.family.scores import REFERENCE_ROWS
+
+    refs = {s["row"]: s for s in scores if s["row"] in REFERENCE_ROWS}
+    if sorted(refs) != sorted(REFERENCE_ROWS):
+        raise InputError(f"{flag} need the reference rows {', '.join(REFERENCE_ROWS)}; got {', '.join(sorted(refs)) or 'none'}")
+    return refs
+
+
 def figure_family_covariation(args: CovariationFigureArgs, tracker) -> None:
-    keys = ("corrected_mi_r", "c_ij_r", "hmm_pass_rate")
-    refs = {name: read_input_json(getattr(args, name), "family score", keys) for name in ("ceiling", "floor")}
+    keys = ("row", "corrected_mi_r", "c_ij_r", "hmm_pass_rate")
+    refs = _reference_rows([read_input_json(p, "family score", keys) for p in args.references], "--references")
     points, n = _calibrated(args.scores, args.runs)
     title = (f"Kunitz family: co-variation with the reference at calibrated budgets ({n} sequences per run, "
              "realigned to the training HMM)")
@@ -44,7 +54,7 @@ def figure_family_covariation(args: CovariationFigureArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class PassRateFigureArgs:
-    inputs: tuple[Path, ...] = field(metadata=_h("family-score JSONs: fixed-grid sampler rows, ceiling, floor"))
+    inputs: tuple[Path, ...] = field(metadata=_h("family-score JSONs: fixed-grid sampler rows and the reference rows"))
     scores: Path = field(metadata=_h("family-compare's scores.json (calibrated runs)"))
     runs: Path = field(metadata=_h("protein-compare's runs.json (mean passes of the calibrated runs)"))
     out: Path = field(metadata=_h("output PNG"))
@@ -53,8 +63,7 @@ class PassRateFigureArgs:
 def figure_family_pass_rate(args: PassRateFigureArgs, tracker) -> None:
     scores = [read_input_json(p, "family score", ("row", "sampler", "n", "hmm_pass_rate")) for p in args.inputs]
     grid, refs = fixed_grid_points(scores)
-    if set(refs) != {"ceiling", "floor"}:
-        raise InputError(f"--inputs need the ceiling and floor rows; got {sorted(refs) or 'neither'}")
+    _reference_rows(list(refs.values()), "--inputs")
     calibrated, n = _calibrated(args.scores, args.runs)
     title = f"Kunitz family: HMM pass rate at the 1st-percentile natural threshold ({n} sequences per point)"
     pass_rate_figure(grid, calibrated, refs, args.out, title)

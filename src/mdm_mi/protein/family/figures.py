@@ -3,13 +3,13 @@ map of one Kunitz context beside the family's own column-pair MI, both over the 
 columns.
 
     python -m mdm_mi figure-family-covariation --scores family/scores.json --runs budgets/runs.json \
-        --covariation family/covariation.csv --ceiling family/ceiling.json --floor family/floor.json --out cov.png
+        --covariation family/covariation.csv --references family/{ceiling,ardca,floor}.json --out cov.png
     python -m mdm_mi figure-family-pass-rate --inputs family/*.json --scores family/scores.json \
         --runs budgets/runs.json --out pass_rate.png
     python -m mdm_mi figure-family-mi --model model --head head --data-dir data --out mi.png --csv mi.csv
 
 The co-variation points are family-compare's values (``scores.json``: the estimates its differences
-are taken of; the ceiling and floor lines are family-score's, whose MI correction shuffles whole
+are taken of; the reference rows' lines (ceiling, ArDCA, floor) are family-score's, whose MI correction shuffles whole
 columns instead of within jackknife groups); the intervals are family-compare's paired
 grouped-jackknife 95% intervals of ``mi*`` minus each baseline (``covariation.csv``), the only
 intervals it writes.
@@ -30,7 +30,8 @@ from mdm_mi.plotting import SAMPLER_STYLE, log_passes_axis, plt, save
 
 METRIC_LABELS = {"corrected_mi_r": "corrected column-pair MI r", "c_ij_r": "C_ij r (20 × 20 residue pairs)",
                  "hmm_pass_rate": "HMM pass rate"}
-REFERENCE_STYLE = {"ceiling": ("ceiling: natural training-split set", "0.35", "--"),
+REFERENCE_STYLE = {"ceiling": ("ceiling: natural training-split set", "0.35", "--"),  # one per scores.REFERENCE_ROWS
+                   "ardca": ("ArDCA: autoregressive Potts samples", "tab:olive", "-."),
                    "floor": ("floor: site-independent profile draws", "0.35", ":")}
 PASS_TICKS = (5, 10, 20, 50)
 DODGE = 0.015  # relative shift of neighbouring curves' bars on the log passes axis
@@ -119,7 +120,7 @@ def style(family: str) -> tuple[str, str, str]:
 
 
 def _reference_lines(ax, refs: dict[str, dict], key: str, scale: float = 1.0) -> None:
-    """Horizontal lines of the ceiling and floor rows' ``key``."""
+    """Horizontal lines of the reference rows' ``key`` (ceiling, ArDCA, floor)."""
     for name, r in refs.items():
         label, colour, line = REFERENCE_STYLE[name]
         ax.axhline(scale * float(r[key]), color=colour, ls=line, lw=1.2, label=f"{label} ({scale * float(r[key]):.3g})")
@@ -139,7 +140,7 @@ def _dodge(k: int, n: int) -> float:
 def _curve_panel(ax, points: list[dict], refs: dict[str, dict], key: str, scale: float = 1.0,
                  interval=None) -> None:
     """One curve per family of ``points``' ``key`` against mean passes (``interval(point) → (lo, hi)``
-    bars when given, curves dodged apart), sequential as a star, ceiling and floor lines."""
+    bars when given, curves dodged apart), sequential as a star, the reference rows as lines."""
     families = by_family(points)
     for k, (fam, pts) in enumerate(families.items()):
         label, colour, line = style(fam)
@@ -173,7 +174,7 @@ def _difference_panel(ax, rows: list[dict], metric: str) -> None:
 
 def covariation_figure(points: list[dict], rows: list[dict], refs: dict[str, dict], out, title: str) -> None:
     """Top: corrected-MI r and C_ij r against mean passes, one curve per calibrated family, sequential
-    a star, ceiling and floor lines. Bottom: ``mi*`` minus each baseline with its 95% interval."""
+    a star, the reference rows as lines. Bottom: ``mi*`` minus each baseline with its 95% interval."""
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.4), layout="constrained", sharex="col")
     for col, metric in enumerate(("corrected_mi_r", "c_ij_r")):
         _curve_panel(axes[0, col], points, refs, metric)
@@ -186,7 +187,7 @@ def covariation_figure(points: list[dict], rows: list[dict], refs: dict[str, dic
 
 
 def fixed_grid_points(scores: list[dict]) -> tuple[list[dict], dict[str, dict]]:
-    """family-score JSONs → (sampler rows with a group ``sampler`` or ``mi λ=…``, {ceiling, floor})."""
+    """family-score JSONs → (sampler rows with a group ``sampler`` or ``mi λ=…``, {reference row: its JSON})."""
     from mdm_mi.protein.family.scores import REFERENCE_ROWS
 
     refs = {s["row"]: s for s in scores if s["row"] in REFERENCE_ROWS}
@@ -211,7 +212,7 @@ def wilson(p: dict) -> tuple[float, float]:
 
 def pass_rate_figure(grid: list[dict], calibrated: list[dict], refs: dict[str, dict], out, title: str) -> None:
     """HMM pass rate (%) against mean passes: left the fixed-grid settings, right the calibrated budgets;
-    Wilson 95% bars, sequential a star, ceiling and floor lines."""
+    Wilson 95% bars, sequential a star, the reference rows as lines."""
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained", sharey=True)
     for ax, points, name in ((axes[0], grid, "fixed-grid settings"), (axes[1], calibrated, "calibrated budgets")):
         _curve_panel(ax, points, refs, "hmm_pass_rate", scale=100, interval=wilson)

@@ -2,6 +2,7 @@
 
     python -m mdm_mi prepare-family --a2m resources/data/protein/pf00014_kunitz_pfam_full.a2m --out-dir d \
         --identity 0.8 --n-train-contexts 2000 --n-heldout-contexts 200 --n-score 500 --seed 0
+    python -m mdm_mi family-ardca --data-dir d --out d/ardca.fasta --fit d/ardca.json --seed 0
     python -m mdm_mi family-score --fasta eval/eb-g4.0.fasta --summary eval/eb-g4.0.json --row eb-g4.0 \
         --data-dir d --clusters 15 --seed 0 --out family/eb-g4.0.json
     python -m mdm_mi family-table --inputs family/*.json --out table.csv --markdown table.md
@@ -20,6 +21,8 @@ and, for the family scores: ``{train,val,reference}.a2m`` (the splits' Pfam rows
 ``ceiling.fasta`` (the two reference rows of the family table, see :func:`prepare_family`),
 ``nonstandard.json`` (the records dropped for letters outside the 20 amino acids) and
 ``summary.json`` (split sizes, cluster count, the scored set size, the site-independent baselines).
+``family-ardca`` adds the third reference row to the same folder: ``ardca.fasta``, the family's own
+generator (:mod:`~mdm_mi.protein.family.ardca`) fitted to the train split, and ``ardca.json`` (its fit).
 """
 
 from __future__ import annotations
@@ -133,10 +136,50 @@ def prepare_family(args: PrepareFamilyArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
+class FamilyArdcaArgs:
+    data_dir: Path = field(metadata=_h("prepare-family's folder (train.a2m, summary.json with n_score)"))
+    out: Path = field(metadata=_h("output FASTA: the family table's ardca row"))
+    fit: Path = field(metadata=_h("output JSON: the fit (λ, sequences, effective sequences, seconds)"))
+    seed: int = field(metadata=_h("seed of the draws"))
+
+
+def family_ardca(args: FamilyArdcaArgs, tracker) -> None:
+    """The third reference row of the family table: ArDCA (Trinquier et al. 2021) fitted to the train
+    split with the paper's 80%-identity sequence weights, then ``n_score`` autoregressive draws (the
+    size of every row), written like the floor (:func:`prepare_family`), so ``family-score`` reads them
+    the same way."""
+    import time
+
+    from mdm_mi.protein.family import ardca
+    from mdm_mi.protein.family.alignment import encode_columns
+    from mdm_mi.protein.fasta import write_fasta
+
+    train, _, _, summary = read_splits(args.data_dir)
+    codes = encode_columns([r.columns for r in train])
+    weights = ardca.identity_weights(codes)
+    clocks = [(time.perf_counter(), time.process_time())]  # wall and CPU: a shared machine slows the first
+    model = ardca.fit(codes, weights)
+    clocks.append((time.perf_counter(), time.process_time()))
+    records = ardca.sample(model, summary["n_score"], np.random.default_rng(args.seed))
+    clocks.append((time.perf_counter(), time.process_time()))
+    write_fasta(args.out, _seqs(records))
+    (fit_wall, fit_cpu), (sample_wall, sample_cpu) = (np.subtract(b, a) for a, b in zip(clocks, clocks[1:]))
+    fit = {"lambda_j": ardca.LAMBDA_J, "reweight_identity": ardca.REWEIGHT_IDENTITY, "n_train": len(train),
+           "n_effective": float(weights.sum()), "n": len(records), "fit_seconds": float(fit_wall),
+           "fit_cpu_seconds": float(fit_cpu), "sample_seconds": float(sample_wall), "sample_cpu_seconds": float(sample_cpu)}
+    write_json(args.fit, fit)
+    print(f"ardca: fit {fit_wall:.1f} s (CPU {fit_cpu:.1f} s) on {len(train)} sequences ({weights.sum():.0f} "
+          f"effective), {len(records)} sampled in {sample_wall:.2f} s (CPU {sample_cpu:.2f} s)", flush=True)
+    tracker.log_params({"seed": args.seed, "lambda_j": ardca.LAMBDA_J, "reweight_identity": ardca.REWEIGHT_IDENTITY})
+    tracker.log_metrics({k: v for k, v in fit.items() if k not in ("lambda_j", "reweight_identity")})
+    tracker.log_artifact(args.fit)
+
+
+@dataclass(frozen=True)
 class FamilyScoreArgs:
-    fasta: Path = field(metadata=_h("sequences to score: generated, or floor.fasta / ceiling.fasta"))
+    fasta: Path = field(metadata=_h("sequences to score: generated, or floor.fasta / ceiling.fasta / ardca.fasta"))
     data_dir: Path = field(metadata=_h("prepare-family's folder (the splits' .a2m files, summary.json)"))
-    row: str = field(metadata=_h("row name in the family table: a sampler run, ceiling or floor"))
+    row: str = field(metadata=_h("row name in the family table: a sampler run, ceiling, ardca or floor"))
     out: Path = field(metadata=_h("score JSON"))
     clusters: int = field(metadata=_h("k-means k of the cluster JSD (fit on the reference, paper 15)"))
     seed: int = field(metadata=_h("seed of k-means and the MI shuffles"))
@@ -185,7 +228,7 @@ def family_score(args: FamilyScoreArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class FamilyTableArgs:
-    inputs: tuple[Path, ...] = field(metadata=_h("family-score JSONs (sampler runs, ceiling, floor)"))
+    inputs: tuple[Path, ...] = field(metadata=_h("family-score JSONs (sampler runs, ceiling, ardca, floor)"))
     out: Path = field(metadata=_h("tidy CSV"))
     markdown: Path = field(metadata=_h("Markdown table"))
     model: Path | None = field(default=None, metadata=_h("protein model folder (named in the table)"))
