@@ -165,7 +165,7 @@ def test_bad_inputs_are_one_line(outputs, tmp_path, capsys):
 def test_pass_rate_figure_needs_ceiling_and_floor(outputs):
     with pytest.raises(InputError, match="ceiling and floor"):
         figure_jobs.figure_family_pass_rate(figure_jobs.PassRateFigureArgs(tuple(outputs["grid"][:3]), outputs["scores"],
-                                                         outputs["runs"], Path("unused.png")), None)
+                                                         outputs["runs"], out=Path("unused.png")), None)
 
 
 def test_scores_of_runs_missing_from_runs_json_are_refused(outputs):

@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 
 import torch
 
-from mdm_mi.flags import h
+from mdm_mi.flags import SeededTrainRunFlags, h
 from mdm_mi.train_state import TrainState
 
 RESUME = "resume"  # a pretraining verb's --out subfolder of the saved training state
@@ -28,7 +28,7 @@ SNAPSHOTS = "snapshots"  # … and of the kept weight snapshots (step-N)
 
 
 @dataclass(frozen=True, kw_only=True)
-class DiffusionTrainFlags:
+class DiffusionTrainFlags(SeededTrainRunFlags):
     """The masked-diffusion training flags both pretraining verbs (``sudoku-pretrain``, ``protein-pretrain``) take (defaults: the config schema)."""
 
     steps: int = field(metadata=h("optimiser steps"))
@@ -41,9 +41,6 @@ class DiffusionTrainFlags:
     loss_weight: str = field(metadata=h("none | elbo (1/t weighting)"))
     grad_clip: float = field(metadata=h("gradient norm clip"))
     log_every: int = field(metadata=h("steps between log lines"))
-    seed: int = field(metadata=h("random seed"))
-    device: str = field(metadata=h("auto | cpu | cuda"))
-    threads: int = field(metadata=h("torch CPU threads"))
     ema: float = field(metadata=h("decay of an exponential moving average of the weights, saved instead "
                                   "of the last step's (0: off)"))
     save_every: int = field(metadata=h("steps between saves of the full training state in OUT/resume "

@@ -32,17 +32,17 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.errors import InputError
-from mdm_mi.flags import h as _h
+from mdm_mi.flags import DeviceFlag, OutDir, TableOuts, h as _h
 from mdm_mi.io import read_json, read_jsons, write_json, write_text
 from mdm_mi.protein.family.loss import MASK_RATES, masked_loss
 from mdm_mi.protein.family.scores import (FAMILY_COLUMNS, family_markdown, family_rows, family_scores, hmm_frame,
                                           loss_lines, read_splits)
+from mdm_mi.protein.flags import ProteinModelFlag
 
 
 @dataclass(frozen=True)
-class PrepareFamilyArgs:
+class PrepareFamilyArgs(OutDir):
     a2m: Path = field(metadata=_h("Pfam A2M alignment of the family (e.g. PF00014 Kunitz, full)"))
-    out_dir: Path = field(metadata=_h("output folder"))
     identity: float = field(metadata=_h("identity at which records join one cluster (clusters stay whole in a split)"))
     n_train_contexts: int = field(metadata=_h("distinct train sequences written for MI labelling"))
     n_heldout_contexts: int = field(metadata=_h("distinct validation/reference sequences written for MI labelling"))
@@ -184,10 +184,8 @@ def family_score(args: FamilyScoreArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class FamilyTableArgs:
+class FamilyTableArgs(TableOuts):
     inputs: tuple[Path, ...] = field(metadata=_h("family-score JSONs (sampler runs, ceiling, floor)"))
-    out: Path = field(metadata=_h("tidy CSV"))
-    markdown: Path = field(metadata=_h("Markdown table"))
     model: Path | None = field(default=None, metadata=_h("protein model folder (named in the table)"))
     loss: Path | None = field(default=None, metadata=_h("family-loss JSON: the held-out losses, stated under the table"))
 
@@ -261,13 +259,11 @@ def family_compare(args: FamilyCompareArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class FamilyLossArgs:
-    model: Path = field(metadata=_h("protein model folder"))
+class FamilyLossArgs(ProteinModelFlag, DeviceFlag):
     data_dir: Path = field(metadata=_h("prepare-family output (reference.fasta, summary.json with the baselines)"))
     out: Path = field(metadata=_h("output JSON"))
     rates: tuple[float, ...] = field(default=MASK_RATES, metadata=_h("mask rates t"))
     seed: int = field(default=0, metadata=_h("seed of the masks"))
-    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
     threads: int = field(default=0, metadata=_h("CPU threads (0 = torch's default)"))
 
 
