@@ -98,15 +98,13 @@ def part_names(args: ProteinCompareBase) -> list[str]:
 def _load(args: ProteinCompareBase, reference: list[str]):
     """Backbone, the head's pairwise function and the JSD scorer (k-means fitted on the reference)."""
     from mdm_mi.backbone import for_decoding
-    from mdm_mi.domain import load_backbone
     from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.mi.head import load_head
+    from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.protein.compare import Scorer
     from mdm_mi.protein.esmc import ESMCBackbone
 
     device = resolve_device(args.device)
-    backbone, _ = load_backbone(args.model, device, domain="protein")
-    head, _ = load_head(args.head, device)
+    backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
     embedder = ESMCBackbone(backbone.model, args.embed_layer, backbone.bf16).to(device).eval()
     return for_decoding(backbone, args.bf16), head_pairwise_fn(head), Scorer(embedder, reference, args.clusters, args.seed)
 

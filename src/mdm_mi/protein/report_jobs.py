@@ -75,9 +75,8 @@ def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
     import torch
 
     from mdm_mi.io import atomic_path
-    from mdm_mi.mi.head import load_head
+    from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.mi.contexts import load_label_shards
-    from mdm_mi.domain import load_backbone
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.report import distance_profile, mi_map
     from mdm_mi.runtime import resolve_device
@@ -85,8 +84,7 @@ def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
     if not 0 < args.mask_fraction <= 1:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
     device = resolve_device(args.device)
-    backbone, _ = load_backbone(args.model, device, domain="protein")
-    head, _ = load_head(args.head, device)
+    backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
     seq = read_fasta(args.generated)[0][1]
     tokens = backbone.encode([seq])[0]
     gen = torch.Generator().manual_seed(args.seed)

@@ -69,8 +69,8 @@ class FamilyMiArgs(ProteinMiMapFlags):
 
 
 def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
-    from mdm_mi.domain import backbone_name, load_backbone
-    from mdm_mi.mi.head import load_head
+    from mdm_mi.domain import backbone_name
+    from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.protein.family import metrics as fm
     from mdm_mi.protein.family.scores import hmm_frame, read_splits
     from mdm_mi.runtime import resolve_device
@@ -83,8 +83,7 @@ def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
     hmm, _, ref_cols = hmm_frame(train, val, reference)
     natural = square(fm.corrected_mi(ref_cols, args.seed, residues_only=True), hmm.M)
     device = resolve_device(args.device)
-    backbone, _ = load_backbone(args.model, device, domain="protein")
-    head, _ = load_head(args.head, device)
+    backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
     record = reference[args.index]
     pred, hidden = head_matrix(backbone, head, record.sequence, args.mask_fraction, args.seed)
     head_map = to_match_columns(pred, match_positions(fm.align_rows(hmm, [record.sequence])[0]))

@@ -125,9 +125,8 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
 
     from mdm_mi.backbone import for_decoding
     from mdm_mi.budgets import best_mi_run
-    from mdm_mi.domain import load_backbone
     from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
-    from mdm_mi.mi.head import load_head
+    from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.protein.family.scores import read_splits
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.generate import draw_lengths, generate
@@ -142,9 +141,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     train, val, reference, _ = read_splits(args.data_dir)
     scorer = SequenceScorer(train, val)
     lengths = draw_lengths([len(r.sequence) for r in reference], args.n, np.random.default_rng([args.seed, LENGTH_STREAM]))
-    device = resolve_device(args.device)
-    backbone, _ = load_backbone(args.model, device, domain="protein")
-    head, _ = load_head(args.head, device)
+    backbone, head = load_backbone_and_head(args.model, args.head, resolve_device(args.device), "protein")
     fns = {"head": head_pairwise_fn(head), "oracle": oracle_pairwise_fn(backbone, method="certified", tol=args.tol)}
     backbone = for_decoding(backbone, args.bf16)
 
