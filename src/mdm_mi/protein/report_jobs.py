@@ -26,13 +26,10 @@ class ProteinTableArgs(TableOuts):
 
 def protein_table(args: ProteinTableArgs, tracker) -> None:
     from mdm_mi.protein.report import columns, protein_rows, to_markdown
-    from mdm_mi.tables import to_csv
+    from mdm_mi.tables import write_table
 
     rows = protein_rows(read_jsons(args.inputs, "summary"))
-    write_text(args.out, to_csv(rows, columns(rows)))
-    write_text(args.markdown, to_markdown(rows, backbone_name(args.model)))
-    tracker.log_artifact(args.out)
-    tracker.log_artifact(args.markdown)
+    write_table(rows, columns(rows), args.out, to_markdown(rows, backbone_name(args.model)), args.markdown, tracker)
 
 
 @dataclass(frozen=True)

@@ -87,11 +87,8 @@ class GatherArgs(TidyCsvOut):
 
 def gather(args: GatherArgs, tracker) -> None:
     from mdm_mi.sudoku.report import columns, tidy_rows, to_markdown
-    from mdm_mi.tables import to_csv
+    from mdm_mi.tables import write_table
 
     rows = tidy_rows([read_json(p) for p in args.inputs])
-    write_text(args.out, to_csv(rows, columns(rows)))
-    write_text(args.markdown, to_markdown(rows))
+    write_table(rows, columns(rows), args.out, to_markdown(rows), args.markdown, tracker)
     tracker.log_metrics({"n_rows": len(rows)})
-    tracker.log_artifact(args.out)
-    tracker.log_artifact(args.markdown)

@@ -192,16 +192,13 @@ class FamilyTableArgs(TableOuts):
 
 def family_table(args: FamilyTableArgs, tracker) -> None:
     from mdm_mi.domain import backbone_name
-    from mdm_mi.tables import to_csv
+    from mdm_mi.tables import write_table
 
     rows = family_rows(read_jsons(args.inputs, "family score"))
-    write_text(args.out, to_csv(rows, FAMILY_COLUMNS))
     text = family_markdown(rows, backbone_name(args.model) if args.model else "not named")
     if args.loss is not None:
         text += "\n" + loss_lines(read_jsons([args.loss], "family loss")[0])
-    write_text(args.markdown, text)
-    tracker.log_artifact(args.out)
-    tracker.log_artifact(args.markdown)
+    write_table(rows, FAMILY_COLUMNS, args.out, text, args.markdown, tracker)
 
 
 # --- co-variation at calibrated budgets ---------------------------------------------------------------
