@@ -48,6 +48,28 @@ class DiffusionTrainFlags(SeededTrainRunFlags):
     snapshot_every: int = field(metadata=h("steps between weight snapshots kept in OUT/snapshots/step-N (0: none)"))
 
 
+@dataclass(frozen=True, kw_only=True)
+class DiffusionTrainConfig:
+    """The masked-diffusion training settings both domains' trainers read (:class:`DiffusionTrainFlags`'
+    values but where to run; :func:`optimise` reads the optimiser's); each domain's config adds its own.
+    Defaults live in the config schema only."""
+
+    steps: int
+    batch_size: int
+    lr: float
+    warmup: int
+    weight_decay: float
+    t_min: float
+    t_max: float
+    loss_weight: str
+    grad_clip: float
+    seed: int
+    log_every: int
+    ema: float
+    save_every: int
+    snapshot_every: int
+
+
 class WeightAverage:
     """Exponential moving average of parameters: ``avg ← ema · avg + (1 − ema) · p`` after every step."""
 
@@ -125,7 +147,7 @@ def lr_at(step: int, cfg) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
-def optimise(params: Iterable[torch.nn.Parameter], batch_loss: Callable[[int], torch.Tensor], cfg,
+def optimise(params: Iterable[torch.nn.Parameter], batch_loss: Callable[[int], torch.Tensor], cfg: DiffusionTrainConfig,
              log: Callable[[str], None] = print, state: TrainState | None = None,
              snapshot: Callable[[int], None] | None = None, best: BestWeights | None = None) -> list[dict]:
     """Run ``cfg.steps`` AdamW steps on ``batch_loss(step)`` (a scalar tensor) → the loss history.
