@@ -169,10 +169,10 @@ def test_both_figures_need_every_reference_row(outputs, tmp_path):
     with pytest.raises(InputError, match="need the reference rows ceiling, ardca, floor; got ceiling, floor"):
         figure_jobs.figure_family_covariation(figure_jobs.CovariationFigureArgs(
             outputs["scores"], outputs["runs"], outputs["covariation"], (outputs["ceiling"], outputs["floor"]),
-            tmp_path / "unused.png"), None)
+            out=tmp_path / "unused.png"), None)
     with pytest.raises(InputError, match="need the reference rows"):
         figure_jobs.figure_family_pass_rate(figure_jobs.PassRateFigureArgs(tuple(outputs["grid"][:3]), outputs["scores"],
-                                                         outputs["runs"], Path("unused.png")), None)
+                                                         outputs["runs"], out=Path("unused.png")), None)
 
 
 def test_scores_of_runs_missing_from_runs_json_are_refused(outputs):

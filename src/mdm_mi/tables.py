@@ -1,7 +1,9 @@
-"""Table helpers every report shares: the sampler-parameter columns, a setting's label, CSV text.
+"""Table helpers every report shares: the sampler-parameter columns, a setting's label, CSV text,
+and a table verb's two files.
 
     setting_label({"gamma": 0.3, "lam": 1.0})      # "gamma=0.3 lam=1.0"
     text = to_csv(rows, ["set", "sampler", ...])
+    write_table(rows, columns, args.out, markdown_text, args.markdown, tracker)
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import csv
 import io
 from typing import Iterable
 
+from mdm_mi.io import write_text
 from mdm_mi.sampler_table import SAMPLERS
 
 
@@ -36,3 +39,12 @@ def to_csv(rows: list[dict], columns: list[str]) -> str:
     w.writeheader()
     w.writerows(rows)
     return buf.getvalue()
+
+
+def write_table(rows: list[dict], columns: list[str], csv_path, markdown: str, markdown_path, tracker) -> None:
+    """A table verb's files: ``rows`` as CSV with ``columns`` and their ``markdown`` text, each written
+    atomically, then both mirrored to the tracker."""
+    write_text(csv_path, to_csv(rows, columns))
+    write_text(markdown_path, markdown)
+    tracker.log_artifact(csv_path)
+    tracker.log_artifact(markdown_path)

@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 
 import torch
 
-from mdm_mi.flags import h
+from mdm_mi.flags import SeededTrainRunFlags, h
 from mdm_mi.train_state import TrainState
 
 RESUME = "resume"  # a pretraining verb's --out subfolder of the saved training state
@@ -28,7 +28,7 @@ SNAPSHOTS = "snapshots"  # … and of the kept weight snapshots (step-N)
 
 
 @dataclass(frozen=True, kw_only=True)
-class DiffusionTrainFlags:
+class DiffusionTrainFlags(SeededTrainRunFlags):
     """The masked-diffusion training flags both pretraining verbs (``sudoku-pretrain``, ``protein-pretrain``) take (defaults: the config schema)."""
 
     steps: int = field(metadata=h("optimiser steps"))
@@ -41,14 +41,33 @@ class DiffusionTrainFlags:
     loss_weight: str = field(metadata=h("none | elbo (1/t weighting)"))
     grad_clip: float = field(metadata=h("gradient norm clip"))
     log_every: int = field(metadata=h("steps between log lines"))
-    seed: int = field(metadata=h("random seed"))
-    device: str = field(metadata=h("auto | cpu | cuda"))
-    threads: int = field(metadata=h("torch CPU threads"))
     ema: float = field(metadata=h("decay of an exponential moving average of the weights, saved instead "
                                   "of the last step's (0: off)"))
     save_every: int = field(metadata=h("steps between saves of the full training state in OUT/resume "
                                        "(a killed run continues from the last one; 0: off)"))
     snapshot_every: int = field(metadata=h("steps between weight snapshots kept in OUT/snapshots/step-N (0: none)"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DiffusionTrainConfig:
+    """The masked-diffusion training settings both domains' trainers read (:class:`DiffusionTrainFlags`'
+    values but where to run; :func:`optimise` reads the optimiser's); each domain's config adds its own.
+    Defaults live in the config schema only."""
+
+    steps: int
+    batch_size: int
+    lr: float
+    warmup: int
+    weight_decay: float
+    t_min: float
+    t_max: float
+    loss_weight: str
+    grad_clip: float
+    seed: int
+    log_every: int
+    ema: float
+    save_every: int
+    snapshot_every: int
 
 
 class WeightAverage:
@@ -128,7 +147,7 @@ def lr_at(step: int, cfg) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
-def optimise(params: Iterable[torch.nn.Parameter], batch_loss: Callable[[int], torch.Tensor], cfg,
+def optimise(params: Iterable[torch.nn.Parameter], batch_loss: Callable[[int], torch.Tensor], cfg: DiffusionTrainConfig,
              log: Callable[[str], None] = print, state: TrainState | None = None,
              snapshot: Callable[[int], None] | None = None, best: BestWeights | None = None) -> list[dict]:
     """Run ``cfg.steps`` AdamW steps on ``batch_loss(step)`` (a scalar tensor) → the loss history.

@@ -254,6 +254,16 @@ def load_head(directory: str | Path, device: str | torch.device = "cpu") -> tupl
     return head.to(device).eval(), meta
 
 
+def load_backbone_and_head(model: str | Path, head: str | Path, device: str, domain: str) -> tuple[Backbone, MIHead]:
+    """The ``domain`` backbone in ``model`` and the MI head in ``head``, both on ``device`` (checkpoint
+    errors are one line: a model of another domain is refused)."""
+    from mdm_mi.domain import load_backbone
+
+    backbone, _ = load_backbone(model, device, domain=domain)
+    mi_head, _ = load_head(head, device)
+    return backbone, mi_head
+
+
 @torch.inference_mode()
 def backbone_features(backbone: Backbone, contexts: torch.Tensor, batch_size: int) -> torch.Tensor:
     """Hidden states of the frozen backbone, computed once: ``contexts (C, N)`` → ``(C, N, D)`` float32

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.flags import h as _h
+from mdm_mi.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_text
 from mdm_mi.mi.contexts import (ContextDraw, draw_evaluation, draw_training, load_label_shards, shard_slice,
@@ -34,8 +34,7 @@ from mdm_mi.runtime import resolve_device, setup
 
 
 @dataclass(frozen=True)
-class LabelArgs:
-    model: Path = field(metadata=_h("backbone checkpoint folder"))
+class LabelArgs(BackboneFlag, TrainRunFlags):
     sequences: Path = field(metadata=_h(".npy (S, N) complete token sequences to mask into contexts"))
     out: Path = field(metadata=_h("output .safetensors shard"))
     n_contexts: int = field(metadata=_h(
@@ -46,8 +45,6 @@ class LabelArgs:
     tol: float = field(metadata=_h("certified max abs error (nats)"))
     batch_size: int = field(metadata=_h("sequences per backbone call"))
     seed: int = field(metadata=_h("seed of the context draw"))
-    device: str = field(metadata=_h("auto | cpu | cuda"))
-    threads: int = field(metadata=_h("torch CPU threads"))
     split: str = field(default="all", metadata=_h(
         "all: the whole draw, sequences drawn with replacement if too few (training labels); val | test: "
         "the first --val-contexts | the rest of one draw of distinct contexts from distinct sequences"))
@@ -97,7 +94,7 @@ def label(args: LabelArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class TrainHeadArgs:
+class TrainHeadArgs(SeededTrainRunFlags):
     model: Path = field(metadata=_h("frozen backbone checkpoint folder"))
     labels: tuple[Path, ...] = field(metadata=_h("training label shards (.safetensors)"))
     val: tuple[Path, ...] = field(metadata=_h(
@@ -114,9 +111,6 @@ class TrainHeadArgs:
     batch_size: int = field(metadata=_h("contexts per step"))
     lr: float = field(metadata=_h("learning rate"))
     weight_decay: float = field(metadata=_h("AdamW weight decay"))
-    seed: int = field(metadata=_h("random seed"))
-    device: str = field(metadata=_h("auto | cpu | cuda"))
-    threads: int = field(metadata=_h("torch CPU threads"))
     distance_buckets: int = field(metadata=_h("learned score per separation |i-j| < K (0 = none)"))
 
 
@@ -200,11 +194,10 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class ScatterArgs:
+class ScatterArgs(FigureOut):
     pairs: Path = field(metadata=_h("test (label, prediction) CSV from train-head"))
     fidelity: Path = field(metadata=_h("fidelity JSON from train-head"))
     model: Path = field(metadata=_h("backbone checkpoint folder (named in the title)"))
-    out: Path = field(metadata=_h("output PNG"))
 
 
 def figure_scatter(args: ScatterArgs, tracker) -> None:

@@ -22,11 +22,12 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.calibrate import standard_families
-from mdm_mi.flags import h as _h
+from mdm_mi.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json, write_text
 from mdm_mi.protein.compare import PART_FILE, read_parts, run_fasta, write_part
 from mdm_mi.protein.decode_flags import GenerateFlags
+from mdm_mi.protein.flags import ProteinDecodeJobFlags
 from mdm_mi.runtime import resolve_device, setup
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",
@@ -35,32 +36,20 @@ MAX_PROTEIN_TOKENS = 100  # longest generated protein (reference lengths 50-100)
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProteinCompareFlags(GenerateFlags):
+class ProteinCompareFlags(GenerateFlags, ComparisonFlags):
     """What makes one comparison, given to each part and the merge: config ``protein.compare`` (but the
     merge's bootstrap), the MI-guided rule's ``protein.samplers`` settings and ``protein.generate``
     (inherited, with the schema's defaults); the rest has no default."""
 
     calib_n: int = field(metadata=_h("calibration sequences (their lengths drawn apart from the test's)"))
-    divisors: tuple[int, ...] = field(metadata=_h("budgets: sequential's passes ÷ each"))
-    mi_lambda: tuple[float, ...] = field(metadata=_h("MI-guided λ values"))
-    on_reject: str = field(metadata=_h("MI-guided: skip | stop at a rejected candidate"))
-    charge_first: bool = field(metadata=_h("MI-guided: charge the first token's entropy to γ"))
     indep_tau: tuple[float, ...] = field(metadata=_h("mi-indep: pair caps τ (nats); none: no mi-indep", empty=True))
-    two_budget_delta: tuple[float, ...] = field(metadata=_h("mi-2b: dependence budgets δ (nats); none: no mi-2b",
-                                                           empty=True))
 
 
 @dataclass(frozen=True)
-class ProteinCompareBase(ProteinCompareFlags):
+class ProteinCompareBase(ProteinCompareFlags, ProteinDecodeJobFlags, HeadFlag):
     """The arguments of both verbs: the flags, the inputs and the output folder, seed and device."""
 
-    model: Path = field(metadata=_h("protein backbone checkpoint folder"))
-    head: Path = field(metadata=_h("MI head checkpoint folder"))
     reference: Path = field(metadata=_h("reference FASTA: lengths are drawn from it and JSD is taken against it"))
-    out_dir: Path = field(metadata=_h("output folder"))
-    seed: int = field(default=0, metadata=_h("random seed"))
-    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
-    threads: int = field(default=1, metadata=_h("torch CPU threads"))
 
 
 @dataclass(frozen=True)
@@ -109,15 +98,13 @@ def part_names(args: ProteinCompareBase) -> list[str]:
 def _load(args: ProteinCompareBase, reference: list[str]):
     """Backbone, the head's pairwise function and the JSD scorer (k-means fitted on the reference)."""
     from mdm_mi.backbone import for_decoding
-    from mdm_mi.domain import load_backbone
     from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.mi.head import load_head
+    from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.protein.compare import Scorer
     from mdm_mi.protein.esmc import ESMCBackbone
 
     device = resolve_device(args.device)
-    backbone, _ = load_backbone(args.model, device, domain="protein")
-    head, _ = load_head(args.head, device)
+    backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
     embedder = ESMCBackbone(backbone.model, args.embed_layer, backbone.bf16).to(device).eval()
     return for_decoding(backbone, args.bf16), head_pairwise_fn(head), Scorer(embedder, reference, args.clusters, args.seed)
 

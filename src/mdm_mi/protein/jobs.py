@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.flags import h as _h
+from mdm_mi.flags import OutDir, SeedFlag, h as _h
 from mdm_mi.train_loop import DiffusionTrainFlags
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json
@@ -24,17 +24,15 @@ from mdm_mi.runtime import resolve_device, setup
 
 
 @dataclass(frozen=True)
-class PrepareProteinArgs:
+class PrepareProteinArgs(OutDir, SeedFlag):
     train_fasta: Path = field(metadata=_h("training FASTA (UniRef50 + CATH, no length 50-100)"))
     reference_fasta: Path = field(metadata=_h("UniRef50 sequences of length 50-100"))
-    out_dir: Path = field(metadata=_h("output folder"))
     n_reference: int = field(metadata=_h("reference sequences per draw (paper: 500)"))
     heldout_fraction: float = field(metadata=_h("training records kept out for held-out MI contexts"))
     n_train_contexts: int = field(metadata=_h("crops written for MI labelling (train)"))
     n_heldout_contexts: int = field(metadata=_h("crops written for MI labelling (held out)"))
     min_length: int = field(metadata=_h("shortest reference/generated length"))
     max_length: int = field(metadata=_h("longest reference/generated length"))
-    seed: int = field(metadata=_h("random seed"))
 
 
 def prepare_protein(args: PrepareProteinArgs, tracker) -> None:

@@ -11,36 +11,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.flags import h as _h
+from mdm_mi.flags import FigureOut, MarkdownOut, PaperOverlay, TableOuts, h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.domain import backbone_name
 from mdm_mi.io import read_jsons, write_text
+from mdm_mi.protein.flags import ProteinMiMapFlags, ProteinModelFlag
 
 
 @dataclass(frozen=True)
-class ProteinTableArgs:
+class ProteinTableArgs(TableOuts):
     inputs: tuple[Path, ...] = field(metadata=_h("generation summary JSONs"))
     model: Path = field(metadata=_h("protein model folder (named in the table)"))
-    out: Path = field(metadata=_h("tidy CSV"))
-    markdown: Path = field(metadata=_h("Markdown table"))
 
 
 def protein_table(args: ProteinTableArgs, tracker) -> None:
     from mdm_mi.protein.report import columns, protein_rows, to_markdown
-    from mdm_mi.tables import to_csv
+    from mdm_mi.tables import write_table
 
     rows = protein_rows(read_jsons(args.inputs, "summary"))
-    write_text(args.out, to_csv(rows, columns(rows)))
-    write_text(args.markdown, to_markdown(rows, backbone_name(args.model)))
-    tracker.log_artifact(args.out)
-    tracker.log_artifact(args.markdown)
+    write_table(rows, columns(rows), args.out, to_markdown(rows, backbone_name(args.model)), args.markdown, tracker)
 
 
 @dataclass(frozen=True)
-class ProteinPaperTableArgs:
+class ProteinPaperTableArgs(MarkdownOut, ProteinModelFlag):
     table: Path = field(metadata=_h("protein table CSV"))
-    model: Path = field(metadata=_h("protein model folder"))
-    out: Path = field(metadata=_h("output Markdown"))
 
 
 def protein_paper_table(args: ProteinPaperTableArgs, tracker) -> None:
@@ -52,11 +46,9 @@ def protein_paper_table(args: ProteinPaperTableArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class ProteinSpeedQualityArgs:
+class ProteinSpeedQualityArgs(FigureOut, PaperOverlay):
     table: Path = field(metadata=_h("protein table CSV"))
     model: Path = field(metadata=_h("protein model folder (named in the title)"))
-    out: Path = field(metadata=_h("output PNG"))
-    paper: bool = field(default=True, metadata=_h("overlay the paper's points"))
 
 
 def figure_protein_speed_quality(args: ProteinSpeedQualityArgs, tracker) -> None:
@@ -67,26 +59,21 @@ def figure_protein_speed_quality(args: ProteinSpeedQualityArgs, tracker) -> None
 
 
 @dataclass(frozen=True)
-class ProteinMiArgs:
-    model: Path = field(metadata=_h("protein model folder"))
-    head: Path = field(metadata=_h("MI head folder"))
+class ProteinMiArgs(ProteinMiMapFlags):
     generated: Path = field(metadata=_h("FASTA of generated proteins (the first is mapped)"))
     test: tuple[Path, ...] = field(metadata=_h("test-split label shards (MI vs |i-j|)"))
-    out: Path = field(metadata=_h("output PNG"))
     csv: Path = field(metadata=_h("output CSV: the mapped matrix and the distance profile"))
     mask_fraction: float = field(default=0.5, metadata=_h("fraction of the protein masked for the map"))
     max_distance: int = field(default=40, metadata=_h("largest |i-j| in the profile"))
     seed: int = field(default=0, metadata=_h("random seed of the mask"))
-    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
 
 
 def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
     import torch
 
     from mdm_mi.io import atomic_path
-    from mdm_mi.mi.head import load_head
+    from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.mi.contexts import load_label_shards
-    from mdm_mi.domain import load_backbone
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.report import distance_profile, mi_map
     from mdm_mi.runtime import resolve_device
@@ -94,8 +81,7 @@ def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
     if not 0 < args.mask_fraction <= 1:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
     device = resolve_device(args.device)
-    backbone, _ = load_backbone(args.model, device, domain="protein")
-    head, _ = load_head(args.head, device)
+    backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
     seq = read_fasta(args.generated)[0][1]
     tokens = backbone.encode([seq])[0]
     gen = torch.Generator().manual_seed(args.seed)

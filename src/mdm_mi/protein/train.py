@@ -37,30 +37,16 @@ import torch.nn.functional as F
 from mdm_mi.protein.data import random_crop
 from mdm_mi.protein.family.loss import MASK_RATES, masked_loss
 from mdm_mi.protein.tokens import ProteinTokens
-from mdm_mi.train_loop import BestWeights, optimise
+from mdm_mi.train_loop import BestWeights, DiffusionTrainConfig, optimise
 from mdm_mi.train_state import TrainState
 
 
-@dataclass(frozen=True)
-class ProteinTrainConfig:
+@dataclass(frozen=True, kw_only=True)
+class ProteinTrainConfig(DiffusionTrainConfig):
     """Optimisation settings; defaults live in the config schema only."""
 
-    steps: int
-    batch_size: int
-    lr: float
-    warmup: int
-    weight_decay: float
-    t_min: float
-    t_max: float
-    loss_weight: str
     crop_min: int
     crop_max: int
-    grad_clip: float
-    seed: int
-    log_every: int
-    ema: float
-    save_every: int
-    snapshot_every: int
     reweight_identity: float
     dropout: float
     eval_every: int

@@ -25,34 +25,25 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.calibrate import standard_families
-from mdm_mi.flags import h as _h
+from mdm_mi.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
+from mdm_mi.sudoku.flags import SudokuDecodeFlags
 from mdm_mi.verdicts import FIELDS as VERDICT_FIELDS, classify
 
 SUDOKU_CELLS = 81
 
 
 @dataclass(frozen=True)
-class CompareArgs:
-    model: Path = field(metadata=_h("Sudoku backbone checkpoint folder"))
-    head: Path = field(metadata=_h("MI head checkpoint folder"))
+class CompareArgs(SudokuDecodeFlags, ComparisonFlags, HeadFlag):
     radcliffe: Path = field(metadata=_h("Radcliffe curated CSV (levels Beginner..Expert)"))
     easy: Path = field(metadata=_h("HKUNLP easy CSV"))
     set: str = field(metadata=_h("hard | graded | levels | easy"))
-    out_dir: Path = field(metadata=_h("output folder"))
     calib_puzzles: int = field(metadata=_h("calibration puzzles per set (disjoint from the test puzzles)"))
-    divisors: tuple[int, ...] = field(metadata=_h("budgets: sequential's passes ÷ each"))
-    mi_lambda: tuple[float, ...] = field(metadata=_h("MI-guided λ values"))
-    on_reject: str = field(metadata=_h("MI-guided: skip | stop at a rejected candidate"))
-    charge_first: bool = field(metadata=_h("MI-guided: charge the first token's entropy to γ"))
     indep_tau: tuple[float, ...] = field(metadata=_h("mi-indep: pair caps τ (nats), each calibrated; none: no mi-indep",
                                                     empty=True))
-    two_budget_delta: tuple[float, ...] = field(metadata=_h("mi-2b: dependence budgets δ (nats); none: no mi-2b",
-                                                           empty=True))
     bootstrap: int = field(metadata=_h("paired-bootstrap replicates of the curve bands"))
-    batch_size: int = field(metadata=_h("puzzles decoded together"))
     test_puzzles: int | None = field(default=None, metadata=_h(
         "hard, levels, easy: at most this many test puzzles; graded: of the hard test split it is revealed from"))
     graded_givens: tuple[int, ...] = field(default=(), metadata=_h("graded: givens of its levels"))
@@ -60,16 +51,13 @@ class CompareArgs:
     seed: int = field(default=0, metadata=_h("random seed (test split, test decoding, bootstrap)"))
     calib_seed: int = field(default=0, metadata=_h(
         "seed of the calibration puzzles (drawn from the pool the test split leaves) and of their decoding"))
-    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
-    threads: int = field(default=1, metadata=_h("torch CPU threads"))
 
 
 def sudoku_compare(args: CompareArgs, tracker) -> None:
     from mdm_mi.budgets import FIELDS, budget_rows, markdown, write_csv
     from mdm_mi.matched import OFF_BUDGET_NOTE
     from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.domain import load_backbone
-    from mdm_mi.mi.head import load_head
+    from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.sudoku.compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_matched
     from mdm_mi.sudoku.report import curve_figure
     from mdm_mi.sudoku.data import load_puzzle_csv, write_puzzle_csv
@@ -84,9 +72,7 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
         calib, test = compare_splits(load_puzzle_csv(args.radcliffe), load_puzzle_csv(args.easy), [args.set], spec)[args.set]
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    device = resolve_device(args.device)
-    model, _ = load_backbone(args.model, device, domain="sudoku")
-    head, _ = load_head(args.head, device)
+    model, head = load_backbone_and_head(args.model, args.head, resolve_device(args.device), "sudoku")
     out = Path(args.out_dir)
     write_puzzle_csv(out / "calib.csv", calib)
     write_puzzle_csv(out / "test.csv", test)

@@ -16,7 +16,7 @@ import numpy as np
 
 from mdm_mi.checkpoint import save_checkpoint
 from mdm_mi.domain import set_domain
-from mdm_mi.flags import h as _h
+from mdm_mi.flags import SeedFlag, h as _h
 from mdm_mi.train_loop import RESUME, SNAPSHOTS, DiffusionTrainFlags
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_npy
@@ -26,7 +26,7 @@ from mdm_mi.user_common import ModelFlags, start
 
 
 @dataclass(frozen=True)
-class PrepareArgs:
+class PrepareArgs(SeedFlag):
     radcliffe: Path = field(metadata=_h("Radcliffe curated CSV (levels Beginner..Expert)"))
     easy: Path = field(metadata=_h("HKUNLP easy test CSV"))
     out_dir: Path = field(metadata=_h("output folder of train_solutions.npy and the eval set CSVs"))
@@ -37,7 +37,6 @@ class PrepareArgs:
     graded_givens: tuple[int, ...] = field(metadata=_h("target givens of the graded set"))
     graded_per_level: int = field(metadata=_h("puzzles per graded level"))
     oracle_max_puzzles: int = field(metadata=_h("hard puzzles in the small exact-MI oracle set"))
-    seed: int = field(metadata=_h("random seed"))
 
 
 def prepare_sudoku(args: PrepareArgs, tracker) -> None:

@@ -22,26 +22,20 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.flags import h as _h
+from mdm_mi.flags import OracleCeilingFlags, h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
+from mdm_mi.sudoku.flags import SudokuDecodeFlags
 
 CEILING_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
 
 
 @dataclass(frozen=True)
-class CeilingArgs:
-    model: Path = field(metadata=_h("Sudoku backbone checkpoint folder"))
+class CeilingArgs(SudokuDecodeFlags, OracleCeilingFlags):
     compare_dir: Path = field(metadata=_h("a sudoku-compare output folder (runs.json, outcomes.npz, test.csv)"))
-    out_dir: Path = field(metadata=_h("output folder"))
-    divisors: tuple[int, ...] = field(metadata=_h("budgets (sequential's passes ÷ d) at which to run the oracle"))
     puzzles: int = field(metadata=_h("test puzzles decoded with the oracle (a seeded subset)"))
-    tol: float = field(metadata=_h("certified probing tolerance (nats)"))
-    batch_size: int = field(metadata=_h("puzzles decoded together"))
     seed: int = field(default=0, metadata=_h("random seed of the subset"))
-    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
-    threads: int = field(default=1, metadata=_h("torch CPU threads"))
 
 
 def _load_compare(folder: Path):

@@ -10,17 +10,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mdm_mi.domain import backbone_name
-from mdm_mi.flags import h as _h
+from mdm_mi.flags import BackboneFlag, DeviceFlag, FigureOut, HeadFlag, MarkdownOut, PaperOverlay, TidyCsvOut, h as _h
 from mdm_mi.io import read_json, write_text
 
 
 @dataclass(frozen=True)
-class SpeedQualityArgs:
+class SpeedQualityArgs(FigureOut, PaperOverlay):
     table: Path = field(metadata=_h("tidy table CSV from sudoku-table"))
     set: str = field(metadata=_h("evaluation set to plot"))
     model: Path = field(metadata=_h("backbone checkpoint folder (named in the title)"))
-    out: Path = field(metadata=_h("output PNG"))
-    paper: bool = field(default=True, metadata=_h("overlay the paper's points"))
 
 
 def figure_speed_quality(args: SpeedQualityArgs, tracker) -> None:
@@ -32,11 +30,10 @@ def figure_speed_quality(args: SpeedQualityArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class PaperTableArgs:
+class PaperTableArgs(MarkdownOut):
     table: Path = field(metadata=_h("tidy table CSV from sudoku-table"))
     set: str = field(metadata=_h("evaluation set"))
     model: Path = field(metadata=_h("backbone checkpoint folder (named in the caption)"))
-    out: Path = field(metadata=_h("output Markdown"))
 
 
 def paper_table_job(args: PaperTableArgs, tracker) -> None:
@@ -50,32 +47,26 @@ def paper_table_job(args: PaperTableArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class MiMapArgs:
-    model: Path = field(metadata=_h("backbone checkpoint folder"))
-    head: Path = field(metadata=_h("MI head checkpoint folder"))
+class MiMapArgs(BackboneFlag, HeadFlag, FigureOut, DeviceFlag):
     puzzles: Path = field(metadata=_h("puzzle CSV"))
-    out: Path = field(metadata=_h("output PNG"))
     csv: Path = field(metadata=_h("output CSV of the full matrices"))
     index: int = field(default=0, metadata=_h("row of the puzzle in the CSV"))
     cell: int = field(default=-1, metadata=_h("cell 0..80 to map; -1 = the blank with most total MI"))
     exact: bool = field(default=True, metadata=_h("also compute the exact probing MI"))
-    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
 
 
 def figure_mi_map(args: MiMapArgs, tracker) -> None:
     import torch
 
     from mdm_mi.errors import InputError
-    from mdm_mi.mi.head import load_head
+    from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
     from mdm_mi.sudoku.report import mi_map_figure
-    from mdm_mi.domain import load_backbone
     from mdm_mi.runtime import resolve_device
     from mdm_mi.sudoku.data import load_puzzle_csv
 
     device = resolve_device(args.device)
-    backbone, _ = load_backbone(args.model, device, domain="sudoku")
-    head, _ = load_head(args.head, device)
+    backbone, head = load_backbone_and_head(args.model, args.head, device, "sudoku")
     ps = load_puzzle_csv(args.puzzles)
     if not 0 <= args.index < len(ps):
         raise InputError(f"--index {args.index} is outside the {len(ps)} puzzles of {args.puzzles}")
@@ -89,19 +80,15 @@ def figure_mi_map(args: MiMapArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class GatherArgs:
-    inputs: tuple[Path, ...] = field(metadata={"help": "evaluation summary JSONs"})
-    out: Path = field(metadata={"help": "tidy CSV"})
-    markdown: Path = field(metadata={"help": "Markdown table of the 'all' rows"})
+class GatherArgs(TidyCsvOut):
+    inputs: tuple[Path, ...] = field(metadata=_h("evaluation summary JSONs"))
+    markdown: Path = field(metadata=_h("Markdown table of the 'all' rows"))
 
 
 def gather(args: GatherArgs, tracker) -> None:
     from mdm_mi.sudoku.report import columns, tidy_rows, to_markdown
-    from mdm_mi.tables import to_csv
+    from mdm_mi.tables import write_table
 
     rows = tidy_rows([read_json(p) for p in args.inputs])
-    write_text(args.out, to_csv(rows, columns(rows)))
-    write_text(args.markdown, to_markdown(rows))
+    write_table(rows, columns(rows), args.out, to_markdown(rows), args.markdown, tracker)
     tracker.log_metrics({"n_rows": len(rows)})
-    tracker.log_artifact(args.out)
-    tracker.log_artifact(args.markdown)

@@ -21,32 +21,18 @@ import torch.nn.functional as F
 
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, SIDE
 from mdm_mi.sudoku.model import ModelConfig, SudokuMDM
-from mdm_mi.train_loop import optimise
+from mdm_mi.train_loop import DiffusionTrainConfig, optimise
 from mdm_mi.train_state import TrainState
 
 UNFINGERPRINTED = ("save_every", "snapshot_every")  # how often to save: may change on resume
 
 
-@dataclass(frozen=True)
-class TrainConfig:
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig(DiffusionTrainConfig):
     """Optimisation settings; their defaults live in the config schema only."""
 
-    steps: int
-    batch_size: int
-    lr: float
-    warmup: int
-    weight_decay: float
-    t_min: float
-    t_max: float
-    loss_weight: str
     augment: bool
-    grad_clip: float
-    seed: int
-    log_every: int
     compile: bool
-    ema: float
-    save_every: int
-    snapshot_every: int
 
 
 def _band_perm(gen: torch.Generator, b: int) -> torch.Tensor:

@@ -7,21 +7,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mdm_mi.errors import InputError
-from mdm_mi.flags import h as _h
+from mdm_mi.flags import FigureOut, h as _h
 from mdm_mi.protein.family.figures import (calibrated_points, covariation_figure, fixed_grid_points, head_matrix,
                                            map_agreement, match_positions, mi_map_figure, pass_rate_figure,
                                            read_covariation, read_input_json, square, to_match_columns,
                                            write_map_csv)
-
+from mdm_mi.protein.flags import ProteinMiMapFlags
 
 
 @dataclass(frozen=True)
-class CovariationFigureArgs:
+class CovariationFigureArgs(FigureOut):
     scores: Path = field(metadata=_h("family-compare's scores.json (point estimates of every calibrated run)"))
     runs: Path = field(metadata=_h("protein-compare's runs.json (mean passes of every calibrated run)"))
     covariation: Path = field(metadata=_h("family-compare's covariation.csv (mi* minus each baseline, with intervals)"))
     references: tuple[Path, ...] = field(metadata=_h("family-score JSONs of the reference rows (ceiling, ardca, floor)"))
-    out: Path = field(metadata=_h("output PNG"))
 
 
 def _calibrated(scores_path: Path, runs_path: Path) -> tuple[list[dict], int]:
@@ -53,11 +52,10 @@ def figure_family_covariation(args: CovariationFigureArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class PassRateFigureArgs:
+class PassRateFigureArgs(FigureOut):
     inputs: tuple[Path, ...] = field(metadata=_h("family-score JSONs: fixed-grid sampler rows and the reference rows"))
     scores: Path = field(metadata=_h("family-compare's scores.json (calibrated runs)"))
     runs: Path = field(metadata=_h("protein-compare's runs.json (mean passes of the calibrated runs)"))
-    out: Path = field(metadata=_h("output PNG"))
 
 
 def figure_family_pass_rate(args: PassRateFigureArgs, tracker) -> None:
@@ -71,21 +69,17 @@ def figure_family_pass_rate(args: PassRateFigureArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class FamilyMiArgs:
-    model: Path = field(metadata=_h("protein model folder"))
-    head: Path = field(metadata=_h("MI head folder"))
+class FamilyMiArgs(ProteinMiMapFlags):
     data_dir: Path = field(metadata=_h("prepare-family's folder (the splits' .a2m files, summary.json)"))
-    out: Path = field(metadata=_h("output PNG"))
     csv: Path = field(metadata=_h("output CSV: both maps over match-column pairs"))
     index: int = field(default=0, metadata=_h("reference-split record whose sequence is the context"))
     mask_fraction: float = field(default=0.9, metadata=_h("fraction of the context masked (labels: t ~ U[0, 1])"))
     seed: int = field(default=0, metadata=_h("seed of the mask and the MI shuffles"))
-    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
 
 
 def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
-    from mdm_mi.domain import backbone_name, load_backbone
-    from mdm_mi.mi.head import load_head
+    from mdm_mi.domain import backbone_name
+    from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.protein.family import metrics as fm
     from mdm_mi.protein.family.scores import hmm_frame, read_splits
     from mdm_mi.runtime import resolve_device
@@ -98,8 +92,7 @@ def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
     hmm, _, ref_cols = hmm_frame(train, val, reference)
     natural = square(fm.corrected_mi(ref_cols, args.seed, residues_only=True), hmm.M)
     device = resolve_device(args.device)
-    backbone, _ = load_backbone(args.model, device, domain="protein")
-    head, _ = load_head(args.head, device)
+    backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
     record = reference[args.index]
     pred, hidden = head_matrix(backbone, head, record.sequence, args.mask_fraction, args.seed)
     head_map = to_match_columns(pred, match_positions(fm.align_rows(hmm, [record.sequence])[0]))

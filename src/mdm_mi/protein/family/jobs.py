@@ -35,17 +35,17 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.errors import InputError
-from mdm_mi.flags import h as _h
+from mdm_mi.flags import DeviceFlag, OutDir, TableOuts, h as _h
 from mdm_mi.io import read_json, read_jsons, write_json, write_text
 from mdm_mi.protein.family.loss import MASK_RATES, masked_loss
 from mdm_mi.protein.family.scores import (FAMILY_COLUMNS, family_markdown, family_rows, family_scores, hmm_frame,
                                           loss_lines, read_splits)
+from mdm_mi.protein.flags import ProteinModelFlag
 
 
 @dataclass(frozen=True)
-class PrepareFamilyArgs:
+class PrepareFamilyArgs(OutDir):
     a2m: Path = field(metadata=_h("Pfam A2M alignment of the family (e.g. PF00014 Kunitz, full)"))
-    out_dir: Path = field(metadata=_h("output folder"))
     identity: float = field(metadata=_h("identity at which records join one cluster (clusters stay whole in a split)"))
     n_train_contexts: int = field(metadata=_h("distinct train sequences written for MI labelling"))
     n_heldout_contexts: int = field(metadata=_h("distinct validation/reference sequences written for MI labelling"))
@@ -227,26 +227,21 @@ def family_score(args: FamilyScoreArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class FamilyTableArgs:
+class FamilyTableArgs(TableOuts):
     inputs: tuple[Path, ...] = field(metadata=_h("family-score JSONs (sampler runs, ceiling, ardca, floor)"))
-    out: Path = field(metadata=_h("tidy CSV"))
-    markdown: Path = field(metadata=_h("Markdown table"))
     model: Path | None = field(default=None, metadata=_h("protein model folder (named in the table)"))
     loss: Path | None = field(default=None, metadata=_h("family-loss JSON: the held-out losses, stated under the table"))
 
 
 def family_table(args: FamilyTableArgs, tracker) -> None:
     from mdm_mi.domain import backbone_name
-    from mdm_mi.tables import to_csv
+    from mdm_mi.tables import write_table
 
     rows = family_rows(read_jsons(args.inputs, "family score"))
-    write_text(args.out, to_csv(rows, FAMILY_COLUMNS))
     text = family_markdown(rows, backbone_name(args.model) if args.model else "not named")
     if args.loss is not None:
         text += "\n" + loss_lines(read_jsons([args.loss], "family loss")[0])
-    write_text(args.markdown, text)
-    tracker.log_artifact(args.out)
-    tracker.log_artifact(args.markdown)
+    write_table(rows, FAMILY_COLUMNS, args.out, text, args.markdown, tracker)
 
 
 # --- co-variation at calibrated budgets ---------------------------------------------------------------
@@ -304,13 +299,11 @@ def family_compare(args: FamilyCompareArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class FamilyLossArgs:
-    model: Path = field(metadata=_h("protein model folder"))
+class FamilyLossArgs(ProteinModelFlag, DeviceFlag):
     data_dir: Path = field(metadata=_h("prepare-family output (reference.fasta, summary.json with the baselines)"))
     out: Path = field(metadata=_h("output JSON"))
     rates: tuple[float, ...] = field(default=MASK_RATES, metadata=_h("mask rates t"))
     seed: int = field(default=0, metadata=_h("seed of the masks"))
-    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
     threads: int = field(default=0, metadata=_h("CPU threads (0 = torch's default)"))
 
 

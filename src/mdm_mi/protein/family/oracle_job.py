@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.errors import InputError
-from mdm_mi.flags import h as _h
+from mdm_mi.flags import OracleCeilingFlags, h as _h
 from mdm_mi.io import read_json, write_json, write_text
-from mdm_mi.protein.decode_flags import DecodeFlags
+from mdm_mi.protein.flags import ProteinDecodeJobFlags
 from mdm_mi.runtime import resolve_device, setup
 from mdm_mi.stats import mean_t_ci
 
@@ -41,21 +41,14 @@ LENGTH_STREAM = 8  # rng stream of the lengths (protein-compare uses 5 and 6)
 
 
 @dataclass(frozen=True)
-class ProteinCeilingArgs(DecodeFlags):
-    model: Path = field(metadata=_h("protein backbone checkpoint folder"))
+class ProteinCeilingArgs(ProteinDecodeJobFlags, OracleCeilingFlags):
     head: Path = field(metadata=_h("MI head folder (train-head)"))
     data_dir: Path = field(metadata=_h("prepare-family's folder (splits, ceiling.fasta, floor.fasta)"))
-    out_dir: Path = field(metadata=_h("output folder"))
-    divisors: tuple[int, ...] = field(metadata=_h("budgets (sequential's passes ÷ d) at which to run the oracle"))
     n: int = field(metadata=_h("sequences per arm (lengths drawn from the reference)"))
-    tol: float = field(metadata=_h("certified probing tolerance (nats)"))
     batch_size: int = field(metadata=_h("sequences decoded together"))
     budgets_dir: Path | None = field(default=None, metadata=_h("a protein-compare output folder (runs.json)"))
     parts: tuple[Path, ...] = field(default=(), metadata=_h(
         "instead of --budgets-dir: the MI-guided protein-compare-part folders (the oracle need not wait for the merge)"))
-    seed: int = field(default=0, metadata=_h("random seed"))
-    device: str = field(default="auto", metadata=_h("auto | cpu | cuda"))
-    threads: int = field(default=1, metadata=_h("torch CPU threads"))
 
 
 class SequenceScorer:
@@ -132,9 +125,8 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
 
     from mdm_mi.backbone import for_decoding
     from mdm_mi.budgets import best_mi_run
-    from mdm_mi.domain import load_backbone
     from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
-    from mdm_mi.mi.head import load_head
+    from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.protein.family.scores import read_splits
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.generate import draw_lengths, generate
@@ -149,9 +141,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     train, val, reference, _ = read_splits(args.data_dir)
     scorer = SequenceScorer(train, val)
     lengths = draw_lengths([len(r.sequence) for r in reference], args.n, np.random.default_rng([args.seed, LENGTH_STREAM]))
-    device = resolve_device(args.device)
-    backbone, _ = load_backbone(args.model, device, domain="protein")
-    head, _ = load_head(args.head, device)
+    backbone, head = load_backbone_and_head(args.model, args.head, resolve_device(args.device), "protein")
     fns = {"head": head_pairwise_fn(head), "oracle": oracle_pairwise_fn(backbone, method="certified", tol=args.tol)}
     backbone = for_decoding(backbone, args.bf16)
 
