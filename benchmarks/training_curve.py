@@ -50,10 +50,10 @@ def splits(config: Path) -> dict:
     return out
 
 
-def decode(model_dir: Path, puzzles) -> tuple[np.ndarray, float]:
-    """Sequential greedy decoding of ``puzzles`` with the checkpoint in ``model_dir`` → (solved (P,)
-    bool, seconds)."""
-    solved, secs, _ = sequential_solved(model_dir, puzzles, BATCH)
+def decode(model_dir: Path, puzzles, device: str = "cpu") -> tuple[np.ndarray, float]:
+    """Sequential greedy decoding of ``puzzles`` with the checkpoint in ``model_dir`` on ``device``
+    → (solved (P,) bool, seconds)."""
+    solved, secs, _ = sequential_solved(model_dir, puzzles, BATCH, device)
     return solved, secs
 
 
@@ -64,20 +64,20 @@ def summary(solved: np.ndarray, seconds: float) -> dict:
     return {"solved": k, "n": n, "accuracy": k / n, "lo": lo, "hi": hi, "decode_s": round(seconds, 1)}
 
 
-def accuracy(model_dir: Path, puzzles) -> dict:
+def accuracy(model_dir: Path, puzzles, device: str = "cpu") -> dict:
     """:func:`summary` of :func:`decode`."""
-    return summary(*decode(model_dir, puzzles))
+    return summary(*decode(model_dir, puzzles, device))
 
 
-def decode_test_splits(model: Path, baseline: Path | None, sets: dict) -> dict:
+def decode_test_splits(model: Path, baseline: Path | None, sets: dict, device: str = "cpu") -> dict:
     """The final weights (and ``baseline``'s) on the hard and easy test splits; with a baseline, the
     paired difference on each (Newcombe 95% interval, exact McNemar p)."""
     out: dict = {"final_test": {}, "baseline": str(baseline) if baseline else None, "baseline_test": {}, "paired": {}}
     for name in ("hard", "easy"):
-        solved, secs = decode(model, sets[name][1])
+        solved, secs = decode(model, sets[name][1], device)
         out["final_test"][name] = summary(solved, secs)
         if baseline:
-            base, base_secs = decode(baseline, sets[name][1])
+            base, base_secs = decode(baseline, sets[name][1], device)
             out["baseline_test"][name] = summary(base, base_secs)
             pd = paired_difference(solved, base)
             out["paired"][name] = {"diff": pd.diff, "lo": pd.lo, "hi": pd.hi, "new_only": pd.b, "baseline_only": pd.c,
@@ -119,17 +119,18 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="another model folder decoded on the same test splits (e.g. the shipped weights)")
     ap.add_argument("--no-snapshots", action="store_true", help="skip the curve (with --test: the test splits only)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu", help="cpu | cuda: where the checkpoints decode")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     sets = splits(args.config)
     history = json.loads((args.model / "meta.json").read_text())["history"]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    if not args.no_snapshots:
-        snaps = sorted((args.model / SNAPSHOTS).glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+    snaps = sorted((args.model / SNAPSHOTS).glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+    if not args.no_snapshots and snaps:
         rows = []
         for snap in snaps:
             step = int(snap.name.split("-")[1])
-            rows.append({"step": step, "minutes": round(minutes_at(history, step), 1), **accuracy(snap, sets["hard"][0])})
+            rows.append({"step": step, "minutes": round(minutes_at(history, step), 1), **accuracy(snap, sets["hard"][0], args.device)})
             print(json.dumps(rows[-1]), flush=True)
         with open(args.out.with_suffix(".csv"), "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -137,7 +138,7 @@ def main() -> None:
             w.writerows(rows)
         figure(rows, args.out.with_suffix(".png"))
     if args.test:
-        out = decode_test_splits(args.model, args.baseline, sets)
+        out = decode_test_splits(args.model, args.baseline, sets, args.device)
         print(json.dumps(out), flush=True)
         args.out.with_suffix(".json").write_text(json.dumps(out, indent=2) + "\n")
 
