@@ -11,6 +11,7 @@ the test split at those settings, matched to each budget's exact test passes by
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -98,8 +99,6 @@ def sequential_solved(model_dir, puzzles: PuzzleSet, batch_size: int, device: st
     """Greedy sequential decoding (entropy order, seed 0) of ``puzzles`` with the checkpoint in
     ``model_dir``: the backbone-strength measure of the benchmarks → (solved ``(P,)`` bool, decode
     seconds, the checkpoint's meta)."""
-    import time
-
     from mdm_mi.domain import load_backbone
 
     model, meta = load_backbone(str(model_dir), device, domain="sudoku")
