@@ -25,7 +25,7 @@ from mdm_mi import jobs as core_jobs, pretrained
 from mdm_mi.errors import USER_ERRORS, InputError
 from mdm_mi.mi import jobs as mi_jobs
 from mdm_mi.protein import compare_job as protein_compare_job, generate_job, jobs as protein_jobs, report_jobs
-from mdm_mi.protein.family import (figure_jobs as family_figure_jobs, jobs as family_jobs,
+from mdm_mi.protein.family import (column_jobs, figure_jobs as family_figure_jobs, jobs as family_jobs,
                                    oracle_job as protein_oracle_job)
 from mdm_mi.sudoku import (compare_job as sudoku_compare_job, jobs as sudoku_jobs, oracle_job,
                            report_jobs as sudoku_report_jobs)
@@ -67,6 +67,8 @@ VERBS: dict[str, Verb] = {
                               "make a shipped backbone the model of a run, after checking its hashes"),
     "protein-pretrain": Verb(protein_jobs.PretrainProteinArgs, protein_jobs.pretrain_protein,
                              "train the small protein MDM (an ESM-C) with masked diffusion"),
+    "column-pretrain": Verb(column_jobs.ColumnPretrainArgs, column_jobs.column_pretrain,
+                            "train a masked diffusion model over a family's alignment columns (Potts + transformer)"),
     # MI labels and head (either domain: it comes from the checkpoint)
     "label": Verb(mi_jobs.LabelArgs, mi_jobs.label, "label one shard of contexts with ground-truth probing MI"),
     "train-head": Verb(mi_jobs.TrainHeadArgs, mi_jobs.train_head_job,
@@ -117,6 +119,8 @@ VERBS: dict[str, Verb] = {
                                     "mean passes vs HMM pass rate, fixed-grid settings and calibrated budgets"),
     "figure-family-mi": Verb(family_figure_jobs.FamilyMiArgs, family_figure_jobs.figure_family_mi,
                              "the MI head's map of one family context beside the family's column-pair MI"),
+    "figure-column-contacts": Verb(family_figure_jobs.ColumnContactsArgs, family_figure_jobs.figure_column_contacts,
+                                   "a column model's MI map beside ArDCA's couplings and the disulphide bonds"),
     "protein-paper-table": Verb(report_jobs.ProteinPaperTableArgs, report_jobs.protein_paper_table,
                                 "our protein results beside the paper's table"),
     "figure-protein-speed-quality": Verb(report_jobs.ProteinSpeedQualityArgs, report_jobs.figure_protein_speed_quality,

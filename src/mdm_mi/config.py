@@ -83,6 +83,17 @@ def _check_ranges(cfg: dict) -> None:
     if cfg["protein"]["backbone"] == "pretrained" and data["source"] != "family":
         raise ConfigError("config error at protein/backbone: the shipped backbone was trained on a family "
                           "(protein/data/source: family); use backbone: trained for the generic data")
+    if cfg["protein"]["architecture"] == "columns" and (data["source"] != "family" or cfg["protein"]["backbone"] == "esmc-300m"):
+        raise ConfigError("config error at protein/architecture: a column model needs the family's alignment "
+                          "(protein/data/source: family) and a trained or shipped backbone; set architecture: sequence "
+                          "for the generic data or ESM-C 300M")
+    columns = cfg["protein"]["columns"]
+    if columns["model"]["d_model"] % columns["model"]["n_heads"]:
+        raise ConfigError(f"config error at protein/columns/model: d_model {columns['model']['d_model']} not "
+                          f"divisible by n_heads {columns['model']['n_heads']}")
+    if columns["train"]["t_min"] > columns["train"]["t_max"]:
+        raise ConfigError(f"config error at protein/columns/train: t_min {columns['train']['t_min']} > "
+                          f"t_max {columns['train']['t_max']}")
     if cfg["protein"]["train"]["reweight_identity"] and data["source"] != "family":
         raise ConfigError("config error at protein/train/reweight_identity: the weights come from the family's "
                           "alignment (protein/data/source: family); set 0 for the generic data")

@@ -73,6 +73,9 @@ def _describe_sudoku(meta: dict) -> str:
 def _describe_protein(meta: dict) -> str:
     if meta.get("kind") == "esmc-300m":
         return "ESM-C 300M (pretrained)"
+    if meta.get("kind") == "columns":
+        dims = meta.get("columns", {})
+        return f"column MDM (Potts + d{dims.get('d_model')} L{dims.get('n_layers')}){_size(meta)}, trained here"
     dims = meta.get("esmc", {})
     return f"small ESM-C d{dims.get('d_model')} L{dims.get('n_layers')}{_size(meta)}, trained here"
 

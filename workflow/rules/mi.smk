@@ -4,7 +4,8 @@
 # test (the reported fidelity only), the two disjoint parts of one draw of distinct held-out contexts.
 
 MI_CONFIG = {"sudoku": SUDOKU["mi"], "protein": PROTEIN["mi"]}
-LABEL_SOURCE = {"sudoku": "{part}_solutions.npy", "protein": "{part}_contexts.npy"}  # in {R}/{domain}/data/
+LABEL_SOURCE = {"sudoku": "{part}_solutions.npy",  # in {R}/{domain}/data/; a column model's contexts are aligned rows
+                "protein": "{part}_column_contexts.npy" if COLUMNS else "{part}_contexts.npy"}
 LABEL_RESOURCES = {"sudoku": {"mem_mb": 4000, "runtime": 240}, "protein": {"mem_mb": 8000, "runtime": 480}}
 
 

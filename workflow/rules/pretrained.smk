@@ -1,27 +1,34 @@
 # Shipped backbones ({domain}.backbone: pretrained): import resources/pretrained/<folder> into the
 # run after checking its sha256 manifest and that it was trained on this run's own training split.
+# With protein.architecture columns the protein model is the shipped column model and the shipped
+# sequence model goes to {R}/protein/embedder (the cluster-JSD metric's embedder).
 
-PRETRAINED = [d for d in DOMAINS.split("|") if config[d]["backbone"] == "pretrained"]
-TRAIN_DATA = {"sudoku": f"{R}/sudoku/data/train_solutions.npy", "protein": f"{R}/protein/data/train.fasta"}
+IMPORTS = {}  # run folder (below {R}) → (shipped folder, the training data it must match)
+if SUDOKU["backbone"] == "pretrained":
+    IMPORTS["sudoku/model"] = (SUDOKU["pretrained"], f"{R}/sudoku/data/train_solutions.npy")
+if PROTEIN["backbone"] == "pretrained":
+    IMPORTS[SEQUENCE_MODEL.removeprefix(f"{R}/")] = (PROTEIN["pretrained"], f"{R}/protein/data/train.fasta")
+    if COLUMNS:
+        IMPORTS["protein/model"] = (PROTEIN["columns"]["pretrained"], f"{R}/protein/data/train.a2m")
 
-if PRETRAINED:
+if IMPORTS:
 
     rule import_pretrained:
         input:
-            manifest=lambda w: os.path.join(workflow.basedir, config[w.domain]["pretrained"], "MANIFEST.json"),
-            data=lambda w: TRAIN_DATA[w.domain],
+            manifest=lambda w: os.path.join(workflow.basedir, IMPORTS[w.folder][0], "MANIFEST.json"),
+            data=lambda w: IMPORTS[w.folder][1],
             tracking=TRACKING_READY,
         output:
-            weights=f"{R}/{{domain}}/model/model.safetensors",
-            meta=f"{R}/{{domain}}/model/meta.json",
+            weights=f"{R}/{{folder}}/model.safetensors",
+            meta=f"{R}/{{folder}}/meta.json",
         log:
-            f"{L}/{{domain}}/import_pretrained.log",
+            f"{L}/{{folder}}/import_pretrained.log",
         params:
             source=lambda w, input: os.path.dirname(input.manifest),
             tracking=tracking_flags,
             out_dir=parent_dir("meta"),
         wildcard_constraints:
-            domain="|".join(PRETRAINED),
+            folder="|".join(map(re.escape, IMPORTS)),
         priority: 30  # seconds of work that unblock a label chain: not queued behind the long jobs
         threads: 1
         resources:

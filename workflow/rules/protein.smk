@@ -11,6 +11,14 @@ PROTEIN_MODEL = f"{P}/model/meta.json"
 ESMC_WEIGHTS = PROTEIN["esmc_weights"] or f"{PROTEIN['esmc_dir']}/esmc_300m_2024_12_v0.pth"
 
 
+EMBEDDER_INPUT = [f"{SEQUENCE_MODEL}/meta.json"] if COLUMNS else []  # the cluster-JSD metric's embedder
+
+
+def embedder_flag(wildcards, input):
+    """``--embedder`` of a column model's decoding jobs (the sequence model embeds their proteins)."""
+    return f"--embedder {os.path.dirname(input.embedder[0])}" if input.embedder else ""
+
+
 PROTEIN_RUNS = decode_runs(PROTEIN["samplers"])
 PROTEIN_JOBS = expand(f"{P}/eval/{{r}}.json", r=PROTEIN_RUNS)
 
@@ -65,8 +73,8 @@ if PROTEIN["backbone"] == "trained":
             extra=list(PRETRAIN_INPUTS.values()),
             tracking=TRACKING_READY,
         output:
-            weights=f"{P}/model/model.safetensors",
-            meta=PROTEIN_MODEL,
+            weights=f"{SEQUENCE_MODEL}/model.safetensors",
+            meta=f"{SEQUENCE_MODEL}/meta.json",
         log:
             f"{PL}/pretrain.log",
         params:
@@ -85,6 +93,34 @@ if PROTEIN["backbone"] == "trained":
             ENV
         shell:
             "python -m mdm_mi protein-pretrain --train {input.train} --out {params.out_dir} "
+            "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+
+if PROTEIN["backbone"] == "trained" and COLUMNS:
+
+    rule column_pretrain:
+        input:
+            alignment=f"{P}/data/train.a2m",
+            val=f"{P}/data/val.a2m",
+            tracking=TRACKING_READY,
+        output:
+            weights=f"{P}/model/model.safetensors",
+            meta=PROTEIN_MODEL,
+        log:
+            f"{PL}/column_pretrain.log",
+        params:
+            options=cli_flags(PROTEIN["columns"]["model"] | PROTEIN["columns"]["train"]),
+            job=job_flags(),
+            tracking=tracking_flags,
+            out_dir=parent_dir("meta"),
+        threads: config["threads"]
+        resources:
+            gpu=1,
+            mem_mb=4000,
+            runtime=120,
+        conda:
+            ENV
+        shell:
+            "python -m mdm_mi column-pretrain --alignment {input.alignment} --val {input.val} --out {params.out_dir} "
             "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 elif PROTEIN["backbone"] == "esmc-300m":
@@ -136,6 +172,7 @@ rule generate:
         reference=f"{P}/data/reference.fasta",
         reference2=f"{P}/data/reference2.fasta",
         head=lambda w: PROTEIN_HEAD if PROTEIN_RUNS[w.protein_run]["sampler"] in HEAD_SAMPLERS else [],
+        embedder=EMBEDDER_INPUT,
         tracking=TRACKING_READY,
     output:
         summary=f"{P}/eval/{{protein_run}}.json",
@@ -146,6 +183,7 @@ rule generate:
         sampler=lambda w: cli_flags(PROTEIN_RUNS[w.protein_run]),
         head=lambda w, input: f"--head {os.path.dirname(input.head)}" if input.head else "",
         options=cli_flags(PROTEIN["generate"]),
+        embedder=embedder_flag,
         job=job_flags(),
         tracking=tracking_flags,
         model_dir=parent_dir("model"),
@@ -160,4 +198,5 @@ rule generate:
     shell:
         "python -m mdm_mi generate --model {params.model_dir} --reference {input.reference} "
         "--reference2 {input.reference2} --out {output.fasta} --summary {output.summary} {params.sampler} "
-        "{params.head} {params.options} --quiet {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+        "{params.head} {params.options} {params.embedder} --quiet {params.job} --threads {threads} {params.tracking} "
+        "> {log} 2>&1"

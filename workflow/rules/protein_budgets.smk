@@ -12,6 +12,7 @@ rule protein_compare_part:
         model=PROTEIN_MODEL,
         head=PROTEIN_HEAD,
         reference=f"{P}/data/reference.fasta",
+        embedder=EMBEDDER_INPUT,
         tracking=TRACKING_READY,
     output:
         part=f"{P}/budgets/parts/{{part}}/part.json",
@@ -20,6 +21,7 @@ rule protein_compare_part:
         f"{PL}/budgets/{{part}}.log",
     params:
         options=protein_compare_flags(merge=False),
+        embedder=embedder_flag,
         job=job_flags(),
         tracking=tracking_flags,
         model_dir=parent_dir("model"),
@@ -38,7 +40,7 @@ rule protein_compare_part:
     shell:
         "python -m mdm_mi protein-compare-part --part {wildcards.part} --model {params.model_dir} "
         "--head {params.head_dir} --reference {input.reference} --out-dir {params.out_dir} {params.options} "
-        "{params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+        "{params.embedder} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 
 rule protein_compare:
@@ -47,6 +49,7 @@ rule protein_compare:
         head=PROTEIN_HEAD,
         reference=f"{P}/data/reference.fasta",
         parts=expand(f"{P}/budgets/parts/{{part}}/part.json", part=PROTEIN_COMPARE_PARTS),
+        embedder=EMBEDDER_INPUT,
         tracking=TRACKING_READY,
     output:
         budgets=f"{P}/budgets/budgets.csv",
@@ -56,6 +59,7 @@ rule protein_compare:
         f"{PL}/budgets.log",
     params:
         options=protein_compare_flags(merge=True),
+        embedder=embedder_flag,
         job=job_flags(),
         tracking=tracking_flags,
         model_dir=parent_dir("model"),
@@ -72,7 +76,7 @@ rule protein_compare:
         ENV
     shell:
         "python -m mdm_mi protein-compare --parts {params.parts} --model {params.model_dir} --head {params.head_dir} "
-        "--reference {input.reference} --out-dir {params.out_dir} {params.options} {params.job} "
+        "--reference {input.reference} --out-dir {params.out_dir} {params.options} {params.embedder} {params.job} "
         "--threads {threads} {params.tracking} > {log} 2>&1"
 
 

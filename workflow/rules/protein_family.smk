@@ -10,7 +10,9 @@ from mdm_mi.protein.family.scores import REFERENCE_ROWS  # torch-free: ceiling, 
 FAMILY_ROWS = [*PROTEIN_RUNS, *REFERENCE_ROWS]  # a sampler run, or a reference row ({P}/data/<row>.fasta)
 FAMILY_SPLITS = expand(f"{P}/data/{{s}}.a2m", s=["train", "val", "reference"])
 FAMILY_FIG = f"{R}/figures"
-FAMILY_FIGURES = [f"{FAMILY_FIG}/family_{f}.png" for f in ("covariation", "pass_rate", "mi_map")]
+FAMILY_FIGURES = [f"{FAMILY_FIG}/family_{f}.png" for f in ("covariation", "pass_rate", "mi_map")] + (
+    [f"{FAMILY_FIG}/family_contacts.png"] if COLUMNS else []  # a column model's MI vs ArDCA and the disulphides
+)
 FAMILY_TARGETS = (
     [f"{P}/family/table.csv", f"{P}/family/table.md", f"{P}/family/covariation.md", f"{P}/ceiling/ceiling.md",
      *FAMILY_FIGURES]
@@ -29,6 +31,7 @@ if FAMILY:
             fasta=expand(f"{P}/data/{{s}}.fasta", s=["train", "reference", "reference2", "ceiling", "floor"]),
             a2m=FAMILY_SPLITS,
             contexts=expand(f"{P}/data/{{s}}_contexts.npy", s=["train", "heldout"]),
+            column_contexts=expand(f"{P}/data/{{s}}_column_contexts.npy", s=["train", "heldout"]),
             nonstandard=f"{P}/data/nonstandard.json",
             summary=f"{P}/data/summary.json",
         log:
@@ -252,3 +255,29 @@ if FAMILY:
             "python -m mdm_mi figure-family-mi --model {params.model_dir} --head {params.head_dir} "
             "--data-dir {params.data_dir} --out {output.png} --csv {output.csv} {params.job} {params.tracking} "
             "> {log} 2>&1"
+
+    if COLUMNS:
+
+        rule figure_column_contacts:
+            input:
+                model=PROTEIN_MODEL,
+                splits=FAMILY_SPLITS,
+                data=f"{P}/data/summary.json",
+            output:
+                png=report(f"{FAMILY_FIG}/family_contacts.png", caption="../report/family_figures.rst", category="Proteins"),
+                json=f"{FAMILY_FIG}/family_contacts.json",
+            log:
+                f"{L}/figures/family_contacts.log",
+            params:
+                tracking=tracking_flags,
+                model_dir=parent_dir("model"),
+                data_dir=parent_dir("data"),
+            threads: 1
+            resources:
+                mem_mb=4000,
+                runtime=30,
+            conda:
+                ENV
+            shell:
+                "python -m mdm_mi figure-column-contacts --model {params.model_dir} --data-dir {params.data_dir} "
+                "--out {output.png} --json {output.json} {params.tracking} > {log} 2>&1"

@@ -50,6 +50,8 @@ class ProteinCompareBase(ProteinCompareFlags, ProteinDecodeJobFlags, HeadFlag):
     """The arguments of both verbs: the flags, the inputs and the output folder, seed and device."""
 
     reference: Path = field(metadata=_h("reference FASTA: lengths are drawn from it and JSD is taken against it"))
+    embedder: Path | None = field(default=None, kw_only=True, metadata=_h(
+        "model folder embedding for the JSD metric (default: --model; a column model needs one)"))
 
 
 @dataclass(frozen=True)
@@ -100,12 +102,14 @@ def _load(args: ProteinCompareBase, reference: list[str]):
     from mdm_mi.backbone import for_decoding
     from mdm_mi.mi.guided import head_pairwise_fn
     from mdm_mi.mi.head import load_backbone_and_head
+    from mdm_mi.domain import load_backbone
     from mdm_mi.protein.compare import Scorer
-    from mdm_mi.protein.esmc import ESMCBackbone
+    from mdm_mi.protein.esmc import sequence_embedder
 
     device = resolve_device(args.device)
     backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
-    embedder = ESMCBackbone(backbone.model, args.embed_layer, backbone.bf16).to(device).eval()
+    source = backbone if args.embedder is None else load_backbone(args.embedder, device, domain="protein")[0]
+    embedder = sequence_embedder(source, args.embed_layer, device)
     return for_decoding(backbone, args.bf16), head_pairwise_fn(head), Scorer(embedder, reference, args.clusters, args.seed)
 
 
@@ -113,11 +117,12 @@ def _run_parts(args: ProteinCompareBase, names: list[str], reference: list[str],
     """The runs of the named parts, decoded here with ``loaded`` (:func:`_load`'s triple) → run id →
     run (see :func:`mdm_mi.protein.compare.run_part`)."""
     from mdm_mi.protein.compare import SEQUENTIAL, run_part
+    from mdm_mi.protein.generate import reference_lengths
 
     backbone, pairwise, scorer = loaded
     by_slug = {f.slug: f for f in _families(args)}
     families = [by_slug[n] for n in names if n != SEQUENTIAL]
-    return run_part(backbone, pairwise, scorer, families, _spec(args), [len(s) for s in reference],
+    return run_part(backbone, pairwise, scorer, families, _spec(args), reference_lengths(backbone, reference),
                     sequential=SEQUENTIAL in names)
 
 
@@ -141,6 +146,7 @@ def protein_compare(args: ProteinCompareArgs, tracker) -> None:
     """Every part decoded here, or (``--parts``) the parts' runs read back; then the JSD bootstrap of
     every contender against every baseline, and the tables."""
     from mdm_mi.protein.compare import calibration_lengths, jsd_rows
+    from mdm_mi.protein.generate import reference_lengths
 
     setup(args.threads, args.seed)
     reference = _check(args)
@@ -150,7 +156,7 @@ def protein_compare(args: ProteinCompareArgs, tracker) -> None:
     runs = merged if merged is not None else _run_parts(args, part_names(args), reference, loaded)
     scorer, t1 = loaded[2], time.time()
     rows = jsd_rows(runs, scorer, args.bootstrap, args.seed)
-    seq_passes = float(np.mean(calibration_lengths([len(s) for s in reference], _spec(args))))
+    seq_passes = float(np.mean(calibration_lengths(reference_lengths(loaded[0], reference), _spec(args))))
     out = Path(args.out_dir)
     _write(out, runs, rows, {"sequential_passes_calib": seq_passes, "seconds": {
         "parts" if args.parts else "decoding": t1 - t0, "bootstrap": time.time() - t1}})

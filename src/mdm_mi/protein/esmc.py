@@ -350,3 +350,15 @@ def load_esmc_backbone(
     """:func:`load_esmc` (``dims``: d_model, n_heads, n_layers; default 300M) wrapped in an
     :class:`ESMCBackbone` in eval mode."""
     return ESMCBackbone(load_esmc(weights_path, device=device, **dims), hidden_layer, bf16).to(device).eval()
+
+
+def sequence_embedder(source, layer: int | None, device) -> ESMCBackbone:
+    """The metric's embedder: an :class:`ESMCBackbone` reading block ``layer`` of ``source``'s ESM-C
+    (``source``: a protein backbone, bf16-wrapped or not). A backbone without an ESM-C inside (a column
+    model, which sees aligned rows, not proteins) cannot embed proteins: one-line
+    :class:`InputError` asking for ``--embedder``."""
+    inner = getattr(source, "inner", source)  # a Bf16Backbone's backbone
+    if not isinstance(inner, ESMCBackbone):
+        raise InputError(f"the model ({type(inner).__name__}) cannot embed proteins for the cluster-JSD metric: "
+                         "give --embedder, a sequence model folder (e.g. resources/pretrained/protein-kunitz)")
+    return ESMCBackbone(inner.model, layer, inner.bf16).to(device).eval()

@@ -29,6 +29,13 @@ def draw_lengths(reference_lengths: Sequence[int], n: int, rng: np.random.Genera
     return rng.choice(np.asarray(reference_lengths, dtype=np.int64), size=n, replace=True)
 
 
+def reference_lengths(backbone, reference: Sequence[str]) -> list[int]:
+    """The lengths generation draws from: the reference's, or, for a column model (``fixed_length``),
+    its L columns for every entry (its rows are aligned; gaps are dropped from the generated rows)."""
+    fixed = getattr(backbone, "fixed_length", None)
+    return [int(fixed)] * len(reference) if fixed else [len(s) for s in reference]
+
+
 def uniform_lengths(min_len: int, max_len: int, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` lengths uniform in ``[min_len, max_len]`` (when no reference is given)."""
     if not 1 <= min_len <= max_len:

@@ -64,7 +64,7 @@ def _reference(path: Path | None):
 def generate_job(args: GenerateArgs, tracker) -> None:
     from mdm_mi.backbone import for_decoding
     from mdm_mi.protein.fasta import write_fasta
-    from mdm_mi.protein.generate import draw_lengths, generate, uniform_lengths
+    from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
     from mdm_mi.sampler_table import sampler_from_args
     from mdm_mi.stats import mean_ci
     from mdm_mi.user_common import check_outputs, load_backbone_for, pairwise_from_args, progress, start
@@ -78,8 +78,9 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     pairwise = pairwise_from_args(args, backbone, model_dir, "protein", device)
     backbone = for_decoding(backbone, args.bf16)
     rng = np.random.default_rng(args.seed)
-    lengths = (draw_lengths([len(s) for s in reference], args.n, rng) if reference
-               else uniform_lengths(args.min_length, args.max_length, args.n, rng))
+    fixed = getattr(backbone, "fixed_length", None)  # a column model: every row has its L columns
+    lengths = (draw_lengths(reference_lengths(backbone, reference), args.n, rng) if reference
+               else np.full(args.n, fixed) if fixed else uniform_lengths(args.min_length, args.max_length, args.n, rng))
     gen = torch.Generator(device=device).manual_seed(args.seed)
     begin = time.time()
     with progress(args.n, f"generate {sampler.name}", args.quiet, unit="seq") as bar:
@@ -108,11 +109,11 @@ def _scores(args: GenerateArgs, backbone, seqs, reference, reference2, device) -
     block ``--embed-layer``. The JSD noise floor (``jsd_noise_floor``, ``jsd_floor_analytic``) needs only
     the reference; without a second reference its second-draw comparisons are left out."""
     from mdm_mi.domain import load_backbone
-    from mdm_mi.protein.esmc import ESMCBackbone
+    from mdm_mi.protein.esmc import sequence_embedder
     from mdm_mi.protein.metrics import score_sample
 
     source = backbone if args.embedder is None else load_backbone(args.embedder, device, domain="protein")[0]
-    embedder = ESMCBackbone(source.model, args.embed_layer, source.bf16).to(device).eval()
+    embedder = sequence_embedder(source, args.embed_layer, device)
     scores = score_sample(seqs, reference, reference2 or reference, embedder, args.clusters, args.seed)
     if reference2 is None:
         for key in ("jsd_reference2", "jsd_reference2_analytic", "composition_jsd_floor", "n_reference2"):

@@ -21,7 +21,7 @@ class ProteinMap(MapDomain):
         from mdm_mi.protein.fasta import validate_sequence
 
         seq = "".join(text.split()).upper()
-        residues = seq.replace(PROTEIN_MASK, "")
+        residues = seq.replace(PROTEIN_MASK, "").replace("-", "")  # '-': a gap column of an aligned row (column model)
         if residues:
             validate_sequence(residues)  # names letters outside the 20 amino acids
         if not PROTEIN_MIN_LEN <= len(seq) <= PROTEIN_MAX_LEN:

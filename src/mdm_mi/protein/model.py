@@ -4,10 +4,13 @@ A protein model folder always holds ``meta.json`` with ``domain: protein``:
 
 - ``kind: trained`` — a small ``ESMC(d_model, n_heads, n_layers)`` trained with the masked-diffusion
   objective (:mod:`mdm_mi.protein.train`); weights in ``model.safetensors`` beside it.
+- ``kind: columns`` — a :class:`~mdm_mi.protein.family.columns.ColumnMDM` over one family's alignment
+  columns (Potts term + small transformer, :mod:`mdm_mi.protein.family.column_jobs`); it loads into a
+  :class:`~mdm_mi.protein.family.columns.ColumnBackbone`, which decodes rows to proteins by dropping gaps.
 - ``kind: esmc-300m`` — ESM-C 300M; ``weights`` names the downloaded (or user-copied) ``.pth`` file,
   loaded with ``torch.load(weights_only=True)`` by :func:`mdm_mi.protein.esmc.load_esmc`.
 
-Both load into an :class:`~mdm_mi.protein.esmc.ESMCBackbone` (the Backbone protocol), so labelling,
+The ESM-C kinds load into an :class:`~mdm_mi.protein.esmc.ESMCBackbone`; all are Backbones, so labelling,
 the MI head, the samplers and the metrics never see which one it is.
 
     backbone, meta = load_protein_model("results/cpu-default/protein/model")
@@ -25,6 +28,7 @@ from mdm_mi.io import read_json, write_json
 DOMAIN = "protein"
 KIND_TRAINED = "trained"
 KIND_300M = "esmc-300m"
+KIND_COLUMNS = "columns"  # a masked model over a family's alignment columns (protein/family/columns.py)
 
 
 def new_esmc(d_model: int, n_heads: int, n_layers: int):
@@ -78,6 +82,10 @@ def load_protein_model(directory: str | Path, device: str | torch.device = "cpu"
 
     directory = Path(directory)
     meta = _meta(directory)
+    if meta.get("kind") == KIND_COLUMNS:
+        from mdm_mi.protein.family.columns import load_column_model
+
+        return load_column_model(directory, meta, device), meta
     try:
         dims, layer = {k: int(meta["esmc"][k]) for k in ("d_model", "n_heads", "n_layers")}, int(meta["hidden_layer"])
     except (KeyError, TypeError, ValueError):

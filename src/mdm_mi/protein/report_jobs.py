@@ -82,13 +82,17 @@ def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
     device = resolve_device(args.device)
     backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
-    seq = read_fasta(args.generated)[0][1]
-    tokens = backbone.encode([seq])[0]
-    gen = torch.Generator().manual_seed(args.seed)
-    hide = torch.rand(len(seq), generator=gen) < args.mask_fraction
-    tokens[1 : len(seq) + 1][hide.to(tokens.device)] = backbone.mask_id
-    masked = tokens == backbone.mask_id
     test = load_label_shards(args.test)
+    if hasattr(backbone, "decode_rows"):  # a column model: the first test context, an aligned row (_ = masked)
+        tokens = test["contexts"][0].to(device)
+        seq = backbone.decode_rows(tokens[None].cpu())[0]
+    else:
+        seq = read_fasta(args.generated)[0][1]
+        tokens = backbone.encode([seq])[0]
+        gen = torch.Generator().manual_seed(args.seed)
+        hide = torch.rand(len(seq), generator=gen) < args.mask_fraction
+        tokens[1 : len(seq) + 1][hide.to(tokens.device)] = backbone.mask_id
+    masked = tokens == backbone.mask_id
     with torch.inference_mode():
         pred = head(backbone(tokens[None]).hidden, masked[None])[0].cpu()
         test_pred = torch.cat([head(backbone(c.to(device)).hidden, m.to(device)).cpu()

@@ -89,16 +89,22 @@ def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
     train, val, reference, _ = read_splits(args.data_dir)
     if not 0 <= args.index < len(reference):
         raise InputError(f"--index {args.index} is outside the {len(reference)} reference records")
-    hmm, _, ref_cols = hmm_frame(train, val, reference)
-    natural = square(fm.corrected_mi(ref_cols, args.seed, residues_only=True), hmm.M)
     device = resolve_device(args.device)
     backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
     record = reference[args.index]
-    pred, hidden = head_matrix(backbone, head, record.sequence, args.mask_fraction, args.seed)
-    head_map = to_match_columns(pred, match_positions(fm.align_rows(hmm, [record.sequence])[0]))
+    if hasattr(backbone, "decode_rows"):  # a column model reads the Pfam match columns themselves
+        ref_cols, frame = [r.columns for r in reference], "the alignment's"
+        natural = square(fm.corrected_mi(ref_cols, args.seed, residues_only=True), len(record.columns))
+        head_map, hidden = head_matrix(backbone, head, record.columns, args.mask_fraction, args.seed)
+    else:
+        hmm, _, ref_cols = hmm_frame(train, val, reference)
+        frame = "the training HMM's"
+        natural = square(fm.corrected_mi(ref_cols, args.seed, residues_only=True), hmm.M)
+        pred, hidden = head_matrix(backbone, head, record.sequence, args.mask_fraction, args.seed)
+        head_map = to_match_columns(pred, match_positions(fm.align_rows(hmm, [record.sequence])[0]))
     r, pairs = map_agreement(head_map, natural)
     title = (f"Kunitz context {record.name} (reference split, L={len(record.sequence)}, {hidden.mean():.0%} masked) "
-             f"over the training HMM's {hmm.M} match columns\nPearson r of the two maps over the {pairs} pairs "
+             f"over {frame} {len(natural)} match columns\nPearson r of the two maps over the {pairs} pairs "
              f"shown on both: {r:.2f}; backbone: {backbone_name(args.model)}")
     mi_map_figure(head_map, natural, args.out, title, "MI head Î(X_i; X_j | context) (grey: gap or unmasked)",
                   f"reference split ({len(ref_cols)} sequences): bias-corrected column-pair MI, residues only")
@@ -107,3 +113,43 @@ def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
     tracker.log_metrics({"map_pearson": r, "map_pairs": pairs})
     tracker.log_artifact(args.out)
     tracker.log_artifact(args.csv)
+
+
+@dataclass(frozen=True)
+class ColumnContactsArgs(FigureOut):
+    model: Path = field(metadata=_h("a column model folder (column-pretrain)"))
+    data_dir: Path = field(metadata=_h("prepare-family's folder (train.a2m: ArDCA and the cysteine columns)"))
+    json: Path = field(metadata=_h("output JSON: map r, top-L overlap, the disulphide pairs' ranks"))
+
+
+def figure_column_contacts(args: ColumnContactsArgs, tracker) -> None:
+    """The column model's exact MI at the empty row beside ArDCA's couplings and the disulphide bonds."""
+    from mdm_mi.domain import backbone_name, load_backbone
+    from mdm_mi.io import write_json
+    from mdm_mi.protein.family import ardca, contacts
+    from mdm_mi.protein.family.alignment import column_profile, encode_columns
+    from mdm_mi.protein.family.scores import read_splits
+
+    backbone, _ = load_backbone(args.model, "cpu", domain="protein")
+    if not hasattr(backbone, "decode_rows"):
+        raise InputError(f"{args.model} is not a column model (figure-column-contacts needs one)")
+    train, _, _, _ = read_splits(args.data_dir)
+    codes = encode_columns([r.columns for r in train])
+    if codes.shape[1] != backbone.fixed_length:
+        raise InputError(f"{args.data_dir} has {codes.shape[1]} match columns, the model {backbone.fixed_length}")
+    mi = contacts.empty_context_mi(backbone)
+    dca = contacts.ardca_scores(ardca.fit(codes, ardca.identity_weights(codes)))
+    bonds = contacts.disulphide_pairs(column_profile(train))
+    length = len(mi)
+    summary = {"map_r": contacts.map_r(mi, dca), "top_l_overlap": contacts.top_overlap(mi, dca, length),
+               "top_l_overlap_sep6": contacts.top_overlap(mi, dca, length, min_separation=6),
+               "disulphide_pairs": [[a + 1, b + 1] for a, b in bonds],
+               "disulphide_rank_mi": contacts.pair_ranks(mi, bonds), "disulphide_rank_ardca": contacts.pair_ranks(dca, bonds),
+               "n_pairs": length * (length - 1) // 2}
+    title = (f"{backbone_name(args.model)}: MI map vs ArDCA couplings (r {summary['map_r']:.2f}; top-{length} overlap "
+             f"{summary['top_l_overlap']:.0%}); disulphide ranks: MI {summary['disulphide_rank_mi']}, "
+             f"ArDCA {summary['disulphide_rank_ardca']} of {summary['n_pairs']}")
+    contacts.contacts_figure(mi, dca, bonds, args.out, title)
+    write_json(args.json, summary)
+    tracker.log_metrics({k: v for k, v in summary.items() if isinstance(v, float)})
+    tracker.log_artifact(args.out)

@@ -16,6 +16,8 @@ labelling, generation and the comparisons run unchanged on the family:
   (``generate``'s second reference);
 * ``train_contexts.npy`` / ``heldout_contexts.npy`` — MI label contexts: distinct whole sequences of
   the train split / of the validation and reference splits, as token ids;
+* ``train_column_contexts.npy`` / ``heldout_column_contexts.npy`` — the same for a column model
+  (:mod:`~mdm_mi.protein.family.columns`): distinct aligned rows of the same pools, in its token ids;
 
 and, for the family scores: ``{train,val,reference}.a2m`` (the splits' Pfam rows), ``floor.fasta`` and
 ``ceiling.fasta`` (the two reference rows of the family table, see :func:`prepare_family`),
@@ -99,7 +101,22 @@ def _write_family_contexts(out: Path, splits: dict, args: PrepareFamilyArgs) -> 
         seqs = sample_reference(pools[name], min(k, len(pools[name])), args.seed)
         write_contexts(out / f"{name}_contexts.npy", seqs, width)
         counts[f"n_{name}_contexts"] = len(seqs)
+    _write_column_contexts(out, splits, args)
     return counts
+
+
+def _write_column_contexts(out: Path, splits: dict, args: PrepareFamilyArgs) -> None:
+    """The column model's MI label contexts (its token ids, :func:`~mdm_mi.protein.family.columns.encode_rows`):
+    seeded draws of distinct aligned rows of the same pools, ``{train,heldout}_column_contexts.npy``."""
+    from mdm_mi.io import write_npy
+    from mdm_mi.protein.fasta import sample_reference
+    from mdm_mi.protein.family.columns import encode_rows
+
+    pools = {"train": splits["train"], "heldout": splits["val"] + splits["reference"]}
+    for name, k in (("train", args.n_train_contexts), ("heldout", args.n_heldout_contexts)):
+        rows = sorted({r.columns for r in pools[name]})
+        picked = sample_reference([(row, row) for row in rows], min(k, len(rows)), args.seed)
+        write_npy(out / f"{name}_column_contexts.npy", encode_rows([row for _, row in picked], len(rows[0])).numpy())
 
 
 def prepare_family(args: PrepareFamilyArgs, tracker) -> None:
@@ -321,6 +338,8 @@ def family_loss(args: FamilyLossArgs, tracker) -> None:
     seqs = [validate_sequence(s, name=n) for n, s in read_fasta(data / "reference.fasta")]
     backbone, _ = load_backbone(args.model, resolve_device(args.device), domain="protein")
     backbone.eval()
+    if getattr(backbone, "fixed_length", None):
+        return _column_loss(args, backbone, tracker)
     base = read_json(data / "summary.json")["baselines"]
     losses = {}
     for t in args.rates:
@@ -330,4 +349,22 @@ def family_loss(args: FamilyLossArgs, tracker) -> None:
         print(f"t={t:g}: {loss:.4f} nats over {n} residues (profile {base['profile_nats']:.4f}, "
               f"composition {base['composition_nats']:.4f})", flush=True)
     write_json(args.out, {"reference_sequences": len(seqs), "baselines": base, "losses": losses})
+    tracker.log_metrics({f"loss_t{t}": v["loss_nats"] for t, v in losses.items()})
+
+
+def _column_loss(args: FamilyLossArgs, backbone, tracker) -> None:
+    """family-loss of a column model: its masked loss per column (21 letters, gap included) on the
+    reference split's aligned rows, beside the training column profile on the same masks
+    (:func:`~mdm_mi.protein.family.column_train.column_losses`)."""
+    from mdm_mi.protein.family.alignment import column_profile, encode_columns
+    from mdm_mi.protein.family.column_train import column_losses, fixed_masks
+
+    train, _, reference, _ = read_splits(args.data_dir)
+    codes = encode_columns([r.columns for r in reference])
+    pairs = column_losses(backbone, codes, column_profile(train), args.seed, args.rates)
+    losses = {f"{t:g}": {"loss_nats": m, "profile_nats": p, "vs_profile": m - p, "masked_columns": int(fixed_masks(*codes.shape, t, args.seed).sum())}
+              for t, (m, p) in pairs.items()}
+    for t, row in losses.items():
+        print(f"t={t}: {row['loss_nats']:.4f} nats per masked column (profile {row['profile_nats']:.4f})", flush=True)
+    write_json(args.out, {"space": "columns", "reference_rows": len(codes), "losses": losses})
     tracker.log_metrics({f"loss_t{t}": v["loss_nats"] for t, v in losses.items()})

@@ -129,7 +129,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.protein.family.scores import read_splits
     from mdm_mi.protein.fasta import read_fasta
-    from mdm_mi.protein.generate import draw_lengths, generate
+    from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths
     from mdm_mi.sampler_table import build_sampler
     from mdm_mi.samplers import Sequential
 
@@ -140,8 +140,9 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     heads = {d: best_mi_run(runs, d) for d in args.divisors}  # fail on a missing budget before any decoding
     train, val, reference, _ = read_splits(args.data_dir)
     scorer = SequenceScorer(train, val)
-    lengths = draw_lengths([len(r.sequence) for r in reference], args.n, np.random.default_rng([args.seed, LENGTH_STREAM]))
     backbone, head = load_backbone_and_head(args.model, args.head, resolve_device(args.device), "protein")
+    lengths = draw_lengths(reference_lengths(backbone, [r.sequence for r in reference]), args.n,
+                           np.random.default_rng([args.seed, LENGTH_STREAM]))
     fns = {"head": head_pairwise_fn(head), "oracle": oracle_pairwise_fn(backbone, method="certified", tol=args.tol)}
     backbone = for_decoding(backbone, args.bf16)
 

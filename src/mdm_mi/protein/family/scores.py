@@ -128,7 +128,13 @@ def family_markdown(rows: list[dict], backbone: str) -> str:
 
 
 def loss_lines(loss: dict) -> str:
-    """The family-loss JSON as one Markdown paragraph: the model's loss at each t beside both baselines."""
+    """The family-loss JSON as one Markdown paragraph: the model's loss at each t beside both baselines
+    (a column model's: beside the column profile on the same masked columns)."""
+    if loss.get("space") == "columns":
+        parts = [f"t = {t}: {v['loss_nats']:.3f} (profile {v['profile_nats']:.3f}, {v['vs_profile']:+.3f})"
+                 for t, v in loss["losses"].items()]
+        return (f"Held-out masked-column loss on the {loss['reference_rows']} reference rows (nats per masked match "
+                f"column, 21 letters incl. gap; insertions are not modelled): {'; '.join(parts)}.\n")
     base = loss["baselines"]
     parts = [f"t = {t}: {v['loss_nats']:.3f} ({v['vs_profile']:+.3f} vs the profile)" for t, v in loss["losses"].items()]
     return (f"Held-out masked-token loss on the {loss['reference_sequences']} reference sequences (nats per masked "
