@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from mdm_mi.backbone import entropy_from_logits
 from mdm_mi.sampler_table import SAMPLERS, build_sampler
 from mdm_mi.samplers import (
     INF,
@@ -334,12 +333,14 @@ def test_margin_and_entropy_orders_differ_on_crafted_logits():
     assert out.tokens.tolist() == [[3, 0, 0]]
 
 
-def test_view_entropy_matches_entropy_from_logits():
+def test_view_entropy_is_the_shannon_entropy_of_the_logits():
     logits = seeded_logits(N, V, seed=9).unsqueeze(0)
     masked = torch.ones(1, N, dtype=torch.bool)
-    view = StepView.from_logits(logits, masked)
-    assert torch.allclose(view.entropy, entropy_from_logits(logits), atol=1e-6)
-    assert torch.allclose(entropy_from_logits(torch.zeros(3, V)), torch.full((3,), math.log(V)))
+    p = torch.softmax(logits.double(), dim=-1)
+    want = -(p * p.log()).sum(-1)
+    assert torch.allclose(StepView.from_logits(logits, masked).entropy.double(), want, atol=1e-6)
+    uniform = StepView.from_logits(torch.zeros(1, 3, V), torch.ones(1, 3, dtype=torch.bool))
+    assert torch.allclose(uniform.entropy, torch.full((1, 3), math.log(V)))
 
 
 # --- contract violations and the registry ----------------------------------------------------------
