@@ -11,6 +11,7 @@ import torch
 
 from mdm_mi.sampler_table import SAMPLERS, build_sampler
 from mdm_mi.samplers import (
+    eb_prefix,
     INF,
     EntropyBounded,
     Sampler,
@@ -542,3 +543,16 @@ def test_cpu_chunk_size_follows_the_thread_count():
     finally:
         torch.set_num_threads(before)
     assert CPU_CHUNK_TOKENS_ONE_THREAD < CPU_CHUNK_TOKENS
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.3, 1.5, 50.0])
+def test_eb_sampler_matches_the_plain_rule(gamma):
+    g = torch.Generator().manual_seed(7)
+    h = torch.rand(50, 12, generator=g) * 2
+    masked = torch.rand(50, 12, generator=g) < 0.6
+    masked[0] = False
+    view = StepView(masked=masked, entropy=h.masked_fill(~masked, float("inf")), margin=torch.zeros_like(h))
+    got = EntropyBounded(gamma).select(view)
+    for r in range(len(h)):
+        assert got[r].nonzero().flatten().tolist() == eb_prefix(h[r].tolist(), masked[r].tolist(), gamma), r
+

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, ClassVar
+from typing import Callable, ClassVar, Sequence
 
 import math
 
@@ -140,8 +140,28 @@ class TopK(Sampler):
         return {"k": self.k}
 
 
+def eb_prefix(entropy: Sequence[float], masked: Sequence[bool], gamma: float) -> list[int]:
+    """EB-Sampler's rule (Ben-Hamu et al. 2025, arXiv 2505.24857) for one sequence at one pass, as
+    plain Python: entropy ``(N,)`` nats, masked ``(N,)`` → the sorted positions U to unmask, the
+    largest prefix of the masked positions sorted by increasing entropy (ties by position) with
+
+        Σ_{i∈U} H_i − max_{i∈U} H_i ≤ γ
+
+    (the max of a sorted prefix is its last entry); the first position always qualifies.
+    :class:`EntropyBounded` is the batched version."""
+    walk = sorted((entropy[i], i) for i in range(len(entropy)) if masked[i])
+    admitted: list[int] = []
+    total = 0.0
+    for h_i, i in walk:
+        total += h_i
+        if total - h_i > gamma:
+            break
+        admitted.append(i)
+    return sorted(admitted)
+
+
 class EntropyBounded(Sampler):
-    """EB-Sampler (Ben-Hamu et al. 2025, arXiv 2505.24857).
+    """EB-Sampler (Ben-Hamu et al. 2025, arXiv 2505.24857), batched: :func:`eb_prefix` per row.
 
     Sort masked positions by entropy ascending and unmask the largest prefix U with
     ``Σ_{i∈U} H_i − max_{i∈U} H_i ≤ γ``; the single lowest-entropy position always qualifies.
