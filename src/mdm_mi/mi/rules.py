@@ -7,14 +7,14 @@ the entropies already admitted sum to ≤ γ, i.e. ``Σ_{U∪i} h − max h ≤ 
 a separate constraint, so a dependent candidate is *skipped* (a later, independent one may still go)
 instead of using up the confidence budget:
 
-* :class:`IndependentSet` (``mi-indep``): no admitted pair with ``Î_ij > τ`` — a greedy maximum-weight
-  independent set (weight: low entropy) on the graph whose edges are ``Î_ij > τ``.
+* :class:`IndependentSet` (``mi-indep``): no admitted pair with ``Î_ij > cap`` — a greedy maximum-weight
+  independent set (weight: low entropy) on the graph whose edges are ``Î_ij > cap``.
 * :class:`TwoBudget` (``mi-2b``): the admitted set's total pairwise dependence
   ``Σ_{i<j∈U} Î_ij ≤ δ``, a pairwise proxy for its total correlation (the KL between the joint of U
   and the product of its marginals, i.e. the error of sampling U independently).
 
 Both use only the pass's marginals and the head's Î among the positions they visit (no extra
-backbone pass), and both reduce to EB-Sampler when τ or δ is infinite.
+backbone pass), and both reduce to EB-Sampler when ``cap`` or δ is infinite.
 
     sampler = IndependentSet(gamma=0.3, cap=0.05)
 """
@@ -87,7 +87,7 @@ def _pairwise(view: StepView, name: str):
 
 
 class IndependentSet(Sampler):
-    """EB's entropy budget γ, never two admitted positions with ``Î_ij > cap`` (τ, nats)."""
+    """EB's entropy budget γ, never two admitted positions with ``Î_ij > cap`` (nats)."""
 
     name = "mi-indep"
     uses_pairwise = True
