@@ -15,6 +15,7 @@ when it builds the DAG) and any module may use it.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import itertools
 import math
@@ -116,6 +117,16 @@ def _gamma(**kw) -> Calibration:
     return Calibration("gamma", "γ", *GAMMA_RANGE, "log", increasing=False, **kw)
 
 
+def _rule(name: str, cls: str, each: Setting, meaning: str, calibrated: Mapping) -> SamplerSpec:
+    """A rule beyond Algorithm 1 (class ``cls`` of :mod:`mdm_mi.mi.rules`): EB's entropy budget γ and
+    its own parameter ``each.flag`` (``meaning``, nats); the comparisons calibrate γ at each value of
+    ``each`` (config list ``each.key``); it reads the MI head."""
+    own = dataclasses.replace(each, help=f"{name}: {each.flag} values (nats), each calibrated; none: no {name}")
+    return SamplerSpec(f"mdm_mi.mi.rules:{cls}", ("gamma", each.flag), HEAD, style=Style(name, "tab:brown"),
+                       flag_help={each.flag: f"{meaning} (nats); default: the comparisons' {each.symbol}"},
+                       calibration=_gamma(each=own), calibrated=calibrated)
+
+
 # `calibrated`: each parallel sampler's parameters when a user omits them, the settings that
 # `sudoku-compare` and `protein-compare` calibrated to 1/CALIBRATED_AT of sequential decoding's mean
 # passes on the CPU default's backbones (Sudoku: the hard set's calibration puzzles; proteins: the
@@ -150,18 +161,12 @@ SAMPLERS: dict[str, SamplerSpec] = {
         calibration=_gamma(each=Setting("lam", "mi_lambda", "l", "λ", "MI-guided λ values, each calibrated"),
                            against=("eb", "naive", "threshold", "sequential")),
         calibrated=MI_CALIBRATED),
-    "mi-indep": SamplerSpec(
-        "mdm_mi.mi.rules:IndependentSet", ("gamma", "cap"), HEAD, style=Style("mi-indep", "tab:brown"),
-        flag_help={"cap": "never unmask together two tokens with MI above this cap (nats); default: the comparisons' cap"},
-        calibration=_gamma(each=Setting("cap", "indep_cap", "cap", "cap",
-                                        "mi-indep: pair caps (nats), each calibrated; none: no mi-indep")),
-        calibrated={"sudoku": {"gamma": 0.11955, "cap": 0.05}, "protein": {"gamma": 3.4391, "cap": 0.05}}),
-    "mi-2b": SamplerSpec(
-        "mdm_mi.mi.rules:TwoBudget", ("gamma", "delta"), HEAD, style=Style("mi-2b", "tab:brown"),
-        flag_help={"delta": "budget on the summed pairwise MI of one pass (nats); default: the comparisons' δ"},
-        calibration=_gamma(each=Setting("delta", "two_budget_delta", "d", "δ",
-                                        "mi-2b: dependence budgets δ (nats), each calibrated; none: no mi-2b")),
-        calibrated={"sudoku": {"gamma": 0.13443, "delta": 0.1}, "protein": {"gamma": 3.3170, "delta": 0.25}}),
+    "mi-indep": _rule("mi-indep", "IndependentSet", Setting("cap", "indep_cap", "cap", "cap"),
+                      "never unmask together two tokens with MI above this cap",
+                      {"sudoku": {"gamma": 0.11955, "cap": 0.05}, "protein": {"gamma": 3.4391, "cap": 0.05}}),
+    "mi-2b": _rule("mi-2b", "TwoBudget", Setting("delta", "two_budget_delta", "d", "δ"),
+                   "budget δ on the summed pairwise MI of one pass",
+                   {"sudoku": {"gamma": 0.13443, "delta": 0.1}, "protein": {"gamma": 3.3170, "delta": 0.25}}),
     "mi-oracle": SamplerSpec(  # 1 + |M|·V extra passes per step; Algorithm 1 with the probed MI: mi's setting
         "mdm_mi.mi.guided:OracleMI", MI_FLAGS, ORACLE, user=False, style=Style("MI-guided, exact MI", "tab:purple"),
         calibrated=MI_CALIBRATED),

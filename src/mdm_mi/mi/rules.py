@@ -22,6 +22,7 @@ backbone pass), and both reduce to EB-Sampler when ``cap`` or δ is infinite.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 
@@ -86,36 +87,38 @@ def _pairwise(view: StepView, name: str):
     return view.pairwise
 
 
-class IndependentSet(Sampler):
+class _EntropyBudgetRule(Sampler):
+    """EB's entropy budget γ and one constraint on the head's Î among the admitted positions:
+    :func:`eb_walk`'s keyword ``walk_arg`` set to the subclass's own parameter ``param`` (nats)."""
+
+    uses_pairwise = True
+    param: ClassVar[str]  # the constructor keyword and table column
+    walk_arg: ClassVar[str]
+
+    def _set(self, gamma: float, value: float) -> None:
+        _check(self.name, **{"gamma": gamma, self.param: value})
+        self.gamma, self.value = float(gamma), float(value)
+
+    def select(self, view: StepView) -> torch.Tensor:
+        return eb_walk(view.entropy, view.masked, _pairwise(view, self.name), self.gamma, **{self.walk_arg: self.value})
+
+    def params(self) -> dict:
+        return {"gamma": self.gamma, self.param: self.value}
+
+
+class IndependentSet(_EntropyBudgetRule):
     """EB's entropy budget γ, never two admitted positions with ``Î_ij > cap`` (nats)."""
 
-    name = "mi-indep"
-    uses_pairwise = True
+    name, param, walk_arg = "mi-indep", "cap", "pair_cap"
 
     def __init__(self, gamma: float, cap: float):
-        _check(self.name, gamma=gamma, cap=cap)
-        self.gamma, self.cap = float(gamma), float(cap)
-
-    def select(self, view: StepView) -> torch.Tensor:
-        return eb_walk(view.entropy, view.masked, _pairwise(view, self.name), self.gamma, pair_cap=self.cap)
-
-    def params(self) -> dict:
-        return {"gamma": self.gamma, "cap": self.cap}
+        self._set(gamma, cap)
 
 
-class TwoBudget(Sampler):
+class TwoBudget(_EntropyBudgetRule):
     """EB's entropy budget γ and a dependence budget δ on ``Σ_{i<j∈U} Î_ij`` (nats)."""
 
-    name = "mi-2b"
-    uses_pairwise = True
+    name, param, walk_arg = "mi-2b", "delta", "dependence_budget"
 
     def __init__(self, gamma: float, delta: float):
-        _check(self.name, gamma=gamma, delta=delta)
-        self.gamma, self.delta = float(gamma), float(delta)
-
-    def select(self, view: StepView) -> torch.Tensor:
-        return eb_walk(view.entropy, view.masked, _pairwise(view, self.name), self.gamma,
-                       dependence_budget=self.delta)
-
-    def params(self) -> dict:
-        return {"gamma": self.gamma, "delta": self.delta}
+        self._set(gamma, delta)
