@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from mdm_mi import calibrate as cal
+from mdm_mi.flags import Decoding
 from mdm_mi.calibrate import Family, Point, calibrate_grid, calibrated_families
 from mdm_mi.config import load_config
 
@@ -117,7 +118,7 @@ def setup_domain(args):
 
         def measure(sampler):
             _, passes = generate(backbone, lengths, sampler, torch.Generator().manual_seed(0),
-                                 temperature=gen_cfg["temperature"], batch_size=gen_cfg["batch_size"],
+                                 decoding=Decoding(temperature=gen_cfg["temperature"]), batch_size=gen_cfg["batch_size"],
                                  pairwise_fn=pairwise if sampler.uses_pairwise else None)
             return float(passes.mean()), {}
 

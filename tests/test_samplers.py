@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from mdm_mi.flags import Decoding
 from mdm_mi.sampler_table import SAMPLERS, build_sampler
 from mdm_mi.samplers import (
     eb_prefix,
@@ -84,7 +85,7 @@ def test_clues_never_overwritten(name, params, temperature):
     model = MockBackbone(logits, MASK, OFFSET)
     tokens = mixed_batch(logits)
     out = decode(model, tokens, build_sampler(name, **params), torch.Generator().manual_seed(0),
-                 temperature=temperature)
+                 decoding=Decoding(temperature=temperature))
     given = tokens != MASK
     assert torch.equal(out.tokens[given], tokens[given])
 
@@ -95,7 +96,7 @@ def test_no_mask_left_after_decode(name, params):
     model = MockBackbone(logits, MASK, OFFSET)
     tokens = mixed_batch(logits, seed=1)
     out = decode(model, tokens, build_sampler(name, **params), torch.Generator().manual_seed(0),
-                 temperature=1.0)
+                 decoding=Decoding(temperature=1.0))
     assert not (out.tokens == MASK).any()
     assert ((out.tokens >= OFFSET) & (out.tokens < OFFSET + V)).all()  # only vocabulary ids written
 
@@ -125,7 +126,7 @@ def test_same_seed_same_output_with_temperature(name, params):
     tokens = mixed_batch(logits, seed=3)
     runs = [
         decode(MockBackbone(logits, MASK, OFFSET), tokens, build_sampler(name, **params),
-               torch.Generator().manual_seed(7), temperature=1.0)
+               torch.Generator().manual_seed(7), decoding=Decoding(temperature=1.0))
         for _ in range(2)
     ]
     assert torch.equal(runs[0].tokens, runs[1].tokens)
@@ -137,7 +138,7 @@ def test_different_seeds_give_different_samples():
     tokens = mixed_batch(logits, seed=3)
     runs = [
         decode(MockBackbone(logits, MASK, OFFSET), tokens, TopK(2), torch.Generator().manual_seed(seed),
-               temperature=1.0).tokens
+               decoding=Decoding(temperature=1.0)).tokens
         for seed in (7, 8)
     ]
     assert not torch.equal(runs[0], runs[1])
@@ -147,7 +148,7 @@ def test_greedy_is_deterministic_regardless_of_generator():
     logits = seeded_logits(N, V, seed=4)
     tokens = mixed_batch(logits, seed=4)
     outs = [
-        decode(MockBackbone(logits, MASK, OFFSET), tokens, EntropyBounded(0.3), gen, temperature=0.0).tokens
+        decode(MockBackbone(logits, MASK, OFFSET), tokens, EntropyBounded(0.3), gen, decoding=Decoding(temperature=0.0)).tokens
         for gen in (None, torch.Generator().manual_seed(1), torch.Generator().manual_seed(2))
     ]
     assert all(torch.equal(outs[0], o) for o in outs[1:])
@@ -158,7 +159,7 @@ def test_temperature_sampling_follows_softmax_of_scaled_logits():
     temperature, b = 0.7, 20000
     tokens = torch.full((b, 1), MASK)
     out = decode(MockBackbone(logits, MASK, OFFSET), tokens, TopK(1), torch.Generator().manual_seed(0),
-                 temperature=temperature)
+                 decoding=Decoding(temperature=temperature))
     freq = torch.bincount(out.tokens[:, 0] - OFFSET, minlength=V).float() / b
     expected = torch.softmax(logits[0] / temperature, -1)
     assert torch.allclose(freq, expected, atol=0.015), (freq, expected)
@@ -437,7 +438,7 @@ REAL_SPECS = [SPECS[0], SPECS[1], SPECS[3], SPECS[5]]  # sequential ×2, naive k
 def test_real_model_decode_keeps_clues_and_completes(tiny_model, easy_puzzles, name, params):
     puzzles = torch.as_tensor(easy_puzzles[0][:8])
     out = decode(tiny_model, puzzles, build_sampler(name, **params), torch.Generator().manual_seed(0),
-                 temperature=1.0)
+                 decoding=Decoding(temperature=1.0))
     assert not (out.tokens == MASK_ID).any()
     assert consistent_with_clues(out.tokens, puzzles).all()
     blanks = (puzzles == MASK_ID).sum(1)
@@ -489,7 +490,7 @@ def test_bf16_decoding_fills_every_mask_keeps_clues_and_repeats_with_the_seed(ti
     puzzles = torch.full((4, 81), tiny_model.mask_id)
     puzzles[:, :9] = torch.arange(9)
     runs = [decode(for_decoding(tiny_model, True), puzzles, EntropyBounded(0.5), torch.Generator().manual_seed(1),
-                   temperature=1.0) for _ in range(2)]
+                   decoding=Decoding(temperature=1.0)) for _ in range(2)]
     assert torch.equal(runs[0].tokens, runs[1].tokens) and torch.equal(runs[0].passes, runs[1].passes)
     assert not (runs[0].tokens == tiny_model.mask_id).any() and torch.equal(runs[0].tokens[:, :9], puzzles[:, :9])
 

@@ -13,7 +13,7 @@ can come before required ones; the CLI builds every dataclass by keyword) and de
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 
@@ -72,6 +72,23 @@ class SeedFlag:
 @dataclass(frozen=True, kw_only=True)
 class SeededTrainRunFlags(TrainRunFlags, SeedFlag):
     """:class:`TrainRunFlags` and :class:`SeedFlag`."""
+
+
+# --- how a decode fills the positions a sampler picks ----------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decoding:
+    """The settings :func:`mdm_mi.samplers.decode` reads, passed from the verb as one object: a verb's
+    own decoding flags subclass it (``protein.generate``: ``protein.decode_flags.DecodeFlags``), so a
+    new key is the schema's, one field, and the code of ``decode`` that reads it."""
+
+    temperature: float = field(default=0.0, metadata=h("sampling temperature (0 = argmax)"))
+
+    @classmethod
+    def of(cls, args) -> "Decoding":
+        """This class's settings taken from a verb's arguments ``args`` (which inherit them)."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
 
 
 # --- what a job writes ---------------------------------------------------------------------------------

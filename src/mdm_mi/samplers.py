@@ -24,9 +24,11 @@ import math
 import torch
 
 from mdm_mi.backbone import Backbone, BackboneOutput, forward_chunked
+from mdm_mi.flags import Decoding
 
 INF = float("inf")
 EPS_K = 1e-9  # round-off guard of the fractional-k schedule (k·s is exact for integer k)
+GREEDY = Decoding()  # temperature 0: each chosen position takes its most likely token
 
 
 @dataclass(frozen=True)
@@ -243,13 +245,15 @@ def decode(
     sampler: Sampler,
     generator: torch.Generator | None = None,
     *,
-    temperature: float = 0.0,
+    decoding: Decoding = GREEDY,
     pairwise_fn: PairwiseFn | None = None,
     max_passes: int | None = None,
 ) -> DecodeResult:
     """Unmask every ``backbone.mask_id`` in ``tokens`` ``(B, N)`` with ``sampler``.
 
-    Non-mask positions are never written. ``pairwise_fn(output, masked, tokens)`` → ``(B, N, N)`` is
+    ``decoding``: the verb's decoding settings in one object (:class:`mdm_mi.flags.Decoding`; its
+    ``temperature`` picks the tokens, :func:`choose_tokens`). Non-mask positions are never written.
+    ``pairwise_fn(output, masked, tokens)`` → ``(B, N, N)`` is
     called on the same forward pass's output (and the tokens it saw) when the sampler uses a pairwise
     matrix: the MI head adds no backbone pass (the exact-MI oracle does, and is not counted).
     """
@@ -272,6 +276,6 @@ def decode(
         chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise, step)) & masked
         if not chosen.any(1).all():
             raise RuntimeError(f"sampler {sampler.name!r} chose no position for a sequence with masks")
-        values = vocab_ids[choose_tokens(out.logits, temperature, generator)]
+        values = vocab_ids[choose_tokens(out.logits, decoding.temperature, generator)]
         tokens[active] = torch.where(chosen, values, sub)
     return DecodeResult(tokens=tokens, passes=passes)

@@ -26,7 +26,7 @@ from mdm_mi.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json, write_text
 from mdm_mi.protein.compare import PART_FILE, read_parts, run_fasta, write_part
-from mdm_mi.protein.decode_flags import GenerateFlags
+from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
 from mdm_mi.runtime import resolve_device, setup
 from mdm_mi.sampler_table import SweptFlags
@@ -79,7 +79,7 @@ def _check(args: ProteinCompareBase) -> list[str]:
 def _spec(args: ProteinCompareBase):
     from mdm_mi.protein.compare import ProteinCompareSpec
 
-    return ProteinCompareSpec(args.n, args.calib_n, tuple(args.divisors), args.temperature, args.clusters,
+    return ProteinCompareSpec(args.n, args.calib_n, tuple(args.divisors), DecodeFlags.of(args), args.clusters,
                               args.batch_size, args.seed)
 
 

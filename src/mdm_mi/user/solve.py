@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.flags import h
+from mdm_mi.flags import Decoding, h
 from mdm_mi.errors import InputError
 from mdm_mi.sampler_table import (CALIBRATED_AT, HEAD_SAMPLERS, SAMPLERS, USER_SAMPLERS, SamplerFlags,
                                   sampler_from_args)
@@ -70,7 +70,7 @@ def decode_puzzles(backbone, puzzles: list[Puzzle], sampler, pairwise, args, dev
     grids, passes = [], []
     with progress(len(puzzles), "solving", args.quiet) as bar:
         for batch in tokens.split(args.batch_size):
-            out = decode(backbone, batch, sampler, gen, temperature=args.temperature, pairwise_fn=pairwise)
+            out = decode(backbone, batch, sampler, gen, decoding=Decoding(temperature=args.temperature), pairwise_fn=pairwise)
             grids.append(out.tokens.cpu())
             passes.append(out.passes.cpu())
             bar.update(len(batch))
