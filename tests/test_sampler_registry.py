@@ -204,3 +204,17 @@ def test_toy_sampler_with_a_swept_setting_needs_one_entry(monkeypatch):
     assert SAMPLER_STYLE["toy-swept"] == ("swept (toy)", "tab:olive")  # drawn
     grid = {"toy_swept_frac": [0.5], "toy_swept_width": [2.0]}  # the workflow's decode list
     assert decode_runs(grid) == {"toy-swept-f0.5-w2.0": {"sampler": "toy-swept", "frac": 0.5, "width": 2.0}}
+
+
+@pytest.mark.parametrize("domain", ["sudoku", "protein"])
+def test_the_schema_has_a_key_for_each_entrys_config_settings(domain):
+    """The second place a sampler's config setting lives: the schema (its one default). Every grid and
+    shared setting of an entry is a key of ``<domain>.samplers``, every swept one of ``<domain>.compare``."""
+    from mdm_mi.config import load_schema
+    from mdm_mi.sampler_table import swept_settings
+
+    section = load_schema()["properties"][domain]["properties"]
+    grid = {s.key for spec in SAMPLERS.values() for s in (*spec.grid, *spec.shared)}
+    assert grid <= set(section["samplers"]["properties"]), grid - set(section["samplers"]["properties"])
+    swept = {s.key for s in swept_settings()}
+    assert swept <= set(section["compare"]["properties"]), swept - set(section["compare"]["properties"])
