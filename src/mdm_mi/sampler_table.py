@@ -1,9 +1,12 @@
 """THE table of samplers: one entry says everything about a sampler — its class, the flags it takes,
 the pairwise matrix it reads, its plot style, the workflow's fixed grid of it, what the calibrated
 comparisons search and the calibrated defaults. Everything else derives from :data:`SAMPLERS`: the
-decoding verbs build their sampler here, :mod:`mdm_mi.calibrate` its families, :mod:`mdm_mi.budgets`
-its contenders and baselines, :mod:`mdm_mi.tables` its columns, :mod:`mdm_mi.plotting` its style and
-the workflow its decode list (:func:`decode_runs`).
+decoding verbs build their sampler here and take its flags (:data:`SamplerFlags`), the comparisons
+their swept settings' flags (:data:`SweptFlags`), :mod:`mdm_mi.calibrate` its families,
+:mod:`mdm_mi.budgets` its contenders and baselines (``mi*`` from :data:`ALGORITHM_1`),
+:mod:`mdm_mi.tables` its columns, :mod:`mdm_mi.plotting` its style and the workflow its decode list
+(:func:`decode_runs`) and its per-set rule lists (:func:`rule_keys`). A sampler with a swept setting is
+its class and one entry (``docs/developing.md``).
 
 The classes live in :mod:`mdm_mi.samplers` (baselines), :mod:`mdm_mi.mi.guided` (Algorithm 1 and its
 oracle) and :mod:`mdm_mi.mi.rules` (rules beyond Algorithm 1); an entry names its class as
