@@ -22,6 +22,7 @@ import time
 
 import torch
 
+from mdm_mi.flags import Decoding
 from mdm_mi.backbone import Bf16Backbone
 from mdm_mi.domain import load_backbone
 from mdm_mi.paired import mcnemar_exact
@@ -82,7 +83,7 @@ def proteins(args) -> None:
     for name, bf16 in (("fp32", False), ("bf16", True)):
         t0 = time.time()
         sets[name], _ = generate(for_decoding(model, bf16), lengths, Sequential("entropy"), torch.Generator().manual_seed(1),
-                                 temperature=1.0)
+                                 decoding=Decoding(temperature=1.0))
         seconds[name] = time.time() - t0
     same = np.mean([a == b for a, b in zip(sets["fp32"], sets["bf16"])])
     print(f"fp32 {seconds['fp32']:.0f} s, bf16 {seconds['bf16']:.0f} s (×{seconds['fp32'] / seconds['bf16']:.2f}); "

@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 from mdm_mi import calibrate as cal
-from mdm_mi.calibrate import Family, Point, calibrate_grid, standard_families
+from mdm_mi.flags import Decoding
+from mdm_mi.calibrate import Family, Point, calibrate_grid, calibrated_families
 from mdm_mi.config import load_config
 
 LEGACY_ITERS = 14
@@ -91,7 +92,7 @@ def setup_domain(args):
     backbone, _ = load_backbone(args.model, torch.device("cpu"), domain=args.domain)
     pairwise = head_pairwise_fn(load_head(args.head, torch.device("cpu"))[0])
     cfg = load_config(args.config)[args.domain]
-    compare, on_reject, charge_first = cfg["compare"], cfg["samplers"]["mi_on_reject"], cfg["samplers"]["mi_charge_first"]
+    compare = cfg["compare"]
     if args.domain == "sudoku":
         from mdm_mi.sudoku.compare import Decoder
         from mdm_mi.sudoku.compare_job import SUDOKU_CELLS
@@ -117,12 +118,11 @@ def setup_domain(args):
 
         def measure(sampler):
             _, passes = generate(backbone, lengths, sampler, torch.Generator().manual_seed(0),
-                                 temperature=gen_cfg["temperature"], batch_size=gen_cfg["batch_size"],
+                                 decoding=Decoding(temperature=gen_cfg["temperature"]), batch_size=gen_cfg["batch_size"],
                                  pairwise_fn=pairwise if sampler.uses_pairwise else None)
             return float(passes.mean()), {}
 
-    families = standard_families(max_tokens, compare["mi_lambda"], on_reject, charge_first, compare["indep_tau"],
-                                 compare["two_budget_delta"])
+    families = calibrated_families(max_tokens, compare | cfg["samplers"])  # settings by config key
     return measure, seq, families
 
 

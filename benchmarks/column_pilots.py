@@ -62,7 +62,7 @@ def run_pilot(spec: str, args, codes, val_codes, weights_by, profile, splits) ->
     gen = torch.Generator().manual_seed(0)
     with torch.inference_mode():
         seqs, passes = generate(backbone, [backbone.fixed_length] * args.n, build_sampler("sequential", order="entropy"),
-                                gen, temperature=1.0, batch_size=args.n)
+                                gen, batch_size=args.n)  # protein.generate's decoding: temperature 1
     row = {"pilot": spec, "train_seconds": round(train_s, 1), "best_step": best.step if best else args.steps,
            "final_train_loss": round(history[-1]["loss"], 4), "mean_passes": float(passes.mean()),
            **{f"val_t{t:g}": round(m, 4) for t, (m, _) in losses.items()},

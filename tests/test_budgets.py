@@ -262,7 +262,7 @@ def test_protein_jsd_rows_put_the_contender_first_and_lower_jsd_is_better():
 
 
 def test_calibration_grid_reaches_every_budget_and_reuses_brackets():
-    from mdm_mi.calibrate import DIVISORS, calibrate_grid, standard_families
+    from mdm_mi.calibrate import DIVISORS, calibrate_grid, calibrated_families
 
     n = 2 * N
     backbone = SharpeningBackbone(seeded_logits(n, V, seed=1) * 2, mask_id=V)
@@ -271,7 +271,7 @@ def test_calibration_grid_reaches_every_budget_and_reuses_brackets():
     for row in range(32):
         tokens[row, torch.randperm(n, generator=gen)[:20 + row * (n - 20) // 31]] = V
     sequential = float((tokens == V).sum(1).float().mean())
-    families = [f for f in standard_families(n, [1.0], "skip", False) if not f.sampler.startswith("mi")]
+    families = [f for f in calibrated_families(n, {"mi_lambda": [1.0], "mi_on_reject": "skip", "mi_charge_first": False}) if not f.sampler.startswith("mi")]
     points = calibrate_grid(families, sequential, DIVISORS, _toy_measure(backbone, tokens), log=lambda m: None)
     assert [p.extra["divisor"] for p in points] == list(DIVISORS) * len(families)
     assert all(p.on_target for p in points), [(p.family, p.target, p.passes) for p in points if not p.on_target]
@@ -319,7 +319,7 @@ def test_compare_size_flags_are_checked_before_any_work(tmp_path, capsys, extra,
     argv = ["sudoku-compare", "--model", str(tmp_path / "m"), "--head", str(tmp_path / "h"), "--radcliffe",
             str(tmp_path / "r.csv"), "--easy", str(tmp_path / "e.csv"), "--out-dir", str(tmp_path / "out"),
             "--calib-puzzles", "5", "--divisors", "2", "--mi-lambda", "1", "--on-reject", "skip", "--no-charge-first",
-            "--indep-tau", "--two-budget-delta", "--bootstrap", "10", "--batch-size", "10", "--tracking-uri", "none",
+            "--indep-cap", "--two-budget-delta", "--bootstrap", "10", "--batch-size", "10", "--tracking-uri", "none",
             *extra]
     assert main(argv) == 2
     assert message in capsys.readouterr().err

@@ -112,14 +112,14 @@ def test_sudoku_runs_are_matched_to_sequentials_test_passes(tiny_model, easy_puz
     """The tiny MDM on easy puzzles: calibrated on 10, decoded on 10 others, every run spends its
     budget (sequential's test passes ÷ d) exactly or is marked off budget."""
     from mdm_mi.budgets import budget_rows
-    from mdm_mi.calibrate import standard_families
+    from mdm_mi.calibrate import calibrated_families
     from mdm_mi.sudoku.compare import Decoder, calibrate_families, decode_matched
     from mdm_mi.sudoku.data import PuzzleSet
 
     puzzles, solutions = easy_puzzles
     calib = PuzzleSet(puzzles[:10], solutions[:10], ["easy"] * 10)
     test = PuzzleSet(puzzles[10:], solutions[10:], ["easy"] * 10)
-    families = [f for f in standard_families(81, [1.0], "skip", False) if f.label in ("naive", "eb")]
+    families = [f for f in calibrated_families(81, {"mi_lambda": [1.0], "mi_on_reject": "skip", "mi_charge_first": False}) if f.label in ("naive", "eb")]
     decoder, calib_decoder = Decoder(tiny_model, None, 10, 0), Decoder(tiny_model, None, 10, 1)
     seq, points, caches = calibrate_families(calib_decoder, calib, families, (3,), log=lambda m: None)
     runs = decode_matched(decoder, test, calib_decoder, calib, families, points, caches, seq, log=lambda m: None)
@@ -188,7 +188,7 @@ def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoi
     argv = ["sudoku-compare", "--model", str(tiny_checkpoint), "--head", str(tmp_path / "head"),
             "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
             "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
-            "--test-puzzles", "6", "--divisors", "3", "--mi-lambda", "1", "--on-reject", "skip", "--no-charge-first", "--indep-tau",
+            "--test-puzzles", "6", "--divisors", "3", "--mi-lambda", "1", "--on-reject", "skip", "--no-charge-first", "--indep-cap",
             "--two-budget-delta", "--bootstrap", "5", "--batch-size", "500", "--calib-seed", "1",
             "--device", "cpu", "--tracking-uri", "none"]
     assert main(argv) == 0

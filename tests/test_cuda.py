@@ -15,6 +15,7 @@ import json
 import pytest
 import torch
 
+from mdm_mi.flags import Decoding
 from mdm_mi.checkpoint import save_checkpoint
 from mdm_mi.cli import main
 from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
@@ -132,7 +133,7 @@ def test_samplers_on_gpu_keep_clues_and_repeat(model_pair, puzzles, name, params
     for _ in range(2):
         gen = torch.Generator(device=CUDA).manual_seed(7)
         with torch.inference_mode():
-            runs.append(decode(gpu, tokens, build_sampler(name, **params), gen, temperature=1.0,
+            runs.append(decode(gpu, tokens, build_sampler(name, **params), gen, decoding=Decoding(temperature=1.0),
                                pairwise_fn=pairwise))
     out = runs[0]
     clues = tokens != MASK_ID
@@ -213,7 +214,7 @@ def test_protein_generation_on_gpu(tiny_esmc_pair):
     for _ in range(2):
         with torch.inference_mode():
             runs.append(generate(gpu, [12, 20, 15], build_sampler("naive", k=4),
-                                 torch.Generator(device=CUDA).manual_seed(3), temperature=1.0))
+                                 torch.Generator(device=CUDA).manual_seed(3), decoding=Decoding(temperature=1.0)))
     seqs, passes = runs[0]
     assert [len(s) for s in seqs] == [12, 20, 15]
     assert seqs == runs[1][0] and (passes == runs[1][1]).all()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from mdm_mi.flags import Decoding
 from mdm_mi.backbone import Backbone
 from mdm_mi.checkpoint import CheckpointError
 from mdm_mi.errors import InputError
@@ -116,7 +117,7 @@ def test_encode_decode_and_padding(backbone):
 def _generate(backbone, seed: int, length: int = 16, batch: int = 2) -> torch.Tensor:
     tokens = torch.stack([backbone.masked_sequence(length)] * batch)
     gen = torch.Generator().manual_seed(seed)
-    return decode(backbone, tokens, build_sampler("naive", k=4), gen, temperature=1.0).tokens
+    return decode(backbone, tokens, build_sampler("naive", k=4), gen, decoding=Decoding(temperature=1.0)).tokens
 
 
 def test_naive_decode_keeps_bos_eos(backbone):

@@ -287,11 +287,11 @@ def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
     save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), head, {})
     common = ["--model", str(model), "--head", str(head), "--reference", str(prepared / "reference.fasta"),
               "--n", "6", "--calib-n", "4", "--divisors", "2", "4", "--mi-lambda", "1", "4", "--on-reject", "skip",
-              "--no-charge-first", "--indep-tau", "--two-budget-delta", "--clusters", "2", "--batch-size", "4",
+              "--no-charge-first", "--indep-cap", "--two-budget-delta", "--clusters", "2", "--batch-size", "4",
               "--device", "cpu"]
     names = part_names(ProteinComparePartArgs(model=model, head=head, reference=prepared, out_dir=tmp_path, calib_n=4,
                                               divisors=(2, 4), mi_lambda=(1.0, 4.0), on_reject="skip",
-                                              charge_first=False, indep_tau=(), two_budget_delta=(), part="sequential"))
+                                              charge_first=False, indep_cap=(), two_budget_delta=(), part="sequential"))
     assert names == ["sequential", "naive", "eb", "threshold", "mi-l1", "mi-l4"]
     parts = [tmp_path / "parts" / n for n in names]
     for name, out in zip(names, parts):

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from mdm_mi.backbone import BackboneOutput
-from mdm_mi.mi.guided import MIGuided, OracleMI, admit, head_pairwise_fn, oracle_pairwise_fn
+from mdm_mi.mi.guided import MIGuided, OracleMI, admit, algorithm1, head_pairwise_fn, oracle_pairwise_fn
 from mdm_mi.mi.head import HeadConfig, MIHead
-from mdm_mi.sampler_table import SAMPLERS, build_sampler
+from mdm_mi.sampler_table import SAMPLERS, SamplerFlags, build_sampler
 from mdm_mi.samplers import StepView, decode
 
 INF = float("inf")
@@ -24,23 +24,6 @@ def _select(h, pairwise, gamma, lam, on_reject="stop", charge_first=True, masked
     chosen = MIGuided(gamma, lam, on_reject, charge_first).select(view)
     assert not (chosen & ~masked).any()
     return [sorted(row.nonzero().flatten().tolist()) for row in chosen]
-
-
-def _reference(h, masked, pairwise, gamma, lam, stop, charge_first):
-    """Algorithm 1 for one sequence, written as a plain loop."""
-    cands = sorted((v, i) for i, v in enumerate(h) if masked[i])
-    chosen, left = [], gamma
-    for rank, (v, i) in enumerate(cands):
-        cost = v + lam * sum(pairwise[i][j] for j in chosen)
-        if rank == 0:
-            chosen.append(i)
-            left -= v if charge_first else 0.0
-        elif cost <= left:
-            chosen.append(i)
-            left -= cost
-        elif stop:
-            break
-    return sorted(chosen)
 
 
 def test_lambda_zero_stop_is_the_budgeted_entropy_prefix():
@@ -80,21 +63,40 @@ def test_skip_and_stop_differ_after_a_rejection():
     assert _select(h, mi, gamma=1.0, lam=1.0, on_reject="skip", masked=masked) == [[0, 2]]
 
 
-@pytest.mark.parametrize("gamma", [1.0, 0.3])  # 0.3: the walk ends early, past the last h_i ≤ γ
-@pytest.mark.parametrize("stop", [True, False])
-@pytest.mark.parametrize("charge_first", [True, False])
-def test_vectorised_walk_matches_a_plain_loop(stop, charge_first, gamma):
-    g = torch.Generator().manual_seed(0)
-    b, n = 40, 9
+def _random_steps(seed: int, b: int = 40, n: int = 9):
+    """Random entropies ``(B, N)``, masks (row 0 without any) and symmetric Î ``(B, N, N)``."""
+    g = torch.Generator().manual_seed(seed)
     h = torch.rand(b, n, generator=g)
     masked = torch.rand(b, n, generator=g) < 0.7
     masked[0] = False  # a row without masks admits nothing
     mi = torch.rand(b, n, n, generator=g) * 0.3
-    mi = (mi + mi.transpose(1, 2)) / 2
+    return h, masked, (mi + mi.transpose(1, 2)) / 2
+
+
+@pytest.mark.parametrize("gamma", [1.0, 0.3])  # 0.3: the walk ends early, past the last h_i ≤ γ
+@pytest.mark.parametrize("stop", [True, False])
+@pytest.mark.parametrize("charge_first", [True, False])
+def test_vectorised_walk_matches_the_papers_algorithm_1(stop, charge_first, gamma):
+    h, masked, mi = _random_steps(0)
     got = admit(h, masked, mi, gamma, 0.7, stop_on_reject=stop, charge_first=charge_first)
-    for r in range(b):
-        want = _reference(h[r].double().tolist(), masked[r].tolist(), mi[r].double().tolist(), gamma, 0.7,
-                          stop, charge_first)
+    for r in range(len(h)):
+        want = algorithm1(h[r].double().tolist(), masked[r].tolist(), mi[r].double().tolist(), gamma, 0.7,
+                          "stop" if stop else "skip", charge_first)
+        assert got[r].nonzero().flatten().tolist() == want, r
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_default_mi_sampler_is_the_papers_algorithm_1(seed):
+    """The sampler a user and the workflow get by default (SamplerFlags' on_reject / charge_first,
+    the schema's too) selects what :func:`algorithm1` with its defaults admits."""
+    flags = SamplerFlags()
+    h, masked, mi = _random_steps(seed)
+    gamma, lam = 0.2 + seed * 0.4, 0.5 + seed
+    sampler = build_sampler("mi", gamma=gamma, lam=lam, on_reject=flags.on_reject, charge_first=flags.charge_first)
+    view = StepView(masked=masked, entropy=h.masked_fill(~masked, INF), margin=torch.zeros_like(h), pairwise=mi)
+    got = sampler.select(view)
+    for r in range(len(h)):
+        want = algorithm1(h[r].double().tolist(), masked[r].tolist(), mi[r].double().tolist(), gamma, lam)
         assert got[r].nonzero().flatten().tolist() == want, r
 
 

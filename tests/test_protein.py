@@ -236,6 +236,38 @@ def test_generate_verb_writes_fasta_and_scores(tmp_path, model_dir, reference):
     assert s["mean_passes"] == pytest.approx(np.mean([-(-len(x) // 8) for x in seqs]))
 
 
+def test_a_decoding_key_is_one_field_and_reaches_decode_from_the_cli(tmp_path, model_dir, monkeypatch):
+    """A ``protein.generate`` key is a DecodeFlags field (a toy ``top_p`` here, on a subclass: what adding
+    the field to DecodeFlags does): the verb takes its flag and ``decode`` receives it in the one decoding
+    object, which the summary records. (The rules pass ``protein.generate`` whole, so the workflow gives
+    the flag: ``test_workflow.test_rules_pass_whole_config_sections``.)"""
+    import dataclasses
+
+    from mdm_mi import cli
+    from mdm_mi.flags import h
+    from mdm_mi.protein import decode_flags, generate as generate_module, generate_job
+
+    toy = dataclasses.make_dataclass("ToyDecodeFlags", [("top_p", float, dataclasses.field(default=1.0, metadata=h("toy")))],
+                                     bases=(decode_flags.DecodeFlags,), frozen=True, kw_only=True)
+    toy_args = dataclasses.make_dataclass("ToyGenerateArgs", [], bases=(generate_job.GenerateArgs, toy), frozen=True)
+    monkeypatch.setitem(cli.VERBS, "generate", cli.VERBS["generate"]._replace(args=toy_args))
+    monkeypatch.setattr(generate_job, "DecodeFlags", toy)
+    seen, real = [], generate_module.decode
+
+    def decode(*args, decoding, **kw):
+        seen.append(decoding)
+        return real(*args, decoding=decoding, **kw)
+
+    monkeypatch.setattr(generate_module, "decode", decode)
+    summary = tmp_path / "g.json"
+    rc = main(["generate", "--model", str(model_dir), "--n", "3", "--min-length", "4", "--max-length", "6", "--top-p",
+               "0.5", "--temperature", "0.7", "--out", str(tmp_path / "g.fasta"), "--summary", str(summary),
+               "--quiet", "--device", "cpu"])
+    assert rc == 0 and seen
+    assert all(isinstance(d, toy) and (d.top_p, d.temperature, d.bf16) == (0.5, 0.7, False) for d in seen)
+    assert json.loads(summary.read_text())["top_p"] == 0.5
+
+
 def test_generate_verb_rejects_bad_input(tmp_path, model_dir, capsys):
     bad = tmp_path / "bad.fasta"
     bad.write_text(">x\nMKTZZ\n")

@@ -62,9 +62,9 @@ def _measure(tokens: torch.Tensor):
 
 
 def test_toy_sampler_is_calibrated(toy):
-    from mdm_mi.calibrate import calibrate, standard_families
+    from mdm_mi.calibrate import calibrate, calibrated_families
 
-    fams = standard_families(N, [1.0], "skip", False)
+    fams = calibrated_families(N, {"mi_lambda": [1.0], "mi_on_reject": "skip", "mi_charge_first": False})
     assert [f.label for f in fams] == ["naive", "eb", "threshold", "mi λ=1", "toy"]
     fam = fams[-1]
     assert (fam.sampler, fam.param, fam.lo, fam.hi, fam.scale, fam.increasing) == ("toy", "frac", 1e-3, 1.0, "log", False)
@@ -140,7 +140,7 @@ def test_toy_sampler_is_drawn(toy, monkeypatch):
 
 def test_the_real_entries_give_the_workflows_run_names_and_families():
     """The run names, flags and family slugs the workflow's outputs are named by (unchanged by the table)."""
-    from mdm_mi.calibrate import standard_families
+    from mdm_mi.calibrate import calibrated_families
 
     grid = {"sequential": ["entropy", "margin"], "naive_k": [4], "eb_gamma": [0.2], "mi_gamma": [0.3, 1.0],
             "mi_lambda": [1.0, 2.0], "mi_on_reject": "skip", "mi_charge_first": False, "oracle_gamma": [0.3]}
@@ -149,8 +149,72 @@ def test_the_real_entries_give_the_workflows_run_names_and_families():
                           "mi-g0.3-l2.0", "mi-g1.0-l1.0", "mi-g1.0-l2.0"]
     assert runs["mi-g0.3-l2.0"] == {"sampler": "mi", "gamma": 0.3, "lam": 2.0, "on_reject": "skip",
                                     "charge_first": False}
-    fams = standard_families(81, [0.5, 1.0], "stop", True, [0.05], [0.1])
-    assert [f.slug for f in fams] == ["naive", "eb", "threshold", "mi-l0.5", "mi-l1", "mi-indep-t0.05", "mi-2b-d0.1"]
+    fams = calibrated_families(81, {"mi_lambda": [0.5, 1.0], "mi_on_reject": "stop", "mi_charge_first": True,
+                                    "indep_cap": [0.05], "two_budget_delta": [0.1]})
+    assert [f.slug for f in fams] == ["naive", "eb", "threshold", "mi-l0.5", "mi-l1", "mi-indep-cap0.05", "mi-2b-d0.1"]
     assert fams[0].hi == 81.0 and fams[2].scale == "log1m" and fams[2].increasing
     assert fams[4].fixed == {"lam": 1.0, "on_reject": "stop", "charge_first": True}
     assert fams[5].fixed == {"cap": 0.05} and math.isclose(fams[6].lo, 1e-9)
+
+
+class CappedFraction(Fraction):
+    """Toy contender with a swept setting: :class:`Fraction` whose ``frac`` is calibrated at each ``width``
+    (reads the MI head, like the rules beyond Algorithm 1)."""
+
+    name = "toy-swept"
+    uses_pairwise = True
+
+    def __init__(self, frac: float, width: float):
+        super().__init__(frac)
+        self.width = float(width)
+
+    def params(self) -> dict:
+        return {"frac": self.frac, "width": self.width}
+
+
+SWEPT_TOY = SamplerSpec(CappedFraction, ("frac", "width"), "head", style=Style("swept (toy)", "tab:olive"),
+                        flag_help={"frac": "toy: a fraction", "width": "toy: a width"},
+                        grid=(Setting("frac", "toy_swept_frac", "f"), Setting("width", "toy_swept_width", "w")),
+                        calibration=Calibration("frac", "φ", 1e-3, 1.0, "log", increasing=False,
+                                                each=Setting("width", "toy_widths", "w", "ω", "toy: widths, each calibrated")),
+                        calibrated={"sudoku": {"frac": 0.25, "width": 2.0}})
+
+
+def test_toy_sampler_with_a_swept_setting_needs_one_entry(monkeypatch):
+    """One entry makes the comparisons' flags and families, the decoding flags, the workflow's per-set
+    rule lists and decode list, the results tables' columns and the figures' style."""
+    from mdm_mi.calibrate import comparison_families
+    from mdm_mi.plotting import SAMPLER_STYLE
+    from mdm_mi.sampler_table import rule_keys, sampler_flags_class, swept_flags_class
+    from mdm_mi.tables import param_columns
+
+    monkeypatch.setitem(SAMPLERS, "toy-swept", SWEPT_TOY)
+    swept = {f.name: f for f in dataclasses.fields(swept_flags_class())}
+    assert list(swept)[-1] == "toy_widths" and swept["toy_widths"].metadata["empty"]  # a rule's list may be empty
+    assert rule_keys()[-1] == "toy_widths"  # turned off on the sudoku sets outside rule_sets
+    args = SimpleNamespace(mi_lambda=[1.0], indep_cap=[], two_budget_delta=[], toy_widths=[2.0, 3.0],
+                           on_reject="skip", charge_first=False)
+    fams = comparison_families(N, args)  # calibrated
+    assert [f.label for f in fams][-2:] == ["toy-swept ω=2", "toy-swept ω=3"]
+    assert fams[-1].slug == "toy-swept-w3" and fams[-1].fixed == {"width": 3.0}
+    assert fams[-1].build(0.5).params() == {"frac": 0.5, "width": 3.0}
+    flags = sampler_flags_class()(sampler="toy-swept", frac=None, width=None)  # decoding flag made from flag_help
+    assert sampler_params(flags, "sudoku") == {"frac": 0.25, "width": 2.0}
+    assert "frac" in param_columns() and "width" in param_columns()  # tabled
+    assert SAMPLER_STYLE["toy-swept"] == ("swept (toy)", "tab:olive")  # drawn
+    grid = {"toy_swept_frac": [0.5], "toy_swept_width": [2.0]}  # the workflow's decode list
+    assert decode_runs(grid) == {"toy-swept-f0.5-w2.0": {"sampler": "toy-swept", "frac": 0.5, "width": 2.0}}
+
+
+@pytest.mark.parametrize("domain", ["sudoku", "protein"])
+def test_the_schema_has_a_key_for_each_entrys_config_settings(domain):
+    """The second place a sampler's config setting lives: the schema (its one default). Every grid and
+    shared setting of an entry is a key of ``<domain>.samplers``, every swept one of ``<domain>.compare``."""
+    from mdm_mi.config import load_schema
+    from mdm_mi.sampler_table import swept_settings
+
+    section = load_schema()["properties"][domain]["properties"]
+    grid = {s.key for spec in SAMPLERS.values() for s in (*spec.grid, *spec.shared)}
+    assert grid <= set(section["samplers"]["properties"]), grid - set(section["samplers"]["properties"])
+    swept = {s.key for s in swept_settings()}
+    assert swept <= set(section["compare"]["properties"]), swept - set(section["compare"]["properties"])

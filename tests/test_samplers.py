@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from mdm_mi.backbone import entropy_from_logits
+from mdm_mi.flags import Decoding
 from mdm_mi.sampler_table import SAMPLERS, build_sampler
 from mdm_mi.samplers import (
+    eb_prefix,
     INF,
     EntropyBounded,
     Sampler,
@@ -84,7 +85,7 @@ def test_clues_never_overwritten(name, params, temperature):
     model = MockBackbone(logits, MASK, OFFSET)
     tokens = mixed_batch(logits)
     out = decode(model, tokens, build_sampler(name, **params), torch.Generator().manual_seed(0),
-                 temperature=temperature)
+                 decoding=Decoding(temperature=temperature))
     given = tokens != MASK
     assert torch.equal(out.tokens[given], tokens[given])
 
@@ -95,7 +96,7 @@ def test_no_mask_left_after_decode(name, params):
     model = MockBackbone(logits, MASK, OFFSET)
     tokens = mixed_batch(logits, seed=1)
     out = decode(model, tokens, build_sampler(name, **params), torch.Generator().manual_seed(0),
-                 temperature=1.0)
+                 decoding=Decoding(temperature=1.0))
     assert not (out.tokens == MASK).any()
     assert ((out.tokens >= OFFSET) & (out.tokens < OFFSET + V)).all()  # only vocabulary ids written
 
@@ -125,7 +126,7 @@ def test_same_seed_same_output_with_temperature(name, params):
     tokens = mixed_batch(logits, seed=3)
     runs = [
         decode(MockBackbone(logits, MASK, OFFSET), tokens, build_sampler(name, **params),
-               torch.Generator().manual_seed(7), temperature=1.0)
+               torch.Generator().manual_seed(7), decoding=Decoding(temperature=1.0))
         for _ in range(2)
     ]
     assert torch.equal(runs[0].tokens, runs[1].tokens)
@@ -137,7 +138,7 @@ def test_different_seeds_give_different_samples():
     tokens = mixed_batch(logits, seed=3)
     runs = [
         decode(MockBackbone(logits, MASK, OFFSET), tokens, TopK(2), torch.Generator().manual_seed(seed),
-               temperature=1.0).tokens
+               decoding=Decoding(temperature=1.0)).tokens
         for seed in (7, 8)
     ]
     assert not torch.equal(runs[0], runs[1])
@@ -147,7 +148,7 @@ def test_greedy_is_deterministic_regardless_of_generator():
     logits = seeded_logits(N, V, seed=4)
     tokens = mixed_batch(logits, seed=4)
     outs = [
-        decode(MockBackbone(logits, MASK, OFFSET), tokens, EntropyBounded(0.3), gen, temperature=0.0).tokens
+        decode(MockBackbone(logits, MASK, OFFSET), tokens, EntropyBounded(0.3), gen, decoding=Decoding(temperature=0.0)).tokens
         for gen in (None, torch.Generator().manual_seed(1), torch.Generator().manual_seed(2))
     ]
     assert all(torch.equal(outs[0], o) for o in outs[1:])
@@ -158,7 +159,7 @@ def test_temperature_sampling_follows_softmax_of_scaled_logits():
     temperature, b = 0.7, 20000
     tokens = torch.full((b, 1), MASK)
     out = decode(MockBackbone(logits, MASK, OFFSET), tokens, TopK(1), torch.Generator().manual_seed(0),
-                 temperature=temperature)
+                 decoding=Decoding(temperature=temperature))
     freq = torch.bincount(out.tokens[:, 0] - OFFSET, minlength=V).float() / b
     expected = torch.softmax(logits[0] / temperature, -1)
     assert torch.allclose(freq, expected, atol=0.015), (freq, expected)
@@ -334,12 +335,14 @@ def test_margin_and_entropy_orders_differ_on_crafted_logits():
     assert out.tokens.tolist() == [[3, 0, 0]]
 
 
-def test_view_entropy_matches_entropy_from_logits():
+def test_view_entropy_is_the_shannon_entropy_of_the_logits():
     logits = seeded_logits(N, V, seed=9).unsqueeze(0)
     masked = torch.ones(1, N, dtype=torch.bool)
-    view = StepView.from_logits(logits, masked)
-    assert torch.allclose(view.entropy, entropy_from_logits(logits), atol=1e-6)
-    assert torch.allclose(entropy_from_logits(torch.zeros(3, V)), torch.full((3,), math.log(V)))
+    p = torch.softmax(logits.double(), dim=-1)
+    want = -(p * p.log()).sum(-1)
+    assert torch.allclose(StepView.from_logits(logits, masked).entropy.double(), want, atol=1e-6)
+    uniform = StepView.from_logits(torch.zeros(1, 3, V), torch.ones(1, 3, dtype=torch.bool))
+    assert torch.allclose(uniform.entropy, torch.full((1, 3), math.log(V)))
 
 
 # --- contract violations and the registry ----------------------------------------------------------
@@ -435,7 +438,7 @@ REAL_SPECS = [SPECS[0], SPECS[1], SPECS[3], SPECS[5]]  # sequential ×2, naive k
 def test_real_model_decode_keeps_clues_and_completes(tiny_model, easy_puzzles, name, params):
     puzzles = torch.as_tensor(easy_puzzles[0][:8])
     out = decode(tiny_model, puzzles, build_sampler(name, **params), torch.Generator().manual_seed(0),
-                 temperature=1.0)
+                 decoding=Decoding(temperature=1.0))
     assert not (out.tokens == MASK_ID).any()
     assert consistent_with_clues(out.tokens, puzzles).all()
     blanks = (puzzles == MASK_ID).sum(1)
@@ -487,7 +490,7 @@ def test_bf16_decoding_fills_every_mask_keeps_clues_and_repeats_with_the_seed(ti
     puzzles = torch.full((4, 81), tiny_model.mask_id)
     puzzles[:, :9] = torch.arange(9)
     runs = [decode(for_decoding(tiny_model, True), puzzles, EntropyBounded(0.5), torch.Generator().manual_seed(1),
-                   temperature=1.0) for _ in range(2)]
+                   decoding=Decoding(temperature=1.0)) for _ in range(2)]
     assert torch.equal(runs[0].tokens, runs[1].tokens) and torch.equal(runs[0].passes, runs[1].passes)
     assert not (runs[0].tokens == tiny_model.mask_id).any() and torch.equal(runs[0].tokens[:, :9], puzzles[:, :9])
 
@@ -541,3 +544,16 @@ def test_cpu_chunk_size_follows_the_thread_count():
     finally:
         torch.set_num_threads(before)
     assert CPU_CHUNK_TOKENS_ONE_THREAD < CPU_CHUNK_TOKENS
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.3, 1.5, 50.0])
+def test_eb_sampler_matches_the_plain_rule(gamma):
+    g = torch.Generator().manual_seed(7)
+    h = torch.rand(50, 12, generator=g) * 2
+    masked = torch.rand(50, 12, generator=g) < 0.6
+    masked[0] = False
+    view = StepView(masked=masked, entropy=h.masked_fill(~masked, float("inf")), margin=torch.zeros_like(h))
+    got = EntropyBounded(gamma).select(view)
+    for r in range(len(h)):
+        assert got[r].nonzero().flatten().tolist() == eb_prefix(h[r].tolist(), masked[r].tolist(), gamma), r
+

@@ -23,6 +23,7 @@ from conftest import REPO
 from mdm_mi.cli import build_parser
 from mdm_mi.config import load_config
 from mdm_mi.protein.family.scores import REFERENCE_ROWS
+from mdm_mi.sampler_table import rule_keys
 
 VENV_BIN = REPO / ".venv" / "bin"
 SNAKEMAKE = VENV_BIN / "snakemake"
@@ -131,8 +132,8 @@ WHOLE_SECTIONS = {
     "sudoku-pretrain": [("sudoku.model", "", ()), ("sudoku.train", "", ())],
     "train-head": [("{domain}.mi.head", "", ()), ("{domain}.mi.head_train", "", ())],
     "evaluate": [("sudoku.eval", "", ("sets",))],
-    "sudoku-compare": [("sudoku.compare", "", ("sets", "rule_sets", "test_puzzles", "graded_per_level", "indep_tau",
-                                               "two_budget_delta", "oracle_"))],  # per set (their own test), the oracle's
+    "sudoku-compare": [("sudoku.compare", "", ("sets", "rule_sets", "test_puzzles", "graded_per_level", *rule_keys(),
+                                               "oracle_"))],  # per set (their own test), the oracle's
     "sudoku-oracle-ceiling": [("sudoku.compare", "oracle_", ())],
     "generate": [("protein.generate", "", ())],
     "protein-compare-part": [("protein.generate", "", ()), ("protein.compare", "", ("bootstrap",))],
@@ -188,13 +189,13 @@ def test_rules_beyond_algorithm_1_are_calibrated_only_on_the_rule_sets(dry_run):
     for argv in shell_commands(proc.stdout + proc.stderr):
         if argv[3] == "sudoku-compare":
             ns = parser.parse_args(argv[3:])
-            seen[ns.set] = (tuple(ns.indep_tau), tuple(ns.two_budget_delta))
+            seen[ns.set] = tuple(tuple(getattr(ns, k)) for k in rule_keys())
     assert set(seen) == set(compare["sets"])
-    for cset, (taus, deltas) in seen.items():
+    for cset, lists in seen.items():
         if cset in compare["rule_sets"]:
-            assert (list(taus), list(deltas)) == (compare["indep_tau"], compare["two_budget_delta"]), cset
+            assert [list(v) for v in lists] == [compare[k] for k in rule_keys()], cset
         else:
-            assert taus == deltas == (), cset
+            assert all(v == () for v in lists), cset
     if name == "smoke.yaml":  # the smoke config keeps both paths: one set with the rules, one without
         assert set(compare["sets"]) - set(compare["rule_sets"]) and set(compare["sets"]) & set(compare["rule_sets"])
 

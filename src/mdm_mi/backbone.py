@@ -42,12 +42,6 @@ class Backbone(Protocol):
         ...
 
 
-def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
-    """Shannon entropy in nats of softmax(logits) over the last axis: ``(..., V) → (...)``."""
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    return -(logp.exp() * logp).sum(-1)
-
-
 CPU_CHUNK_TOKENS = 8192  # tokens per backbone call on a CPU with ≥ 2 threads (benchmarks/bench_chunk.py)
 CPU_CHUNK_TOKENS_ONE_THREAD = 1024  # with one thread (the workflow's jobs run two at a time on 2 cores)
 

@@ -21,7 +21,7 @@ import numpy as np
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path
 from mdm_mi.paired import paired_difference
-from mdm_mi.sampler_table import SAMPLERS, Calibration, sampler_of
+from mdm_mi.sampler_table import ALGORITHM_1, SAMPLERS, Calibration, is_algorithm_1, sampler_of
 from mdm_mi.stats import wilson_interval
 
 SEQUENTIAL = "sequential"
@@ -39,7 +39,7 @@ def is_contender(family: str) -> bool:
 def best_mi_run(runs: dict[str, dict], divisor: int) -> str:
     """The run id of ``mi*`` at ``divisor`` in a comparison's ``runs``: the MI-guided λ with the best
     ``calib_score`` (first of ties, as in :func:`by_budget`). One-line error when there is none."""
-    mi = [k for k, r in runs.items() if r["family"].startswith("mi λ=") and r["divisor"] == divisor]
+    mi = [k for k, r in runs.items() if is_algorithm_1(r["family"]) and r["divisor"] == divisor]
     if not mi:
         raise InputError(f"the comparison has no MI-guided run at divisor {divisor}")
     return max(mi, key=lambda k: runs[k]["calib_score"])
@@ -52,7 +52,7 @@ def by_budget(runs: dict[str, dict]) -> dict[int, dict[str, dict]]:
         if run["family"] != SEQUENTIAL:
             table.setdefault(run["divisor"], {})[run["family"]] = run
     for fams in table.values():
-        mi = [f for f in fams if f.startswith("mi λ=")]
+        mi = [f for f in fams if is_algorithm_1(f)]
         if mi:
             best = max(mi, key=lambda f: fams[f]["calib_score"])  # first of ties: the lowest λ
             fams[BEST_MI] = fams[best] | {"chosen": best}
@@ -190,7 +190,7 @@ def read_csv(path: str | Path) -> list[dict]:
 def summary_baselines() -> tuple[str, ...]:
     """What the who-wins summary sets ``mi*`` against: the MI-guided entry's ``against``, then any other
     calibrated baseline of :data:`SAMPLERS` in table order."""
-    listed = SAMPLERS["mi"].calibration.against
+    listed = SAMPLERS[ALGORITHM_1].calibration.against
     return listed + tuple(name for name, s in SAMPLERS.items()
                           if s.calibration and not s.contender and name not in listed)
 

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from mdm_mi.sampler_table import SAMPLERS, TOKENS, build_sampler, slug
+from mdm_mi.sampler_table import SAMPLERS, TOKENS, build_sampler, comparison_settings, slug
 
 if TYPE_CHECKING:  # torch-free at import: the workflow reads the family slugs when it builds the DAG
     from mdm_mi.samplers import Sampler
@@ -65,7 +65,7 @@ class Family:
 
     @property
     def slug(self) -> str:
-        """The label as a file and job name (``mi λ=1`` → ``mi-l1``, ``mi-indep τ=0.05`` → ``mi-indep-t0.05``)."""
+        """The label as a file and job name (``mi λ=1`` → ``mi-l1``, ``mi-indep cap=0.05`` → ``mi-indep-cap0.05``)."""
         return slug(self.label)
 
     def build(self, value: float) -> Sampler:
@@ -268,12 +268,9 @@ def _sampler_families(name: str, spec, max_tokens: int, settings: Mapping) -> li
             for label, fixed in variants]
 
 
-def standard_families(max_tokens: int, mi_lambda, on_reject: str, charge_first: bool, indep_tau=(),
-                      two_budget_delta=(), **settings) -> list[Family]:
-    """:func:`calibrated_families` of both domains' comparisons: naive top-k (fractional k ≤
-    ``max_tokens``), EB-Sampler, the Fast-dLLM confidence threshold, MI-guided (Algorithm 1) at each
-    λ, and the rules of :mod:`mdm_mi.mi.rules` at each pair cap τ / dependence budget δ (their entropy
-    budget γ is the calibrated parameter); ``settings``: those of any other entry."""
-    return calibrated_families(max_tokens, {"mi_lambda": mi_lambda, "mi_on_reject": on_reject,
-                                            "mi_charge_first": charge_first, "indep_tau": indep_tau,
-                                            "two_budget_delta": two_budget_delta} | settings)
+def comparison_families(max_tokens: int, args) -> list[Family]:
+    """:func:`calibrated_families` of a comparison verb's arguments (``sudoku-compare``,
+    ``protein-compare``: :func:`mdm_mi.sampler_table.comparison_settings`): naive top-k (fractional k
+    ≤ ``max_tokens``), EB-Sampler, the Fast-dLLM confidence threshold, MI-guided (Algorithm 1) at each
+    λ and every other entry with a calibration at each value of its swept setting."""
+    return calibrated_families(max_tokens, comparison_settings(args))

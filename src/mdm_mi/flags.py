@@ -13,7 +13,7 @@ can come before required ones; the CLI builds every dataclass by keyword) and de
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 
@@ -21,7 +21,7 @@ def h(text: str, positional: bool = False, group: str | None = None, empty: bool
     """Field metadata carrying a flag's help text: ``field(metadata=h("..."))``; ``positional=True``
     makes the field an optional positional argument instead of a ``--flag``; ``group`` lists the flag
     under that heading in ``--help``; ``empty=True`` lets a required tuple flag be given with no values
-    (``--indep-tau`` alone: none), as a config's empty list is passed."""
+    (``--indep-cap`` alone: none), as a config's empty list is passed."""
     return {"help": text, "positional": positional, "group": group, "empty": empty}
 
 
@@ -72,6 +72,23 @@ class SeedFlag:
 @dataclass(frozen=True, kw_only=True)
 class SeededTrainRunFlags(TrainRunFlags, SeedFlag):
     """:class:`TrainRunFlags` and :class:`SeedFlag`."""
+
+
+# --- how a decode fills the positions a sampler picks ----------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decoding:
+    """The settings :func:`mdm_mi.samplers.decode` reads, passed from the verb as one object: a verb's
+    own decoding flags subclass it (``protein.generate``: ``protein.decode_flags.DecodeFlags``), so a
+    new key is the schema's, one field, and the code of ``decode`` that reads it."""
+
+    temperature: float = field(default=0.0, metadata=h("sampling temperature (0 = argmax)"))
+
+    @classmethod
+    def of(cls, args) -> "Decoding":
+        """This class's settings taken from a verb's arguments ``args`` (which inherit them)."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
 
 
 # --- what a job writes ---------------------------------------------------------------------------------
@@ -141,16 +158,12 @@ class HeadFlag:
 
 @dataclass(frozen=True, kw_only=True)
 class ComparisonFlags:
-    """What both comparisons (``sudoku-compare``, ``protein-compare(-part)``) take from the config: the
-    budgets and the MI-guided rules' grid (``calibrate.standard_families``'s arguments; ``--indep-tau``
-    is each verb's own)."""
+    """What both comparisons (``sudoku-compare``, ``protein-compare(-part)``) take from the config besides
+    the swept settings (``sampler_table.SweptFlags``): the budgets and Algorithm 1's shared settings."""
 
     divisors: tuple[int, ...] = field(metadata=h("budgets: sequential's passes ÷ each"))
-    mi_lambda: tuple[float, ...] = field(metadata=h("MI-guided λ values"))
     on_reject: str = field(metadata=h("MI-guided: skip | stop at a rejected candidate"))
     charge_first: bool = field(metadata=h("MI-guided: charge the first token's entropy to γ"))
-    two_budget_delta: tuple[float, ...] = field(metadata=h("mi-2b: dependence budgets δ (nats); none: no mi-2b",
-                                                          empty=True))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,16 +17,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, ClassVar
+from typing import Callable, ClassVar, Sequence
 
 import math
 
 import torch
 
 from mdm_mi.backbone import Backbone, BackboneOutput, forward_chunked
+from mdm_mi.flags import Decoding
 
 INF = float("inf")
 EPS_K = 1e-9  # round-off guard of the fractional-k schedule (k·s is exact for integer k)
+GREEDY = Decoding()  # temperature 0: each chosen position takes its most likely token
 
 
 @dataclass(frozen=True)
@@ -140,8 +142,28 @@ class TopK(Sampler):
         return {"k": self.k}
 
 
+def eb_prefix(entropy: Sequence[float], masked: Sequence[bool], gamma: float) -> list[int]:
+    """EB-Sampler's rule (Ben-Hamu et al. 2025, arXiv 2505.24857) for one sequence at one pass, as
+    plain Python: entropy ``(N,)`` nats, masked ``(N,)`` → the sorted positions U to unmask, the
+    largest prefix of the masked positions sorted by increasing entropy (ties by position) with
+
+        Σ_{i∈U} H_i − max_{i∈U} H_i ≤ γ
+
+    (the max of a sorted prefix is its last entry); the first position always qualifies.
+    :class:`EntropyBounded` is the batched version."""
+    walk = sorted((entropy[i], i) for i in range(len(entropy)) if masked[i])
+    admitted: list[int] = []
+    total = 0.0
+    for h_i, i in walk:
+        total += h_i
+        if total - h_i > gamma:
+            break
+        admitted.append(i)
+    return sorted(admitted)
+
+
 class EntropyBounded(Sampler):
-    """EB-Sampler (Ben-Hamu et al. 2025, arXiv 2505.24857).
+    """EB-Sampler (Ben-Hamu et al. 2025, arXiv 2505.24857), batched: :func:`eb_prefix` per row.
 
     Sort masked positions by entropy ascending and unmask the largest prefix U with
     ``Σ_{i∈U} H_i − max_{i∈U} H_i ≤ γ``; the single lowest-entropy position always qualifies.
@@ -223,13 +245,15 @@ def decode(
     sampler: Sampler,
     generator: torch.Generator | None = None,
     *,
-    temperature: float = 0.0,
+    decoding: Decoding = GREEDY,
     pairwise_fn: PairwiseFn | None = None,
     max_passes: int | None = None,
 ) -> DecodeResult:
     """Unmask every ``backbone.mask_id`` in ``tokens`` ``(B, N)`` with ``sampler``.
 
-    Non-mask positions are never written. ``pairwise_fn(output, masked, tokens)`` → ``(B, N, N)`` is
+    ``decoding``: the verb's decoding settings in one object (:class:`mdm_mi.flags.Decoding`; its
+    ``temperature`` picks the tokens, :func:`choose_tokens`). Non-mask positions are never written.
+    ``pairwise_fn(output, masked, tokens)`` → ``(B, N, N)`` is
     called on the same forward pass's output (and the tokens it saw) when the sampler uses a pairwise
     matrix: the MI head adds no backbone pass (the exact-MI oracle does, and is not counted).
     """
@@ -252,6 +276,6 @@ def decode(
         chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise, step)) & masked
         if not chosen.any(1).all():
             raise RuntimeError(f"sampler {sampler.name!r} chose no position for a sequence with masks")
-        values = vocab_ids[choose_tokens(out.logits, temperature, generator)]
+        values = vocab_ids[choose_tokens(out.logits, decoding.temperature, generator)]
         tokens[active] = torch.where(chosen, values, sub)
     return DecodeResult(tokens=tokens, passes=passes)

@@ -24,9 +24,6 @@ def param_columns(samplers: Iterable[str] = ()) -> list[str]:
     return list(dict.fromkeys(f for name, s in SAMPLERS.items() if s.grid or name in held for f in s.flags))
 
 
-PARAM_COLUMNS = param_columns()  # those of a table of the grid's samplers
-
-
 def setting_label(params: dict) -> str:
     """Human-readable setting, e.g. ``k=4`` or ``gamma=0.3 lam=1.0`` (display only, never parsed)."""
     return " ".join(f"{k}={params[k]}" for k in param_columns(SAMPLERS) if k in params)

@@ -24,7 +24,6 @@ from typing import Callable
 from mdm_mi.paired import ALPHA, holm, newcombe_interval, tost_p
 
 PRIMARY_FIRST, PRIMARY_SECOND = "mi*", "eb"
-ROLES = ("primary", "secondary", "exploratory")
 EQUIVALENCE_MARGIN = 0.02  # ±2 pp
 WORDS = ("better", "worse", "equivalent", "not resolved")
 FIELDS = ["role", "family_size", "p_holm", "p_tost", "p_tost_holm"]  # added to the budgets CSV's columns

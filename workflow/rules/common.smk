@@ -4,9 +4,9 @@ import dataclasses
 import os
 import re
 
-from mdm_mi.calibrate import standard_families  # torch-free: the protein comparison's part names
+from mdm_mi.calibrate import calibrated_families  # torch-free: the protein comparison's part names
 from mdm_mi.protein.decode_flags import DecodeFlags  # torch-free: the keys of protein.generate the oracle takes
-from mdm_mi.sampler_table import HEAD_SAMPLERS, decode_runs  # torch-free: the fixed grid's runs
+from mdm_mi.sampler_table import HEAD_SAMPLERS, decode_runs, rule_keys  # torch-free: the fixed grid's runs, the rules' lists
 
 NAME = config["name"]
 R = f"results/{NAME}"
@@ -145,11 +145,12 @@ def parent_dir(key):
 
 
 def rule_family_flags(cset):
-    """``sudoku-compare``'s mi-indep / mi-2b settings on the sets listed in ``compare.rule_sets``; empty
-    elsewhere (those sets compare sequential, naive, EB, threshold and MI-guided only)."""
+    """``sudoku-compare``'s settings of the rules beyond Algorithm 1 (``sampler_table.rule_keys``: mi-indep,
+    mi-2b) on the sets listed in ``compare.rule_sets``; empty elsewhere (those sets compare sequential,
+    naive, EB, threshold and MI-guided only)."""
     compare = SUDOKU["compare"]
     on = cset in compare["rule_sets"]
-    return {k: compare[k] if on else [] for k in ("indep_tau", "two_budget_delta")}
+    return {k: compare[k] if on else [] for k in rule_keys()}
 
 
 def set_size_flags(cset):
@@ -162,7 +163,7 @@ def set_size_flags(cset):
     return {"test_puzzles": compare["test_puzzles"][cset]}
 
 
-SUDOKU_COMPARE_PER_SET = ("sets", "rule_sets", "test_puzzles", "graded_per_level", "indep_tau", "two_budget_delta")
+SUDOKU_COMPARE_PER_SET = ("sets", "rule_sets", "test_puzzles", "graded_per_level", *rule_keys())
 
 
 def sudoku_compare_flags(cset):
@@ -183,7 +184,5 @@ def protein_compare_flags(merge):
 
 def protein_compare_parts():
     """The protein comparison's jobs: sequential, then each calibrated family by its slug."""
-    samplers, compare = PROTEIN["samplers"], PROTEIN["compare"]
-    families = standard_families(2, compare["mi_lambda"], samplers["mi_on_reject"], samplers["mi_charge_first"],
-                                 compare["indep_tau"], compare["two_budget_delta"])
+    families = calibrated_families(2, PROTEIN["compare"] | PROTEIN["samplers"])  # settings by config key
     return ["sequential"] + [f.slug for f in families]

@@ -16,9 +16,14 @@ a perfect head could give, not a practical sampler).
     from mdm_mi.samplers import decode
     sampler = MIGuided(gamma=1.0, lam=1.0, on_reject="skip", charge_first=True)
     result = decode(model, puzzles, sampler, pairwise_fn=head_pairwise_fn(head))
+
+:func:`algorithm1` is the rule as the paper writes it, one sequence as plain Python; :func:`admit` is
+the batched walk that :class:`MIGuided` runs, tested against it (``tests/test_guided.py``).
 """
 
 from __future__ import annotations
+
+from typing import Sequence
 
 import torch
 
@@ -27,6 +32,44 @@ from mdm_mi.samplers import PairwiseFn, Sampler, StepView
 
 ON_REJECT = ("skip", "stop")  # a rejected candidate: walk on to the next one, or end the pass
 ORACLE_METHODS = ("exact", "certified")
+
+
+def algorithm1(
+    entropy: Sequence[float],
+    masked: Sequence[bool],
+    mi: Sequence[Sequence[float]],
+    gamma: float,
+    lam: float,
+    on_reject: str = "skip",
+    charge_first: bool = False,
+) -> list[int]:
+    """The paper's Algorithm 1 (MI-guided unmasking) for one sequence at one pass, as plain Python.
+
+    entropy ``(N,)`` nats ``h_i`` of each position's marginal, masked ``(N,)``, mi ``(N, N)`` the
+    pairwise estimate ``Î_ij ≥ 0``; gamma the budget γ, lam the weight λ. Returns the sorted positions
+    U to unmask now: walk the masked positions by increasing entropy (ties by position); the first is
+    always admitted (every pass unmasks at least one); each later ``i`` is admitted when
+
+        h_i + λ Σ_{j∈U} Î_ij ≤ γ − (the cost of those admitted before it),
+
+    the rest wait for a later pass. ``on_reject="stop"`` ends the walk at the first rejection;
+    ``charge_first`` charges the first position's entropy to γ. The defaults are the workflow's
+    (``mi_on_reject: skip``, ``mi_charge_first: false``). :func:`admit` is the batched version.
+    """
+    walk = sorted((entropy[i], i) for i in range(len(entropy)) if masked[i])
+    admitted: list[int] = []
+    budget = gamma
+    for h_i, i in walk:
+        cost = h_i + lam * sum(mi[i][j] for j in admitted)
+        if not admitted:
+            admitted.append(i)
+            budget -= h_i if charge_first else 0.0
+        elif cost <= budget:
+            admitted.append(i)
+            budget -= cost
+        elif on_reject == "stop":
+            break
+    return sorted(admitted)
 
 
 class MIGuided(Sampler):
@@ -114,7 +157,8 @@ def admit(
     stop_on_reject: bool,
     charge_first: bool,
 ) -> torch.Tensor:
-    """Algorithm 1's admission walk, vectorised over the batch (≤ N steps of ``(B,)``/``(B, N)`` ops).
+    """The paper's Algorithm 1 (:func:`algorithm1`, one sequence) vectorised over the batch: ≤ N
+    steps of ``(B,)``/``(B, N)`` ops.
 
     entropy ``(B, N)`` nats (any value off ``masked``), masked ``(B, N)`` bool, pairwise ``(B, N, N)``
     Î ≥ 0 (a tensor, or an object whose ``among(idx (B, k))`` gives Î among the positions the walk

@@ -12,7 +12,8 @@ ground-truth MI by probing then reads, for ``i != j`` in ``M``:
 * label ``(I_joint + I_joint.T) / 2``: symmetric, zero diagonal, zero off ``M x M``.
 
 ``I_ent - I_joint = H(p_j) - H(q_ij)`` is the self-consistency gap reported as a diagnostic.
-:func:`exact_mi` spends ``1 + |M| V`` passes; :func:`certified_mi` skips the probes that cannot matter
+:func:`probing_equation` is the paper's equation written as plain code, one pass at a time;
+:func:`exact_mi` computes the same batched and spends the same ``1 + |M| V`` passes; :func:`certified_mi` skips the probes that cannot matter
 and returns a label provably within ``tol`` of the exact one (the bound is proved in its docstring).
 :func:`label_contexts` labels a shard of contexts drawn by :func:`mask_contexts`. All MI arithmetic
 is float64 on the device of the input tokens.
@@ -233,8 +234,55 @@ class _Context:
 
 
 @torch.inference_mode()
+def probing_equation(backbone: Backbone, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The paper's exact MI by probing for one context, as plain code (one backbone call per pass):
+    tokens ``(N,)`` with masked set M → ``(label, entropy_form, passes)``, two ``(N, N)`` float64
+    matrices in nats and the pass count ``1 + |M|·V``.
+
+    One pass on the context gives ``p_j = p(X_j | C)``; one pass per probe ``X_i = v`` (i ∈ M, each
+    of the V values) gives ``c_iv,j = p(X_j | X_i = v, C)`` for every j. Then, for i ≠ j in M,
+
+        I(X_i; X_j | C) = H(X_j | C) − H(X_j | X_i, C)        = H(p_j) − Σ_v p_i(v) H(c_iv,j)
+                        = Σ_v p(X_i = v | C) KL(p(X_j | X_i = v, C) ‖ p(X_j | C)).
+
+    The first line is ``entropy_form``. The KL line is used with ``q_ij = Σ_v p_i(v) c_iv,j`` in place
+    of ``p_j`` (equal for a self-consistent model; with q it is the MI of the joint
+    ``p_i(v) c_iv,j(w)``, never negative); ``label`` is its symmetrised ``(I + Iᵀ) / 2``, the head's
+    training target. :func:`exact_mi` returns the same (``.label``, ``.entropy_form``, ``.passes``).
+    """
+    assert tokens.ndim == 1, tokens.shape
+    ids = backbone.vocab_token_ids.to(tokens.device)
+
+    def conditionals(seq: torch.Tensor) -> torch.Tensor:  # one pass: (N, V) float64 p(X_j | seq)
+        return torch.softmax(backbone(seq[None]).logits[0].double(), dim=-1)
+
+    p, passes = conditionals(tokens), 1
+    masked = (tokens == backbone.mask_id).nonzero().flatten().tolist()
+    n = len(tokens)
+    joint = torch.zeros(n, n, dtype=torch.float64, device=tokens.device)
+    entropy_form = torch.zeros_like(joint)
+    for i in masked:
+        probes = []
+        for v in range(len(ids)):
+            probe = tokens.clone()
+            probe[i] = ids[v]
+            probes.append(conditionals(probe))
+        passes += len(ids)
+        c = torch.stack(probes)  # (V, N, V): c[v, j] = p(X_j | X_i = v, C)
+        for j in masked:
+            if j == i:
+                continue
+            q = (p[i][:, None] * c[:, j]).sum(0)  # (V,) mixture of the conditionals
+            entropy_form[i, j] = _entropy(p[j]) - (p[i] * _entropy(c[:, j])).sum()
+            kl = (torch.special.xlogy(c[:, j], c[:, j]) - torch.special.xlogy(c[:, j], q)).sum(-1)  # (V,)
+            joint[i, j] = (p[i] * kl).sum()
+    return (joint + joint.T) / 2, entropy_form, passes
+
+
+@torch.inference_mode()
 def exact_mi(backbone: Backbone, tokens: torch.Tensor, batch_size: int = DEFAULT_BATCH_SIZE) -> ProbeResult:
-    """Exact ground-truth MI by probing (paper's equation): ``tokens (N,)`` → :class:`ProbeResult`.
+    """Exact ground-truth MI by probing (the paper's equation, :func:`probing_equation`), batched:
+    ``tokens (N,)`` → :class:`ProbeResult`.
 
     Runs ``1 + |M| V`` passes in chunks of ``batch_size`` and returns the entropy and joint forms,
     the symmetric label and the self-consistency diagnostics; ``bound`` is all zeros.

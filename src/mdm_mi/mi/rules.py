@@ -7,14 +7,14 @@ the entropies already admitted sum to ≤ γ, i.e. ``Σ_{U∪i} h − max h ≤ 
 a separate constraint, so a dependent candidate is *skipped* (a later, independent one may still go)
 instead of using up the confidence budget:
 
-* :class:`IndependentSet` (``mi-indep``): no admitted pair with ``Î_ij > τ`` — a greedy maximum-weight
-  independent set (weight: low entropy) on the graph whose edges are ``Î_ij > τ``.
+* :class:`IndependentSet` (``mi-indep``): no admitted pair with ``Î_ij > cap`` — a greedy maximum-weight
+  independent set (weight: low entropy) on the graph whose edges are ``Î_ij > cap``.
 * :class:`TwoBudget` (``mi-2b``): the admitted set's total pairwise dependence
   ``Σ_{i<j∈U} Î_ij ≤ δ``, a pairwise proxy for its total correlation (the KL between the joint of U
   and the product of its marginals, i.e. the error of sampling U independently).
 
 Both use only the pass's marginals and the head's Î among the positions they visit (no extra
-backbone pass), and both reduce to EB-Sampler when τ or δ is infinite.
+backbone pass), and both reduce to EB-Sampler when ``cap`` or δ is infinite.
 
     sampler = IndependentSet(gamma=0.3, cap=0.05)
 """
@@ -22,6 +22,7 @@ backbone pass), and both reduce to EB-Sampler when τ or δ is infinite.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import torch
 
@@ -86,36 +87,38 @@ def _pairwise(view: StepView, name: str):
     return view.pairwise
 
 
-class IndependentSet(Sampler):
-    """EB's entropy budget γ, never two admitted positions with ``Î_ij > cap`` (τ, nats)."""
+class _EntropyBudgetRule(Sampler):
+    """EB's entropy budget γ and one constraint on the head's Î among the admitted positions:
+    :func:`eb_walk`'s keyword ``walk_arg`` set to the subclass's own parameter ``param`` (nats)."""
 
-    name = "mi-indep"
     uses_pairwise = True
+    param: ClassVar[str]  # the constructor keyword and table column
+    walk_arg: ClassVar[str]
+
+    def _set(self, gamma: float, value: float) -> None:
+        _check(self.name, **{"gamma": gamma, self.param: value})
+        self.gamma, self.value = float(gamma), float(value)
+
+    def select(self, view: StepView) -> torch.Tensor:
+        return eb_walk(view.entropy, view.masked, _pairwise(view, self.name), self.gamma, **{self.walk_arg: self.value})
+
+    def params(self) -> dict:
+        return {"gamma": self.gamma, self.param: self.value}
+
+
+class IndependentSet(_EntropyBudgetRule):
+    """EB's entropy budget γ, never two admitted positions with ``Î_ij > cap`` (nats)."""
+
+    name, param, walk_arg = "mi-indep", "cap", "pair_cap"
 
     def __init__(self, gamma: float, cap: float):
-        _check(self.name, gamma=gamma, cap=cap)
-        self.gamma, self.cap = float(gamma), float(cap)
-
-    def select(self, view: StepView) -> torch.Tensor:
-        return eb_walk(view.entropy, view.masked, _pairwise(view, self.name), self.gamma, pair_cap=self.cap)
-
-    def params(self) -> dict:
-        return {"gamma": self.gamma, "cap": self.cap}
+        self._set(gamma, cap)
 
 
-class TwoBudget(Sampler):
+class TwoBudget(_EntropyBudgetRule):
     """EB's entropy budget γ and a dependence budget δ on ``Σ_{i<j∈U} Î_ij`` (nats)."""
 
-    name = "mi-2b"
-    uses_pairwise = True
+    name, param, walk_arg = "mi-2b", "delta", "dependence_budget"
 
     def __init__(self, gamma: float, delta: float):
-        _check(self.name, gamma=gamma, delta=delta)
-        self.gamma, self.delta = float(gamma), float(delta)
-
-    def select(self, view: StepView) -> torch.Tensor:
-        return eb_walk(view.entropy, view.masked, _pairwise(view, self.name), self.gamma,
-                       dependence_budget=self.delta)
-
-    def params(self) -> dict:
-        return {"gamma": self.gamma, "delta": self.delta}
+        self._set(gamma, delta)

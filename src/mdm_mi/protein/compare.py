@@ -24,6 +24,7 @@ import torch
 from mdm_mi.calibrate import Family, calibrate_grid
 from mdm_mi.errors import InputError
 from mdm_mi.io import read_json, write_json
+from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.generate import draw_lengths, generate
 from mdm_mi.samplers import Sequential
 
@@ -32,13 +33,13 @@ SEQUENTIAL = "sequential"
 
 @dataclass(frozen=True)
 class ProteinCompareSpec:
-    """n test sequences, calib_n calibration sequences, budgets, sampling temperature, k-means k,
-    batch size and seed."""
+    """n test sequences, calib_n calibration sequences, budgets, the decoding settings (handed to
+    ``decode`` whole), k-means k, batch size and seed."""
 
     n: int
     calib_n: int
     divisors: tuple[int, ...]
-    temperature: float
+    decoding: DecodeFlags
     clusters: int
     batch_size: int
     seed: int
@@ -85,7 +86,7 @@ def calibrate_proteins(backbone, pairwise_fn, scorer: Scorer, families: list[Fam
     def measure(sampler):
         fn = pairwise_fn if sampler.uses_pairwise else None
         seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.seed),
-                                temperature=spec.temperature, pairwise_fn=fn, batch_size=spec.batch_size)
+                                decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
         return float(passes.mean()), {"calib_jsd": scorer.jsd(scorer.embed(seqs))["jsd"]}
 
     return seq_passes, calibrate_grid(families, seq_passes, spec.divisors, measure, log)
@@ -105,7 +106,7 @@ def generate_test(backbone, pairwise_fn, scorer: Scorer, families: list[Family],
     for run_id, family, d, sampler, point in settings:
         fn = pairwise_fn if sampler.uses_pairwise else None
         seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.seed + 1),
-                                temperature=spec.temperature, pairwise_fn=fn, batch_size=spec.batch_size)
+                                decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
         emb = scorer.embed(seqs)
         run = {"family": family, "divisor": d, "params": sampler.params(), "seqs": seqs, "passes": passes,
                "emb": emb, **scorer.jsd(emb)}

@@ -21,14 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.calibrate import standard_families
+from mdm_mi.calibrate import comparison_families
 from mdm_mi.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json, write_text
 from mdm_mi.protein.compare import PART_FILE, read_parts, run_fasta, write_part
-from mdm_mi.protein.decode_flags import GenerateFlags
+from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
 from mdm_mi.runtime import resolve_device, setup
+from mdm_mi.sampler_table import SweptFlags
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",
               "lo", "hi", "p_value", "verdict"]
@@ -36,13 +37,12 @@ MAX_PROTEIN_TOKENS = 100  # longest generated protein (reference lengths 50-100)
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProteinCompareFlags(GenerateFlags, ComparisonFlags):
+class ProteinCompareFlags(GenerateFlags, ComparisonFlags, SweptFlags):
     """What makes one comparison, given to each part and the merge: config ``protein.compare`` (but the
     merge's bootstrap), the MI-guided rule's ``protein.samplers`` settings and ``protein.generate``
     (inherited, with the schema's defaults); the rest has no default."""
 
     calib_n: int = field(metadata=_h("calibration sequences (their lengths drawn apart from the test's)"))
-    indep_tau: tuple[float, ...] = field(metadata=_h("mi-indep: pair caps τ (nats); none: no mi-indep", empty=True))
 
 
 @dataclass(frozen=True)
@@ -81,13 +81,12 @@ def _check(args: ProteinCompareBase) -> list[str]:
 def _spec(args: ProteinCompareBase):
     from mdm_mi.protein.compare import ProteinCompareSpec
 
-    return ProteinCompareSpec(args.n, args.calib_n, tuple(args.divisors), args.temperature, args.clusters,
+    return ProteinCompareSpec(args.n, args.calib_n, tuple(args.divisors), DecodeFlags.of(args), args.clusters,
                               args.batch_size, args.seed)
 
 
 def _families(args: ProteinCompareBase):
-    return standard_families(MAX_PROTEIN_TOKENS, args.mi_lambda, args.on_reject, args.charge_first,
-                             args.indep_tau, args.two_budget_delta)
+    return comparison_families(MAX_PROTEIN_TOKENS, args)
 
 
 def part_names(args: ProteinCompareBase) -> list[str]:

@@ -2,8 +2,10 @@
 
 :class:`DecodeFlags` is how every protein verb decodes (``generate``, ``protein-compare(-part)``,
 ``protein-oracle-ceiling``); :class:`GenerateFlags` adds how many sequences, how many at once and how
-they are scored (``generate`` and the comparisons). The rules pass the whole section, so a key added
-to the schema and here reaches every one of them; the defaults are the schema's (a test checks).
+they are scored (``generate`` and the comparisons). The rules pass the whole section, and each verb
+passes its :class:`DecodeFlags` (``DecodeFlags.of(args)``) as one object through
+:func:`mdm_mi.protein.generate.generate` to :func:`mdm_mi.samplers.decode`: a key added to the schema
+and here reaches ``decode`` from every one of them; the defaults are the schema's (a test checks).
 
     class GenerateArgs(SamplerFlags, GenerateFlags, ModelFlags): ...
 """
@@ -12,12 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mdm_mi.flags import h
+from mdm_mi.flags import Decoding, h
 
 
 @dataclass(frozen=True, kw_only=True)
-class DecodeFlags:
-    """How a protein is decoded (config ``protein.generate``)."""
+class DecodeFlags(Decoding):
+    """How a protein is decoded (config ``protein.generate``): ``decode``'s settings and ``bf16``."""
 
     temperature: float = field(default=1.0, metadata=h("sampling temperature (0 = argmax)"))
     bf16: bool = field(default=False, metadata=h(

@@ -35,12 +35,12 @@ from torch import nn
 from mdm_mi.backbone import BackboneOutput
 from mdm_mi.checkpoint import CheckpointError
 from mdm_mi.errors import InputError
+from mdm_mi.protein.tokens import MASK_CHAR, esmc_tokenizer, protein_tokens  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:  # pragma: no cover
     from esm.models.esmc import ESMC
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard amino acids; logit index i ↔ AMINO_ACIDS[i]
-MASK_CHAR = "_"  # a masked position in :meth:`ESMCBackbone.encode` / :meth:`ESMCBackbone.decode_tokens`
 
 # ESM-C 300M, as in esm/pretrained.py (ESMC_300M_202412) and esm/utils/constants/esm3.py (data_root)
 ESMC_300M_REPO = "EvolutionaryScale/esmc-300m-2024-12"
@@ -49,13 +49,6 @@ ESMC_300M_WEIGHTS = Path(ESMC_300M_FILE).name
 ESMC_300M_DIMS = {"d_model": 960, "n_heads": 15, "n_layers": 30}
 
 _OFFLINE_VALUES = {"1", "ON", "YES", "TRUE"}
-
-
-def esmc_tokenizer():
-    """The ESM-C sequence tokenizer (``esm.tokenization.EsmSequenceTokenizer``)."""
-    from esm.tokenization import get_esmc_model_tokenizers
-
-    return get_esmc_model_tokenizers()
 
 
 # ---------------------------------------------------------------------------------------- download
@@ -271,8 +264,11 @@ class ESMCBackbone(nn.Module):
         self.hidden_layer = hidden_layer
         self.hidden_index = None if hidden_layer is None else hidden_layer % self.n_layers
         self.bf16 = bool(bf16)
-        self._aa_to_id = dict(zip(AMINO_ACIDS, ids))
-        self._id_to_char = {i: a for a, i in self._aa_to_id.items()} | {self.mask_id: MASK_CHAR}
+        shared = protein_tokens()  # the one encoder's ids (:meth:`encode`) must be this model's
+        if (tuple(ids), self.mask_id, self.pad_id, self.bos_id, self.eos_id) != (
+                shared.aa_ids, shared.mask, shared.pad, shared.bos, shared.eos):
+            raise ValueError("the model's tokenizer ids differ from the ESM-C tokenizer's (protein_tokens)")
+        self._id_to_char = {i: a for a, i in zip(ids, AMINO_ACIDS)} | {self.mask_id: MASK_CHAR}
 
     def forward(self, tokens: torch.Tensor) -> BackboneOutput:
         """tokens ``(B, N)`` long → logits ``(B, N, 20)`` fp32 and hidden ``(B, N, D)`` fp32."""
@@ -293,7 +289,8 @@ class ESMCBackbone(nn.Module):
 
     def encode(self, seqs: Sequence[str], device: str | torch.device | None = None) -> torch.Tensor:
         """``B`` sequences over :data:`AMINO_ACIDS` (``_`` = masked) → ``(B, N)`` long, each
-        ``BOS + residues + EOS`` and right-padded with the pad id to the longest (N = max len + 2).
+        ``BOS + residues + EOS`` and right-padded with the pad id to the longest (N = max len + 2):
+        :meth:`ProteinTokens.encode_batch <mdm_mi.protein.tokens.ProteinTokens.encode_batch>`.
 
         Raises :class:`InputError` naming any other letter.
         """
@@ -301,18 +298,8 @@ class ESMCBackbone(nn.Module):
             raise TypeError("encode takes a list of sequences, not one string")
         if not seqs:
             raise InputError("no sequences to encode")
-        n = max(len(s) for s in seqs) + 2
-        out = torch.full((len(seqs), n), self.pad_id, dtype=torch.long)
-        for b, seq in enumerate(seqs):
-            try:
-                ids = [self.mask_id if c == MASK_CHAR else self._aa_to_id[c] for c in seq]
-            except KeyError:
-                bad = sorted({c for c in seq if c != MASK_CHAR and c not in self._aa_to_id})
-                raise InputError(
-                    f"sequence {b} has letters outside the 20 standard amino acids: {', '.join(map(repr, bad))}"
-                ) from None
-            out[b, : len(ids) + 2] = torch.tensor([self.bos_id, *ids, self.eos_id], dtype=torch.long)
-        return out.to(device if device is not None else self.vocab_token_ids.device)
+        tokens = protein_tokens().encode_batch(seqs, masks=True)
+        return tokens.to(device if device is not None else self.vocab_token_ids.device)
 
     def decode_tokens(self, tokens: torch.Tensor) -> list[str]:
         """``(B, N)`` or ``(N,)`` ids → sequences: BOS/EOS/pad dropped, mask shown as ``_``, any other
@@ -338,18 +325,6 @@ class ESMCBackbone(nn.Module):
         t = torch.full((length + 2,), self.mask_id, dtype=torch.long)
         t[0], t[-1] = self.bos_id, self.eos_id
         return t.to(device if device is not None else self.vocab_token_ids.device)
-
-
-def load_esmc_backbone(
-    weights_path: str | Path,
-    hidden_layer: int = -1,
-    device: str | torch.device = "cpu",
-    bf16: bool = False,
-    **dims: int,
-) -> ESMCBackbone:
-    """:func:`load_esmc` (``dims``: d_model, n_heads, n_layers; default 300M) wrapped in an
-    :class:`ESMCBackbone` in eval mode."""
-    return ESMCBackbone(load_esmc(weights_path, device=device, **dims), hidden_layer, bf16).to(device).eval()
 
 
 def sequence_embedder(source, layer: int | None, device) -> ESMCBackbone:

@@ -6,7 +6,7 @@ decoded in batches of similar length (sorted, padded after EOS); ESM-C attends o
 tokens, so padding does not change a sequence's logits.
 
     lengths = draw_lengths(reference_lengths, 500, rng)
-    seqs, passes = generate(backbone, lengths, build_sampler("eb", gamma=4.0), gen, temperature=1.0)
+    seqs, passes = generate(backbone, lengths, build_sampler("eb", gamma=4.0), gen, decoding=DecodeFlags())
 """
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ import numpy as np
 import torch
 
 from mdm_mi.errors import InputError
+from mdm_mi.flags import Decoding
+from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.samplers import PairwiseFn, Sampler, decode
+
+
+DEFAULT_DECODING = DecodeFlags()  # config protein.generate's defaults: temperature 1
 
 
 def draw_lengths(reference_lengths: Sequence[int], n: int, rng: np.random.Generator) -> np.ndarray:
@@ -58,15 +63,16 @@ def generate(
     sampler: Sampler,
     generator: torch.Generator,
     *,
-    temperature: float = 1.0,
+    decoding: Decoding = DEFAULT_DECODING,
     pairwise_fn: PairwiseFn | None = None,
     batch_size: int = 128,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[str], np.ndarray]:
     """Decode one sequence per entry of ``lengths`` → (sequences in input order, passes ``(n,)``).
 
-    Passes are counted per sequence by :func:`mdm_mi.samplers.decode` (one per forward pass the
-    sequence took part in). ``progress(k)`` is called with the number finished after each batch.
+    ``decoding``: the verb's decoding settings (:class:`DecodeFlags`, default the schema's), handed to
+    :func:`mdm_mi.samplers.decode` whole. Passes are counted per sequence by ``decode`` (one per
+    forward pass the sequence took part in). ``progress(k)`` is called with the number finished after each batch.
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     order = np.argsort(lengths, kind="stable")
@@ -76,7 +82,7 @@ def generate(
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         tokens = masked_batch(backbone, lengths[idx], device)
-        res = decode(backbone, tokens, sampler, generator, temperature=temperature, pairwise_fn=pairwise_fn)
+        res = decode(backbone, tokens, sampler, generator, decoding=decoding, pairwise_fn=pairwise_fn)
         for j, seq in zip(idx, backbone.decode_tokens(res.tokens.cpu())):
             seqs[int(j)] = seq
         passes[idx] = res.passes.cpu().numpy()

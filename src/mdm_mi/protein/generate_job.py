@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ import torch
 from mdm_mi.flags import h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import write_json
-from mdm_mi.protein.decode_flags import GenerateFlags
+from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
 from mdm_mi.sampler_table import SamplerFlags
 from mdm_mi.user_common import ModelFlags
 
@@ -76,7 +77,8 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     device = start(args, args.seed)
     backbone, model_dir = load_backbone_for(args, "protein", device)
     pairwise = pairwise_from_args(args, backbone, model_dir, "protein", device)
-    backbone = for_decoding(backbone, args.bf16)
+    decoding = DecodeFlags.of(args)
+    backbone = for_decoding(backbone, decoding.bf16)
     rng = np.random.default_rng(args.seed)
     fixed = getattr(backbone, "fixed_length", None)  # a column model: every row has its L columns
     lengths = (draw_lengths(reference_lengths(backbone, reference), args.n, rng) if reference
@@ -84,12 +86,11 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     gen = torch.Generator(device=device).manual_seed(args.seed)
     begin = time.time()
     with progress(args.n, f"generate {sampler.name}", args.quiet, unit="seq") as bar:
-        seqs, passes = generate(backbone, lengths, sampler, gen, temperature=args.temperature,
-                                pairwise_fn=pairwise, batch_size=args.batch_size,
-                                progress=lambda done: bar.update(done - bar.n))
+        seqs, passes = generate(backbone, lengths, sampler, gen, decoding=decoding, pairwise_fn=pairwise,
+                                batch_size=args.batch_size, progress=lambda done: bar.update(done - bar.n))
     mean, ci = mean_ci(passes.tolist())
     summary = {"sampler": sampler.name, "params": sampler.params(), "set": "protein", "n": args.n,
-               "temperature": args.temperature, "bf16": args.bf16, "mean_passes": mean, "passes_ci": ci,
+               **dataclasses.asdict(decoding), "mean_passes": mean, "passes_ci": ci,
                "seconds": time.time() - begin, "model": str(model_dir)}
     if reference:
         summary |= _scores(args, backbone, seqs, reference, reference2, device)

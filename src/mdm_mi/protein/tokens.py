@@ -1,4 +1,5 @@
-"""Protein token ids (the ESM-C tokenizer's), without building a model.
+"""Protein token ids (the ESM-C tokenizer's), without building a model: the one encoder of amino-acid
+strings (:meth:`ESMCBackbone.encode <mdm_mi.protein.esmc.ESMCBackbone.encode>` calls it).
 
     tok = protein_tokens()
     ids = tok.encode_batch(["MKT", "ACDEF"])   # (2, 7) long: BOS + residues + EOS, pad after EOS
@@ -19,6 +20,8 @@ import torch
 from mdm_mi.errors import InputError
 from mdm_mi.protein.fasta import AMINO_ACIDS
 
+MASK_CHAR = "_"  # a masked position in :meth:`ProteinTokens.encode_batch` (``masks=True``) and decoded strings
+
 
 @dataclass(frozen=True)
 class ProteinTokens:
@@ -30,11 +33,14 @@ class ProteinTokens:
     bos: int
     eos: int
 
-    def encode_batch(self, seqs: Sequence[str], width: int | None = None) -> torch.Tensor:
+    def encode_batch(self, seqs: Sequence[str], width: int | None = None, masks: bool = False) -> torch.Tensor:
         """``B`` amino-acid strings → ``(B, width)`` long ids (``width`` default: longest + 2);
-        each row ``BOS + residues + EOS`` then pads. Unknown letters raise :class:`InputError`."""
+        each row ``BOS + residues + EOS`` then pads. ``masks``: :data:`MASK_CHAR` is a masked position.
+        Any other letter raises :class:`InputError` naming it."""
         lut = np.full(128, -1, dtype=np.int64)
         lut[np.frombuffer(AMINO_ACIDS.encode(), dtype=np.uint8)] = self.aa_ids
+        if masks:
+            lut[ord(MASK_CHAR)] = self.mask
         width = width if width is not None else max(len(s) for s in seqs) + 2
         out = np.full((len(seqs), width), self.pad, dtype=np.int64)
         for b, seq in enumerate(seqs):
@@ -43,7 +49,9 @@ class ProteinTokens:
             codes = np.frombuffer(seq.encode("ascii", "replace"), dtype=np.uint8)
             ids = lut[np.minimum(codes, 127)]
             if (ids < 0).any():
-                raise InputError(f"sequence {b} has letters outside the 20 standard amino acids")
+                bad = sorted({c for c, i in zip(seq, ids) if i < 0})
+                raise InputError(f"sequence {b} has letters outside the 20 standard amino acids: "
+                                 f"{', '.join(map(repr, bad))}")
             out[b, 0], out[b, 1 : len(seq) + 1], out[b, len(seq) + 1] = self.bos, ids, self.eos
         return torch.from_numpy(out)
 
@@ -58,11 +66,16 @@ class ProteinTokens:
         return ~torch.isin(tokens, specials)
 
 
+def esmc_tokenizer():
+    """The ESM-C sequence tokenizer (``esm.tokenization.EsmSequenceTokenizer``)."""
+    from esm.tokenization import get_esmc_model_tokenizers
+
+    return get_esmc_model_tokenizers()
+
+
 @lru_cache(maxsize=1)
 def protein_tokens() -> ProteinTokens:
     """The ids of the ESM-C sequence tokenizer (imports ``esm`` once, lazily)."""
-    from mdm_mi.protein.esmc import esmc_tokenizer
-
     tok = esmc_tokenizer()
     aa = tuple(int(tok.convert_tokens_to_ids(a)) for a in AMINO_ACIDS)
     return ProteinTokens(aa, int(tok.mask_token_id), int(tok.pad_token_id), int(tok.cls_token_id),

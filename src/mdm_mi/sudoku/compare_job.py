@@ -24,11 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.calibrate import standard_families
+from mdm_mi.calibrate import comparison_families
 from mdm_mi.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.errors import InputError
 from mdm_mi.io import atomic_path, write_json, write_text
 from mdm_mi.runtime import resolve_device, setup
+from mdm_mi.sampler_table import SweptFlags
 from mdm_mi.sudoku.flags import SudokuDecodeFlags
 from mdm_mi.verdicts import FIELDS as VERDICT_FIELDS, classify
 
@@ -36,13 +37,11 @@ SUDOKU_CELLS = 81
 
 
 @dataclass(frozen=True)
-class CompareArgs(SudokuDecodeFlags, ComparisonFlags, HeadFlag):
+class CompareArgs(SudokuDecodeFlags, ComparisonFlags, SweptFlags, HeadFlag):
     radcliffe: Path = field(metadata=_h("Radcliffe curated CSV (levels Beginner..Expert)"))
     easy: Path = field(metadata=_h("HKUNLP easy CSV"))
     set: str = field(metadata=_h("hard | graded | levels | easy"))
     calib_puzzles: int = field(metadata=_h("calibration puzzles per set (disjoint from the test puzzles)"))
-    indep_tau: tuple[float, ...] = field(metadata=_h("mi-indep: pair caps τ (nats), each calibrated; none: no mi-indep",
-                                                    empty=True))
     bootstrap: int = field(metadata=_h("paired-bootstrap replicates of the curve bands"))
     test_puzzles: int | None = field(default=None, metadata=_h(
         "hard, levels, easy: at most this many test puzzles; graded: of the hard test split it is revealed from"))
@@ -76,8 +75,7 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
     out = Path(args.out_dir)
     write_puzzle_csv(out / "calib.csv", calib)
     write_puzzle_csv(out / "test.csv", test)
-    families = standard_families(SUDOKU_CELLS, args.mi_lambda, args.on_reject, args.charge_first,
-                                 args.indep_tau, args.two_budget_delta)
+    families = comparison_families(SUDOKU_CELLS, args)
     decoder = Decoder(model, head_pairwise_fn(head), args.batch_size, args.seed)
     calib_decoder = Decoder(model, decoder.pairwise_fn, args.batch_size, args.calib_seed)
     t0 = time.time()

@@ -17,9 +17,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.flags import h
+from mdm_mi.flags import Decoding, h
 from mdm_mi.errors import InputError
-from mdm_mi.sampler_table import CALIBRATED_AT, HEAD_SAMPLERS, USER_SAMPLERS, SamplerFlags, sampler_from_args
+from mdm_mi.sampler_table import (CALIBRATED_AT, HEAD_SAMPLERS, SAMPLERS, USER_SAMPLERS, SamplerFlags,
+                                  sampler_from_args)
 from mdm_mi.user_common import ModelFlags, load_backbone_for, load_head_for, note, progress, start
 from mdm_mi.sudoku.puzzles import MAX_NODES, Puzzle, answer_problem, check_puzzle, grid_lines, read_puzzles
 
@@ -44,10 +45,15 @@ class SolveArgs(SamplerFlags, ModelFlags):
     batch_size: int = field(default=256, metadata=h("puzzles decoded together"))
 
 
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def user_sampler(args):
     """The sampler named by ``--sampler`` with its flags (omitted ones calibrated); one-line errors on
     bad values."""
-    for name in ("k", "gamma", "lam", "temperature", "tau", "cap", "delta"):
+    numbers = [f for s in SAMPLERS.values() for f in s.flags if _is_number(getattr(args, f))]
+    for name in dict.fromkeys(["temperature", *numbers]):
         value = getattr(args, name)
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise InputError(f"--{name} must be a finite number >= 0, got {value}")
@@ -64,7 +70,7 @@ def decode_puzzles(backbone, puzzles: list[Puzzle], sampler, pairwise, args, dev
     grids, passes = [], []
     with progress(len(puzzles), "solving", args.quiet) as bar:
         for batch in tokens.split(args.batch_size):
-            out = decode(backbone, batch, sampler, gen, temperature=args.temperature, pairwise_fn=pairwise)
+            out = decode(backbone, batch, sampler, gen, decoding=Decoding(temperature=args.temperature), pairwise_fn=pairwise)
             grids.append(out.tokens.cpu())
             passes.append(out.passes.cpu())
             bar.update(len(batch))

@@ -31,6 +31,7 @@ import numpy as np
 from mdm_mi.errors import InputError
 from mdm_mi.flags import OracleCeilingFlags, h as _h
 from mdm_mi.io import read_json, write_json, write_text
+from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
 from mdm_mi.runtime import resolve_device, setup
 from mdm_mi.stats import mean_t_ci
@@ -148,7 +149,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
 
     def run(sampler, fn):
         gen = torch.Generator(device=backbone.vocab_token_ids.device).manual_seed(args.seed + 1)
-        seqs, passes = generate(backbone, lengths, sampler, gen, temperature=args.temperature, pairwise_fn=fn,
+        seqs, passes = generate(backbone, lengths, sampler, gen, decoding=DecodeFlags.of(args), pairwise_fn=fn,
                                 batch_size=args.batch_size)
         return passes, scorer(seqs)
 
