@@ -99,7 +99,7 @@ def test_exact_mi_of_one_hand_built_coupling():
 def test_decode_fills_every_column_and_keeps_bos_eos(name, params):
     bb = _backbone()
     start = torch.stack([bb.masked_sequence()] * 3)
-    outs = [decode(bb, start, build_sampler(name, **params), torch.Generator().manual_seed(1), decoding=Decoding(1.0))
+    outs = [decode(bb, start, build_sampler(name, **params), torch.Generator().manual_seed(1), decoding=Decoding(temperature=1.0))
             for _ in range(2)]
     tokens = outs[0].tokens
     assert (tokens != MASK_ID).all() and (tokens[:, 0] == BOS_ID).all() and (tokens[:, -1] == EOS_ID).all()

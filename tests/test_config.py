@@ -123,8 +123,13 @@ def test_misspelt_key_is_named(tmp_path, cfg, where, key):
         ({"protein": {"train": {"dropout": 1.0}}}, "protein/train/dropout"),
         ({"protein": {"train": {"eval_every": -1}}}, "protein/train/eval_every"),
         ({"protein": {"train": {"eval_every": 0.5}}}, "protein/train/eval_every"),
-        ({"protein": {"data": {"source": "generic"}, "backbone": "trained", "train": {"reweight_identity": 0.8}}},
-         "protein/train/reweight_identity"),
+        ({"protein": {"data": {"source": "generic"}, "backbone": "trained", "architecture": "sequence",
+                      "train": {"reweight_identity": 0.8}}}, "protein/train/reweight_identity"),
+        ({"protein": {"data": {"source": "generic"}, "backbone": "trained"}}, "protein/architecture"),
+        ({"protein": {"backbone": "esmc-300m", "architecture": "columns"}}, "protein/architecture"),
+        ({"protein": {"architecture": "aligned"}}, "protein/architecture"),
+        ({"protein": {"columns": {"model": {"d_model": 30, "n_heads": 4}}}}, "protein/columns/model"),
+        ({"protein": {"columns": {"train": {"lambda_j": -1}}}}, "protein/columns/train/lambda_j"),
     ],
 )
 def test_out_of_range_value_raises_naming_where(tmp_path, cfg, where):
@@ -133,7 +138,7 @@ def test_out_of_range_value_raises_naming_where(tmp_path, cfg, where):
 
 
 def test_a_shipped_protein_backbone_needs_the_family_data(tmp_path):
-    cfg = {"protein": {"backbone": "pretrained", "data": {"source": "generic"}}}
+    cfg = {"protein": {"backbone": "pretrained", "architecture": "sequence", "data": {"source": "generic"}}}
     with pytest.raises(ConfigError, match="protein/backbone: the shipped backbone was trained on a family"):
         load_config(write_yaml(tmp_path, cfg))
 
