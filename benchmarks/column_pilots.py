@@ -9,8 +9,9 @@ and ArDCA (fitted on the same split, same weights) scored the same way, beside t
 
     python benchmarks/column_pilots.py --data-dir /tmp/fam/data --out docs/benchmarks/column_pilots.json \
         --pilot potts:0:0:1e-2 --pilot hybrid:64:2:1e-2 --steps 3000
-A pilot is ``name:d_model:n_layers:lambda_j[:reweight]`` (n_layers 0 = Potts term + column fields only;
-reweight 0 = uniform draws, else the identity threshold of the 1/neighbours weights).
+A pilot is ``name:d_model:n_layers:lambda_j[:reweight[:mean_field]]`` (n_layers 0 = Potts term + column
+fields only; reweight 0 = uniform draws, else the identity threshold of the 1/neighbours weights;
+mean_field: iterations of the masked columns' mean-field term, 0 = off).
 """
 
 from __future__ import annotations
@@ -50,8 +51,10 @@ def score(seqs, splits, n_clusters=15) -> dict:
 def run_pilot(spec: str, args, codes, val_codes, weights_by, profile, splits) -> dict:
     name, d, layers, lam, *rest = spec.split(":")
     reweight = float(rest[0]) if rest else 0.8
+    mean_field = int(rest[1]) if len(rest) > 1 else 0
     d, layers = int(d), int(layers)
-    dims = ColumnDims(length=codes.shape[1], d_model=max(d, 8), n_heads=4 if d >= 32 else 1, n_layers=layers)
+    dims = ColumnDims(length=codes.shape[1], d_model=max(d, 8), n_heads=4 if d >= 32 else 1, n_layers=layers,
+                      mean_field=mean_field)
     cfg = config(args.steps, float(lam), args.batch_size, args.lr, args.eval_every)
     weights = weights_by(reweight) if reweight else None
     start = time.perf_counter()

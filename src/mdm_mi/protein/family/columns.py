@@ -55,13 +55,15 @@ INIT_STD = 0.02
 @dataclass(frozen=True)
 class ColumnDims:
     """Shape of a :class:`ColumnMDM`: ``length`` columns, transformer width/heads/blocks (0 blocks =
-    Potts term + mask-rate-aware column fields only), dropout inside the blocks (training only)."""
+    Potts term + mask-rate-aware column fields only), dropout inside the blocks (training only) and
+    ``mean_field`` iterations that let masked columns act through their predicted marginals."""
 
     length: int
     d_model: int
     n_heads: int
     n_layers: int
     dropout: float = 0.0
+    mean_field: int = 0
 
 
 class ColumnMDM(nn.Module):
@@ -89,9 +91,13 @@ class ColumnMDM(nn.Module):
         """``J`` as ``(L·21, L·21)``: symmetric, zero on the diagonal ``(i, i)`` blocks."""
         return 0.5 * (self.couplings + self.couplings.T) * self.off_diagonal
 
-    def field(self, x: torch.Tensor) -> torch.Tensor:
-        """``Σ_{j visible} J_ij(·, x_j)`` → ``(B, L, 21)`` (masked columns contribute nothing)."""
-        shown = F.one_hot(x.clamp(max=N_LETTERS - 1), N_LETTERS).float() * (x != MASK_ID)[..., None]
+    def field(self, x: torch.Tensor, soft: torch.Tensor | None = None) -> torch.Tensor:
+        """``Σ_{j visible} J_ij(·, x_j)`` → ``(B, L, 21)``; masked columns contribute nothing, or, given
+        ``soft (B, L, 21)`` (their predicted marginals), ``Σ_b J_ij(·, b) soft_j(b)`` (mean field)."""
+        visible = (x != MASK_ID)[..., None]
+        shown = F.one_hot(x.clamp(max=N_LETTERS - 1), N_LETTERS).float() * visible
+        if soft is not None:
+            shown = shown + soft * ~visible
         return (shown.flatten(1) @ self.coupling_matrix()).view(*x.shape, N_LETTERS)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,8 +107,11 @@ class ColumnMDM(nn.Module):
         if self.blocks is not None:
             h = self.blocks(h)
         h = self.norm(h)
+        base = self.out(h)
         field = self.field(x)
-        return self.out(h) + field, torch.cat([h, field], -1)
+        for _ in range(self.dims.mean_field):  # masked neighbours act through their current marginals
+            field = self.field(x, torch.softmax(base + field, -1))
+        return base + field, torch.cat([h, field], -1)
 
     def coupling_l2(self) -> torch.Tensor:
         """``Σ J²`` over the symmetric coupling tensor (each pair counted in both orders)."""
@@ -191,7 +200,8 @@ def save_column_model(model: ColumnMDM, directory: str | Path, hidden_layer: int
 def load_column_model(directory: str | Path, meta: dict, device="cpu") -> ColumnBackbone:
     """A column model folder (its meta already read) → :class:`ColumnBackbone` in eval mode."""
     try:
-        dims = ColumnDims(**{k: meta["columns"][k] for k in ("length", "d_model", "n_heads", "n_layers")})
+        dims = ColumnDims(**{k: meta["columns"][k] for k in ("length", "d_model", "n_heads", "n_layers")},
+                          mean_field=int(meta["columns"].get("mean_field", 0)))
     except (KeyError, TypeError):
         raise CheckpointError(f"column model metadata lacks its dims: {directory}") from None
     state, _ = load_checkpoint(directory, domain="protein")
