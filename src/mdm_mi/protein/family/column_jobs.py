@@ -30,6 +30,8 @@ class ColumnPretrainArgs(DiffusionTrainFlags):
     d_model: int = field(metadata=_h("transformer width (also the column embeddings' with 0 blocks)"))
     n_heads: int = field(metadata=_h("attention heads"))
     n_layers: int = field(metadata=_h("transformer blocks (0: the Potts term and mask-rate-aware column fields only)"))
+    mean_field: int = field(metadata=_h("mean-field iterations: masked columns couple through their predicted "
+                                        "marginals (0: only visible columns couple)"))
     lambda_j: float = field(metadata=_h("L2 strength on the Potts couplings (per column, plmDCA's scaling)"))
     reweight_identity: float = field(metadata=_h(
         "draw each row with weight 1 / (training rows at >= this identity, itself included); 0: uniform"))
@@ -51,9 +53,9 @@ def _codes(path: Path) -> np.ndarray:
 def _check(args: ColumnPretrainArgs) -> None:
     if args.loss_weight not in ("none", "elbo"):
         raise InputError(f"--loss-weight must be none or elbo, got {args.loss_weight!r}")
-    if not (0 <= args.reweight_identity <= 1 and args.lambda_j >= 0 and args.eval_every >= 0 and args.n_layers >= 0):
-        raise InputError(f"need 0 <= --reweight-identity <= 1, --lambda-j >= 0, --eval-every >= 0, --n-layers >= 0; "
-                         f"got {args.reweight_identity}, {args.lambda_j}, {args.eval_every}, {args.n_layers}")
+    if not (0 <= args.reweight_identity <= 1 and args.lambda_j >= 0 and min(args.eval_every, args.n_layers, args.mean_field) >= 0):
+        raise InputError(f"need 0 <= --reweight-identity <= 1 and --lambda-j, --eval-every, --n-layers, --mean-field >= 0; "
+                         f"got {args.reweight_identity}, {args.lambda_j}, {args.eval_every}, {args.n_layers}, {args.mean_field}")
     if args.d_model < 1 or args.n_heads < 1 or args.d_model % args.n_heads:
         raise InputError(f"--d-model ({args.d_model}) must be a positive multiple of --n-heads ({args.n_heads})")
     if args.eval_every and args.val is None:
@@ -75,7 +77,8 @@ def column_pretrain(args: ColumnPretrainArgs, tracker) -> None:
     if val is not None and val.shape[1] != codes.shape[1]:
         raise InputError(f"{args.val} has {val.shape[1]} match columns, {args.alignment} has {codes.shape[1]}")
     weights = identity_weights(codes, args.reweight_identity) if args.reweight_identity else None
-    dims = ColumnDims(length=codes.shape[1], d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers)
+    dims = ColumnDims(length=codes.shape[1], d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
+                      mean_field=args.mean_field)
     cfg = ColumnTrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ColumnTrainConfig)})
     tracker.log_params(dataclasses.asdict(args))
     backbone, history, best = train_column_mdm(codes, weights, dims, cfg, device, log=lambda m: print(m, flush=True),
