@@ -100,12 +100,12 @@ def _load(args: ProteinCompareBase, reference: list[str]):
     from mdm_mi.backbone import for_decoding
     from mdm_mi.mi.guided import head_pairwise_fn
     from mdm_mi.mi.head import load_backbone_and_head
+    from mdm_mi.domain import sequence_domain
     from mdm_mi.protein.compare import Scorer
-    from mdm_mi.protein.esmc import ESMCBackbone
 
     device = resolve_device(args.device)
-    backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
-    embedder = ESMCBackbone(backbone.model, args.embed_layer, backbone.bf16).to(device).eval()
+    backbone, head = load_backbone_and_head(args.model, args.head, device, sequence_domain(args.model))
+    embedder = backbone.at_layer(args.embed_layer)
     return for_decoding(backbone, args.bf16), head_pairwise_fn(head), Scorer(embedder, reference, args.clusters, args.seed)
 
 

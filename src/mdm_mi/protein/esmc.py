@@ -331,6 +331,14 @@ class ESMCBackbone(nn.Module):
             seqs.append("".join(chars))
         return seqs
 
+    def residues(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``(B, N)`` ids → ``(B, N)`` bool: positions holding a residue or a mask (not BOS/EOS/pad)."""
+        return ~torch.isin(tokens, torch.tensor([self.pad_id, self.bos_id, self.eos_id], device=tokens.device))
+
+    def at_layer(self, layer: int | None) -> "ESMCBackbone":
+        """The same ESM-C reading block ``layer`` (None = after the final LayerNorm): the metrics' embedder."""
+        return ESMCBackbone(self.model, layer, self.bf16).to(self.vocab_token_ids.device).eval()
+
     def masked_sequence(self, length: int, device: str | torch.device | None = None) -> torch.Tensor:
         """``(length + 2,)`` long: BOS, ``length`` masks, EOS — a fully masked protein to decode."""
         if length < 1:
