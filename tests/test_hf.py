@@ -216,3 +216,41 @@ def hf_backbone_bos(folder) -> int:
     from mdm_mi.hf.backbone import load_hf_model
 
     return load_hf_model(folder)[0].bos_id
+
+
+def _cli(*argv) -> None:
+    from mdm_mi.cli import main
+
+    assert main([str(a) for a in argv]) == 0, argv
+
+
+def test_every_verb_runs_on_a_hugging_face_folder(hf_dir, tmp_path):
+    """label → train-head → mi-map → generate (MI-guided) → hf-compare, with passes counted."""
+    import json
+
+    fasta = tmp_path / "seqs.fasta"
+    fasta.write_text("".join(f">s{i}\n{'MKTAYIAKQRACDEFGHIKL'[i % 5:][:8 + i % 4]}\n" for i in range(12)))
+    data, labels = tmp_path / "data", tmp_path / "labels"
+    _cli("hf-data", "--model", hf_dir, "--sequences", fasta, "--out-dir", data, "--heldout-fraction", 0.5, "--seed", 0)
+    common = ["--model", hf_dir, "--method", "certified", "--tol", 0.01, "--batch-size", 64, "--seed", 0,
+              "--device", "cpu", "--threads", 1, "--shard", 0, "--n-shards", 1]
+    _cli("label", *common, "--sequences", data / "train_contexts.npy", "--n-contexts", 4, "--out", labels / "train.safetensors")
+    for split in ("val", "test"):
+        _cli("label", *common, "--sequences", data / "heldout_contexts.npy", "--n-contexts", 4, "--split", split,
+             "--val-contexts", 2, "--out", labels / f"{split}.safetensors")
+    head = tmp_path / "head"
+    _cli("train-head", "--model", hf_dir, "--labels", labels / "train.safetensors", "--val", labels / "val.safetensors",
+         "--test", labels / "test.safetensors", "--out", head, "--fidelity", tmp_path / "fid.json",
+         "--pairs", tmp_path / "pairs.csv", "--hidden", 8, "--heads", 2, "--rank", 2, "--unary", "--steps", 5,
+         "--batch-size", 2, "--lr", 0.01, "--weight-decay", 0.0, "--distance-buckets", 0, "--seed", 0,
+         "--device", "cpu", "--threads", 1)
+    _cli("mi-map", "MK__QL_A", "--model", hf_dir, "--head", head, "--exact", "--out", tmp_path / "map.png", "--quiet")
+    _cli("generate", "--model", hf_dir, "--head", head, "--sampler", "mi", "--gamma", 1.0, "--n", 3,
+         "--min-length", 5, "--max-length", 7, "--out", tmp_path / "gen.fasta", "--summary", tmp_path / "gen.json",
+         "--quiet", "--device", "cpu")
+    assert json.loads((tmp_path / "gen.json").read_text())["mean_passes"] >= 1
+    _cli("hf-compare", "--model", hf_dir, "--head", head, "--reference", data / "reference.fasta",
+         "--out-dir", tmp_path / "budgets", "--n", 4, "--calib-n", 2, "--divisors", 2, "--mi-lambda", 1.0,
+         "--on-reject", "skip", "--no-charge-first", "--two-budget-delta", "--indep-tau", "--clusters", 2,
+         "--bootstrap", 5, "--batch-size", 8, "--seed", 0, "--device", "cpu", "--threads", 1)
+    assert (tmp_path / "budgets" / "runs.json").is_file() and (tmp_path / "map.csv").is_file()
