@@ -3,8 +3,10 @@ saved to a temporary folder, run through probing → head → decoding, and ever
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -254,3 +256,52 @@ def test_every_verb_runs_on_a_hugging_face_folder(hf_dir, tmp_path):
          "--on-reject", "skip", "--no-charge-first", "--two-budget-delta", "--indep-tau", "--clusters", 2,
          "--bootstrap", 5, "--batch-size", 8, "--seed", 0, "--device", "cpu", "--threads", 1)
     assert (tmp_path / "budgets" / "runs.json").is_file() and (tmp_path / "map.csv").is_file()
+
+
+def _hf_config(tmp_path, model, **hf) -> list[str]:
+    """``--configfile`` arguments: config/hf.yaml with the model and sequences at absolute paths."""
+    import yaml
+
+    from conftest import REPO
+
+    over = tmp_path / "over.yaml"
+    seqs = REPO / "resources" / "data" / "protein" / "uniref50_len50-100.fasta"
+    over.write_text(yaml.safe_dump({"hf": {"model": str(model), "sequences": str(seqs)} | hf}))
+    return ["--configfile", str(REPO / "config" / "hf.yaml"), str(over)]
+
+
+def _snakemake(tmp_path, *args):
+    from conftest import REPO
+
+    venv = Path(sys.executable).parent
+    env = os.environ | {"PATH": f"{venv}{os.pathsep}{os.environ['PATH']}"}
+    cmd = [str(venv / "snakemake"), "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path), *args]
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
+
+
+def test_config_hf_plans_labels_head_and_the_calibrated_comparison(tmp_path):
+    from mdm_mi.cli import build_parser
+
+    folder = tiny_esm(tmp_path / "hf_model")
+    proc = _snakemake(tmp_path, "-n", "-p", *_hf_config(tmp_path, folder), "--", "hf")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    verbs = [line.split()[5] for line in proc.stdout.splitlines() if line.startswith("Shell command: python")]
+    assert {"import-hf", "hf-data", "label", "train-head", "hf-compare"} <= set(verbs)
+    for line in proc.stdout.splitlines():
+        if line.startswith("Shell command: python"):
+            build_parser().parse_args(line.split(" > ")[0].split()[5:])
+
+
+@pytest.mark.slow
+def test_config_hf_runs_end_to_end_on_a_tiny_model(tmp_path):
+    """The whole hf chain on a tiny random ESM (a few CPU minutes): runs.json holds every sampler's passes."""
+    import json
+
+    folder = tiny_esm(tmp_path / "hf_model")
+    small = {"mi": {"train_contexts": 8, "val_contexts": 2, "test_contexts": 2, "head_train": {"steps": 10}},
+             "generate": {"n": 6, "batch_size": 6, "clusters": 2}, "compare": {"calib_n": 2, "divisors": [2],
+                                                                               "bootstrap": 5}}
+    proc = _snakemake(tmp_path, "--cores", "2", *_hf_config(tmp_path, folder, **small), "--", "hf")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = json.loads((tmp_path / "results" / "hf-example" / "hf" / "budgets" / "runs.json").read_text())
+    assert runs

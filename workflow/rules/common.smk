@@ -14,7 +14,7 @@ L = f"logs/{NAME}"
 DATA = f"{workflow.basedir}/resources/data"
 SUDOKU = config["sudoku"]
 PROTEIN = config["protein"]
-DOMAINS = "sudoku|protein"  # the {domain} wildcard of the rules both domains share (mi.smk)
+DOMAINS = "sudoku|protein|hf"  # the {domain} wildcard of the rules the domains share (mi.smk)
 ENV = "../../envs/mdm-mi.yaml"  # every job's conda environment (snakemake --sdm conda), from workflow/rules/
 
 

@@ -1,7 +1,7 @@
 # Shipped backbones ({domain}.backbone: pretrained): import resources/pretrained/<folder> into the
 # run after checking its sha256 manifest and that it was trained on this run's own training split.
 
-PRETRAINED = [d for d in DOMAINS.split("|") if config[d]["backbone"] == "pretrained"]
+PRETRAINED = [d for d in ("sudoku", "protein") if config[d]["backbone"] == "pretrained"]  # hf: import_hf
 TRAIN_DATA = {"sudoku": f"{R}/sudoku/data/train_solutions.npy", "protein": f"{R}/protein/data/train.fasta"}
 
 if PRETRAINED:
