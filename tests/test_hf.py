@@ -305,3 +305,28 @@ def test_config_hf_runs_end_to_end_on_a_tiny_model(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     runs = json.loads((tmp_path / "results" / "hf-example" / "hf" / "budgets" / "runs.json").read_text())
     assert runs
+
+
+def test_docs_your_model_example_runs_as_written(tmp_path, monkeypatch):
+    """docs/your_model.md: its Python blocks run, and each `python -m mdm_mi` line of its bash block runs
+    through the CLI with the same arguments, in a folder where resources/ is the repository's."""
+    import re
+    import shlex
+
+    from conftest import REPO
+    from mdm_mi.cli import main
+
+    text = (REPO / "docs" / "your_model.md").read_text()
+    blocks = re.findall(r"```(python|bash)\n(.*?)```", text, re.S)
+    assert [lang for lang, _ in blocks] == ["python", "bash", "python"]
+    (tmp_path / "resources").symlink_to(REPO / "resources")
+    monkeypatch.chdir(tmp_path)
+    for lang, code in blocks:
+        if lang == "python":
+            exec(compile(code, "your_model.md", "exec"), {})
+            continue
+        for line in code.replace("\\\n", " ").splitlines():
+            argv = shlex.split(line)
+            assert argv[:3] == ["python", "-m", "mdm_mi"], line
+            assert main(argv[3:]) == 0, line
+    assert (tmp_path / "byom" / "mi_map.png").is_file() and (tmp_path / "byom" / "mi.fasta").is_file()
