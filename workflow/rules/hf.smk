@@ -25,7 +25,7 @@ if HF_ON:
         params:
             options=cli_flags({k: HF[k] for k in ("alphabet", "hidden_layer", "bf16")}),
             tracking=tracking_flags,
-            weights=HF["model"],
+            weights=parent_dir("weights"),
             out_dir=parent_dir("meta"),
         threads: 1
         resources:
