@@ -172,6 +172,31 @@ def test_mask_contexts_keeps_specials_fixed_given_the_vocabulary(esm_backbone):
     assert torch.equal(contexts[:, [0, -1]], seqs[:, [0, -1]]) and (contexts == esm_backbone.mask_id).any()
 
 
+def _probe_rows(backbone, rows):
+    from mdm_mi.mi.probe import exact_mi
+
+    exact_mi(backbone, rows[0])
+
+
+def _decode_rows(backbone, rows):
+    from mdm_mi.samplers import EntropyBounded, decode
+
+    decode(backbone, rows, EntropyBounded(1.0))
+
+
+@pytest.mark.parametrize("entry", [_probe_rows, _decode_rows])
+def test_a_masked_bos_or_eos_is_refused(esm_backbone, entry):
+    """The issue's silent mistake: mask_contexts without vocab_ids masks <cls> and <eos>."""
+    from mdm_mi.mi.probe import mask_contexts
+
+    seqs = esm_backbone.encode(["MKTAYIAKQR"] * 20)
+    contexts, _ = mask_contexts(seqs, esm_backbone.mask_id, torch.Generator().manual_seed(0))
+    bad = contexts[(contexts[:, [0, -1]] == esm_backbone.mask_id).any(1)][:1]
+    assert len(bad)
+    with pytest.raises(BackboneError, match="specials never masked"):
+        entry(esm_backbone, bad)
+
+
 def test_import_hf_refuses_an_alphabet_with_a_special_token(tmp_path):
     folder = tiny_bert(tmp_path / "model")
     with pytest.raises(BackboneError, match="specials outside vocabulary"):

@@ -14,9 +14,10 @@ only), never masked (contexts mask vocabulary tokens only) and never sampled (a 
 acids are ids 4..23 of its 33-token tokenizer (mask 32); a Hugging Face masked LM
 (:mod:`mdm_mi.hf`) uses its tokenizer's ids for the tokens of its alphabet.
 
-:func:`check_backbone` enforces these rules where a backbone enters the library (probing, the MI
-head's features, :func:`mdm_mi.samplers.decode`), each broken rule one line of
-:class:`~mdm_mi.errors.BackboneError`. The Sudoku MDM (:mod:`mdm_mi.sudoku.model`), the ESM-C adapter
+:func:`check_backbone` (the ids), :func:`check_output` (the first pass's shapes) and
+:func:`check_frame` (no masked BOS/EOS) enforce these rules where a backbone enters the library
+(probing, the MI head's features, :func:`mdm_mi.samplers.decode`), once per call, each broken rule
+one line of :class:`~mdm_mi.errors.BackboneError`. The Sudoku MDM (:mod:`mdm_mi.sudoku.model`), the ESM-C adapter
 (:mod:`mdm_mi.protein.esmc`) and the Hugging Face adapter implement the protocol.
 """
 
@@ -130,6 +131,19 @@ def check_backbone(backbone) -> None:
     if clash:
         raise BackboneError(f"backbone rule 'specials outside vocabulary': special ids {clash} are in "
                             "vocab_token_ids, so they could be masked, probed or sampled")
+
+
+def check_frame(backbone, tokens: torch.Tensor) -> None:
+    """For a backbone that frames sequences (declares ``bos_id`` / ``eos_id``): every row of ``tokens
+    (..., N)`` starts with BOS and holds an EOS. A row without them had its BOS or EOS masked (a context
+    drawn without ``vocab_ids``) → one-line :class:`BackboneError`."""
+    bos, eos = getattr(backbone, "bos_id", None), getattr(backbone, "eos_id", None)
+    rows = tokens.reshape(-1, tokens.shape[-1])
+    if len(rows) == 0 or rows.shape[1] == 0:
+        return
+    if (bos is not None and not bool((rows[:, 0] == bos).all())) or (eos is not None and not bool((rows == eos).any(-1).all())):
+        raise BackboneError("backbone rule 'specials never masked': a row lacks its BOS at position 0 or an EOS, so a "
+                            "special token was masked; draw contexts with mask_contexts(..., vocab_ids=vocab_token_ids)")
 
 
 def check_output(backbone, out: BackboneOutput, tokens: torch.Tensor) -> None:

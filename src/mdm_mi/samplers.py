@@ -23,7 +23,7 @@ import math
 
 import torch
 
-from mdm_mi.backbone import Backbone, BackboneOutput, check_backbone, check_output, forward_chunked
+from mdm_mi.backbone import Backbone, BackboneOutput, check_backbone, check_frame, check_output, forward_chunked
 
 INF = float("inf")
 EPS_K = 1e-9  # round-off guard of the fractional-k schedule (k·s is exact for integer k)
@@ -237,6 +237,7 @@ def decode(
     if sampler.uses_pairwise and pairwise_fn is None:
         raise ValueError(f"sampler {sampler.name!r} needs a pairwise matrix (an MI head); none given")
     check_backbone(backbone)  # values are written as vocab_token_ids: never the mask or a special token
+    check_frame(backbone, tokens)
     tokens = tokens.clone()
     passes = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
     vocab_ids = backbone.vocab_token_ids.to(tokens.device)

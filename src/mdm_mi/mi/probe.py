@@ -39,7 +39,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from mdm_mi.backbone import Backbone, check_backbone, check_output, forward_chunked
+from mdm_mi.backbone import Backbone, check_backbone, check_frame, check_output, forward_chunked
 
 DEFAULT_TOL = 1e-3  # nats: certified max abs error of the label
 DEFAULT_BATCH_SIZE = 256  # sequences per backbone call
@@ -170,6 +170,7 @@ class _Context:
         if tokens.dim() != 1:
             raise ValueError(f"tokens must be one context (N,), got shape {tuple(tokens.shape)}")
         check_backbone(backbone)  # probed values are vocab_token_ids: never the mask or a special token
+        check_frame(backbone, tokens)
         self.backbone, self.tokens, self.batch_size = backbone, tokens, batch_size
         self.cols = (tokens == backbone.mask_id).nonzero().squeeze(1)  # (m,)
         m, v = len(self.cols), backbone.vocab_size
