@@ -129,8 +129,10 @@ class HFBackbone(nn.Module):
         """``(B, N)`` or ``(N,)`` ids → sequences: BOS/EOS/pads dropped, mask shown as ``_``."""
         rows = tokens.reshape(-1, tokens.shape[-1]).tolist()
         skip = {self.bos_id, self.eos_id, self.pad_id}
-        return [self._joiner.join(self._to_token.get(i, self.tokenizer.convert_ids_to_tokens(i))
-                                  for i in row if i not in skip) for row in rows]
+        def spell(i: int) -> str:
+            return self._to_token[i] if i in self._to_token else self.tokenizer.convert_ids_to_tokens(i)
+
+        return [self._joiner.join(spell(i) for i in row if i not in skip) for row in rows]
 
     def masked_sequence(self, length: int, device=None) -> torch.Tensor:
         """``(length + 2,)`` long: BOS, ``length`` masks, EOS."""
