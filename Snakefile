@@ -33,6 +33,8 @@ include: "workflow/rules/protein.smk"
 include: "workflow/rules/protein_family.smk"
 include: "workflow/rules/protein_budgets.smk"
 include: "workflow/rules/protein_figures.smk"
+# your own Hugging Face model (config hf; off while hf.model is null)
+include: "workflow/rules/hf.smk"
 
 
 FIGURES = [*SUDOKU_FIGURES, *PROTEIN_FIGURES]
@@ -46,6 +48,7 @@ rule all:
         rules.protein_compare.output,
         FAMILY_TARGETS,
         FIGURES,
+        HF_TARGETS,
     default_target: True
 
 
@@ -60,6 +63,12 @@ rule sudoku:
     input:
         rules.sudoku_table.output,
         SUDOKU_FIGURES,
+
+
+rule hf:
+    """Your own Hugging Face model only: `snakemake hf --configfile config/hf.yaml` (docs/your_model.md)."""
+    input:
+        HF_TARGETS,
 
 
 rule protein:

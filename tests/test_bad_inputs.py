@@ -286,7 +286,7 @@ CASES = [
          fasta(">a\nMKVJ\n")),
     Case("generate-reference-missing", [*GEN, "--reference", "nope.fasta"], "FASTA file not found"),
     Case("generate-sudoku-model", [*GEN, "--model", "results/tiny/sudoku/model"],
-         "'sudoku' model, but this needs a 'protein' model"),
+         "'sudoku' model, but this needs a sequence model (protein, hf)"),
     Case("generate-no-protein-model", GEN, "no trained protein model found"),
     Case("generate-unknown-sampler", [*GEN, "--sampler", "greedy"], "unknown sampler 'greedy'"),
     Case("evaluate-fasta", [*EVAL, "--puzzles", "{file}", "--model", "results/tiny/sudoku/model"],

@@ -164,7 +164,7 @@ def test_rules_pass_whole_config_sections(dry_run):
             continue
         seen[argv[3]] += 1
         ns = parser.parse_args(argv[3:])
-        domain = "protein" if "/protein/" in " ".join(argv) else "sudoku"
+        domain = next((d for d in ("protein", "hf") if f"/{d}/" in " ".join(argv)), "sudoku")
         for dotted, prefix, left_out in WHOLE_SECTIONS[argv[3]]:
             if left_out == "DecodeFlags":
                 left_out = {k for k in _section(cfg, dotted) if k not in {f.name for f in dataclasses.fields(DecodeFlags)}}

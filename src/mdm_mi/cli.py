@@ -23,6 +23,7 @@ from typing import Callable, NamedTuple
 
 from mdm_mi import jobs as core_jobs, pretrained
 from mdm_mi.errors import USER_ERRORS, InputError
+from mdm_mi.hf import jobs as hf_jobs
 from mdm_mi.mi import jobs as mi_jobs
 from mdm_mi.protein import compare_job as protein_compare_job, generate_job, jobs as protein_jobs, report_jobs
 from mdm_mi.protein.family import (column_jobs, figure_jobs as family_figure_jobs, jobs as family_jobs,
@@ -59,6 +60,10 @@ VERBS: dict[str, Verb] = {
                           "fetch the ESM-C 300M weights from the Hugging Face Hub"),
     "import-esmc": Verb(protein_jobs.ImportEsmcArgs, protein_jobs.import_esmc,
                         "make ESM-C 300M the protein model of a run (checked, not copied)"),
+    "import-hf": Verb(hf_jobs.ImportHfArgs, hf_jobs.import_hf,
+                      "mark a Hugging Face masked LM folder (save_pretrained) as a model: meta.json, checked"),
+    "hf-data": Verb(hf_jobs.HfDataArgs, hf_jobs.hf_data,
+                    "split your sequences and encode them for a Hugging Face model's labels and comparison"),
     # backbones
     "sudoku-pretrain": Verb(sudoku_jobs.PretrainArgs, sudoku_jobs.pretrain, "train the Sudoku masked diffusion model"),
     "export-pretrained": Verb(pretrained.ExportPretrainedArgs, pretrained.export_pretrained,
@@ -83,6 +88,8 @@ VERBS: dict[str, Verb] = {
                            "calibrate every sampler to common pass budgets and compare them pairwise"),
     "protein-compare-part": Verb(protein_compare_job.ProteinComparePartArgs, protein_compare_job.protein_compare_part,
                                  "one part of protein-compare (sequential, or one sampler family calibrated and decoded)"),
+    "hf-compare": Verb(protein_compare_job.ProteinCompareArgs, protein_compare_job.protein_compare,
+                       "protein-compare on a Hugging Face model (--model an hf folder): calibrated samplers by JSD"),
     "protein-compare": Verb(protein_compare_job.ProteinCompareArgs, protein_compare_job.protein_compare,
                             "calibrate every sampler to common pass budgets and compare proteins by JSD"),
     "family-score": Verb(family_jobs.FamilyScoreArgs, family_jobs.family_score,

@@ -1,13 +1,15 @@
 """THE table of domains: how each kind of sequence is stored, loaded, drawn and described.
 
 A model's checkpoint records its domain (``meta.json`` ``domain``); everything that differs between
-Sudoku and proteins outside their own packages is looked up here, by that name:
+Sudoku, proteins and a Hugging Face model of your own (``hf``) outside their own packages is looked
+up here, by that name:
 
     dom = DOMAINS[checkpoint_domain(model_dir)]
     backbone, meta = dom.load(model_dir, "cpu")
 
 Loading is lazy (each entry imports its package only when called), so this module imports nothing
-heavy and any module may use it.
+heavy and any module may use it. Another kind of model joins without editing this table:
+``register_domain(Domain("mine", ...))`` before the verbs run (docs/your_model.md).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ class Domain:
     """One domain. ``model_dirs``/``head_dirs``: checkpoint folders inside a run's ``results/<run>/``;
     ``set_suffixes``: file types of its evaluation sets; ``load(dir, device) -> (backbone, meta)``;
     ``structure() -> (N, N) bool | None``: known dependency structure that scores the head;
-    ``describe(meta) -> str``: the backbone in figure titles; ``mapper()``: its ``mi-map`` input/figure."""
+    ``describe(meta) -> str``: the backbone in figure titles; ``mapper()``: its ``mi-map`` input/figure;
+    ``sequences``: its backbones are :class:`~mdm_mi.backbone.SequenceBackbone` (strings in and out),
+    so ``generate`` and ``protein-compare`` take them."""
 
     name: str
     model_dirs: tuple[str, ...]
@@ -38,6 +42,7 @@ class Domain:
     structure: Callable
     describe: Callable[[dict], str]
     mapper: Callable
+    sequences: bool = False
 
 
 def _load_sudoku(directory, device):
@@ -50,6 +55,12 @@ def _load_protein(directory, device):
     from mdm_mi.protein.model import load_protein_model
 
     return load_protein_model(directory, device)
+
+
+def _load_hf(directory, device):
+    from mdm_mi.hf.backbone import load_hf_model
+
+    return load_hf_model(directory, device)
 
 
 def _sudoku_structure():
@@ -80,6 +91,10 @@ def _describe_protein(meta: dict) -> str:
     return f"small ESM-C d{dims.get('d_model')} L{dims.get('n_layers')}{_size(meta)}, trained here"
 
 
+def _describe_hf(meta: dict) -> str:
+    return f"{meta.get('architecture', 'Hugging Face masked LM')} (your model)"
+
+
 def _sudoku_mapper():
     from mdm_mi.sudoku.map import SudokuMap
 
@@ -92,12 +107,37 @@ def _protein_mapper():
     return ProteinMap()
 
 
+def _hf_mapper():
+    from mdm_mi.hf.map import HFMap
+
+    return HFMap()
+
+
 DOMAINS: dict[str, Domain] = {
     "sudoku": Domain("sudoku", ("sudoku/model",), ("sudoku/head",), (".csv",), _load_sudoku, _sudoku_structure,
                      _describe_sudoku, _sudoku_mapper),
     "protein": Domain("protein", ("protein/model",), ("protein/head", "protein/mi/head"), FASTA_SUFFIXES,
-                      _load_protein, lambda: None, _describe_protein, _protein_mapper),
+                      _load_protein, lambda: None, _describe_protein, _protein_mapper, sequences=True),
+    "hf": Domain("hf", ("hf/model",), ("hf/head",), FASTA_SUFFIXES, _load_hf, lambda: None, _describe_hf,
+                 _hf_mapper, sequences=True),
 }
+
+
+def register_domain(domain: Domain) -> None:
+    """Add ``domain`` to :data:`DOMAINS` (a model kind of your own; one-line error if the name is taken)."""
+    if domain.name in DOMAINS:
+        raise CheckpointError(f"domain {domain.name!r} is already registered")
+    DOMAINS[domain.name] = domain
+
+
+def sequence_domain(directory: str | Path) -> str:
+    """The domain of the checkpoint in ``directory``, refused (one line) unless it is a sequence domain
+    (``protein``, ``hf``): the ones ``generate`` and ``protein-compare`` decode strings with."""
+    found = checkpoint_domain(directory)
+    if found not in DOMAINS or not DOMAINS[found].sequences:
+        seq = ", ".join(n for n, d in DOMAINS.items() if d.sequences)
+        raise CheckpointError(f"{directory} is a {found!r} model, but this needs a sequence model ({seq})")
+    return found
 
 
 def get_domain(name: str) -> Domain:

@@ -12,4 +12,9 @@ class InputError(UserError):
     """Bad user input: a file, a value or a combination of flags that cannot be used."""
 
 
+class BackboneError(UserError):
+    """A backbone (an adapter around a model) that breaks a rule of :mod:`mdm_mi.backbone`'s protocol:
+    reported before it can give a silently wrong result."""
+
+
 USER_ERRORS = (UserError, FileNotFoundError)

@@ -23,7 +23,7 @@ import math
 
 import torch
 
-from mdm_mi.backbone import Backbone, BackboneOutput, forward_chunked
+from mdm_mi.backbone import Backbone, BackboneOutput, check_backbone, check_frame, check_output, forward_chunked
 from mdm_mi.flags import Decoding
 
 INF = float("inf")
@@ -260,6 +260,8 @@ def decode(
     assert tokens.ndim == 2, tokens.shape
     if sampler.uses_pairwise and pairwise_fn is None:
         raise ValueError(f"sampler {sampler.name!r} needs a pairwise matrix (an MI head); none given")
+    check_backbone(backbone)  # values are written as vocab_token_ids: never the mask or a special token
+    check_frame(backbone, tokens)
     tokens = tokens.clone()
     passes = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
     vocab_ids = backbone.vocab_token_ids.to(tokens.device)
@@ -271,6 +273,8 @@ def decode(
             break
         sub, masked = tokens[active], masked_all[active]
         out = forward_chunked(backbone, sub)
+        if step == 0:
+            check_output(backbone, out, sub)
         passes[active] += 1
         pairwise = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
         chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise, step)) & masked

@@ -16,7 +16,7 @@ SUDOKU = config["sudoku"]
 PROTEIN = config["protein"]
 COLUMNS = PROTEIN["architecture"] == "columns"  # the protein model is a column model; the sequence model embeds
 SEQUENCE_MODEL = f"{R}/protein/{'embedder' if COLUMNS else 'model'}"  # the sequence model's folder
-DOMAINS = "sudoku|protein"  # the {domain} wildcard of the rules both domains share (mi.smk)
+DOMAINS = "sudoku|protein|hf"  # the {domain} wildcard of the rules the domains share (mi.smk)
 ENV = "../../envs/mdm-mi.yaml"  # every job's conda environment (snakemake --sdm conda), from workflow/rules/
 
 

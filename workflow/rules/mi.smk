@@ -1,12 +1,13 @@
-# Mutual information, one rule per stage for both domains ({domain} = sudoku | protein): probing labels
+# Mutual information, one rule per stage for every domain ({domain} = sudoku | protein | hf): probing labels
 # (scatter over shards) → MI head → fidelity → scatter figure. Labels come in three splits: train
 # (from the training sequences), and val (choosing the head's size, steps and number of contexts) and
 # test (the reported fidelity only), the two disjoint parts of one draw of distinct held-out contexts.
 
-MI_CONFIG = {"sudoku": SUDOKU["mi"], "protein": PROTEIN["mi"]}
+MI_CONFIG = {"sudoku": SUDOKU["mi"], "protein": PROTEIN["mi"], "hf": config["hf"]["mi"]}
 LABEL_SOURCE = {"sudoku": "{part}_solutions.npy",  # in {R}/{domain}/data/; a column model's contexts are aligned rows
-                "protein": "{part}_column_contexts.npy" if COLUMNS else "{part}_contexts.npy"}
-LABEL_RESOURCES = {"sudoku": {"mem_mb": 4000, "runtime": 240}, "protein": {"mem_mb": 8000, "runtime": 480}}
+                "protein": "{part}_column_contexts.npy" if COLUMNS else "{part}_contexts.npy", "hf": "{part}_contexts.npy"}
+LABEL_RESOURCES = {"sudoku": {"mem_mb": 4000, "runtime": 240}, "protein": {"mem_mb": 8000, "runtime": 480},
+                   "hf": {"mem_mb": 8000, "runtime": 480}}
 
 
 rule label:

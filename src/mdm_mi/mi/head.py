@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mdm_mi.backbone import Backbone, forward_chunked
+from mdm_mi.backbone import Backbone, check_backbone, check_output, forward_chunked
 from mdm_mi.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 DOMAIN = "mi_head"
@@ -271,7 +271,14 @@ def backbone_features(backbone: Backbone, contexts: torch.Tensor, batch_size: in
     assert contexts.ndim == 2, contexts.shape
     if len(contexts) == 0:
         return torch.zeros(0, contexts.shape[1], backbone.hidden_dim, device=contexts.device)
-    return torch.cat([forward_chunked(backbone, chunk).hidden.float() for chunk in contexts.split(batch_size)])
+    check_backbone(backbone)
+    feats = []
+    for chunk in contexts.split(batch_size):
+        out = forward_chunked(backbone, chunk)
+        if not feats:
+            check_output(backbone, out, chunk)
+        feats.append(out.hidden.float())
+    return torch.cat(feats)
 
 
 def masked_pair_mse(pred: torch.Tensor, label: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:

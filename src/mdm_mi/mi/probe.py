@@ -23,7 +23,8 @@ Example::
     import torch
     from mdm_mi.mi.probe import certified_mi, exact_mi, label_contexts, mask_contexts
 
-    contexts, t = mask_contexts(solutions, model.mask_id, torch.Generator().manual_seed(0))
+    contexts, t = mask_contexts(solutions, model.mask_id, torch.Generator().manual_seed(0),
+                                vocab_ids=model.vocab_token_ids)  # specials stay fixed
     exact = exact_mi(model, contexts[0])               # exact.label: (N, N) float64, nats
     cert = certified_mi(model, contexts[0], tol=1e-3)  # cert.passes <= exact.passes
     assert ((cert.label - exact.label).abs() <= cert.bound).all() and cert.bound.max() <= 1e-3
@@ -39,7 +40,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from mdm_mi.backbone import Backbone, forward_chunked
+from mdm_mi.backbone import Backbone, check_backbone, check_frame, check_output, forward_chunked
 
 DEFAULT_TOL = 1e-3  # nats: certified max abs error of the label
 DEFAULT_BATCH_SIZE = 256  # sequences per backbone call
@@ -169,6 +170,8 @@ class _Context:
     def __init__(self, backbone: Backbone, tokens: torch.Tensor, batch_size: int):
         if tokens.dim() != 1:
             raise ValueError(f"tokens must be one context (N,), got shape {tuple(tokens.shape)}")
+        check_backbone(backbone)  # probed values are vocab_token_ids: never the mask or a special token
+        check_frame(backbone, tokens)
         self.backbone, self.tokens, self.batch_size = backbone, tokens, batch_size
         self.cols = (tokens == backbone.mask_id).nonzero().squeeze(1)  # (m,)
         m, v = len(self.cols), backbone.vocab_size
@@ -178,7 +181,9 @@ class _Context:
 
     def run_marginals(self) -> None:
         """One pass on the context itself: ``self.logp (m, V)`` = log p(X_j | C)."""
-        self.logp = _forward(self.backbone, self.tokens[None], self.cols, self.batch_size)[0]
+        out = forward_chunked(self.backbone, self.tokens[None])
+        check_output(self.backbone, out, self.tokens[None])
+        self.logp = _log_probs(out.logits[:, self.cols])[0]
         self.passes += 1
 
     def _probe(self, rows: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
@@ -464,12 +469,18 @@ def mask_contexts(
     mask_id: int,
     generator: torch.Generator,
     fixed: torch.Tensor | None = None,
+    vocab_ids: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mask each cell with probability t, ``t ~ U[0, 1]`` per context (the paper's context draw).
 
-    solutions ``(C, N)`` long; fixed ``(C, N)`` bool cells never masked (e.g. clues). Random numbers
-    come from ``generator`` on its own device. Returns ``contexts (C, N)`` long and ``t (C,)``.
+    solutions ``(C, N)`` long; fixed ``(C, N)`` bool cells never masked (e.g. clues); with
+    ``vocab_ids`` (a backbone's ``vocab_token_ids``) every token outside them is fixed too, so BOS,
+    EOS, pads and other special tokens stay unmasked. Random numbers come from ``generator`` on its
+    own device. Returns ``contexts (C, N)`` long and ``t (C,)``.
     """
+    if vocab_ids is not None:
+        special = ~torch.isin(solutions, torch.as_tensor(vocab_ids).to(solutions.device))
+        fixed = special if fixed is None else fixed.to(solutions.device) | special
     n_ctx, n = solutions.shape
     t = torch.rand(n_ctx, generator=generator, device=generator.device)
     draw = torch.rand(n_ctx, n, generator=generator, device=generator.device)

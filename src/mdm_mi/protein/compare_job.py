@@ -101,14 +101,14 @@ def _load(args: ProteinCompareBase, reference: list[str]):
     from mdm_mi.backbone import for_decoding
     from mdm_mi.mi.guided import head_pairwise_fn
     from mdm_mi.mi.head import load_backbone_and_head
-    from mdm_mi.domain import load_backbone
+    from mdm_mi.backbone import embedder_of
+    from mdm_mi.domain import load_backbone, sequence_domain
     from mdm_mi.protein.compare import Scorer
-    from mdm_mi.protein.esmc import sequence_embedder
 
     device = resolve_device(args.device)
-    backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
-    source = backbone if args.embedder is None else load_backbone(args.embedder, device, domain="protein")[0]
-    embedder = sequence_embedder(source, args.embed_layer, device)
+    backbone, head = load_backbone_and_head(args.model, args.head, device, sequence_domain(args.model))
+    source = backbone if args.embedder is None else load_backbone(args.embedder, device, domain=sequence_domain(args.embedder))[0]
+    embedder = embedder_of(source, args.embed_layer)
     return for_decoding(backbone, args.bf16), head_pairwise_fn(head), Scorer(embedder, reference, args.clusters, args.seed)
 
 

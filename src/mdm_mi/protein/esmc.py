@@ -318,6 +318,14 @@ class ESMCBackbone(nn.Module):
             seqs.append("".join(chars))
         return seqs
 
+    def residues(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``(B, N)`` ids → ``(B, N)`` bool: positions holding a residue or a mask (not BOS/EOS/pad)."""
+        return ~torch.isin(tokens, torch.tensor([self.pad_id, self.bos_id, self.eos_id], device=tokens.device))
+
+    def at_layer(self, layer: int | None) -> "ESMCBackbone":
+        """The same ESM-C reading block ``layer`` (None = after the final LayerNorm): the metrics' embedder."""
+        return ESMCBackbone(self.model, layer, self.bf16).to(self.vocab_token_ids.device).eval()
+
     def masked_sequence(self, length: int, device: str | torch.device | None = None) -> torch.Tensor:
         """``(length + 2,)`` long: BOS, ``length`` masks, EOS — a fully masked protein to decode."""
         if length < 1:
@@ -326,14 +334,3 @@ class ESMCBackbone(nn.Module):
         t[0], t[-1] = self.bos_id, self.eos_id
         return t.to(device if device is not None else self.vocab_token_ids.device)
 
-
-def sequence_embedder(source, layer: int | None, device) -> ESMCBackbone:
-    """The metric's embedder: an :class:`ESMCBackbone` reading block ``layer`` of ``source``'s ESM-C
-    (``source``: a protein backbone, bf16-wrapped or not). A backbone without an ESM-C inside (a column
-    model, which sees aligned rows, not proteins) cannot embed proteins: one-line
-    :class:`InputError` asking for ``--embedder``."""
-    inner = getattr(source, "inner", source)  # a Bf16Backbone's backbone
-    if not isinstance(inner, ESMCBackbone):
-        raise InputError(f"the model ({type(inner).__name__}) cannot embed proteins for the cluster-JSD metric: "
-                         "give --embedder, a sequence model folder (e.g. resources/pretrained/protein-kunitz)")
-    return ESMCBackbone(inner.model, layer, inner.bf16).to(device).eval()

@@ -64,6 +64,7 @@ def _reference(path: Path | None):
 
 def generate_job(args: GenerateArgs, tracker) -> None:
     from mdm_mi.backbone import for_decoding
+    from mdm_mi.domain import sequence_domain
     from mdm_mi.protein.fasta import write_fasta
     from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
     from mdm_mi.sampler_table import sampler_from_args
@@ -75,8 +76,9 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     check_outputs(args.out, args.summary)
     reference, reference2 = _reference(args.reference), _reference(args.reference2)
     device = start(args, args.seed)
-    backbone, model_dir = load_backbone_for(args, "protein", device)
-    pairwise = pairwise_from_args(args, backbone, model_dir, "protein", device)
+    domain = "protein" if args.model is None else sequence_domain(args.model)  # protein or hf
+    backbone, model_dir = load_backbone_for(args, domain, device)
+    pairwise = pairwise_from_args(args, backbone, model_dir, domain, device)
     decoding = DecodeFlags.of(args)
     backbone = for_decoding(backbone, decoding.bf16)
     rng = np.random.default_rng(args.seed)
@@ -109,12 +111,12 @@ def _scores(args: GenerateArgs, backbone, seqs, reference, reference2, device) -
     """The protein metrics of ``seqs``; the embedder is ``--embedder`` or the backbone itself, read at
     block ``--embed-layer``. The JSD noise floor (``jsd_noise_floor``, ``jsd_floor_analytic``) needs only
     the reference; without a second reference its second-draw comparisons are left out."""
-    from mdm_mi.domain import load_backbone
-    from mdm_mi.protein.esmc import sequence_embedder
+    from mdm_mi.backbone import embedder_of
+    from mdm_mi.domain import load_backbone, sequence_domain
     from mdm_mi.protein.metrics import score_sample
 
-    source = backbone if args.embedder is None else load_backbone(args.embedder, device, domain="protein")[0]
-    embedder = sequence_embedder(source, args.embed_layer, device)
+    source = backbone if args.embedder is None else load_backbone(args.embedder, device, domain=sequence_domain(args.embedder))[0]
+    embedder = embedder_of(source, args.embed_layer)
     scores = score_sample(seqs, reference, reference2 or reference, embedder, args.clusters, args.seed)
     if reference2 is None:
         for key in ("jsd_reference2", "jsd_reference2_analytic", "composition_jsd_floor", "n_reference2"):

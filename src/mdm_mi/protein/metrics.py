@@ -23,7 +23,6 @@ import numpy as np
 import torch
 
 from mdm_mi.protein.fasta import AMINO_ACIDS
-from mdm_mi.protein.tokens import protein_tokens
 from mdm_mi.stats import CI_LEVEL, basic_bootstrap_interval, bootstrap_bias_corrected, bootstrap_p_value
 
 EMBED_BATCH = 64
@@ -53,7 +52,8 @@ def jsd_bits(p: np.ndarray, q: np.ndarray) -> float:
 def embed(embedder, seqs: Sequence[str], batch_size: int = EMBED_BATCH) -> np.ndarray:
     """Mean-pooled hidden states over residues (BOS/EOS/pads excluded) → ``(S, D)`` float64.
 
-    ``embedder`` is an :class:`~mdm_mi.protein.esmc.ESMCBackbone`; sequences are batched by length.
+    ``embedder`` is a :class:`~mdm_mi.backbone.SequenceBackbone` (an ESM-C or a Hugging Face model
+    read at its embedding layer); sequences are batched by length.
     """
     order = np.argsort([len(s) for s in seqs], kind="stable")
     out = np.zeros((len(seqs), embedder.hidden_dim))
@@ -61,7 +61,7 @@ def embed(embedder, seqs: Sequence[str], batch_size: int = EMBED_BATCH) -> np.nd
         idx = order[start : start + batch_size]
         tokens = embedder.encode([seqs[i] for i in idx])
         hidden = embedder(tokens).hidden.double()  # (B, N, D)
-        keep = protein_tokens().residues(tokens).double()
+        keep = embedder.residues(tokens).double()
         pooled = (hidden * keep[..., None]).sum(1) / keep.sum(1, keepdim=True).clamp(min=1)
         out[idx] = pooled.cpu().numpy()
     return out

@@ -141,7 +141,7 @@ class ColumnBackbone(nn.Module):
 
     vocab_size = N_LETTERS
     mask_id = MASK_ID
-    pad_id = PAD_ID
+    pad_id, bos_id, eos_id = PAD_ID, BOS_ID, EOS_ID
     bf16 = False
 
     def __init__(self, model: ColumnMDM):

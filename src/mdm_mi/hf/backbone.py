@@ -1,0 +1,202 @@
+"""A Hugging Face masked language model as a :class:`~mdm_mi.backbone.SequenceBackbone`.
+
+Any ``transformers.AutoModelForMaskedLM`` saved with ``save_pretrained`` (its tokenizer saved beside
+it) becomes a backbone once a ``meta.json`` marks the folder (``mdm-mi import-hf``):
+
+    {"domain": "hf", "tokens": ["A", "C", ...], "alphabet": "protein", "hidden_layer": -1, "bf16": false}
+
+    backbone, meta = load_hf_model("my_model", "cpu")
+    tokens = backbone.encode(["MK__QL"])                 # (1, 8): BOS + 6 tokens + EOS, `_` = mask
+    out = backbone(tokens)                               # logits (1, 8, V), hidden (1, 8, D)
+
+Rules the adapter keeps (docs/your_model.md): the logits are cut to the allowed tokens, in
+``vocab_token_ids`` order (``logits[..., k]`` scores input id ``vocab_token_ids[k]``); the mask and
+every special token of the tokenizer (``all_special_ids``) lie outside them, so they are never probed,
+masked or sampled; pads (``pad_id``) come after EOS and are excluded by the attention mask.
+
+Layers use Hugging Face's numbering of ``output.hidden_states`` (``num_hidden_layers + 1`` entries):
+0 is the embedding output, ``k`` the output of transformer layer ``k``, -1 the last layer's output.
+For ESM (``EsmForMaskedLM``) the last entry is taken *after* the final LayerNorm
+(``emb_layer_norm_after``); BERT has no final LayerNorm (each layer ends in its own). Weights are
+only ever read from a local folder (``local_files_only=True``); nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from mdm_mi.backbone import BackboneOutput
+from mdm_mi.checkpoint import META, CheckpointError
+from mdm_mi.errors import InputError
+from mdm_mi.io import read_json
+
+DOMAIN = "hf"
+MASK_CHAR = "_"  # a masked position in encode / decode_tokens
+
+
+def protein_alphabet() -> list[str]:
+    """The 20 standard amino acids, one token each (``--alphabet protein``)."""
+    from mdm_mi.protein.fasta import AMINO_ACIDS
+
+    return list(AMINO_ACIDS)
+
+
+def read_alphabet(spec: str) -> list[str]:
+    """``protein`` (20 amino acids), a file with one token per line, or comma-separated tokens → the
+    allowed tokens in order (logit index ``k`` ↔ token ``k``)."""
+    if spec == "protein":
+        return protein_alphabet()
+    path = Path(spec)
+    tokens = path.read_text().split() if path.is_file() else [t.strip() for t in spec.split(",") if t.strip()]
+    if len(tokens) < 2 or len(set(tokens)) != len(tokens):
+        raise InputError(f"alphabet {spec!r} must name at least 2 distinct tokens (protein, a file, or a,b,c)")
+    return tokens
+
+
+class HFBackbone(nn.Module):
+    """Backbone protocol around a Hugging Face masked LM and its tokenizer.
+
+    tokens ``(B, N)`` long (the tokenizer's ids: BOS first, EOS last, pads after EOS) → logits
+    ``(B, N, V)`` over ``alphabet`` (V tokens) and hidden ``(B, N, D)`` of ``hidden_layer``
+    (Hugging Face numbering, see the module docstring; ``None`` = -1).
+    """
+
+    def __init__(self, model, tokenizer, alphabet: Sequence[str], hidden_layer: int | None = -1, bf16: bool = False):
+        super().__init__()
+        self.model, self.tokenizer = model, tokenizer
+        if tokenizer.mask_token_id is None:
+            raise CheckpointError(f"the tokenizer of {type(model).__name__} has no mask token: not a masked LM")
+        self.mask_id = int(tokenizer.mask_token_id)
+        self.pad_id = _first_id(tokenizer, "pad_token_id")
+        self.bos_id = _first_id(tokenizer, "bos_token_id", "cls_token_id")
+        self.eos_id = _first_id(tokenizer, "eos_token_id", "sep_token_id")
+        self.special_ids = tuple(sorted(set(map(int, tokenizer.all_special_ids)) - {self.mask_id}))
+        ids = _token_ids(tokenizer, alphabet)
+        self.register_buffer("vocab_token_ids", torch.tensor(ids, dtype=torch.long), persistent=False)
+        self.alphabet, self.vocab_size = list(alphabet), len(ids)
+        self.hidden_dim = int(model.config.hidden_size)
+        self.n_layers = int(model.config.num_hidden_layers)
+        layer = -1 if hidden_layer is None else int(hidden_layer)
+        if not -(self.n_layers + 1) <= layer <= self.n_layers:
+            raise InputError(f"hidden_layer {layer} is outside [-{self.n_layers + 1}, {self.n_layers}] for a model "
+                             f"with {self.n_layers} layers (0 = embeddings, -1 = last layer)")
+        self.hidden_layer, self.bf16 = layer, bool(bf16)
+        self._to_id = dict(zip(self.alphabet, ids))
+        self._to_token = {i: t for t, i in self._to_id.items()} | {self.mask_id: MASK_CHAR}
+        self._joiner = "" if all(len(t) == 1 for t in self.alphabet) else " "
+
+    @torch.no_grad()  # frozen; also keeps caches made under inference_mode (ESM's rotary) usable outside it
+    def forward(self, tokens: torch.Tensor) -> BackboneOutput:
+        """tokens ``(B, N)`` long → logits ``(B, N, V)`` fp32 and hidden ``(B, N, D)`` fp32."""
+        assert tokens.ndim == 2, tokens.shape
+        attention = (tokens != self.pad_id).long() if self.pad_id is not None else torch.ones_like(tokens)
+        autocast = (torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+                    if self.bf16 and tokens.device.type == "cuda" else contextlib.nullcontext())
+        with autocast:
+            out = self.model(input_ids=tokens, attention_mask=attention, output_hidden_states=True)
+        logits = out.logits.index_select(-1, self.vocab_token_ids.to(tokens.device))
+        return BackboneOutput(logits=logits.float(), hidden=out.hidden_states[self.hidden_layer].float())
+
+    # ---- the SequenceBackbone extras -------------------------------------------------------------
+
+    def split(self, seq: str) -> list[str]:
+        """One sequence → its tokens: characters for a one-character alphabet, else whitespace-separated."""
+        return list("".join(seq.split())) if self._joiner == "" else seq.split()
+
+    def encode(self, seqs: Sequence[str], device=None) -> torch.Tensor:
+        """``B`` sequences over the alphabet (``_`` = masked) → ``(B, max len + 2)`` long: BOS + tokens
+        + EOS, then pads. A token outside the alphabet raises :class:`InputError` naming it."""
+        if isinstance(seqs, str) or not seqs:
+            raise InputError("encode takes a non-empty list of sequences")
+        rows = [self.split(s) for s in seqs]
+        width = max(map(len, rows)) + 2
+        pad = self.pad_id if self.pad_id is not None else self.eos_id
+        out = torch.full((len(rows), width), pad, dtype=torch.long)
+        for b, row in enumerate(rows):
+            bad = sorted({t for t in row if t != MASK_CHAR and t not in self._to_id})
+            if bad:
+                raise InputError(f"sequence {b} has tokens outside the model's alphabet: {', '.join(map(repr, bad[:10]))}")
+            ids = [self.mask_id if t == MASK_CHAR else self._to_id[t] for t in row]
+            out[b, : len(ids) + 2] = torch.tensor([self.bos_id, *ids, self.eos_id])
+        return out.to(device if device is not None else self.vocab_token_ids.device)
+
+    def decode_tokens(self, tokens: torch.Tensor) -> list[str]:
+        """``(B, N)`` or ``(N,)`` ids → sequences: BOS/EOS/pads dropped, mask shown as ``_``."""
+        rows = tokens.reshape(-1, tokens.shape[-1]).tolist()
+        skip = {self.bos_id, self.eos_id, self.pad_id}
+        def spell(i: int) -> str:
+            return self._to_token[i] if i in self._to_token else self.tokenizer.convert_ids_to_tokens(i)
+
+        return [self._joiner.join(spell(i) for i in row if i not in skip) for row in rows]
+
+    def masked_sequence(self, length: int, device=None) -> torch.Tensor:
+        """``(length + 2,)`` long: BOS, ``length`` masks, EOS."""
+        if length < 1:
+            raise InputError(f"sequence length must be >= 1, got {length}")
+        t = torch.full((length + 2,), self.mask_id, dtype=torch.long)
+        t[0], t[-1] = self.bos_id, self.eos_id
+        return t.to(device if device is not None else self.vocab_token_ids.device)
+
+    def residues(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``(B, N)`` ids → ``(B, N)`` bool: positions that are not BOS, EOS or a pad."""
+        fixed = [i for i in (self.pad_id, self.bos_id, self.eos_id) if i is not None]
+        return ~torch.isin(tokens, torch.tensor(fixed, device=tokens.device))
+
+    def at_layer(self, layer: int | None) -> "HFBackbone":
+        """The same model reading hidden states at ``layer`` (None = the last): the metrics' embedder."""
+        return HFBackbone(self.model, self.tokenizer, self.alphabet, layer, self.bf16).to(self.vocab_token_ids.device).eval()
+
+
+def _first_id(tokenizer, *names: str) -> int | None:
+    """The first of the tokenizer's ``names`` (e.g. ``bos_token_id``, ``cls_token_id``) that is set."""
+    return next((int(getattr(tokenizer, n)) for n in names if getattr(tokenizer, n, None) is not None), None)
+
+
+def _token_ids(tokenizer, alphabet: Sequence[str]) -> list[int]:
+    """The tokenizer's id of every alphabet token; one-line error for an unknown one."""
+    ids = [tokenizer.convert_tokens_to_ids(t) for t in alphabet]
+    unk = tokenizer.unk_token_id
+    missing = [t for t, i in zip(alphabet, ids) if i is None or (unk is not None and i == unk)]
+    if missing:
+        raise CheckpointError(f"the model's tokenizer does not know the alphabet tokens {missing[:10]}")
+    return [int(i) for i in ids]
+
+
+def hf_meta(directory: str | Path) -> dict:
+    """The ``meta.json`` of an ``hf`` model folder (one-line :class:`CheckpointError` otherwise)."""
+    path = Path(directory) / META
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint file missing: {path} (mark the folder with `mdm-mi import-hf`)")
+    meta = read_json(path)
+    if not isinstance(meta, dict) or meta.get("domain") != DOMAIN or not isinstance(meta.get("tokens"), list):
+        raise CheckpointError(f"{path} is not an 'hf' model's meta.json with a 'tokens' list")
+    return meta
+
+
+def weights_dir(directory: str | Path, meta: dict) -> Path:
+    """Where the Hugging Face files are: ``meta["weights"]`` (relative to the folder), else the folder."""
+    return (Path(directory) / meta.get("weights", ".")).resolve()
+
+
+def load_hf_model(directory: str | Path, device: str | torch.device = "cpu", hidden_layer: int | None = None):
+    """Load an ``hf`` model folder → ``(HFBackbone in eval mode, meta)``, from local files only.
+
+    ``hidden_layer`` overrides the layer in meta. Missing or unreadable files raise one line."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    meta = hf_meta(directory)
+    source = weights_dir(directory, meta)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+        model = AutoModelForMaskedLM.from_pretrained(source, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise CheckpointError(f"cannot load a Hugging Face masked LM from {source}: {first}") from None
+    layer = meta.get("hidden_layer", -1) if hidden_layer is None else hidden_layer
+    backbone = HFBackbone(model.float(), tokenizer, meta["tokens"], layer, bool(meta.get("bf16", False)))
+    return backbone.to(device).eval(), meta
