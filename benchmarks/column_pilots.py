@@ -36,9 +36,9 @@ from mdm_mi.sampler_table import build_sampler
 KEYS = ("hmm_pass_rate", "c_ij_r", "corrected_mi_r", "f_i_r", "train_identity_median", "train_identity_max")
 
 
-def config(steps: int, lambda_j: float, batch: int, lr: float, eval_every: int) -> ColumnTrainConfig:
+def config(steps: int, lambda_j: float, batch: int, lr: float, eval_every: int, loss_weight: str) -> ColumnTrainConfig:
     return ColumnTrainConfig(steps=steps, batch_size=batch, lr=lr, warmup=100, weight_decay=0.01, t_min=0.02,
-                             t_max=1.0, loss_weight="none", grad_clip=1.0, seed=0, log_every=500, ema=0.0,
+                             t_max=1.0, loss_weight=loss_weight, grad_clip=1.0, seed=0, log_every=500, ema=0.0,
                              save_every=0, snapshot_every=0, lambda_j=lambda_j, eval_every=eval_every)
 
 
@@ -55,7 +55,7 @@ def run_pilot(spec: str, args, codes, val_codes, weights_by, profile, splits) ->
     d, layers = int(d), int(layers)
     dims = ColumnDims(length=codes.shape[1], d_model=max(d, 8), n_heads=4 if d >= 32 else 1, n_layers=layers,
                       mean_field=mean_field)
-    cfg = config(args.steps, float(lam), args.batch_size, args.lr, args.eval_every)
+    cfg = config(args.steps, float(lam), args.batch_size, args.lr, args.eval_every, args.loss_weight)
     weights = weights_by(reweight) if reweight else None
     start = time.perf_counter()
     backbone, history, best = train_column_mdm(codes, weights, dims, cfg, "cpu", log=lambda m: None,
@@ -83,6 +83,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=0.003)
     parser.add_argument("--eval-every", type=int, default=0)
+    parser.add_argument("--loss-weight", choices=("none", "elbo"), default="none")
     parser.add_argument("--n", type=int, default=630)
     parser.add_argument("--no-ardca", action="store_true")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: pilots run side by side)")
@@ -106,6 +107,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "cpu": platform.processor() or platform.machine(),
             "threads": torch.get_num_threads(), "steps": args.steps, "batch_size": args.batch_size, "lr": args.lr,
+            "loss_weight": args.loss_weight,
             "n": args.n, "scored_against": "validation split", "n_val": len(val)}
     args.out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
 
