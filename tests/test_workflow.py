@@ -258,7 +258,7 @@ def test_pretrained_backbones_replace_pretraining(tmp_path, backbones, imports):
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = job_counts(proc.stdout + proc.stderr)
     assert counts["import_pretrained"] == len(imports)
-    assert all(counts[f"{d}_pretrain"] == 0 for d in imports) and counts["column_pretrain"] == int("protein" in imports)
+    assert all(counts[f"{d}_pretrain"] == 0 for d in imports) and counts["column_pretrain"] == int("protein" not in imports)
     commands = [c for c in shell_commands(proc.stdout + proc.stderr) if c[3] == "import-pretrained"]
     args = [build_parser().parse_args(c[3:]) for c in commands]
     assert sorted(a.out.parts[-2] for a in args) == sorted(imports)
