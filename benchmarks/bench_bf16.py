@@ -22,11 +22,11 @@ import time
 
 import torch
 
-from mdm_mi.flags import Decoding
-from mdm_mi.backbone import Bf16Backbone
-from mdm_mi.domain import load_backbone
-from mdm_mi.paired import mcnemar_exact
-from mdm_mi.samplers import EntropyBounded, Sequential
+from mdm_mi.infra.flags import Decoding
+from mdm_mi.core.backbone import Bf16Backbone
+from mdm_mi.core.domain import load_backbone
+from mdm_mi.evaluation.paired import mcnemar_exact
+from mdm_mi.core.samplers import EntropyBounded, Sequential
 from mdm_mi.sudoku.compare import Decoder
 from mdm_mi.sudoku.data import load_puzzle_csv
 
@@ -71,8 +71,8 @@ def proteins(args) -> None:
     """Sequential decoding of ``--n`` reference lengths in fp32 and bf16 (same seed), timed and scored."""
     import numpy as np
 
-    from mdm_mi.backbone import for_decoding
-    from mdm_mi.protein.family.jobs import family_scores, read_splits
+    from mdm_mi.core.backbone import for_decoding
+    from mdm_mi.protein.family.family_jobs import family_scores, read_splits
     from mdm_mi.protein.generate import draw_lengths, generate
 
     train, val, reference, _ = read_splits(args.data_dir)

@@ -17,8 +17,8 @@ from functools import partial
 
 import torch
 
-from mdm_mi.backbone import forward_chunked
-from mdm_mi.domain import load_backbone
+from mdm_mi.core.backbone import forward_chunked
+from mdm_mi.core.domain import load_backbone
 
 MODELS = {"sudoku": ("resources/pretrained/sudoku", 81), "protein": ("resources/pretrained/protein-kunitz", 62)}
 TOKENS = (1024, 2048, 4096, 8192, 16384, 32768)

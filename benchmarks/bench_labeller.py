@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from mdm_mi.backbone import BackboneOutput
+from mdm_mi.core.backbone import BackboneOutput
 from mdm_mi.mi.bounds import probe_lower_bound
 from mdm_mi.mi.probe import DEFAULT_BATCH_SIZE, DEFAULT_TOL, certified_mi, exact_mi, mask_contexts
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS

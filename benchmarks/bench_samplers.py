@@ -14,7 +14,7 @@ import torch
 
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.mi.head import load_head
-from mdm_mi.sampler_table import build_sampler
+from mdm_mi.core.sampler_table import build_sampler
 from mdm_mi.sudoku.data import load_puzzle_csv
 from mdm_mi.sudoku.evaluate import decode_set, score
 from mdm_mi.sudoku.model import load_model

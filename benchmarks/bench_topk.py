@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from mdm_mi.domain import load_backbone
+from mdm_mi.core.domain import load_backbone
 from mdm_mi.mi.probe import exact_mi, mask_contexts
 from mdm_mi.mi.topk import topk_mi
 from mdm_mi.protein.fasta import AMINO_ACIDS, read_fasta

@@ -20,9 +20,9 @@ from typing import Callable
 
 import pytest
 
-from mdm_mi import locate
+from mdm_mi.core import locate
 from mdm_mi.cli import main
-from tool_helpers import NO_SOLUTION, PUZZLE, SOLUTION, make_run, save_tiny_head
+from user_verb_helpers import NO_SOLUTION, PUZZLE, SOLUTION, make_run, save_tiny_head
 
 P = PUZZLE
 

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from hf_helpers import tiny_bert, tiny_esm
-from mdm_mi.backbone import BackboneOutput
-from mdm_mi.errors import BackboneError
-from mdm_mi.hf.jobs import ImportHfArgs, import_hf
-from mdm_mi.tracking import NullTracker
+from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.infra.errors import BackboneError
+from mdm_mi.hf.hf_jobs import ImportHfArgs, import_hf
+from mdm_mi.infra.tracking import NullTracker
 
 pytest.importorskip("transformers")
 MAKERS = {"esm": tiny_esm, "bert": tiny_bert}
@@ -32,7 +32,7 @@ def hf_dir(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hf_backbone(hf_dir):
-    from mdm_mi.domain import load_backbone
+    from mdm_mi.core.domain import load_backbone
 
     return load_backbone(hf_dir, "cpu", domain="hf")[0]
 
@@ -65,7 +65,7 @@ def test_hidden_layer_uses_hugging_face_numbering(hf_dir, hf_backbone):
 
 
 def test_encode_names_tokens_outside_the_alphabet(hf_backbone):
-    from mdm_mi.errors import InputError
+    from mdm_mi.infra.errors import InputError
 
     with pytest.raises(InputError, match="'Z'"):
         hf_backbone.encode(["MKZ"])
@@ -77,7 +77,7 @@ def test_probe_head_and_decode_keep_special_tokens(hf_backbone):
     from mdm_mi.mi.guided import MIGuided, head_pairwise_fn
     from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, train_head
     from mdm_mi.mi.probe import label_contexts
-    from mdm_mi.samplers import EntropyBounded, decode
+    from mdm_mi.core.samplers import EntropyBounded, decode
 
     seqs = hf_backbone.encode(["MKTAYIAKQR", "ACDEFGHIK", "LLMNPQ"]).numpy()
     draw = draw_training(seqs, 6, hf_backbone.mask_id, 0, hf_backbone.vocab_token_ids)
@@ -138,7 +138,7 @@ def _features(backbone):
 
 
 def _decode(backbone):
-    from mdm_mi.samplers import EntropyBounded, decode
+    from mdm_mi.core.samplers import EntropyBounded, decode
 
     decode(backbone, torch.tensor([[0, 20, 32, 32, 2]]), EntropyBounded(1.0))
 
@@ -179,7 +179,7 @@ def _probe_rows(backbone, rows):
 
 
 def _decode_rows(backbone, rows):
-    from mdm_mi.samplers import EntropyBounded, decode
+    from mdm_mi.core.samplers import EntropyBounded, decode
 
     decode(backbone, rows, EntropyBounded(1.0))
 
@@ -204,7 +204,7 @@ def test_import_hf_refuses_an_alphabet_with_a_special_token(tmp_path):
 
 
 def test_the_domain_table_is_open(tmp_path):
-    from mdm_mi.domain import DOMAINS, Domain, load_backbone, register_domain
+    from mdm_mi.core.domain import DOMAINS, Domain, load_backbone, register_domain
 
     entry = Domain("toy", ("toy/model",), ("toy/head",), (".txt",), lambda d, dev: ("loaded", {}), lambda: None,
                    lambda meta: "toy", lambda: None)
@@ -229,7 +229,7 @@ def test_the_cli_marks_a_folder_and_refuses_a_missing_one(tmp_path):
 
 
 def test_hf_data_splits_and_encodes(hf_dir, tmp_path):
-    from mdm_mi.hf.jobs import HfDataArgs, hf_data
+    from mdm_mi.hf.hf_jobs import HfDataArgs, hf_data
 
     fasta = tmp_path / "seqs.fasta"
     fasta.write_text("".join(f">s{i}\nMKTAYIAKQ{'ACDEFGHIK'[: i % 9]}\n" for i in range(10)))

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import REPO
-from mdm_mi.checkpoint import MANIFEST, META, WEIGHTS, CheckpointError, load_checkpoint, verify_manifest
+from mdm_mi.infra.checkpoint import MANIFEST, META, WEIGHTS, CheckpointError, load_checkpoint, verify_manifest
 from mdm_mi.cli import main
 
 SHIPPED = REPO / "resources" / "pretrained" / "sudoku"
@@ -68,7 +68,7 @@ def test_import_refuses_a_folder_without_manifest(tmp_path, tiny_checkpoint, cap
 
 
 def test_the_shipped_sudoku_backbone_verifies_and_loads():
-    from mdm_mi.domain import load_backbone
+    from mdm_mi.core.domain import load_backbone
 
     manifest = verify_manifest(SHIPPED)
     assert (SHIPPED / WEIGHTS).stat().st_size <= 20 * 2**20
@@ -91,7 +91,7 @@ def test_import_checks_the_runs_training_data(shipped, tmp_path, capsys):
 
 
 def test_the_shipped_protein_family_backbone_verifies_and_loads():
-    from mdm_mi.domain import load_backbone
+    from mdm_mi.core.domain import load_backbone
 
     manifest = verify_manifest(SHIPPED_PROTEIN)
     assert (SHIPPED_PROTEIN / WEIGHTS).stat().st_size <= 20 * 2**20
@@ -107,7 +107,7 @@ BOOKKEEPING = {"save_every", "snapshot_every", "log_every"}
 def test_the_default_config_states_the_shipped_sudoku_training():
     """``sudoku.backbone: trained`` reproduces the shipped weights: config.yaml's model and training
     settings (schema defaults filled in) are the ones in the shipped meta.json."""
-    from mdm_mi.config import load_config
+    from mdm_mi.infra.config import load_config
 
     cfg = load_config(REPO / "config" / "config.yaml")
     meta = json.loads((SHIPPED / META).read_text())

@@ -12,10 +12,10 @@ import torch
 
 pytest.importorskip("esm.models.esmc")
 
-from mdm_mi.checkpoint import CheckpointError  # noqa: E402
+from mdm_mi.infra.checkpoint import CheckpointError  # noqa: E402
 from mdm_mi.cli import main  # noqa: E402
-from mdm_mi.errors import InputError  # noqa: E402
-from mdm_mi.domain import load_backbone  # noqa: E402
+from mdm_mi.infra.errors import InputError  # noqa: E402
+from mdm_mi.core.domain import load_backbone  # noqa: E402
 from mdm_mi.protein import data as pdata  # noqa: E402
 from mdm_mi.protein import metrics  # noqa: E402
 from mdm_mi.protein.fasta import AMINO_ACIDS, read_fasta, write_fasta  # noqa: E402
@@ -23,7 +23,7 @@ from mdm_mi.protein.generate import generate  # noqa: E402
 from mdm_mi.protein.model import load_protein_model, new_esmc, save_trained, write_300m_meta  # noqa: E402
 from mdm_mi.protein.tokens import protein_tokens  # noqa: E402
 from mdm_mi.protein.train import ProteinTrainConfig, sample_batch  # noqa: E402
-from mdm_mi.sampler_table import build_sampler  # noqa: E402
+from mdm_mi.core.sampler_table import build_sampler  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 UNIREF = REPO / "resources" / "data" / "protein" / "uniref50_len50-100.fasta"
@@ -244,7 +244,7 @@ def test_a_decoding_key_is_one_field_and_reaches_decode_from_the_cli(tmp_path, m
     import dataclasses
 
     from mdm_mi import cli
-    from mdm_mi.flags import h
+    from mdm_mi.infra.flags import h
     from mdm_mi.protein import decode_flags, generate as generate_module, generate_job
 
     toy = dataclasses.make_dataclass("ToyDecodeFlags", [("top_p", float, dataclasses.field(default=1.0, metadata=h("toy")))],
@@ -301,7 +301,7 @@ def _summary(sampler, params, passes, jsd):
 
 def test_protein_tables_and_speed_quality_figure(tmp_path):
     from mdm_mi.protein import report
-    from mdm_mi.tables import to_csv
+    from mdm_mi.evaluation.tables import to_csv
 
     rows = report.protein_rows([
         _summary("sequential", {"order": "entropy"}, 75.0, 0.05), _summary("naive", {"k": 8}, 10.0, 0.20),

@@ -143,6 +143,26 @@ def test_the_layering_check_fails_on_a_library_module_importing_a_verb(tmp_path)
     assert wrong_way_imports(import_graph(tmp_path, "toy")) == []
 
 
+PACKAGE_MAY_IMPORT = {"infra": {"infra"}, "evaluation": {"infra", "core", "evaluation"}}
+
+
+def package_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Imports that leave a package's allowed set: ``infra/`` imports only itself; ``evaluation/``
+    only ``core/``, ``infra/`` and itself (it never sees a domain or a verb)."""
+    def top(mod: str) -> str:
+        return mod.split(".")[1] if mod.count(".") >= 2 else ""
+
+    return [f"{mod} imports {dep}" for mod, deps in sorted(graph.items()) if top(mod) in PACKAGE_MAY_IMPORT
+            for dep in sorted(deps) if top(dep) not in PACKAGE_MAY_IMPORT[top(mod)]]
+
+
+def test_infra_and_evaluation_import_only_below_them():
+    graph = import_graph()
+    assert any(m.startswith("mdm_mi.infra.") for m in graph) and any(m.startswith("mdm_mi.evaluation.") for m in graph)
+    assert package_violations(graph) == []
+    assert package_violations({"mdm_mi.infra.io": {"mdm_mi.core.domain"}}) == ["mdm_mi.infra.io imports mdm_mi.core.domain"]
+
+
 def _literal_keys(path: Path, name: str) -> list[str]:
     """The keys of the dict literal assigned to ``name`` at module level of ``path``."""
     for node in ast.parse(path.read_text()).body:
@@ -153,8 +173,8 @@ def _literal_keys(path: Path, name: str) -> list[str]:
     raise AssertionError(f"no {name} table in {path}")
 
 
-@pytest.mark.parametrize("module, table", [("cli.py", "VERBS"), ("sampler_table.py", "SAMPLERS"),
-                                           ("domain.py", "DOMAINS")])
+@pytest.mark.parametrize("module, table", [("cli.py", "VERBS"), ("core/sampler_table.py", "SAMPLERS"),
+                                           ("core/domain.py", "DOMAINS")])
 def test_each_table_is_one_literal_without_repeated_names(module, table):
     keys = _literal_keys(SRC / PACKAGE / module, table)
     assert keys and len(keys) == len(set(keys)), [k for k in keys if keys.count(k) > 1]
@@ -164,8 +184,8 @@ def test_table_entries_match_their_names():
     import dataclasses
 
     from mdm_mi.cli import VERBS
-    from mdm_mi.domain import DOMAINS
-    from mdm_mi.sampler_table import SAMPLERS
+    from mdm_mi.core.domain import DOMAINS
+    from mdm_mi.core.sampler_table import SAMPLERS
 
     assert all(s.cls.name == name for name, s in SAMPLERS.items())
     assert all(d.name == name for name, d in DOMAINS.items())

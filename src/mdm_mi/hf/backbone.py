@@ -1,4 +1,4 @@
-"""A Hugging Face masked language model as a :class:`~mdm_mi.backbone.SequenceBackbone`.
+"""A Hugging Face masked language model as a :class:`~mdm_mi.core.backbone.SequenceBackbone`.
 
 Any ``transformers.AutoModelForMaskedLM`` saved with ``save_pretrained`` (its tokenizer saved beside
 it) becomes a backbone once a ``meta.json`` marks the folder (``mdm-mi import-hf``):
@@ -30,10 +30,10 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from mdm_mi.backbone import BackboneOutput
-from mdm_mi.checkpoint import META, CheckpointError
-from mdm_mi.errors import InputError
-from mdm_mi.io import read_json
+from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.infra.checkpoint import META, CheckpointError
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.io import read_json
 
 DOMAIN = "hf"
 MASK_CHAR = "_"  # a masked position in encode / decode_tokens

@@ -38,8 +38,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mdm_mi.backbone import Backbone, check_backbone, check_output, forward_chunked
-from mdm_mi.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from mdm_mi.core.backbone import Backbone, check_backbone, check_output, forward_chunked
+from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 DOMAIN = "mi_head"
 RESERVED_META = ("domain", "in_dim", "head")  # keys save_head writes itself
@@ -257,7 +257,7 @@ def load_head(directory: str | Path, device: str | torch.device = "cpu") -> tupl
 def load_backbone_and_head(model: str | Path, head: str | Path, device: str, domain: str) -> tuple[Backbone, MIHead]:
     """The ``domain`` backbone in ``model`` and the MI head in ``head``, both on ``device`` (checkpoint
     errors are one line: a model of another domain is refused)."""
-    from mdm_mi.domain import load_backbone
+    from mdm_mi.core.domain import load_backbone
 
     backbone, _ = load_backbone(model, device, domain=domain)
     mi_head, _ = load_head(head, device)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from mdm_mi.checkpoint import META, CheckpointError, load_checkpoint, save_checkpoint
-from mdm_mi.io import read_json, write_json
+from mdm_mi.infra.checkpoint import META, CheckpointError, load_checkpoint, save_checkpoint
+from mdm_mi.infra.io import read_json, write_json
 
 DOMAIN = "protein"
 KIND_TRAINED = "trained"

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mdm_mi.backbone import BackboneOutput
+from mdm_mi.core.backbone import BackboneOutput
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, SIDE
 
 
@@ -56,7 +56,7 @@ class Block(nn.Module):
 
 
 class SudokuMDM(nn.Module):
-    """Implements the :class:`~mdm_mi.backbone.Backbone` protocol for 9×9 Sudoku."""
+    """Implements the :class:`~mdm_mi.core.backbone.Backbone` protocol for 9×9 Sudoku."""
 
     vocab_size = N_DIGITS
     mask_id = MASK_ID
@@ -108,7 +108,7 @@ DOMAIN = "sudoku"
 
 def load_model(directory, device: str = "cpu") -> tuple[SudokuMDM, dict]:
     """Load a Sudoku checkpoint (safetensors, never unpickled) → (model in eval mode, meta)."""
-    from mdm_mi.checkpoint import CheckpointError, load_checkpoint
+    from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint
 
     state, meta = load_checkpoint(directory, domain=DOMAIN)
     try:

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.domain import DOMAINS, FASTA_SUFFIXES, backbone_name, guess_domain
-from mdm_mi.errors import InputError
-from mdm_mi.flags import h
-from mdm_mi.io import read_text_input
-from mdm_mi.user_common import ModelFlags, check_outputs, checked_domain, load_head_for, model_path, note, start
+from mdm_mi.core.domain import DOMAINS, FASTA_SUFFIXES, backbone_name, guess_domain
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import h
+from mdm_mi.infra.io import read_text_input
+from mdm_mi.verb_common import ModelFlags, check_outputs, checked_domain, load_head_for, model_path, note, start
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 EXAMPLES = """examples:
@@ -96,7 +96,7 @@ def _model_and_domain(args, text: str) -> tuple[Path | None, str]:
 
 def _load_backbone(args, model: Path | None, domain: str, device: str):
     """The ``domain`` backbone (``--model`` or found in results/) → ``(backbone, its folder)``."""
-    from mdm_mi.domain import load_backbone
+    from mdm_mi.core.domain import load_backbone
 
     path = model if model is not None else model_path(args, domain)
     checked_domain(path, domain)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.errors import InputError
-from mdm_mi.flags import FigureOut, h as _h
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import FigureOut, h as _h
 from mdm_mi.protein.family.figures import (calibrated_points, covariation_figure, fixed_grid_points, head_matrix,
                                            map_agreement, match_positions, mi_map_figure, pass_rate_figure,
                                            read_covariation, read_input_json, square, to_match_columns,
@@ -78,11 +78,11 @@ class FamilyMiArgs(ProteinMiMapFlags):
 
 
 def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
-    from mdm_mi.domain import backbone_name
+    from mdm_mi.core.domain import backbone_name
     from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.protein.family import metrics as fm
     from mdm_mi.protein.family.scores import hmm_frame, read_splits
-    from mdm_mi.runtime import resolve_device
+    from mdm_mi.infra.runtime import resolve_device
 
     if not 0 < args.mask_fraction <= 1:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
@@ -124,8 +124,8 @@ class ColumnContactsArgs(FigureOut):
 
 def figure_column_contacts(args: ColumnContactsArgs, tracker) -> None:
     """The column model's exact MI at the empty row beside ArDCA's couplings and the disulphide bonds."""
-    from mdm_mi.domain import backbone_name, load_backbone
-    from mdm_mi.io import write_json
+    from mdm_mi.core.domain import backbone_name, load_backbone
+    from mdm_mi.infra.io import write_json
     from mdm_mi.protein.family import ardca, contacts
     from mdm_mi.protein.family.alignment import column_profile, encode_columns
     from mdm_mi.protein.family.scores import read_splits
