@@ -85,12 +85,12 @@ def legacy_grid(families, seq_passes, divisors, measure) -> list[Point]:
 def setup_domain(args):
     """→ (measure(sampler) → (mean passes, {}), sequential's mean passes, families), with the
     families, batch sizes and calibration size of the comparison job under ``args.config``."""
-    from mdm_mi.core.domain import load_backbone
+    from mdm_mi.core.loading import load_model
     from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.mi.head import load_head
+    from mdm_mi.core.loading import load_mi_head
 
-    backbone, _ = load_backbone(args.model, torch.device("cpu"), domain=args.domain)
-    pairwise = head_pairwise_fn(load_head(args.head, torch.device("cpu"))[0])
+    backbone, _ = load_model(args.model, torch.device("cpu"), domain=args.domain)
+    pairwise = head_pairwise_fn(load_mi_head(args.head, torch.device("cpu"), backbone))
     cfg = load_config(args.config)[args.domain]
     compare = cfg["compare"]
     if args.domain == "sudoku":

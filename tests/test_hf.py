@@ -32,9 +32,9 @@ def hf_dir(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hf_backbone(hf_dir):
-    from mdm_mi.core.domain import load_backbone
+    from mdm_mi.core.loading import load_model
 
-    return load_backbone(hf_dir, "cpu", domain="hf")[0]
+    return load_model(hf_dir, "cpu", "hf")[0]
 
 
 def test_probe_runs_one_pass_per_allowed_token(hf_backbone):
@@ -204,14 +204,15 @@ def test_import_hf_refuses_an_alphabet_with_a_special_token(tmp_path):
 
 
 def test_the_domain_table_is_open(tmp_path):
-    from mdm_mi.core.domain import DOMAINS, Domain, load_backbone, register_domain
+    from mdm_mi.core.domain import DOMAINS, Domain, register_domain
+    from mdm_mi.core.loading import load_model
 
-    entry = Domain("toy", ("toy/model",), ("toy/head",), (".txt",), lambda d, dev: ("loaded", {}), lambda: None,
+    entry = Domain("toy", ("toy/model",), ("toy/head",), (".txt",), lambda d, meta, dev: "loaded", lambda: None,
                    lambda meta: "toy", lambda: None)
     register_domain(entry)
     try:
         (tmp_path / "meta.json").write_text('{"domain": "toy"}')
-        assert load_backbone(tmp_path)[0] == "loaded"
+        assert load_model(tmp_path)[0] == "loaded"
         with pytest.raises(Exception, match="already registered"):
             register_domain(entry)
     finally:

@@ -68,12 +68,12 @@ def test_import_refuses_a_folder_without_manifest(tmp_path, tiny_checkpoint, cap
 
 
 def test_the_shipped_sudoku_backbone_verifies_and_loads():
-    from mdm_mi.core.domain import load_backbone
+    from mdm_mi.core.loading import load_model
 
     manifest = verify_manifest(SHIPPED)
     assert (SHIPPED / WEIGHTS).stat().st_size <= 20 * 2**20
     assert {"command", "seed", "data_sha256", "evaluation"} <= set(manifest)
-    backbone, meta = load_backbone(SHIPPED, "cpu", domain="sudoku")
+    backbone, meta = load_model(SHIPPED, "cpu", "sudoku")
     assert meta["domain"] == "sudoku"
 
 
@@ -91,12 +91,12 @@ def test_import_checks_the_runs_training_data(shipped, tmp_path, capsys):
 
 
 def test_the_shipped_protein_family_backbone_verifies_and_loads():
-    from mdm_mi.core.domain import load_backbone
+    from mdm_mi.core.loading import load_model
 
     manifest = verify_manifest(SHIPPED_PROTEIN)
     assert (SHIPPED_PROTEIN / WEIGHTS).stat().st_size <= 20 * 2**20
     assert {"command", "seed", "data_sha256", "evaluation"} <= set(manifest)
-    backbone, meta = load_backbone(SHIPPED_PROTEIN, "cpu", domain="protein")
+    backbone, meta = load_model(SHIPPED_PROTEIN, "cpu", "protein")
     assert meta["domain"] == "protein" and meta["train"]["steps"] == 4500
 
 

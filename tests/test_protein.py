@@ -15,7 +15,7 @@ pytest.importorskip("esm.models.esmc")
 from mdm_mi.infra.checkpoint import CheckpointError  # noqa: E402
 from mdm_mi.cli import main  # noqa: E402
 from mdm_mi.infra.errors import InputError  # noqa: E402
-from mdm_mi.core.domain import load_backbone  # noqa: E402
+from mdm_mi.core.loading import load_model  # noqa: E402
 from mdm_mi.protein import data as pdata  # noqa: E402
 from mdm_mi.protein import metrics  # noqa: E402
 from mdm_mi.protein.fasta import AMINO_ACIDS, read_fasta, write_fasta  # noqa: E402
@@ -110,7 +110,7 @@ def test_training_batch_masks_residues_only():
 # ---- checkpoints ------------------------------------------------------------------------------------
 
 def test_trained_checkpoint_round_trip(model_dir, backbone):
-    again, meta = load_backbone(model_dir, domain="protein")
+    again, meta = load_model(model_dir, "cpu", "protein")
     tokens = backbone.encode(["MKTAYIAKQR"])
     with torch.inference_mode():
         assert torch.equal(backbone(tokens).logits, again(tokens).logits)
@@ -118,8 +118,8 @@ def test_trained_checkpoint_round_trip(model_dir, backbone):
 
 
 def test_domain_mismatch_is_one_line(model_dir):
-    with pytest.raises(CheckpointError, match="'protein' model, but a 'sudoku' model is needed"):
-        load_backbone(model_dir, domain="sudoku")
+    with pytest.raises(CheckpointError, match="'protein' model, but this needs a 'sudoku' model"):
+        load_model(model_dir, "cpu", "sudoku")
 
 
 def test_corrupt_weights_refused(tmp_path, model_dir):

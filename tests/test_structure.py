@@ -209,3 +209,38 @@ def test_every_rule_is_named_after_the_verb_it_runs():
     assert len(pairs) >= 25, pairs
     assert [(r, v) for r, v in pairs if r.replace("_", "-") != v] == []
     assert {v for _, v in pairs} <= set(VERBS)
+
+
+# The low-level loaders, by the module that defines each; only core.loading (and the domain table's
+# ``load`` entries in core.domain, which it calls) may reach them; protein.model dispatches to the
+# column model by meta "kind".
+LOW_LEVEL_LOADERS = {"load_model": "mdm_mi.sudoku.model", "load_protein_model": "mdm_mi.protein.model",
+                     "load_column_model": "mdm_mi.protein.family.columns", "load_hf_model": "mdm_mi.hf.backbone",
+                     "load_head": "mdm_mi.mi.head"}
+MAY_CALL_LOW_LEVEL = {"mdm_mi.core.loading", "mdm_mi.core.domain", "mdm_mi.protein.model"}
+
+
+def low_level_loader_uses(src: Path = SRC) -> list[str]:
+    """``module: name`` for every import of a low-level loader from its defining module outside
+    :data:`MAY_CALL_LOW_LEVEL` (an import is the only way to call one: none is re-exported)."""
+    uses = []
+    for mod, path in _modules(src).items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in LOW_LEVEL_LOADERS.values():
+                uses += [f"{mod}: {a.name}" for a in node.names
+                         if LOW_LEVEL_LOADERS.get(a.name) == node.module and mod not in MAY_CALL_LOW_LEVEL]
+    return uses
+
+
+def test_every_verb_loads_models_through_the_one_loader():
+    assert low_level_loader_uses() == []
+    text = (SRC / PACKAGE / "core" / "domain.py").read_text()
+    assert all(f"import {name}" in text for name in ("load_model", "load_protein_model", "load_hf_model"))
+
+
+def test_the_loader_check_finds_a_verb_calling_a_low_level_loader(tmp_path):
+    pkg = tmp_path / PACKAGE / "sudoku"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "report_jobs.py").write_text("def f():\n    from mdm_mi.sudoku.model import load_model\n")
+    assert low_level_loader_uses(tmp_path) == ["mdm_mi.sudoku.report_jobs: load_model"]

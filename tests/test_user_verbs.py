@@ -57,7 +57,7 @@ class OracleBackbone:
 def oracle(monkeypatch, results):
     """Make every Sudoku checkpoint load as :class:`OracleBackbone`."""
     monkeypatch.setitem(domain.DOMAINS, "sudoku", dataclasses.replace(
-        domain.DOMAINS["sudoku"], load=lambda directory, device: (OracleBackbone(), {})))
+        domain.DOMAINS["sudoku"], load=lambda directory, meta, device: OracleBackbone()))
     return results
 
 
@@ -203,7 +203,7 @@ def test_mi_map_of_a_protein_draws_positions(capsys, results, tmp_path, monkeypa
 
     save_tiny_head(results / "tiny" / "protein" / "head")
     monkeypatch.setitem(domain.DOMAINS, "protein", dataclasses.replace(
-        domain.DOMAINS["protein"], load=lambda directory, device: (FakeProteinBackbone(), {})))
+        domain.DOMAINS["protein"], load=lambda directory, meta, device: FakeProteinBackbone()))
     code, out, err = run(capsys, ["mi-map", "MKV___LA", "--cell", "5", "--exact", "--out", "p.png"])
     assert code == 0, err
     assert out.startswith("position 5:") and "(exact " in out

@@ -1,5 +1,5 @@
 """What the user verbs (and the workflow verbs that double as user verbs) share: the model-location
-flags, loading a backbone and its MI head with one-line errors, progress bars, notes on stderr and reading input files.
+flags, loading a backbone and its MI head (through :mod:`mdm_mi.core.loading`), progress bars, notes on stderr and reading input files.
 
     backbone, path = load_backbone_for(args, "sudoku", device)   # --model, else found in results/
     head = load_head_for(args, backbone, path, "sudoku", device)  # --head, else the one beside it
@@ -20,7 +20,6 @@ from mdm_mi.infra.runtime import resolve_device
 from mdm_mi.core.sampler_table import HEAD, ORACLE, SAMPLERS
 
 MODEL_GROUP = "model (found in the workflow's results/ unless given)"
-HEAD_DOMAIN = "mi_head"  # the domain mdm_mi.mi.head.save_head writes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,43 +54,22 @@ def model_path(args, domain: str) -> Path:
     return Path(args.model) if args.model is not None else find_model(domain, args.results, args.run)
 
 
-def checked_domain(path: Path, want: str | None = None) -> str:
-    """The domain in ``path``'s meta.json; a one-line error when it is a head where a model is needed
-    (``want`` a backbone domain) or any other domain than ``want``."""
-    from mdm_mi.core.domain import checkpoint_domain
-
-    found = checkpoint_domain(path)
-    if found == HEAD_DOMAIN and want != HEAD_DOMAIN:
-        raise InputError(f"{path} is an MI head checkpoint, not a model: pass it as --head (and the model as --model)")
-    if want == HEAD_DOMAIN and found != HEAD_DOMAIN:
-        raise InputError(f"{path} is a {found!r} model checkpoint, not an MI head: pass it as --model")
-    if want is not None and found != want:
-        raise InputError(f"{path} is a {found!r} model, but this needs a {want!r} model")
-    return found
-
-
 def load_backbone_for(args, domain: str, device: str):
-    """Load the ``domain`` backbone of ``args`` → ``(backbone, its folder)``."""
-    from mdm_mi.core.domain import load_backbone
+    """Load the ``domain`` backbone of ``args`` (``--model``, else found in results/) → ``(backbone, its
+    folder)``, through :func:`mdm_mi.core.loading.load_model`."""
+    from mdm_mi.core.loading import load_model
 
     path = model_path(args, domain)
-    checked_domain(path, domain)
-    backbone, _ = load_backbone(path, device, domain=domain)
-    return backbone, path
+    return load_model(path, device, domain)[0], path
 
 
 def load_head_for(args, backbone, model: Path, domain: str, device: str):
     """The MI head of ``args`` (``--head``, else the one trained beside ``model``), checked to read
-    hidden states of the backbone's width ``D``."""
-    from mdm_mi.mi.head import load_head
+    hidden states of the backbone's width ``D`` (:func:`mdm_mi.core.loading.load_mi_head`)."""
+    from mdm_mi.core.loading import load_mi_head
 
     path = Path(args.head) if args.head is not None else find_head(domain, args.results, args.run, model=model)
-    checked_domain(path, HEAD_DOMAIN)
-    head, _ = load_head(path, device)
-    if head.in_dim != backbone.hidden_dim:
-        raise InputError(f"MI head {path} reads hidden states of width {head.in_dim}, but model {model} has "
-                         f"width {backbone.hidden_dim}: pass the head trained on this model")
-    return head
+    return load_mi_head(path, device, backbone, model)
 
 
 def pairwise_from_args(args, backbone, model_dir, domain: str, device):

@@ -4,8 +4,10 @@ A model's checkpoint records its domain (``meta.json`` ``domain``); everything t
 Sudoku, proteins and a Hugging Face model of your own (``hf``) outside their own packages is looked
 up here, by that name:
 
-    dom = DOMAINS[checkpoint_domain(model_dir)]
-    backbone, meta = dom.load(model_dir, "cpu")
+    dom = DOMAINS["protein"]
+    dom.describe(read_meta(model_dir))   # e.g. "small ESM-C d64 L2, 0.10M params, trained here"
+
+Models are loaded by :func:`mdm_mi.core.loading.load_model`, which calls the entry's ``load``.
 
 Loading is lazy (each entry imports its package only when called), so this module imports nothing
 heavy and any module may use it. Another kind of model joins without editing this table:
@@ -14,12 +16,11 @@ heavy and any module may use it. Another kind of model joins without editing thi
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from mdm_mi.infra.checkpoint import META, CheckpointError
+from mdm_mi.infra.checkpoint import CheckpointError, read_meta
 
 FASTA_SUFFIXES = (".fasta", ".fa", ".faa")
 PUZZLE_CHARS = set("0123456789.")
@@ -28,7 +29,8 @@ PUZZLE_CHARS = set("0123456789.")
 @dataclass(frozen=True)
 class Domain:
     """One domain. ``model_dirs``/``head_dirs``: checkpoint folders inside a run's ``results/<run>/``;
-    ``set_suffixes``: file types of its evaluation sets; ``load(dir, device) -> (backbone, meta)``;
+    ``set_suffixes``: file types of its evaluation sets; ``load(dir, meta, device) -> backbone`` (called
+    only by :mod:`mdm_mi.core.loading`, with the meta it read);
     ``structure() -> (N, N) bool | None``: known dependency structure that scores the head;
     ``describe(meta) -> str``: the backbone in figure titles; ``mapper()``: its ``mi-map`` input/figure;
     ``sequences``: its backbones are :class:`~mdm_mi.core.backbone.SequenceBackbone` (strings in and out),
@@ -45,22 +47,22 @@ class Domain:
     sequences: bool = False
 
 
-def _load_sudoku(directory, device):
+def _load_sudoku(directory, meta, device):
     from mdm_mi.sudoku.model import load_model
 
-    return load_model(directory, device)
+    return load_model(directory, device, meta=meta)[0]
 
 
-def _load_protein(directory, device):
+def _load_protein(directory, meta, device):
     from mdm_mi.protein.model import load_protein_model
 
-    return load_protein_model(directory, device)
+    return load_protein_model(directory, device, meta=meta)[0]
 
 
-def _load_hf(directory, device):
+def _load_hf(directory, meta, device):
     from mdm_mi.hf.backbone import load_hf_model
 
-    return load_hf_model(directory, device)
+    return load_hf_model(directory, device, meta=meta)[0]
 
 
 def _sudoku_structure():
@@ -130,32 +132,11 @@ def register_domain(domain: Domain) -> None:
     DOMAINS[domain.name] = domain
 
 
-def sequence_domain(directory: str | Path) -> str:
-    """The domain of the checkpoint in ``directory``, refused (one line) unless it is a sequence domain
-    (``protein``, ``hf``): the ones ``generate`` and ``protein-compare`` decode strings with."""
-    found = checkpoint_domain(directory)
-    if found not in DOMAINS or not DOMAINS[found].sequences:
-        seq = ", ".join(n for n, d in DOMAINS.items() if d.sequences)
-        raise CheckpointError(f"{directory} is a {found!r} model, but this needs a sequence model ({seq})")
-    return found
-
-
 def get_domain(name: str) -> Domain:
     """The :data:`DOMAINS` entry ``name`` (one-line error naming the known ones)."""
     if name not in DOMAINS:
         raise CheckpointError(f"unknown domain {name!r}; known: {', '.join(DOMAINS)}")
     return DOMAINS[name]
-
-
-def checkpoint_domain(directory: str | Path) -> str:
-    """The ``domain`` recorded in a checkpoint's meta.json (one-line error if unreadable)."""
-    path = Path(directory) / META
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint file missing: {path}")
-    try:
-        return json.loads(path.read_text())["domain"]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise CheckpointError(f"checkpoint metadata has no readable 'domain': {path}") from None
 
 
 def set_domain(path: str | Path) -> str:
@@ -171,19 +152,5 @@ def guess_domain(text: str) -> str:
 
 def backbone_name(model_dir: str | Path) -> str:
     """A short description of the backbone in ``model_dir``, for figure titles and tables."""
-    meta = json.loads((Path(model_dir) / META).read_text())
-    return get_domain(meta["domain"]).describe(meta)
-
-
-def load_backbone(directory: str | Path, device: str = "cpu", domain: str | None = None):
-    """Load the backbone in ``directory`` → ``(backbone, meta)``; with ``domain`` given, refuse a
-    checkpoint of another domain.
-
-        backbone, meta = load_backbone("results/cpu-default/sudoku/model", device="cpu")
-    """
-    found = checkpoint_domain(directory)
-    if domain is not None and found != domain:
-        raise CheckpointError(f"checkpoint {directory} is a {found!r} model, but a {domain!r} model is needed")
-    if found not in DOMAINS:
-        raise CheckpointError(f"checkpoint {directory} has unknown domain {found!r}; known: {sorted(DOMAINS)}")
-    return DOMAINS[found].load(directory, device)
+    meta = read_meta(model_dir)
+    return get_domain(meta.get("domain")).describe(meta)

@@ -40,7 +40,7 @@ def import_hf(args: ImportHfArgs, tracker) -> None:
     """Write ``meta.json`` (domain ``hf``) and, with ``--check``, load the model and run one pass
     through :func:`mdm_mi.core.backbone.check_backbone` / :func:`~mdm_mi.core.backbone.check_output`."""
     from mdm_mi.infra.checkpoint import META
-    from mdm_mi.hf.backbone import DOMAIN, load_hf_model, read_alphabet
+    from mdm_mi.hf.backbone import DOMAIN, read_alphabet
 
     weights = Path(args.weights)
     if not (weights / "config.json").is_file():
@@ -54,18 +54,20 @@ def import_hf(args: ImportHfArgs, tracker) -> None:
             "weights": os.path.relpath(weights.resolve(), out.resolve())}
     write_json(out / META, meta)
     if args.check:
-        _check_model(out, load_hf_model)
+        _check_model(out)
     print(f"{out / META}: {arch}, {len(meta['tokens'])} tokens, hidden layer {args.hidden_layer}")
     tracker.log_params({k: str(v) for k, v in dataclasses.asdict(args).items()})
 
 
-def _check_model(directory: Path, load) -> None:
+def _check_model(directory: Path) -> None:
     """One pass of a 3-token masked sequence through the loaded model, checked against the rules."""
     import torch
 
     from mdm_mi.core.backbone import check_backbone, check_output
+    from mdm_mi.core.loading import load_model
+    from mdm_mi.hf.backbone import DOMAIN
 
-    backbone, _ = load(directory, "cpu")
+    backbone, _ = load_model(directory, "cpu", DOMAIN)
     check_backbone(backbone)
     tokens = backbone.masked_sequence(3)[None]
     with torch.inference_mode():
@@ -94,7 +96,8 @@ def read_sequences(path: Path) -> list[str]:
 
 def hf_data(args: HfDataArgs, tracker) -> None:
     """Split the sequences (seeded), encode each split with the model's tokenizer and write them."""
-    from mdm_mi.hf.backbone import load_hf_model
+    from mdm_mi.core.loading import load_model
+    from mdm_mi.hf.backbone import DOMAIN
     from mdm_mi.protein.fasta import write_fasta
 
     if not 0 < args.heldout_fraction < 1:
@@ -105,7 +108,7 @@ def hf_data(args: HfDataArgs, tracker) -> None:
         raise InputError(f"{args.sequences}: {len(seqs)} sequences are too few to hold {n_held} out")
     order = np.random.default_rng(args.seed).permutation(len(seqs))
     parts = {"heldout": [seqs[i] for i in order[:n_held]], "train": [seqs[i] for i in order[n_held:]]}
-    backbone, _ = load_hf_model(args.model, "cpu")
+    backbone, _ = load_model(args.model, "cpu", DOMAIN)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for split in SPLITS:

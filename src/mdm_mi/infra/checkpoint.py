@@ -66,22 +66,33 @@ def verify_manifest(directory: str | Path) -> dict:
     return manifest
 
 
-def load_checkpoint(directory: str | Path, domain: str | None = None) -> tuple[dict, dict]:
+def read_meta(directory: str | Path) -> dict:
+    """A checkpoint folder's ``meta.json`` as a dict (one-line :class:`CheckpointError` when missing,
+    not JSON or not an object)."""
+    path = Path(directory) / META
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint file missing: {path}")
+    try:
+        meta = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"checkpoint metadata is not valid JSON: {path} ({exc})") from None
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"checkpoint metadata is not a JSON object: {path}")
+    return meta
+
+
+def load_checkpoint(directory: str | Path, domain: str | None = None, meta: dict | None = None) -> tuple[dict, dict]:
     """Return ``(state_dict, meta)``; raise :class:`CheckpointError` with a one-line reason. A folder
-    with a ``MANIFEST.json`` (a shipped checkpoint) is first checked against its hashes."""
+    with a ``MANIFEST.json`` (a shipped checkpoint) is first checked against its hashes. ``meta``, when
+    the caller has read it already (:mod:`mdm_mi.core.loading`), is not read again."""
     directory = Path(directory)
-    weights, meta_path = directory / WEIGHTS, directory / META
-    for path in (weights, meta_path):
+    weights = directory / WEIGHTS
+    for path in (weights, directory / META):
         if not path.is_file():
             raise CheckpointError(f"checkpoint file missing: {path}")
     if (directory / MANIFEST).is_file():
         verify_manifest(directory)
-    try:
-        meta = json.loads(meta_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"checkpoint metadata is not valid JSON: {meta_path} ({exc})") from None
-    if not isinstance(meta, dict):
-        raise CheckpointError(f"checkpoint metadata is not a JSON object: {meta_path}")
+    meta = read_meta(directory) if meta is None else meta
     if domain is not None and meta.get("domain") != domain:
         raise CheckpointError(
             f"checkpoint {directory} is for domain {meta.get('domain')!r}, not {domain!r}"

@@ -66,7 +66,7 @@ def label(args: LabelArgs, tracker) -> None:
     from safetensors.torch import save_file
 
     from mdm_mi.core.backbone import full_precision
-    from mdm_mi.core.domain import load_backbone
+    from mdm_mi.core.loading import load_model
     from mdm_mi.mi.probe import label_contexts
 
     setup(args.threads, args.seed)
@@ -75,7 +75,7 @@ def label(args: LabelArgs, tracker) -> None:
     if not Path(args.sequences).is_file():
         raise InputError(f"sequence file not found: {args.sequences}")
     sequences = np.load(args.sequences, allow_pickle=False)
-    backbone = full_precision(load_backbone(args.model, device)[0])
+    backbone = full_precision(load_model(args.model, device)[0])
     draw = draw_split(args, sequences, backbone.mask_id, backbone.vocab_token_ids)
     shard = draw.part(shard_slice(len(draw.contexts), args.shard, args.n_shards))
     start = time.time()
@@ -159,13 +159,14 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
     only held-out data any choice may look at), the reported ``test`` fidelity and the pairs CSV from
     ``--test``."""
     from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
-    from mdm_mi.core.domain import get_domain, load_backbone
+    from mdm_mi.core.domain import get_domain
+    from mdm_mi.core.loading import load_model
 
     setup(args.threads, args.seed)
     device = resolve_device(args.device)
     splits = {"train": load_label_shards(args.labels), "val": load_label_shards(args.val),
               "test": load_label_shards(args.test)}
-    backbone, meta = load_backbone(args.model, device)
+    backbone, meta = load_model(args.model, device)
     feats = {name: backbone_features(backbone, split["contexts"].to(device), FEATURE_BATCH).clone()
              for name, split in splits.items()}
     head_cfg = HeadConfig(args.hidden, args.heads, args.rank, args.unary, args.distance_buckets)

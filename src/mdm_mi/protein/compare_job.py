@@ -100,14 +100,14 @@ def _load(args: ProteinCompareBase, reference: list[str]):
     """Backbone, the head's pairwise function and the JSD scorer (k-means fitted on the reference)."""
     from mdm_mi.core.backbone import for_decoding
     from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.mi.head import load_backbone_and_head
+    from mdm_mi.core.loading import load_model_and_head
     from mdm_mi.core.backbone import embedder_of
-    from mdm_mi.core.domain import load_backbone, sequence_domain
+    from mdm_mi.core.loading import SEQUENCES, load_model
     from mdm_mi.protein.compare import Scorer
 
     device = resolve_device(args.device)
-    backbone, head = load_backbone_and_head(args.model, args.head, device, sequence_domain(args.model))
-    source = backbone if args.embedder is None else load_backbone(args.embedder, device, domain=sequence_domain(args.embedder))[0]
+    backbone, head = load_model_and_head(args.model, args.head, device, SEQUENCES)
+    source = backbone if args.embedder is None else load_model(args.embedder, device, SEQUENCES)[0]
     embedder = embedder_of(source, args.embed_layer)
     return for_decoding(backbone, args.bf16), head_pairwise_fn(head), Scorer(embedder, reference, args.clusters, args.seed)
 

@@ -64,7 +64,7 @@ def _reference(path: Path | None):
 
 def generate_job(args: GenerateArgs, tracker) -> None:
     from mdm_mi.core.backbone import for_decoding
-    from mdm_mi.core.domain import sequence_domain
+    from mdm_mi.core.loading import SEQUENCES, model_domain
     from mdm_mi.protein.fasta import write_fasta
     from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
     from mdm_mi.core.sampler_table import sampler_from_args
@@ -76,7 +76,7 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     check_outputs(args.out, args.summary)
     reference, reference2 = _reference(args.reference), _reference(args.reference2)
     device = start(args, args.seed)
-    domain = "protein" if args.model is None else sequence_domain(args.model)  # protein or hf
+    domain = "protein" if args.model is None else model_domain(args.model, SEQUENCES)  # protein or hf
     backbone, model_dir = load_backbone_for(args, domain, device)
     pairwise = pairwise_from_args(args, backbone, model_dir, domain, device)
     decoding = DecodeFlags.of(args)
@@ -112,10 +112,10 @@ def _scores(args: GenerateArgs, backbone, seqs, reference, reference2, device) -
     block ``--embed-layer``. The JSD noise floor (``jsd_noise_floor``, ``jsd_floor_analytic``) needs only
     the reference; without a second reference its second-draw comparisons are left out."""
     from mdm_mi.core.backbone import embedder_of
-    from mdm_mi.core.domain import load_backbone, sequence_domain
+    from mdm_mi.core.loading import SEQUENCES, load_model
     from mdm_mi.protein.metrics import score_sample
 
-    source = backbone if args.embedder is None else load_backbone(args.embedder, device, domain=sequence_domain(args.embedder))[0]
+    source = backbone if args.embedder is None else load_model(args.embedder, device, SEQUENCES)[0]
     embedder = embedder_of(source, args.embed_layer)
     scores = score_sample(seqs, reference, reference2 or reference, embedder, args.clusters, args.seed)
     if reference2 is None:

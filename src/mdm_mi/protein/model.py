@@ -13,7 +13,7 @@ A protein model folder always holds ``meta.json`` with ``domain: protein``:
 The ESM-C kinds load into an :class:`~mdm_mi.protein.esmc.ESMCBackbone`; all are Backbones, so labelling,
 the MI head, the samplers and the metrics never see which one it is.
 
-    backbone, meta = load_protein_model("results/cpu-default/protein/model")
+    backbone, meta = load_protein_model("results/cpu-default/protein/model")  # verbs: core.loading.load_model
 """
 
 from __future__ import annotations
@@ -72,16 +72,18 @@ def _meta(directory: Path) -> dict:
     return meta
 
 
-def load_protein_model(directory: str | Path, device: str | torch.device = "cpu", hidden_layer: int | None = None):
+def load_protein_model(directory: str | Path, device: str | torch.device = "cpu", hidden_layer: int | None = None,
+                       meta: dict | None = None):
     """Load a protein model folder → ``(ESMCBackbone in eval mode, meta)``; never unpickles.
 
-    ``hidden_layer`` overrides the layer recorded in meta (e.g. the embedding layer of the metrics).
+    ``hidden_layer`` overrides the layer recorded in meta (e.g. the embedding layer of the metrics);
+    ``meta``, read already by :func:`mdm_mi.core.loading.load_model` (the verbs' way in), is not read again.
     Missing, corrupt or mismatched files raise :class:`CheckpointError` with one line.
     """
     from mdm_mi.protein.esmc import ESMCBackbone, load_esmc
 
     directory = Path(directory)
-    meta = _meta(directory)
+    meta = _meta(directory) if meta is None else meta
     if meta.get("kind") == KIND_COLUMNS:
         from mdm_mi.protein.family.columns import load_column_model
 
@@ -96,7 +98,7 @@ def load_protein_model(directory: str | Path, device: str | torch.device = "cpu"
         return ESMCBackbone(model, layer, bool(meta.get("bf16", False))).to(device).eval(), meta
     if meta.get("kind") != KIND_TRAINED:
         raise CheckpointError(f"protein checkpoint {directory} has unknown kind {meta.get('kind')!r}")
-    state, _ = load_checkpoint(directory, domain=DOMAIN)
+    state, _ = load_checkpoint(directory, domain=DOMAIN, meta=meta)
     model = new_esmc(**dims)
     try:
         model.load_state_dict(state, strict=True)

@@ -72,7 +72,7 @@ def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
     import torch
 
     from mdm_mi.infra.io import atomic_path
-    from mdm_mi.mi.head import load_backbone_and_head
+    from mdm_mi.core.loading import load_model_and_head
     from mdm_mi.mi.contexts import load_label_shards
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.report import distance_profile, mi_map
@@ -81,7 +81,7 @@ def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
     if not 0 < args.mask_fraction <= 1:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
     device = resolve_device(args.device)
-    backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
+    backbone, head = load_model_and_head(args.model, args.head, device, "protein")
     test = load_label_shards(args.test)
     if hasattr(backbone, "decode_rows"):  # a column model: the first test context, an aligned row (_ = masked)
         tokens = test["contexts"][0].to(device)

@@ -99,9 +99,9 @@ def sequential_solved(model_dir, puzzles: PuzzleSet, batch_size: int, device: st
     """Greedy sequential decoding (entropy order, seed 0) of ``puzzles`` with the checkpoint in
     ``model_dir``: the backbone-strength measure of the benchmarks → (solved ``(P,)`` bool, decode
     seconds, the checkpoint's meta)."""
-    from mdm_mi.core.domain import load_backbone
+    from mdm_mi.core.loading import load_model
 
-    model, meta = load_backbone(str(model_dir), device, domain="sudoku")
+    model, meta = load_model(str(model_dir), device, "sudoku")
     t0 = time.time()
     solved, _ = Decoder(model, None, batch_size, seed=0)(puzzles, Sequential("entropy"))
     return solved, time.time() - t0, meta

@@ -56,7 +56,7 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
     from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, write_csv
     from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
     from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.mi.head import load_backbone_and_head
+    from mdm_mi.core.loading import load_model_and_head
     from mdm_mi.sudoku.compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_matched
     from mdm_mi.sudoku.report import curve_figure
     from mdm_mi.sudoku.data import load_puzzle_csv, write_puzzle_csv
@@ -71,7 +71,7 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
         calib, test = compare_splits(load_puzzle_csv(args.radcliffe), load_puzzle_csv(args.easy), [args.set], spec)[args.set]
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    model, head = load_backbone_and_head(args.model, args.head, resolve_device(args.device), "sudoku")
+    model, head = load_model_and_head(args.model, args.head, resolve_device(args.device), "sudoku")
     out = Path(args.out_dir)
     write_puzzle_csv(out / "calib.csv", calib)
     write_puzzle_csv(out / "test.csv", test)

@@ -106,11 +106,12 @@ def n_params(model: nn.Module) -> int:
 DOMAIN = "sudoku"
 
 
-def load_model(directory, device: str = "cpu") -> tuple[SudokuMDM, dict]:
-    """Load a Sudoku checkpoint (safetensors, never unpickled) → (model in eval mode, meta)."""
+def load_model(directory, device: str = "cpu", meta: dict | None = None) -> tuple[SudokuMDM, dict]:
+    """Load a Sudoku checkpoint (safetensors, never unpickled) → (model in eval mode, meta). Verbs reach
+    it through :func:`mdm_mi.core.loading.load_model`, which passes the ``meta`` it read."""
     from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint
 
-    state, meta = load_checkpoint(directory, domain=DOMAIN)
+    state, meta = load_checkpoint(directory, domain=DOMAIN, meta=meta)
     try:
         model = SudokuMDM(ModelConfig(**meta["model"]))
         model.load_state_dict(state)

@@ -52,7 +52,7 @@ def _load_compare(folder: Path):
 def sudoku_oracle_ceiling(args: CeilingArgs, tracker) -> None:
     from mdm_mi.evaluation.budgets import best_mi_run
     from mdm_mi.mi.guided import oracle_pairwise_fn
-    from mdm_mi.core.domain import load_backbone
+    from mdm_mi.core.loading import load_model
     from mdm_mi.evaluation.paired import paired_difference
     from mdm_mi.core.sampler_table import build_sampler
     from mdm_mi.sudoku.compare import Decoder
@@ -64,7 +64,7 @@ def sudoku_oracle_ceiling(args: CeilingArgs, tracker) -> None:
     test = load_puzzle_csv(folder / "test.csv")
     idx = np.sort(np.random.default_rng([args.seed, 4]).permutation(len(test))[: args.puzzles])
     device = resolve_device(args.device)
-    model, _ = load_backbone(args.model, device, domain="sudoku")
+    model, _ = load_model(args.model, device, "sudoku")
     oracle = Decoder(model, oracle_pairwise_fn(model, method="certified", tol=args.tol), args.batch_size, args.seed)
     result = {"n": len(idx), "tol": args.tol, "divisors": {}}
     for d in args.divisors:

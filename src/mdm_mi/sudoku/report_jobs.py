@@ -59,14 +59,14 @@ def figure_mi_map(args: MiMapArgs, tracker) -> None:
     import torch
 
     from mdm_mi.infra.errors import InputError
-    from mdm_mi.mi.head import load_backbone_and_head
+    from mdm_mi.core.loading import load_model_and_head
     from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
     from mdm_mi.sudoku.report import mi_map_figure
     from mdm_mi.infra.runtime import resolve_device
     from mdm_mi.sudoku.data import load_puzzle_csv
 
     device = resolve_device(args.device)
-    backbone, head = load_backbone_and_head(args.model, args.head, device, "sudoku")
+    backbone, head = load_model_and_head(args.model, args.head, device, "sudoku")
     ps = load_puzzle_csv(args.puzzles)
     if not 0 <= args.index < len(ps):
         raise InputError(f"--index {args.index} is outside the {len(ps)} puzzles of {args.puzzles}")

@@ -204,7 +204,7 @@ def load_column_model(directory: str | Path, meta: dict, device="cpu") -> Column
                           mean_field=int(meta["columns"].get("mean_field", 0)))
     except (KeyError, TypeError):
         raise CheckpointError(f"column model metadata lacks its dims: {directory}") from None
-    state, _ = load_checkpoint(directory, domain="protein")
+    state, _ = load_checkpoint(directory, domain="protein", meta=meta)
     model = ColumnMDM(dims)
     try:
         model.load_state_dict(state, strict=True)

@@ -325,7 +325,7 @@ class FamilyLossArgs(ProteinModelFlag, DeviceFlag):
 
 
 def family_loss(args: FamilyLossArgs, tracker) -> None:
-    from mdm_mi.core.domain import load_backbone
+    from mdm_mi.core.loading import load_model
     from mdm_mi.protein.fasta import read_fasta, validate_sequence
     from mdm_mi.infra.runtime import resolve_device, setup
 
@@ -336,7 +336,7 @@ def family_loss(args: FamilyLossArgs, tracker) -> None:
         raise InputError(f"--rates must lie in (0, 1], got {args.rates}")
     setup(args.threads, args.seed)
     seqs = [validate_sequence(s, name=n) for n, s in read_fasta(data / "reference.fasta")]
-    backbone, _ = load_backbone(args.model, resolve_device(args.device), domain="protein")
+    backbone, _ = load_model(args.model, resolve_device(args.device), "protein")
     backbone.eval()
     if getattr(backbone, "fixed_length", None):
         return _column_loss(args, backbone, tracker)

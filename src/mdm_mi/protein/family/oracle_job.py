@@ -127,7 +127,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     from mdm_mi.core.backbone import for_decoding
     from mdm_mi.evaluation.budgets import best_mi_run
     from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
-    from mdm_mi.mi.head import load_backbone_and_head
+    from mdm_mi.core.loading import load_model_and_head
     from mdm_mi.protein.family.scores import read_splits
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths
@@ -141,7 +141,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     heads = {d: best_mi_run(runs, d) for d in args.divisors}  # fail on a missing budget before any decoding
     train, val, reference, _ = read_splits(args.data_dir)
     scorer = SequenceScorer(train, val)
-    backbone, head = load_backbone_and_head(args.model, args.head, resolve_device(args.device), "protein")
+    backbone, head = load_model_and_head(args.model, args.head, resolve_device(args.device), "protein")
     lengths = draw_lengths(reference_lengths(backbone, [r.sequence for r in reference]), args.n,
                            np.random.default_rng([args.seed, LENGTH_STREAM]))
     fns = {"head": head_pairwise_fn(head), "oracle": oracle_pairwise_fn(backbone, method="certified", tol=args.tol)}
