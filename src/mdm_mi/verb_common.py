@@ -1,7 +1,8 @@
 """What the user verbs (and the workflow verbs that double as user verbs) share: the model-location
-flags, loading a backbone and its MI head (through :mod:`mdm_mi.core.loading`), progress bars, notes on stderr and reading input files.
+flags, loading a backbone and its MI head (through :mod:`mdm_mi.core.loading`), progress bars, notes
+on stderr and reading input files.
 
-    backbone, path = load_backbone_for(args, "sudoku", device)   # --model, else found in results/
+    backbone, path, _ = load_backbone_for(args, "sudoku", device)   # --model, else found in results/
     head = load_head_for(args, backbone, path, "sudoku", device)  # --head, else the one beside it
 """
 
@@ -56,11 +57,13 @@ def model_path(args, domain: str) -> Path:
 
 def load_backbone_for(args, domain: str, device: str):
     """Load the ``domain`` backbone of ``args`` (``--model``, else found in results/) → ``(backbone, its
-    folder)``, through :func:`mdm_mi.core.loading.load_model`."""
-    from mdm_mi.core.loading import load_model
+    folder, its domain)``, through :func:`mdm_mi.core.loading.load_model`; ``domain`` may be
+    :data:`~mdm_mi.core.loading.SEQUENCES` (any sequence model; a protein model when none is given)."""
+    from mdm_mi.core.loading import SEQUENCES, load_model
 
-    path = model_path(args, domain)
-    return load_model(path, device, domain)[0], path
+    path = model_path(args, "protein" if domain == SEQUENCES else domain)
+    backbone, meta = load_model(path, device, domain)
+    return backbone, path, meta["domain"]
 
 
 def load_head_for(args, backbone, model: Path, domain: str, device: str):

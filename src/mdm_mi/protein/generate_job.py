@@ -64,7 +64,7 @@ def _reference(path: Path | None):
 
 def generate_job(args: GenerateArgs, tracker) -> None:
     from mdm_mi.core.backbone import for_decoding
-    from mdm_mi.core.loading import SEQUENCES, model_domain
+    from mdm_mi.core.loading import SEQUENCES
     from mdm_mi.protein.fasta import write_fasta
     from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
     from mdm_mi.core.sampler_table import sampler_from_args
@@ -76,8 +76,7 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     check_outputs(args.out, args.summary)
     reference, reference2 = _reference(args.reference), _reference(args.reference2)
     device = start(args, args.seed)
-    domain = "protein" if args.model is None else model_domain(args.model, SEQUENCES)  # protein or hf
-    backbone, model_dir = load_backbone_for(args, domain, device)
+    backbone, model_dir, domain = load_backbone_for(args, SEQUENCES, device)  # protein or hf
     pairwise = pairwise_from_args(args, backbone, model_dir, domain, device)
     decoding = DecodeFlags.of(args)
     backbone = for_decoding(backbone, decoding.bf16)

@@ -146,7 +146,7 @@ def evaluate(args: EvaluateArgs, tracker) -> None:
     check_outputs(args.out, args.per_puzzle)
     ps = load_puzzle_csv(args.puzzles)  # bad input fails before the model loads
     device = start(args, args.seed)
-    model, model_dir = load_backbone_for(args, "sudoku", device)
+    model, model_dir, _ = load_backbone_for(args, "sudoku", device)
     pairwise = pairwise_from_args(args, model, model_dir, "sudoku", device)
     start_time = time.time()
     with progress(len(ps), f"evaluate {sampler.name}", args.quiet) as bar:

@@ -109,7 +109,7 @@ def solve(args: SolveArgs, tracker) -> int:
             counts.append(check_puzzle(p))
             bar.update()
     device = start(args, args.seed)
-    backbone, path = load_backbone_for(args, "sudoku", device)
+    backbone, path, _ = load_backbone_for(args, "sudoku", device)
     note(f"model: {path}", args.quiet)
     pairwise = None
     if sampler.uses_pairwise:  # the MI head reads the same forward pass
