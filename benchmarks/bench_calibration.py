@@ -24,9 +24,9 @@ import numpy as np
 import torch
 
 from mdm_mi.evaluation import calibrate as cal
-from mdm_mi.infra.flags import Decoding
 from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid, calibrated_families
 from mdm_mi.infra.config import load_config
+from mdm_mi.infra.flags import Decoding
 
 LEGACY_ITERS = 14
 
@@ -86,8 +86,8 @@ def setup_domain(args):
     """→ (measure(sampler) → (mean passes, {}), sequential's mean passes, families), with the
     families, batch sizes and calibration size of the comparison job under ``args.config``."""
     from mdm_mi.core.loading import load_model
-    from mdm_mi.mi.guided import head_pairwise_fn
     from mdm_mi.core.loading import load_mi_head
+    from mdm_mi.mi.guided import head_pairwise_fn
 
     backbone, _ = load_model(args.model, torch.device("cpu"), domain=args.domain)
     pairwise = head_pairwise_fn(load_mi_head(args.head, torch.device("cpu"), backbone))

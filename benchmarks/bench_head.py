@@ -27,9 +27,9 @@ import time
 
 import torch
 
+from mdm_mi.core.samplers import StepView
 from mdm_mi.mi.guided import HeadPairs, admit
 from mdm_mi.mi.head import HeadConfig, MIHead, count_params, head_flops
-from mdm_mi.core.samplers import StepView
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS
 from mdm_mi.sudoku.model import ModelConfig, SudokuMDM, n_params
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from conftest import EASY_CSV, REPO, MockBackbone, seeded_logits
+from mdm_mi.core.samplers import decode
 from mdm_mi.evaluation.calibrate import Family, calibrate, targets
 from mdm_mi.evaluation.matched import BUDGET_RTOL, bracket_settings, mixture
-from mdm_mi.core.samplers import decode
 
 N, V = 60, 6
 
@@ -152,8 +152,8 @@ def _fractional_runs(seed: int):
 
 
 def test_the_budgets_table_summary_and_side_by_side_carry_the_verdicts(tmp_path):
-    from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, write_csv
     from mdm_mi.cli import main
+    from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, write_csv
     from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify
 
     for seed, root in ((0, tmp_path / "budgets"), (1, tmp_path / "budgets-calib1")):
@@ -179,8 +179,8 @@ def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoi
     setting's outcomes in outcomes.npz, roles, Holm p and verdicts in budgets.csv."""
     import json
 
-    from mdm_mi.evaluation.budgets import read_csv
     from mdm_mi.cli import main
+    from mdm_mi.evaluation.budgets import read_csv
     from mdm_mi.mi.head import HeadConfig, MIHead, save_head
 
     save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / "head", {})

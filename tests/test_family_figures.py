@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL
 from mdm_mi.cli import main
+from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL
 from mdm_mi.infra.errors import InputError
 from mdm_mi.protein.family import figure_jobs, figures as ff
 from mdm_mi.protein.family import metrics as fm

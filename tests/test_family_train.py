@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from mdm_mi.infra.errors import InputError
-from mdm_mi.protein.family import alignment as fam
 from mdm_mi.infra.train_loop import BestWeights, optimise
 from mdm_mi.infra.train_state import TrainState
+from mdm_mi.protein.family import alignment as fam
 
 pytest.importorskip("esm.models.esmc")
 

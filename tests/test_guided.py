@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from mdm_mi.core.backbone import BackboneOutput
-from mdm_mi.mi.guided import MIGuided, OracleMI, admit, algorithm1, head_pairwise_fn, oracle_pairwise_fn
-from mdm_mi.mi.head import HeadConfig, MIHead
 from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, build_sampler
 from mdm_mi.core.samplers import StepView, decode
+from mdm_mi.mi.guided import MIGuided, OracleMI, admit, algorithm1, head_pairwise_fn, oracle_pairwise_fn
+from mdm_mi.mi.head import HeadConfig, MIHead
 
 INF = float("inf")
 

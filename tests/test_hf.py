@@ -14,8 +14,8 @@ import torch
 
 from hf_helpers import tiny_bert, tiny_esm
 from mdm_mi.core.backbone import BackboneOutput
-from mdm_mi.infra.errors import BackboneError
 from mdm_mi.hf.hf_jobs import ImportHfArgs, import_hf
+from mdm_mi.infra.errors import BackboneError
 from mdm_mi.infra.tracking import NullTracker
 
 pytest.importorskip("transformers")
@@ -73,11 +73,11 @@ def test_encode_names_tokens_outside_the_alphabet(hf_backbone):
 
 
 def test_probe_head_and_decode_keep_special_tokens(hf_backbone):
+    from mdm_mi.core.samplers import EntropyBounded, decode
     from mdm_mi.mi.contexts import draw_training
     from mdm_mi.mi.guided import MIGuided, head_pairwise_fn
     from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, train_head
     from mdm_mi.mi.probe import label_contexts
-    from mdm_mi.core.samplers import EntropyBounded, decode
 
     seqs = hf_backbone.encode(["MKTAYIAKQR", "ACDEFGHIK", "LLMNPQ"]).numpy()
     draw = draw_training(seqs, 6, hf_backbone.mask_id, 0, hf_backbone.vocab_token_ids)

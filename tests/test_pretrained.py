@@ -8,8 +8,8 @@ import json
 import pytest
 
 from conftest import REPO
-from mdm_mi.infra.checkpoint import MANIFEST, META, WEIGHTS, CheckpointError, load_checkpoint, verify_manifest
 from mdm_mi.cli import main
+from mdm_mi.infra.checkpoint import MANIFEST, META, WEIGHTS, CheckpointError, load_checkpoint, verify_manifest
 
 SHIPPED = REPO / "resources" / "pretrained" / "sudoku"
 SHIPPED_PROTEIN = REPO / "resources" / "pretrained" / "protein-kunitz"

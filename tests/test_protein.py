@@ -300,8 +300,8 @@ def _summary(sampler, params, passes, jsd):
 
 
 def test_protein_tables_and_speed_quality_figure(tmp_path):
-    from mdm_mi.protein import report
     from mdm_mi.evaluation.tables import to_csv
+    from mdm_mi.protein import report
 
     rows = report.protein_rows([
         _summary("sequential", {"order": "entropy"}, 75.0, 0.05), _summary("naive", {"k": 8}, 10.0, 0.20),

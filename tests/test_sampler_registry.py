@@ -94,9 +94,9 @@ def test_toy_baseline_is_compared_with_the_contenders_in_the_budgets_tables(toy)
 
 
 def test_toy_sampler_is_tabled_and_in_the_workflow_grid(toy, monkeypatch):
+    from mdm_mi.evaluation.tables import setting_label, to_csv
     from mdm_mi.protein.report import columns as protein_columns, protein_rows
     from mdm_mi.sudoku.report import columns, tidy_rows
-    from mdm_mi.evaluation.tables import setting_label, to_csv
 
     level = {"n": 8, "accuracy": 0.5, "acc_lo": 0.2, "acc_hi": 0.8, "mean_passes": 10.0, "passes_ci": 1.0,
              "mean_clues": 30.0}
@@ -183,9 +183,9 @@ SWEPT_TOY = SamplerSpec(CappedFraction, ("frac", "width"), "head", style=Style("
 def test_toy_sampler_with_a_swept_setting_needs_one_entry(monkeypatch):
     """One entry makes the comparisons' flags and families, the decoding flags, the workflow's per-set
     rule lists and decode list, the results tables' columns and the figures' style."""
+    from mdm_mi.core.sampler_table import rule_keys, sampler_flags_class, swept_flags_class
     from mdm_mi.evaluation.calibrate import comparison_families
     from mdm_mi.evaluation.plotting import SAMPLER_STYLE
-    from mdm_mi.core.sampler_table import rule_keys, sampler_flags_class, swept_flags_class
     from mdm_mi.evaluation.tables import param_columns
 
     monkeypatch.setitem(SAMPLERS, "toy-swept", SWEPT_TOY)
@@ -210,8 +210,8 @@ def test_toy_sampler_with_a_swept_setting_needs_one_entry(monkeypatch):
 def test_the_schema_has_a_key_for_each_entrys_config_settings(domain):
     """The second place a sampler's config setting lives: the schema (its one default). Every grid and
     shared setting of an entry is a key of ``<domain>.samplers``, every swept one of ``<domain>.compare``."""
-    from mdm_mi.infra.config import load_schema
     from mdm_mi.core.sampler_table import swept_settings
+    from mdm_mi.infra.config import load_schema
 
     section = load_schema()["properties"][domain]["properties"]
     grid = {s.key for spec in SAMPLERS.values() for s in (*spec.grid, *spec.shared)}

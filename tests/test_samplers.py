@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from mdm_mi.infra.flags import Decoding
 from mdm_mi.core.sampler_table import SAMPLERS, build_sampler
+from mdm_mi.infra.flags import Decoding
 from mdm_mi.core.samplers import (
     eb_prefix,
     INF,

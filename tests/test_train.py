@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from conftest import TINY_CFG, make_tiny_model
+from mdm_mi.infra.train_loop import lr_at
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, is_valid_solution
 from mdm_mi.sudoku.train import TrainConfig, augment, diffusion_loss, mask_batch, train
-from mdm_mi.infra.train_loop import lr_at
 
 BASE = TrainConfig(steps=100, batch_size=8, lr=1e-2, warmup=10, weight_decay=0.0, t_min=0.05, t_max=1.0,
                    loss_weight="none", augment=True, grad_clip=1.0, seed=0, log_every=5, compile=False, ema=0.0, save_every=0, snapshot_every=0)

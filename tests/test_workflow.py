@@ -21,9 +21,9 @@ import pytest
 
 from conftest import REPO
 from mdm_mi.cli import build_parser
+from mdm_mi.core.sampler_table import rule_keys
 from mdm_mi.infra.config import load_config
 from mdm_mi.protein.family.scores import REFERENCE_ROWS
-from mdm_mi.core.sampler_table import rule_keys
 
 VENV_BIN = REPO / ".venv" / "bin"
 SNAKEMAKE = VENV_BIN / "snakemake"

@@ -22,8 +22,8 @@ import typing
 from typing import Callable, NamedTuple
 
 from mdm_mi import pretrained_jobs, tracking_job
-from mdm_mi.infra.errors import USER_ERRORS, InputError
 from mdm_mi.hf import hf_jobs
+from mdm_mi.infra.errors import USER_ERRORS, InputError
 from mdm_mi.mi import mi_jobs
 from mdm_mi.protein import compare_job as protein_compare_job, generate_job, protein_jobs, report_jobs
 from mdm_mi.protein.family import (column_jobs, family_jobs, figure_jobs as family_figure_jobs,

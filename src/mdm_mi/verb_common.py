@@ -14,11 +14,11 @@ from pathlib import Path
 
 import torch
 
-from mdm_mi.infra.flags import h
-from mdm_mi.infra.errors import InputError
 from mdm_mi.core.locate import DEFAULT_RESULTS, find_head, find_model
-from mdm_mi.infra.runtime import resolve_device
 from mdm_mi.core.sampler_table import HEAD, ORACLE, SAMPLERS
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import h
+from mdm_mi.infra.runtime import resolve_device
 
 MODEL_GROUP = "model (found in the workflow's results/ unless given)"
 

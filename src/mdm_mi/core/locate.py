@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mdm_mi.infra.checkpoint import META
 from mdm_mi.core.domain import DOMAINS
+from mdm_mi.infra.checkpoint import META
 from mdm_mi.infra.errors import InputError
 
 RUN_ENV = "MDM_MI_RUN"

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
+from mdm_mi.core.sampler_table import ALGORITHM_1, SAMPLERS, Calibration, is_algorithm_1, sampler_of
+from mdm_mi.evaluation.paired import paired_difference
+from mdm_mi.evaluation.stats import wilson_interval
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path
-from mdm_mi.evaluation.paired import paired_difference
-from mdm_mi.core.sampler_table import ALGORITHM_1, SAMPLERS, Calibration, is_algorithm_1, sampler_of
-from mdm_mi.evaluation.stats import wilson_interval
 
 SEQUENTIAL = "sequential"
 BEST_MI = "mi*"  # MI-guided with λ chosen per budget on the calibration split

@@ -12,8 +12,8 @@ import csv
 import io
 from typing import Iterable
 
-from mdm_mi.infra.io import write_text
 from mdm_mi.core.sampler_table import SAMPLERS
+from mdm_mi.infra.io import write_text
 
 
 def param_columns(samplers: Iterable[str] = ()) -> list[str]:

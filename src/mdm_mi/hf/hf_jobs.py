@@ -39,8 +39,8 @@ class ImportHfArgs:
 def import_hf(args: ImportHfArgs, tracker) -> None:
     """Write ``meta.json`` (domain ``hf``) and, with ``--check``, load the model and run one pass
     through :func:`mdm_mi.core.backbone.check_backbone` / :func:`~mdm_mi.core.backbone.check_output`."""
-    from mdm_mi.infra.checkpoint import META
     from mdm_mi.hf.backbone import DOMAIN, read_alphabet
+    from mdm_mi.infra.checkpoint import META
 
     weights = Path(args.weights)
     if not (weights / "config.json").is_file():

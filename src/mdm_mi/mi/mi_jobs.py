@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.mi.contexts import (ContextDraw, draw_evaluation, draw_training, load_label_shards, shard_slice,
                                split_part)
@@ -158,9 +158,9 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
     """Train on ``--labels``; the history's val_mse and the ``val`` fidelity come from ``--val`` (the
     only held-out data any choice may look at), the reported ``test`` fidelity and the pairs CSV from
     ``--test``."""
-    from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
     from mdm_mi.core.domain import get_domain
     from mdm_mi.core.loading import load_model
+    from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
 
     setup(args.threads, args.seed)
     device = resolve_device(args.device)

@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.calibrate import Family, calibrate_grid
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import read_json, write_json
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.generate import draw_lengths, generate
-from mdm_mi.core.samplers import Sequential
 
 SEQUENTIAL = "sequential"
 

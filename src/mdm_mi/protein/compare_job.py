@@ -21,15 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
+from mdm_mi.core.sampler_table import SweptFlags
 from mdm_mi.evaluation.calibrate import comparison_families
-from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.infra.io import write_json, write_text
+from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.protein.compare import PART_FILE, read_parts, run_fasta, write_part
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
-from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.core.sampler_table import SweptFlags
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",
               "lo", "hi", "p_value", "verdict"]
@@ -99,10 +99,10 @@ def part_names(args: ProteinCompareBase) -> list[str]:
 def _load(args: ProteinCompareBase, reference: list[str]):
     """Backbone, the head's pairwise function and the JSD scorer (k-means fitted on the reference)."""
     from mdm_mi.core.backbone import for_decoding
-    from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.core.loading import load_model_and_head
     from mdm_mi.core.backbone import embedder_of
+    from mdm_mi.core.loading import load_model_and_head
     from mdm_mi.core.loading import SEQUENCES, load_model
+    from mdm_mi.mi.guided import head_pairwise_fn
     from mdm_mi.protein.compare import Scorer
 
     device = resolve_device(args.device)

@@ -16,10 +16,10 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from mdm_mi.core.samplers import PairwiseFn, Sampler, decode
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import Decoding
 from mdm_mi.protein.decode_flags import DecodeFlags
-from mdm_mi.core.samplers import PairwiseFn, Sampler, decode
 
 
 DEFAULT_DECODING = DecodeFlags()  # config protein.generate's defaults: temperature 1

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.infra.flags import h as _h
+from mdm_mi.core.sampler_table import SamplerFlags
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import h as _h
 from mdm_mi.infra.io import write_json
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
-from mdm_mi.core.sampler_table import SamplerFlags
 from mdm_mi.verb_common import ModelFlags
 
 
@@ -65,10 +65,10 @@ def _reference(path: Path | None):
 def generate_job(args: GenerateArgs, tracker) -> None:
     from mdm_mi.core.backbone import for_decoding
     from mdm_mi.core.loading import SEQUENCES
-    from mdm_mi.protein.fasta import write_fasta
-    from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
     from mdm_mi.core.sampler_table import sampler_from_args
     from mdm_mi.evaluation.stats import mean_ci
+    from mdm_mi.protein.fasta import write_fasta
+    from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
     from mdm_mi.verb_common import check_outputs, load_backbone_for, pairwise_from_args, progress, start
 
     _check(args)

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.infra.flags import OutDir, SeedFlag, h as _h
-from mdm_mi.infra.train_loop import DiffusionTrainFlags
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import OutDir, SeedFlag, h as _h
 from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import resolve_device, setup
+from mdm_mi.infra.train_loop import DiffusionTrainFlags
 
 
 @dataclass(frozen=True)
@@ -120,10 +120,10 @@ def _val_sequences(args: PretrainProteinArgs) -> list[str] | None:
 
 
 def pretrain_protein(args: PretrainProteinArgs, tracker) -> None:
+    from mdm_mi.infra.train_loop import RESUME, SNAPSHOTS
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.model import save_trained
     from mdm_mi.protein.train import ProteinTrainConfig, train_protein_mdm
-    from mdm_mi.infra.train_loop import RESUME, SNAPSHOTS
 
     setup(args.threads, args.seed)
     device = resolve_device(args.device)

@@ -34,11 +34,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, optimise
+from mdm_mi.infra.train_state import TrainState
 from mdm_mi.protein.data import random_crop
 from mdm_mi.protein.family.loss import MASK_RATES, masked_loss
 from mdm_mi.protein.tokens import ProteinTokens
-from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, optimise
-from mdm_mi.infra.train_state import TrainState
 
 
 @dataclass(frozen=True, kw_only=True)

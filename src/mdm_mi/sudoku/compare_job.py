@@ -24,14 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
+from mdm_mi.core.sampler_table import SweptFlags
 from mdm_mi.evaluation.calibrate import comparison_families
-from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
+from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.core.sampler_table import SweptFlags
 from mdm_mi.sudoku.flags import SudokuDecodeFlags
-from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify
 
 SUDOKU_CELLS = 81
 
@@ -53,13 +53,13 @@ class CompareArgs(SudokuDecodeFlags, ComparisonFlags, SweptFlags, HeadFlag):
 
 
 def sudoku_compare(args: CompareArgs, tracker) -> None:
+    from mdm_mi.core.loading import load_model_and_head
     from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, write_csv
     from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
     from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.core.loading import load_model_and_head
     from mdm_mi.sudoku.compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_matched
-    from mdm_mi.sudoku.report import curve_figure
     from mdm_mi.sudoku.data import load_puzzle_csv, write_puzzle_csv
+    from mdm_mi.sudoku.report import curve_figure
 
     setup(args.threads, args.seed)
     if not args.divisors or min(args.divisors) < 1:

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
-from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, SIDE, PuzzleFormatError, cell_name, parse_puzzle, rule_break
 from mdm_mi.infra.io import read_text_input
+from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, SIDE, PuzzleFormatError, cell_name, parse_puzzle, rule_break
 
 MAX_NODES = 100_000  # solver nodes spent deciding solvability (hard puzzles need ~2,000; ~0.3 s at most)
 

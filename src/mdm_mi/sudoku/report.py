@@ -22,8 +22,8 @@ import numpy as np
 
 from mdm_mi.evaluation import paper
 from mdm_mi.evaluation.plotting import SAMPLER_STYLE, log_passes_axis, matched_table as matched, nearest, plain_ticks, plt, save
-from mdm_mi.sudoku.grid import MASK_ID, SIDE
 from mdm_mi.evaluation.tables import param_columns, setting_label
+from mdm_mi.sudoku.grid import MASK_ID, SIDE
 
 BEST_MI_LABEL = "mi*: MI-guided at the λ that scored best on calibration, per budget"
 

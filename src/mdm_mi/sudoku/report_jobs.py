@@ -58,12 +58,12 @@ class MiMapArgs(BackboneFlag, HeadFlag, FigureOut, DeviceFlag):
 def figure_mi_map(args: MiMapArgs, tracker) -> None:
     import torch
 
-    from mdm_mi.infra.errors import InputError
     from mdm_mi.core.loading import load_model_and_head
-    from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
-    from mdm_mi.sudoku.report import mi_map_figure
+    from mdm_mi.infra.errors import InputError
     from mdm_mi.infra.runtime import resolve_device
+    from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
     from mdm_mi.sudoku.data import load_puzzle_csv
+    from mdm_mi.sudoku.report import mi_map_figure
 
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "sudoku")
@@ -86,8 +86,8 @@ class GatherArgs(TidyCsvOut):
 
 
 def gather(args: GatherArgs, tracker) -> None:
-    from mdm_mi.sudoku.report import columns, tidy_rows, to_markdown
     from mdm_mi.evaluation.tables import write_table
+    from mdm_mi.sudoku.report import columns, tidy_rows, to_markdown
 
     rows = tidy_rows([read_json(p) for p in args.inputs])
     write_table(rows, columns(rows), args.out, to_markdown(rows), args.markdown, tracker)

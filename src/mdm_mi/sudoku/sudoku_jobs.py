@@ -14,14 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.infra.checkpoint import save_checkpoint
 from mdm_mi.core.domain import set_domain
-from mdm_mi.infra.flags import SeedFlag, h as _h
-from mdm_mi.infra.train_loop import RESUME, SNAPSHOTS, DiffusionTrainFlags
+from mdm_mi.core.sampler_table import SamplerFlags
+from mdm_mi.infra.checkpoint import save_checkpoint
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import SeedFlag, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_npy
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.core.sampler_table import SamplerFlags
+from mdm_mi.infra.train_loop import RESUME, SNAPSHOTS, DiffusionTrainFlags
 from mdm_mi.verb_common import ModelFlags, start
 
 

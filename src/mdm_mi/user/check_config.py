@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.infra.flags import h
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import h
 
 EXAMPLES = """examples:
   mdm-mi check-config config/config.yaml

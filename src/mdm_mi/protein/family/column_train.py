@@ -23,9 +23,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from mdm_mi.protein.family.columns import MASK_ID, ColumnBackbone, ColumnDims, ColumnMDM
 from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, optimise
 from mdm_mi.infra.train_state import TrainState
+from mdm_mi.protein.family.columns import MASK_ID, ColumnBackbone, ColumnDims, ColumnMDM
 
 MASK_RATES = (0.15, 0.5, 0.9)  # the held-out loss's mask rates (as for the sequence models)
 LOSS_BATCH = 256

@@ -91,8 +91,8 @@ def _split_family(args: PrepareFamilyArgs) -> tuple[dict, list[dict], int]:
 def _write_family_contexts(out: Path, splits: dict, args: PrepareFamilyArgs) -> dict:
     """MI label contexts (protein-data's format, one width for both files): seeded draws of distinct
     whole sequences of the train split and of the validation + reference splits → their counts."""
-    from mdm_mi.protein.fasta import sample_reference
     from mdm_mi.protein.data import write_contexts
+    from mdm_mi.protein.fasta import sample_reference
 
     width = max(len(r.sequence) for records in splits.values() for r in records) + 2
     pools = {"train": _distinct(splits["train"]), "heldout": _distinct(splits["val"] + splits["reference"])}
@@ -109,8 +109,8 @@ def _write_column_contexts(out: Path, splits: dict, args: PrepareFamilyArgs) -> 
     """The column model's MI label contexts (its token ids, :func:`~mdm_mi.protein.family.columns.encode_rows`):
     seeded draws of distinct aligned rows of the same pools, ``{train,heldout}_column_contexts.npy``."""
     from mdm_mi.infra.io import write_npy
-    from mdm_mi.protein.fasta import sample_reference
     from mdm_mi.protein.family.columns import encode_rows
+    from mdm_mi.protein.fasta import sample_reference
 
     pools = {"train": splits["train"], "heldout": splits["val"] + splits["reference"]}
     for name, k in (("train", args.n_train_contexts), ("heldout", args.n_heldout_contexts)):
@@ -277,8 +277,8 @@ def family_compare(args: FamilyCompareArgs, tracker) -> None:
     """Realign every calibrated run of protein-compare and the reference to the training HMM, score
     them and write the co-variation budgets table (see :mod:`mdm_mi.protein.family.compare`)."""
     from mdm_mi.evaluation.budgets import write_csv
-    from mdm_mi.protein.family import metrics as fm
     from mdm_mi.protein.compare import run_fasta
+    from mdm_mi.protein.family import metrics as fm
     from mdm_mi.protein.family.compare import (
         FIELDS,
         Reference,
@@ -326,8 +326,8 @@ class FamilyLossArgs(ProteinModelFlag, DeviceFlag):
 
 def family_loss(args: FamilyLossArgs, tracker) -> None:
     from mdm_mi.core.loading import load_model
-    from mdm_mi.protein.fasta import read_fasta, validate_sequence
     from mdm_mi.infra.runtime import resolve_device, setup
+    from mdm_mi.protein.fasta import read_fasta, validate_sequence
 
     data = Path(args.data_dir)
     if not (data / "summary.json").is_file() or not (data / "reference.fasta").is_file():

@@ -80,9 +80,9 @@ class FamilyMiArgs(ProteinMiMapFlags):
 def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
     from mdm_mi.core.domain import backbone_name
     from mdm_mi.core.loading import load_model_and_head
+    from mdm_mi.infra.runtime import resolve_device
     from mdm_mi.protein.family import metrics as fm
     from mdm_mi.protein.family.scores import hmm_frame, read_splits
-    from mdm_mi.infra.runtime import resolve_device
 
     if not 0 < args.mask_fraction <= 1:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")

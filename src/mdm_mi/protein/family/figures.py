@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL
+from mdm_mi.evaluation.plotting import SAMPLER_STYLE, log_passes_axis, plt, save
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path, read_json
-from mdm_mi.evaluation.plotting import SAMPLER_STYLE, log_passes_axis, plt, save
 
 METRIC_LABELS = {"corrected_mi_r": "corrected column-pair MI r", "c_ij_r": "C_ij r (20 × 20 residue pairs)",
                  "hmm_pass_rate": "HMM pass rate"}

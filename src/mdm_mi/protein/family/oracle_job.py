@@ -28,13 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
+from mdm_mi.evaluation.stats import mean_t_ci
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
 from mdm_mi.infra.io import read_json, write_json, write_text
+from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
-from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.evaluation.stats import mean_t_ci
 
 ARM_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
 PER_SEQUENCE = ("bit_score", "pair_score")  # per-sequence scores compared by paired differences
@@ -57,8 +57,8 @@ class SequenceScorer:
 
     def __init__(self, train, val):
         from mdm_mi.protein.family.alignment import encode_columns
-        from mdm_mi.protein.family.scores import hmm_threshold
         from mdm_mi.protein.family.pair_score import pair_weights
+        from mdm_mi.protein.family.scores import hmm_threshold
 
         self.hmm, self.threshold = hmm_threshold(train, val)
         self.weights = pair_weights(encode_columns([r.columns for r in train]))
@@ -125,14 +125,14 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     import torch
 
     from mdm_mi.core.backbone import for_decoding
+    from mdm_mi.core.loading import load_model_and_head
+    from mdm_mi.core.sampler_table import build_sampler
+    from mdm_mi.core.samplers import Sequential
     from mdm_mi.evaluation.budgets import best_mi_run
     from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
-    from mdm_mi.core.loading import load_model_and_head
     from mdm_mi.protein.family.scores import read_splits
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths
-    from mdm_mi.core.sampler_table import build_sampler
-    from mdm_mi.core.samplers import Sequential
 
     setup(args.threads, args.seed)
     if args.n < 2 or not args.divisors or min(args.divisors) < 1 or not args.tol > 0:
