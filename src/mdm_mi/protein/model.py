@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from mdm_mi.infra.checkpoint import META, CheckpointError, load_checkpoint, save_checkpoint
-from mdm_mi.infra.io import read_json, write_json
+from mdm_mi.infra.checkpoint import META, CheckpointError, load_checkpoint, read_meta, save_checkpoint
+from mdm_mi.infra.io import write_json
 
 DOMAIN = "protein"
 KIND_TRAINED = "trained"
@@ -59,16 +59,10 @@ def write_300m_meta(directory: str | Path, weights: str | Path, hidden_layer: in
 
 
 def _meta(directory: Path) -> dict:
-    path = directory / META
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint file missing: {path}")
-    try:
-        meta = read_json(path)
-    except (ValueError, UnicodeDecodeError):
-        raise CheckpointError(f"checkpoint metadata is not valid JSON: {path}") from None
-    if not isinstance(meta, dict) or meta.get("domain") != DOMAIN:
-        found = meta.get("domain") if isinstance(meta, dict) else None
-        raise CheckpointError(f"checkpoint {directory} is for domain {found!r}, not {DOMAIN!r}")
+    """``directory``'s meta.json, refused (one line) unless it is a protein model's."""
+    meta = read_meta(directory)
+    if meta.get("domain") != DOMAIN:
+        raise CheckpointError(f"checkpoint {directory} is for domain {meta.get('domain')!r}, not {DOMAIN!r}")
     return meta
 
 
