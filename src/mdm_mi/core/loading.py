@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mdm_mi.core.domain import DOMAINS
-from mdm_mi.infra.checkpoint import CheckpointError, read_meta
+from mdm_mi.infra.checkpoint import META, CheckpointError, read_meta
 
 HEAD_DOMAIN = "mi_head"  # the domain mdm_mi.mi.head.save_head writes
 SEQUENCES = "sequences"  # ``domain=`` for any sequence domain (protein, hf): what generate and compare decode
@@ -29,9 +29,10 @@ def check_meta(folder: str | Path, meta: dict, want: str | None = None) -> str:
     sequence domain, for ``SEQUENCES``) or unknown."""
     found = meta.get("domain")
     if not isinstance(found, str):
-        raise CheckpointError(f"checkpoint metadata has no readable 'domain': {Path(folder) / 'meta.json'}")
+        raise CheckpointError(f"checkpoint metadata has no readable 'domain': {Path(folder) / META}")
     if found == HEAD_DOMAIN and want != HEAD_DOMAIN:
-        raise CheckpointError(f"{folder} is an MI head checkpoint, not a model: pass it as --head (and the model as --model)")
+        raise CheckpointError(f"{folder} is an MI head checkpoint, not a model: pass it as --head "
+                              "(and the model as --model)")
     if want == HEAD_DOMAIN and found != HEAD_DOMAIN:
         raise CheckpointError(f"{folder} is a {found!r} model checkpoint, not an MI head: pass it as --model")
     if want == SEQUENCES and not (found in DOMAINS and DOMAINS[found].sequences):
@@ -68,7 +69,8 @@ def load_mi_head(folder: str | Path, device, backbone=None, model: str | Path | 
     head, _ = load_head(folder, device, meta=meta)
     if backbone is not None and head.in_dim != backbone.hidden_dim:
         raise CheckpointError(f"MI head {folder} reads hidden states of width {head.in_dim}, but model "
-                              f"{model or 'the backbone'} has width {backbone.hidden_dim}: pass the head trained on this model")
+                              f"{model or 'the backbone'} has width {backbone.hidden_dim}: "
+                              "pass the head trained on this model")
     return head
 
 

@@ -81,7 +81,8 @@ def read_meta(directory: str | Path) -> dict:
     return meta
 
 
-def load_checkpoint(directory: str | Path, domain: str | None = None, meta: dict | None = None) -> tuple[dict, dict]:
+def load_checkpoint(directory: str | Path, domain: str | None = None,
+                    meta: dict | None = None) -> tuple[dict, dict]:
     """Return ``(state_dict, meta)``; raise :class:`CheckpointError` with a one-line reason. A folder
     with a ``MANIFEST.json`` (a shipped checkpoint) is first checked against its hashes. ``meta``, when
     the caller has read it already (:mod:`mdm_mi.core.loading`), is not read again."""
