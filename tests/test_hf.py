@@ -279,7 +279,7 @@ def test_every_verb_runs_on_a_hugging_face_folder(hf_dir, tmp_path):
     assert json.loads((tmp_path / "gen.json").read_text())["mean_passes"] >= 1
     _cli("hf-compare", "--model", hf_dir, "--head", head, "--reference", data / "reference.fasta",
          "--out-dir", tmp_path / "budgets", "--n", 4, "--calib-n", 2, "--divisors", 2, "--mi-lambda", 1.0,
-         "--on-reject", "skip", "--no-charge-first", "--two-budget-delta", "--indep-tau", "--clusters", 2,
+         "--on-reject", "skip", "--no-charge-first", "--two-budget-delta", "--indep-cap", "--clusters", 2,
          "--bootstrap", 5, "--batch-size", 8, "--seed", 0, "--device", "cpu", "--threads", 1)
     assert (tmp_path / "budgets" / "runs.json").is_file() and (tmp_path / "map.csv").is_file()
 

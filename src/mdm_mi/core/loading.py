@@ -59,7 +59,7 @@ def load_model(folder: str | Path, device="cpu", domain: str | None = None) -> t
     return DOMAINS[found].load(Path(folder), meta, device), meta
 
 
-def load_mi_head(folder: str | Path, device, backbone=None, model: str | Path | None = None):
+def load_mi_head(folder: str | Path, device="cpu", backbone=None, model: str | Path | None = None):
     """The MI head in ``folder`` (eval mode, on ``device``); with ``backbone``, refused unless it reads
     hidden states of that backbone's width (``model``: the backbone's folder, for the message)."""
     from mdm_mi.mi.head import load_head
@@ -74,7 +74,7 @@ def load_mi_head(folder: str | Path, device, backbone=None, model: str | Path | 
     return head
 
 
-def load_model_and_head(model: str | Path, head: str | Path, device, domain: str | None = None) -> tuple:
+def load_model_and_head(model: str | Path, head: str | Path, device="cpu", domain: str | None = None) -> tuple:
     """The backbone in ``model`` and the MI head in ``head`` checked against it → ``(backbone, head)``."""
     backbone, _ = load_model(model, device, domain)
     return backbone, load_mi_head(head, device, backbone, model)
