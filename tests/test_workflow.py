@@ -100,7 +100,11 @@ def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
     assert counts["protein_data" if family else "prepare_family"] == 0  # one data source per run
     backbone_rule = {"trained": "{}_pretrain", "pretrained": "import_pretrained", "esmc-300m": "import_esmc"}
     planned_backbones = Counter(backbone_rule[cfg[d]["backbone"]].format(d) for d in ("sudoku", "protein"))
+    if cfg["protein"]["architecture"] == "columns":  # the column model beside the sequence model (the embedder)
+        planned_backbones[{"trained": "column_pretrain", "pretrained": "import_pretrained"}[cfg["protein"]["backbone"]]] += 1
     assert all(counts[rule] == n for rule, n in planned_backbones.items()), planned_backbones
+    compare = cfg["protein"]["compare"]  # sequential, naive, EB, threshold, then each swept rule's values
+    assert counts["protein_compare_part"] == 4 + sum(len(compare[k]) for k in ("mi_lambda", "indep_cap", "two_budget_delta"))
     assert counts["sudoku_compare"] == len(cfg["sudoku"]["compare"]["sets"])  # one calibrated comparison per set
     assert counts["sudoku_budgets"] == counts["protein_compare"] == 1
     assert counts["train_head"] == 2  # one rule for both domains
@@ -240,10 +244,12 @@ def test_protein_pretrain_reads_the_alignment_and_validation_split_only_when_ask
 
 @pytest.mark.parametrize(("backbones", "imports"), [({"sudoku": "pretrained"}, ["sudoku"]),
                                                  ({"sudoku": "pretrained", "protein": "pretrained"},
-                                                  ["sudoku", "protein"])])
+                                                  ["protein", "protein", "sudoku"])])
 def test_pretrained_backbones_replace_pretraining(tmp_path, backbones, imports):
     """``<domain>.backbone: pretrained`` plans the hash-checked import of that domain's shipped
-    backbone, given the run's own training data to check, instead of its pretraining job."""
+    backbone, given the run's own training data to check, instead of its pretraining job (proteins:
+    the column model into protein/model, checked against train.a2m, and the sequence model, the
+    metric's embedder, into protein/embedder, checked against train.fasta)."""
     extra = tmp_path / "pretrained.yaml"
     extra.write_text("".join(f"{d}:\n  backbone: {b}\n" for d, b in backbones.items()))
     cmd = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n", "-p",
@@ -252,11 +258,14 @@ def test_pretrained_backbones_replace_pretraining(tmp_path, backbones, imports):
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = job_counts(proc.stdout + proc.stderr)
     assert counts["import_pretrained"] == len(imports)
-    assert all(counts[f"{d}_pretrain"] == 0 for d in imports)
+    assert all(counts[f"{d}_pretrain"] == 0 for d in imports) and counts["column_pretrain"] == int("protein" in imports)
     commands = [c for c in shell_commands(proc.stdout + proc.stderr) if c[3] == "import-pretrained"]
     args = [build_parser().parse_args(c[3:]) for c in commands]
     assert sorted(a.out.parts[-2] for a in args) == sorted(imports)
     assert all(a.data is not None and a.data.parts[-3] == a.out.parts[-2] for a in args)
+    if "protein" in imports:
+        data = {a.out.name: a.data.name for a in args if a.out.parts[-2] == "protein"}
+        assert data == {"model": "train.a2m", "embedder": "train.fasta"}
 
 
 def test_the_snakefile_runs_the_packages_cross_field_checks(tmp_path):

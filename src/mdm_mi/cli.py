@@ -116,6 +116,8 @@ VERBS: dict[str, Verb] = {
                           "gather protein generation summaries into one table"),
     "family-compare": Verb(family_jobs.FamilyCompareArgs, family_jobs.family_compare,
                            "co-variation (corrected-MI r, C_ij r) of protein-compare's calibrated runs, paired by budget"),
+    "family-verdicts": Verb(family_jobs.FamilyVerdictsArgs, family_jobs.family_verdicts,
+                            "several family-compare runs' co-variation verdicts side by side (e.g. two calibration seeds)"),
     "family-loss": Verb(family_jobs.FamilyLossArgs, family_jobs.family_loss,
                         "held-out masked-token loss of a family model at fixed mask rates, beside the profile baselines"),
     "family-table": Verb(family_jobs.FamilyTableArgs, family_jobs.family_table,

@@ -184,5 +184,5 @@ def protein_compare_flags(merge):
 
 def protein_compare_parts():
     """The protein comparison's jobs: sequential, then each calibrated family by its slug."""
-    families = calibrated_families(2, PROTEIN["compare"] | PROTEIN["samplers"])  # settings by config key
+    families = calibrated_families(2, PROTEIN["samplers"] | PROTEIN["compare"])  # by config key; the comparison's λ grid wins
     return ["sequential"] + [f.slug for f in families]

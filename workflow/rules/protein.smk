@@ -112,7 +112,7 @@ if PROTEIN["backbone"] == "trained" and COLUMNS:
             job=job_flags(),
             tracking=tracking_flags,
             out_dir=parent_dir("meta"),
-        threads: config["threads"]
+        threads: 1  # a 1.3M-parameter model: on 2 shared cores two threads ran 5x slower than one (2026-12-03)
         resources:
             gpu=1,
             mem_mb=4000,

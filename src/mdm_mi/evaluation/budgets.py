@@ -175,7 +175,7 @@ def markdown(rows: list[dict], runs: dict[str, dict], set_name: str, off_target_
 
 def read_csv(path: str | Path) -> list[dict]:
     """A budgets CSV written by :func:`write_csv`, numbers as floats/ints (every column but the names)."""
-    ints, names = {"divisor", "n", "family_size"}, {"set", "first", "second", "verdict", "role"}
+    ints, names = {"divisor", "n", "family_size"}, {"set", "first", "second", "verdict", "role", "metric"}
     with Path(path).open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     for r in rows:

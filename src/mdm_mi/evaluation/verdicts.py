@@ -141,9 +141,11 @@ def verdict_markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def side_by_side(runs: dict[str, list[dict]], roles=("primary", "secondary")) -> str:
+def side_by_side(runs: dict[str, list[dict]], roles=("primary", "secondary"), scale: Scale = SUDOKU_SCALE) -> str:
     """Two or more runs' classified rows (name → rows) as one table: each contrast of ``roles`` at
-    each set and budget, each run's difference, Holm p and verdict, and whether the words agree."""
+    each set and budget, each run's difference (written on ``scale``), Holm p and verdict, and whether
+    the words agree."""
+    _pp = scale.number
     names = list(runs)
     keyed = {name: {(r["set"], r["divisor"], r["first"], r["second"]): r for r in rs if r["role"] in roles}
              for name, rs in runs.items()}

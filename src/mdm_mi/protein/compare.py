@@ -34,7 +34,8 @@ SEQUENTIAL = "sequential"
 @dataclass(frozen=True)
 class ProteinCompareSpec:
     """n test sequences, calib_n calibration sequences, budgets, the decoding settings (handed to
-    ``decode`` whole), k-means k, batch size and seed."""
+    ``decode`` whole), k-means k, batch size, seed and the calibration's own seed (a second
+    calibration seed re-calibrates every sampler without changing the test decodes' seed)."""
 
     n: int
     calib_n: int
@@ -43,6 +44,11 @@ class ProteinCompareSpec:
     clusters: int
     batch_size: int
     seed: int
+    calib_seed: int | None = None  # the calibration lengths' and decodes' seed (None: ``seed``); the test's stays ``seed``
+
+    @property
+    def calibration_seed(self) -> int:
+        return self.seed if self.calib_seed is None else self.calib_seed
 
 
 class Scorer:
@@ -73,7 +79,7 @@ def _generator(backbone, seed: int) -> torch.Generator:
 
 def calibration_lengths(reference_lengths, spec: ProteinCompareSpec) -> np.ndarray:
     """The calibration split's lengths ``(calib_n,)``: a seeded draw apart from the test lengths."""
-    return draw_lengths(reference_lengths, spec.calib_n, np.random.default_rng([spec.seed, 5]))
+    return draw_lengths(reference_lengths, spec.calib_n, np.random.default_rng([spec.calibration_seed, 5]))
 
 
 def calibrate_proteins(backbone, pairwise_fn, scorer: Scorer, families: list[Family], spec: ProteinCompareSpec,
@@ -85,7 +91,7 @@ def calibrate_proteins(backbone, pairwise_fn, scorer: Scorer, families: list[Fam
 
     def measure(sampler):
         fn = pairwise_fn if sampler.uses_pairwise else None
-        seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.seed),
+        seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.calibration_seed),
                                 decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
         return float(passes.mean()), {"calib_jsd": scorer.jsd(scorer.embed(seqs))["jsd"]}
 

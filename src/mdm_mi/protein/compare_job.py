@@ -52,6 +52,9 @@ class ProteinCompareBase(ProteinCompareFlags, ProteinDecodeJobFlags, HeadFlag):
     reference: Path = field(metadata=_h("reference FASTA: lengths are drawn from it and JSD is taken against it"))
     embedder: Path | None = field(default=None, kw_only=True, metadata=_h(
         "model folder embedding for the JSD metric (default: --model; a column model needs one)"))
+    calib_seed: int | None = field(default=None, kw_only=True, metadata=_h(
+        "seed of the calibration lengths and decodes (default: --seed); a second value re-calibrates every "
+        "sampler on the same test decodes' seed (the two-seed check)"))
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ def _spec(args: ProteinCompareBase):
     from mdm_mi.protein.compare import ProteinCompareSpec
 
     return ProteinCompareSpec(args.n, args.calib_n, tuple(args.divisors), DecodeFlags.of(args), args.clusters,
-                              args.batch_size, args.seed)
+                              args.batch_size, args.seed, args.calib_seed)
 
 
 def _families(args: ProteinCompareBase):
@@ -172,8 +175,10 @@ PART_KEYS = (*(f.name for f in fields(ProteinCompareFlags) if f.name != "batch_s
 
 
 def _part_key(args: ProteinCompareBase) -> dict:
-    """The settings every part of one comparison shares (the model, head and reference are the rule's inputs)."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in ((k, getattr(args, k)) for k in PART_KEYS)}
+    """The settings every part of one comparison shares (the model, head and reference are the rule's
+    inputs); a calibration seed of its own joins them only when given (parts of the default are unchanged)."""
+    key = {k: list(v) if isinstance(v, tuple) else v for k, v in ((k, getattr(args, k)) for k in PART_KEYS)}
+    return key | ({"calib_seed": args.calib_seed} if args.calib_seed is not None else {})
 
 
 def _write(out: Path, runs: dict, rows: list[dict], meta: dict) -> None:

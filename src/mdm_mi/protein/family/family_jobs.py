@@ -312,6 +312,35 @@ def family_compare(args: FamilyCompareArgs, tracker) -> None:
     tracker.log_artifact(out / "covariation.md")
 
 
+@dataclass(frozen=True)
+class FamilyVerdictsArgs:
+    runs: tuple[Path, ...] = field(metadata=_h("two or more family-compare folders, each with covariation.csv "
+                                                "(e.g. results/x/protein/family and results/x/protein/family_calib1)"))
+    out: Path = field(metadata=_h("output markdown: the runs' co-variation verdicts side by side"))
+    names: tuple[str, ...] = field(default=(), metadata=_h("a column name per run (default: the folder names)"))
+    metric: str = field(default="corrected_mi_r", metadata=_h("corrected_mi_r (the primary metric) or c_ij_r"))
+
+
+def family_verdicts(args: FamilyVerdictsArgs, tracker) -> None:
+    """The verdicts of several family-compare runs (e.g. two calibration seeds) side by side, in r."""
+    from mdm_mi.budgets import read_csv
+    from mdm_mi.protein.family.compare import METRICS, covariation_scale
+    from mdm_mi.verdicts import side_by_side
+
+    if len(args.runs) < 2 or (args.names and len(args.names) != len(args.runs)):
+        raise InputError("--runs needs two or more folders, and --names one name per folder")
+    if args.metric not in METRICS:
+        raise InputError(f"--metric must be one of {', '.join(METRICS)}, got {args.metric!r}")
+    tables = {}
+    for name, root in zip(list(args.names) or [str(r) for r in args.runs], args.runs):
+        path = Path(root) / "covariation.csv"
+        if not path.is_file():
+            raise InputError(f"{path} not found: run family-compare first")
+        tables[name] = [r for r in read_csv(path) if r["metric"] == args.metric]
+    write_text(args.out, f"Metric: {args.metric}.\n\n" + side_by_side(tables, scale=covariation_scale()))
+    tracker.log_artifact(args.out)
+
+
 # --- the held-out masked loss ---------------------------------------------------------------------------
 
 
