@@ -323,9 +323,9 @@ class FamilyVerdictsArgs:
 
 def family_verdicts(args: FamilyVerdictsArgs, tracker) -> None:
     """The verdicts of several family-compare runs (e.g. two calibration seeds) side by side, in r."""
-    from mdm_mi.budgets import read_csv
+    from mdm_mi.evaluation.budgets import read_csv
+    from mdm_mi.evaluation.verdicts import side_by_side
     from mdm_mi.protein.family.compare import METRICS, covariation_scale
-    from mdm_mi.verdicts import side_by_side
 
     if len(args.runs) < 2 or (args.names and len(args.names) != len(args.runs)):
         raise InputError("--runs needs two or more folders, and --names one name per folder")
