@@ -5,7 +5,7 @@ import sys
 from snakemake.utils import min_version
 
 sys.path.insert(0, f"{workflow.basedir}/src")  # the package's own config check, also without an install
-from mdm_mi.config import validate_config  # noqa: E402
+from mdm_mi.infra.config import validate_config  # noqa: E402
 
 min_version("9.0")
 

@@ -16,7 +16,7 @@ import argparse
 
 import torch
 
-from mdm_mi.paired import paired_difference
+from mdm_mi.evaluation.paired import paired_difference
 from mdm_mi.sudoku.compare import sequential_solved
 from mdm_mi.sudoku.data import load_puzzle_csv
 

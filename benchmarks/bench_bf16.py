@@ -22,11 +22,11 @@ import time
 
 import torch
 
-from mdm_mi.flags import Decoding
-from mdm_mi.backbone import Bf16Backbone
-from mdm_mi.domain import load_backbone
-from mdm_mi.paired import mcnemar_exact
-from mdm_mi.samplers import EntropyBounded, Sequential
+from mdm_mi.core.backbone import Bf16Backbone
+from mdm_mi.core.loading import load_model
+from mdm_mi.core.samplers import EntropyBounded, Sequential
+from mdm_mi.evaluation.paired import mcnemar_exact
+from mdm_mi.infra.flags import Decoding
 from mdm_mi.sudoku.compare import Decoder
 from mdm_mi.sudoku.data import load_puzzle_csv
 
@@ -48,7 +48,7 @@ def main() -> None:
         ap.error("give --puzzles (Sudoku) or --data-dir (proteins)")
     ps = load_puzzle_csv(args.puzzles)
     ps = ps.subset(range(min(args.n, len(ps))))
-    model, _ = load_backbone(args.model, "cpu", domain="sudoku")
+    model, _ = load_model(args.model, "cpu", "sudoku")
     fp32, bf16 = Decoder(model, None, 500, 0), Decoder(Bf16Backbone(model), None, 500, 0)
     print(f"{len(ps)} puzzles, {args.threads} thread(s)")
     for name, sampler in SAMPLERS:
@@ -71,13 +71,13 @@ def proteins(args) -> None:
     """Sequential decoding of ``--n`` reference lengths in fp32 and bf16 (same seed), timed and scored."""
     import numpy as np
 
-    from mdm_mi.backbone import for_decoding
-    from mdm_mi.protein.family.jobs import family_scores, read_splits
+    from mdm_mi.core.backbone import for_decoding
+    from mdm_mi.protein.family.family_jobs import family_scores, read_splits
     from mdm_mi.protein.generate import draw_lengths, generate
 
     train, val, reference, _ = read_splits(args.data_dir)
     lengths = draw_lengths([len(r.sequence) for r in reference], args.n, np.random.default_rng([0, 6]))
-    model, _ = load_backbone(args.model, "cpu", domain="protein")
+    model, _ = load_model(args.model, "cpu", "protein")
     print(f"{args.n} proteins (reference lengths), sequential, {args.threads} thread(s)")
     sets, seconds = {}, {}
     for name, bf16 in (("fp32", False), ("bf16", True)):

@@ -1,5 +1,5 @@
 """Calibrated budgets: the decodes the parameter search spends, cheap-end-first search
-(``mdm_mi.calibrate``, 2026-12-02) against the search it replaced (bisection from the middle of the
+(``mdm_mi.evaluation.calibrate``, 2026-12-02) against the search it replaced (bisection from the middle of the
 range, budgets in increasing divisor order, 14 decodes per budget at most, naive k on a linear scale),
 both run here on the same calibration split, one after the other.
 
@@ -23,10 +23,10 @@ import time
 import numpy as np
 import torch
 
-from mdm_mi import calibrate as cal
-from mdm_mi.flags import Decoding
-from mdm_mi.calibrate import Family, Point, calibrate_grid, calibrated_families
-from mdm_mi.config import load_config
+from mdm_mi.evaluation import calibrate as cal
+from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid, calibrated_families
+from mdm_mi.infra.config import load_config
+from mdm_mi.infra.flags import Decoding
 
 LEGACY_ITERS = 14
 
@@ -85,12 +85,12 @@ def legacy_grid(families, seq_passes, divisors, measure) -> list[Point]:
 def setup_domain(args):
     """→ (measure(sampler) → (mean passes, {}), sequential's mean passes, families), with the
     families, batch sizes and calibration size of the comparison job under ``args.config``."""
-    from mdm_mi.domain import load_backbone
+    from mdm_mi.core.loading import load_model
+    from mdm_mi.core.loading import load_mi_head
     from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.mi.head import load_head
 
-    backbone, _ = load_backbone(args.model, torch.device("cpu"), domain=args.domain)
-    pairwise = head_pairwise_fn(load_head(args.head, torch.device("cpu"))[0])
+    backbone, _ = load_model(args.model, torch.device("cpu"), domain=args.domain)
+    pairwise = head_pairwise_fn(load_mi_head(args.head, torch.device("cpu"), backbone))
     cfg = load_config(args.config)[args.domain]
     compare = cfg["compare"]
     if args.domain == "sudoku":

@@ -17,8 +17,8 @@ from functools import partial
 
 import torch
 
-from mdm_mi.backbone import forward_chunked
-from mdm_mi.domain import load_backbone
+from mdm_mi.core.backbone import forward_chunked
+from mdm_mi.core.loading import load_model
 
 MODELS = {"sudoku": ("resources/pretrained/sudoku", 81), "protein": ("resources/pretrained/protein-kunitz", 62)}
 TOKENS = (1024, 2048, 4096, 8192, 16384, 32768)
@@ -44,7 +44,7 @@ def main() -> None:
     gen = torch.Generator().manual_seed(0)
     for domain in args.domains:
         path, length = MODELS[domain]
-        model, _ = load_backbone(path, "cpu", domain=domain)
+        model, _ = load_model(path, "cpu", domain)
         tokens = torch.randint(0, model.vocab_size, (args.rows, length), generator=gen)
         tokens = model.vocab_token_ids[tokens]
         tokens[torch.rand(tokens.shape, generator=gen) < 0.5] = model.mask_id

@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from mdm_mi.backbone import BackboneOutput
+from mdm_mi.core.backbone import BackboneOutput
 from mdm_mi.mi.bounds import probe_lower_bound
 from mdm_mi.mi.probe import DEFAULT_BATCH_SIZE, DEFAULT_TOL, certified_mi, exact_mi, mask_contexts
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS
@@ -77,7 +77,7 @@ def build_backbone(args, device: torch.device):
     """The checkpoint's model, or a random MLP backbone for a dry run."""
     if args.random_model:
         return RandomSudokuBackbone(seed=args.seed, sharpness=args.sharpness).to(device).eval(), "random MLP"
-    from mdm_mi.sudoku.model import load_model  # written elsewhere; imported only when needed
+    from mdm_mi.core.loading import load_model  # written elsewhere; imported only when needed
 
     model, _meta = load_model(args.checkpoint)
     return model.to(device).eval(), args.checkpoint

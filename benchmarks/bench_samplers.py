@@ -12,12 +12,12 @@ import time
 
 import torch
 
+from mdm_mi.core.loading import load_mi_head
+from mdm_mi.core.loading import load_model
+from mdm_mi.core.sampler_table import build_sampler
 from mdm_mi.mi.guided import head_pairwise_fn
-from mdm_mi.mi.head import load_head
-from mdm_mi.sampler_table import build_sampler
 from mdm_mi.sudoku.data import load_puzzle_csv
 from mdm_mi.sudoku.evaluate import decode_set, score
-from mdm_mi.sudoku.model import load_model
 
 SETTINGS = [  # (sampler, params)
     ("sequential", {"order": "entropy"}),
@@ -45,7 +45,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     model, _ = load_model(args.checkpoint, device=args.device)
-    head, _ = load_head(args.head, device=args.device)
+    head = load_mi_head(args.head, args.device)
     ps = load_puzzle_csv(args.puzzles)
     ps = ps.subset(range(min(args.n, len(ps))))
     base = None

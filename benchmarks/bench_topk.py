@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from mdm_mi.domain import load_backbone
+from mdm_mi.core.loading import load_model
 from mdm_mi.mi.probe import exact_mi, mask_contexts
 from mdm_mi.mi.topk import topk_mi
 from mdm_mi.protein.fasta import AMINO_ACIDS, read_fasta
@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    backbone, _ = load_backbone(MODEL, "cpu")
+    backbone, _ = load_model(MODEL, "cpu")
     seqs = kunitz_sequences(FAMILY, args.max_length)
     pick = torch.randperm(len(seqs), generator=torch.Generator().manual_seed(args.seed))[: args.contexts]
     tokens = backbone.encode([seqs[i] for i in pick.tolist()])

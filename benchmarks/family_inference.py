@@ -41,12 +41,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.paired import ALPHA
+from mdm_mi.evaluation.paired import ALPHA
+from mdm_mi.evaluation.stats import jackknife_t
 from mdm_mi.protein.family import alignment as fam
 from mdm_mi.protein.family import jackknife as jk
 from mdm_mi.protein.family.compare import METRICS, Reference, SetStats, paired_difference, set_stats
 from mdm_mi.protein.family.metrics import MI_SHUFFLES
-from mdm_mi.stats import jackknife_t
 
 KUNITZ = Path(__file__).resolve().parents[1] / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"
 SHUFFLED_FRACTION = 0.3

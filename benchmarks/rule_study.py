@@ -25,13 +25,13 @@ import time
 
 import torch
 
-from mdm_mi.calibrate import Family
-from mdm_mi.domain import load_backbone
+from mdm_mi.core.loading import load_model
+from mdm_mi.core.loading import load_mi_head
+from mdm_mi.core.sampler_table import GAMMA_RANGE, HEAD, SAMPLERS, SamplerSpec
+from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, Sampler, Sequential, StepView
+from mdm_mi.evaluation.calibrate import Family
+from mdm_mi.evaluation.paired import mcnemar_exact
 from mdm_mi.mi.guided import DensePairs, head_pairwise_fn
-from mdm_mi.mi.head import load_head
-from mdm_mi.paired import mcnemar_exact
-from mdm_mi.sampler_table import GAMMA_RANGE, HEAD, SAMPLERS, SamplerSpec
-from mdm_mi.samplers import ConfidenceThreshold, EntropyBounded, Sampler, Sequential, StepView
 from mdm_mi.sudoku.compare import Decoder, calibrate_families, decode_test
 from mdm_mi.sudoku.data import load_puzzle_csv
 
@@ -126,8 +126,8 @@ def main() -> None:
     SAMPLERS["mi-err"] = SamplerSpec(ErrorBudget, ("gamma", "lam"), HEAD)  # study-only entries
     SAMPLERS["eb-sched"] = SamplerSpec(ScheduledEB, ("gamma", "a"))
     calib, test = load_puzzle_csv(f"{args.budgets}/calib.csv"), load_puzzle_csv(f"{args.budgets}/test.csv")
-    model, _ = load_backbone(args.model, "cpu", domain="sudoku")
-    decoder = Decoder(model, head_pairwise_fn(load_head(args.head, "cpu")[0]), 500, 0)
+    model, _ = load_model(args.model, "cpu", "sudoku")
+    decoder = Decoder(model, head_pairwise_fn(load_mi_head(args.head, "cpu")), 500, 0)
     t0 = time.time()
     fams = families()
     _, points = calibrate_families(decoder, calib, fams, args.divisors, log=lambda m: None)

@@ -22,13 +22,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.config import load_config
-from mdm_mi.paired import paired_difference
-from mdm_mi.plotting import plt
-from mdm_mi.stats import wilson_interval
+from mdm_mi.evaluation.paired import paired_difference
+from mdm_mi.evaluation.plotting import plt
+from mdm_mi.evaluation.stats import wilson_interval
+from mdm_mi.infra.config import load_config
+from mdm_mi.infra.train_loop import SNAPSHOTS
 from mdm_mi.sudoku.compare import SplitSpec, compare_splits, sequential_solved
 from mdm_mi.sudoku.data import load_puzzle_csv
-from mdm_mi.train_loop import SNAPSHOTS
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "resources" / "data" / "sudoku"

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from mdm_mi.backbone import BackboneOutput
-from mdm_mi.checkpoint import save_checkpoint
+from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.infra.checkpoint import save_checkpoint
 from mdm_mi.sudoku.grid import parse_puzzle
 from mdm_mi.sudoku.model import DOMAIN, ModelConfig, SudokuMDM
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mdm_mi.cli import main
-from mdm_mi.errors import InputError
+from mdm_mi.infra.errors import InputError
 from mdm_mi.protein.family import alignment as fam, ardca
 from mdm_mi.protein.fasta import AMINO_ACIDS, read_fasta, write_fasta
 

@@ -20,9 +20,9 @@ from typing import Callable
 
 import pytest
 
-from mdm_mi import locate
 from mdm_mi.cli import main
-from tool_helpers import NO_SOLUTION, PUZZLE, SOLUTION, make_run, save_tiny_head
+from mdm_mi.core import locate
+from user_verb_helpers import NO_SOLUTION, PUZZLE, SOLUTION, make_run, save_tiny_head
 
 P = PUZZLE
 
@@ -224,8 +224,8 @@ CASES = [
     Case("weights-corrupt", [*SOLVE, P, "--model", "{bad}"], "corrupt or truncated", model_copy(corrupt)),
     Case("weights-truncated", [*SOLVE, P, "--model", "{bad}"], "corrupt or truncated", model_copy(truncate)),
     Case("weights-pickle", [*SOLVE, P, "--model", "{bad}"], "corrupt or truncated", model_copy(pickled)),
-    Case("meta-not-json", [*SOLVE, P, "--model", "{bad}"], "no readable 'domain'", model_copy(write_meta("{oops"))),
-    Case("meta-a-list", [*SOLVE, P, "--model", "{bad}"], "no readable 'domain'", model_copy(write_meta("[1, 2]"))),
+    Case("meta-not-json", [*SOLVE, P, "--model", "{bad}"], "checkpoint metadata is not valid JSON", model_copy(write_meta("{oops"))),
+    Case("meta-a-list", [*SOLVE, P, "--model", "{bad}"], "checkpoint metadata is not a JSON object", model_copy(write_meta("[1, 2]"))),
     Case("meta-missing", [*SOLVE, P, "--model", "{bad}"], "checkpoint file missing", model_copy(no_meta)),
     Case("meta-wrong-shape", [*SOLVE, P, "--model", "{bad}"], "does not match the Sudoku model",
          model_copy(set_meta(model={"d_model": 32, "n_layers": 1, "n_heads": 2, "ff_mult": 2, "dropout": 0.0,

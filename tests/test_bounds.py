@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from mdm_mi.backbone import BackboneOutput
+from mdm_mi.core.backbone import BackboneOutput
 from mdm_mi.mi.bounds import probe_lower_bound, skip_width
 from mdm_mi.mi.probe import certified_mi, exact_mi
 from test_probe import MLPBackbone, certified_cases

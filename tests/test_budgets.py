@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from conftest import MockBackbone, seeded_logits
-from mdm_mi.budgets import BEST_MI, budget_rows, by_budget, markdown, read_csv, summary_markdown, winners, write_csv
-from mdm_mi.calibrate import DIVISORS, Family, calibrate, calibrate_grid, next_guess, targets
-from mdm_mi.paired import (bootstrap_curves, detectable_difference, interpolate_curve, mcnemar_exact,
+from mdm_mi.evaluation.budgets import BEST_MI, budget_rows, by_budget, markdown, read_csv, summary_markdown, winners, write_csv
+from mdm_mi.evaluation.calibrate import DIVISORS, Family, calibrate, calibrate_grid, next_guess, targets
+from mdm_mi.evaluation.paired import (bootstrap_curves, detectable_difference, interpolate_curve, mcnemar_exact,
                            newcombe_interval, paired_difference)
-from mdm_mi.sampler_table import build_sampler
-from mdm_mi.samplers import INF, StepView, TopK, decode
+from mdm_mi.core.sampler_table import build_sampler
+from mdm_mi.core.samplers import INF, StepView, TopK, decode
 
 N, V = 30, 6
 
@@ -85,7 +85,7 @@ def test_mcnemar_exact_matches_a_hand_calculation():
 
 def test_newcombe_interval_without_correlation_is_square_and_add_of_wilson():
     # a·d = b·c gives φ = 0: the interval is θ ∓ √(Wilson half-widths² added), by hand
-    from mdm_mi.stats import wilson_interval
+    from mdm_mi.evaluation.stats import wilson_interval
 
     a, b, c, d = 20, 10, 20, 10
     n, p1, p2 = 60, 30 / 60, 40 / 60
@@ -262,7 +262,7 @@ def test_protein_jsd_rows_put_the_contender_first_and_lower_jsd_is_better():
 
 
 def test_calibration_grid_reaches_every_budget_and_reuses_brackets():
-    from mdm_mi.calibrate import DIVISORS, calibrate_grid, calibrated_families
+    from mdm_mi.evaluation.calibrate import DIVISORS, calibrate_grid, calibrated_families
 
     n = 2 * N
     backbone = SharpeningBackbone(seeded_logits(n, V, seed=1) * 2, mask_id=V)
@@ -279,7 +279,7 @@ def test_calibration_grid_reaches_every_budget_and_reuses_brackets():
 
 
 def test_next_u_interpolates_inside_the_bracket_and_bisects_without_measured_ends():
-    from mdm_mi.calibrate import INTERP_MARGIN, next_u
+    from mdm_mi.evaluation.calibrate import INTERP_MARGIN, next_u
 
     assert next_u(0.0, 4.0, None, 10.0, 20.0, bisect=False) == 2.0
     assert next_u(0.0, 4.0, 40.0, 10.0, 20.0, bisect=True) == 2.0

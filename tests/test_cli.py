@@ -15,8 +15,8 @@ import torch
 
 from conftest import write_csv
 from mdm_mi.cli import main
+from mdm_mi.infra.tracking import NullTracker, TrackingArgs, open_tracker
 from mdm_mi.sudoku.report import COLUMNS
-from mdm_mi.tracking import NullTracker, TrackingArgs, open_tracker
 
 SUMMARY_KEYS = {"sampler", "params", "set", "seconds", "levels"}
 LEVEL_KEYS = {"n", "accuracy", "acc_lo", "acc_hi", "mean_passes", "passes_ci", "mean_clues"}
@@ -334,7 +334,7 @@ def test_tracking_sqlite_records_one_run_per_job_with_tags(tmp_path, mlflow_stor
 
 def test_tracking_accepts_the_graded_set_level_names(tmp_path, capsys, monkeypatch, mlflow_store, tiny_checkpoint,
                                                      easy_rows):
-    monkeypatch.setattr("mdm_mi.tracking.RETRY_SECONDS", 0.0)  # a rejected name is retried 5 times otherwise
+    monkeypatch.setattr("mdm_mi.infra.tracking.RETRY_SECONDS", 0.0)  # a rejected name is retried 5 times otherwise
     puzzles = write_csv(tmp_path / "graded.csv", ["puzzle", "level"],
                         [[r["puzzle"], "givens=35"] for r in easy_rows[:2]])
     tracking = ["--tracking-uri", mlflow_store, "--experiment", "test-exp", "--rule", "graded_eval"]
@@ -347,7 +347,7 @@ def test_tracking_accepts_the_graded_set_level_names(tmp_path, capsys, monkeypat
 
 @pytest.mark.parametrize("domain", ["sudoku", "protein"])
 def test_omitted_sampler_parameters_are_the_domains_calibrated_ones(domain):
-    from mdm_mi.sampler_table import CALIBRATED, SAMPLERS, SamplerFlags, sampler_params
+    from mdm_mi.core.sampler_table import CALIBRATED, SAMPLERS, SamplerFlags, sampler_params
 
     for name, spec in SAMPLERS.items():
         omitted = sampler_params(SamplerFlags(sampler=name), domain)

@@ -11,16 +11,16 @@ import numpy as np
 import pytest
 import torch
 
-from mdm_mi.errors import InputError
-from mdm_mi.flags import Decoding
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import Decoding
 from mdm_mi.mi.probe import exact_mi
 from mdm_mi.protein.family import contacts
 from mdm_mi.protein.family.alignment import COLUMN_ALPHABET, GAP_INDEX, N_LETTERS
 from mdm_mi.protein.family.column_train import ColumnTrainConfig, column_losses, train_column_mdm
 from mdm_mi.protein.family.columns import (BOS_ID, EOS_ID, MASK_ID, ColumnBackbone, ColumnDims, ColumnMDM,
                                            load_column_model, save_column_model)
-from mdm_mi.sampler_table import build_sampler
-from mdm_mi.samplers import decode
+from mdm_mi.core.sampler_table import build_sampler
+from mdm_mi.core.samplers import decode
 
 DIMS = ColumnDims(length=5, d_model=16, n_heads=2, n_layers=1)
 
@@ -126,8 +126,8 @@ def test_training_learns_a_planted_coupling():
 def test_checkpoint_round_trip(tmp_path):
     bb = _backbone()
     save_column_model(bb.model, tmp_path / "m", -1, {})
-    from mdm_mi.checkpoint import META
-    from mdm_mi.io import read_json
+    from mdm_mi.infra.checkpoint import META
+    from mdm_mi.infra.io import read_json
 
     again = load_column_model(tmp_path / "m", read_json(tmp_path / "m" / META))
     tokens = bb.encode(["AC_DE"])

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from conftest import EASY_CSV, REPO, MockBackbone, seeded_logits
-from mdm_mi.calibrate import Family, calibrate, targets
-from mdm_mi.matched import BUDGET_RTOL, bracket_settings, mixture
-from mdm_mi.samplers import decode
+from mdm_mi.core.samplers import decode
+from mdm_mi.evaluation.calibrate import Family, calibrate, targets
+from mdm_mi.evaluation.matched import BUDGET_RTOL, bracket_settings, mixture
 
 N, V = 60, 6
 
@@ -111,8 +111,8 @@ def test_the_test_puzzles_do_not_depend_on_the_calibration_seed(puzzle_pools):
 def test_sudoku_runs_are_matched_to_sequentials_test_passes(tiny_model, easy_puzzles):
     """The tiny MDM on easy puzzles: calibrated on 10, decoded on 10 others, every run spends its
     budget (sequential's test passes ÷ d) exactly or is marked off budget."""
-    from mdm_mi.budgets import budget_rows
-    from mdm_mi.calibrate import calibrated_families
+    from mdm_mi.evaluation.budgets import budget_rows
+    from mdm_mi.evaluation.calibrate import calibrated_families
     from mdm_mi.sudoku.compare import Decoder, calibrate_families, decode_matched
     from mdm_mi.sudoku.data import PuzzleSet
 
@@ -152,9 +152,9 @@ def _fractional_runs(seed: int):
 
 
 def test_the_budgets_table_summary_and_side_by_side_carry_the_verdicts(tmp_path):
-    from mdm_mi.budgets import FIELDS, budget_rows, markdown, write_csv
     from mdm_mi.cli import main
-    from mdm_mi.verdicts import FIELDS as VERDICT_FIELDS, classify
+    from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, write_csv
+    from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify
 
     for seed, root in ((0, tmp_path / "budgets"), (1, tmp_path / "budgets-calib1")):
         runs = _fractional_runs(seed)
@@ -179,8 +179,8 @@ def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoi
     setting's outcomes in outcomes.npz, roles, Holm p and verdicts in budgets.csv."""
     import json
 
-    from mdm_mi.budgets import read_csv
     from mdm_mi.cli import main
+    from mdm_mi.evaluation.budgets import read_csv
     from mdm_mi.mi.head import HeadConfig, MIHead, save_head
 
     save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / "head", {})

@@ -1,4 +1,4 @@
-"""Properties of :mod:`mdm_mi.config`: every shipped config loads, typos and out-of-range values
+"""Properties of :mod:`mdm_mi.infra.config`: every shipped config loads, typos and out-of-range values
 are rejected with the key named, and the schema's defaults are filled in."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from conftest import REPO
-from mdm_mi.config import ConfigError, load_config, load_schema, validate_config
+from mdm_mi.infra.config import ConfigError, load_config, load_schema, validate_config
 
 CONFIG_FILES = sorted((REPO / "config").glob("*.yaml"))
 

@@ -15,15 +15,15 @@ import json
 import pytest
 import torch
 
-from mdm_mi.flags import Decoding
-from mdm_mi.checkpoint import save_checkpoint
 from mdm_mi.cli import main
+from mdm_mi.core.sampler_table import build_sampler
+from mdm_mi.core.samplers import decode
+from mdm_mi.infra.checkpoint import save_checkpoint
+from mdm_mi.infra.flags import Decoding
+from mdm_mi.infra.runtime import resolve_device
 from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
 from mdm_mi.mi.head import HeadConfig, MIHead
 from mdm_mi.mi.probe import certified_mi, exact_mi
-from mdm_mi.runtime import resolve_device
-from mdm_mi.sampler_table import build_sampler
-from mdm_mi.samplers import decode
 from mdm_mi.sudoku.grid import MASK_ID
 from mdm_mi.sudoku.model import DOMAIN, ModelConfig, SudokuMDM, load_model
 from mdm_mi.sudoku.train import TrainConfig, train

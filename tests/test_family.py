@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mdm_mi.errors import InputError
+from mdm_mi.infra.errors import InputError
 from mdm_mi.protein.family import alignment as fam
 from mdm_mi.protein.family import metrics as fm
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mdm_mi.budgets import BEST_MI, SEQUENTIAL
-from mdm_mi.errors import InputError
+from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL
+from mdm_mi.infra.errors import InputError
 from mdm_mi.protein.family import alignment as fam
 from mdm_mi.protein.family.compare import (
     METRICS,
@@ -122,7 +122,7 @@ def test_tost_t_matches_the_interval_rule():
     """Equivalence at 5% ⇔ the 90% t-interval lies inside ±margin; a zero-width estimate decides."""
     from scipy.stats import t
 
-    from mdm_mi.stats import tost_t
+    from mdm_mi.evaluation.stats import tost_t
 
     se, df, margin = 0.02, 29, 0.05
     half = t.ppf(0.95, df) * se

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mdm_mi.budgets import BEST_MI, SEQUENTIAL
 from mdm_mi.cli import main
-from mdm_mi.errors import InputError
+from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL
+from mdm_mi.infra.errors import InputError
 from mdm_mi.protein.family import figure_jobs, figures as ff
 from mdm_mi.protein.family import metrics as fm
 from mdm_mi.protein.family.compare import FIELDS

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from mdm_mi.errors import InputError
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.train_loop import BestWeights, optimise
+from mdm_mi.infra.train_state import TrainState
 from mdm_mi.protein.family import alignment as fam
-from mdm_mi.train_loop import BestWeights, optimise
-from mdm_mi.train_state import TrainState
 
 pytest.importorskip("esm.models.esmc")
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from mdm_mi.config import load_config
-from mdm_mi.io import read_json, write_json
-from mdm_mi.tracking import init_store
+from mdm_mi.infra.config import load_config
+from mdm_mi.infra.io import read_json, write_json
+from mdm_mi.infra.tracking import init_store
 from test_workflow import SNAKEMAKE, VENV_BIN, snakemake
 
 DATA = REPO / "resources" / "data" / "sudoku"
@@ -65,7 +65,7 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 HALF_WRITER = textwrap.dedent("""
     import sys, time
-    from mdm_mi.io import atomic_path
+    from mdm_mi.infra.io import atomic_path
 
     with atomic_path(sys.argv[1]) as tmp, tmp.open("w") as fh:
         fh.write('{"half": ')
@@ -220,7 +220,7 @@ N_JOBS, N_STEPS = 4, 25
 TRACKED_JOB = textwrap.dedent("""
     import pathlib, sys, time
     import mlflow  # imported before the barrier, so every job starts logging at the same moment
-    from mdm_mi.tracking import TrackingArgs, open_tracker
+    from mdm_mi.infra.tracking import TrackingArgs, open_tracker
 
     uri, i, go, folder = sys.argv[1], int(sys.argv[2]), pathlib.Path(sys.argv[3]), pathlib.Path(sys.argv[4])
     while not go.exists():

@@ -1,4 +1,4 @@
-"""Tests for mdm_mi.sudoku.generate: random grids, the solver, puzzle making and graded reveals."""
+"""Tests for mdm_mi.sudoku.puzzle_maker: random grids, the solver, puzzle making and graded reveals."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from mdm_mi.sudoku.generate import count_solutions, make_puzzles, random_solutions, reveal_cells, solve
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, is_valid_solution, parse_puzzle
+from mdm_mi.sudoku.puzzle_maker import count_solutions, make_puzzles, random_solutions, reveal_cells, solve
 
 CURATED_CSV = Path(__file__).resolve().parents[1] / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"
 # A 17-clue puzzle known to be hard for plain backtracking.

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mdm_mi.backbone import BackboneOutput
+from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, build_sampler
+from mdm_mi.core.samplers import StepView, decode
 from mdm_mi.mi.guided import MIGuided, OracleMI, admit, algorithm1, head_pairwise_fn, oracle_pairwise_fn
 from mdm_mi.mi.head import HeadConfig, MIHead
-from mdm_mi.sampler_table import SAMPLERS, SamplerFlags, build_sampler
-from mdm_mi.samplers import StepView, decode
 
 INF = float("inf")
 
@@ -203,7 +203,7 @@ def test_oracle_pairwise_fn_is_the_exact_probing_label():
 def test_oracle_probes_in_fp32_under_a_bf16_decoding_wrapper():
     """Decoding may run under bf16 (Bf16Backbone); the oracle's probes must not (mixed precision
     between the base and probe passes biases the KL labels): they go to the wrapped fp32 model."""
-    from mdm_mi.backbone import Bf16Backbone
+    from mdm_mi.core.backbone import Bf16Backbone
     from mdm_mi.mi.probe import exact_mi
 
     class Refuses(Bf16Backbone):

@@ -8,8 +8,8 @@ import pickle
 import pytest
 import torch
 
-from mdm_mi.backbone import BackboneOutput
-from mdm_mi.checkpoint import CheckpointError, save_checkpoint
+from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.infra.checkpoint import CheckpointError, save_checkpoint
 import mdm_mi.mi.head as head_module
 from mdm_mi.mi.fidelity import auroc, average_ranks, fidelity, spearman
 from mdm_mi.mi.head import (

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from hf_helpers import tiny_bert, tiny_esm
-from mdm_mi.backbone import BackboneOutput
-from mdm_mi.errors import BackboneError
-from mdm_mi.hf.jobs import ImportHfArgs, import_hf
-from mdm_mi.tracking import NullTracker
+from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.hf.hf_jobs import ImportHfArgs, import_hf
+from mdm_mi.infra.errors import BackboneError
+from mdm_mi.infra.tracking import NullTracker
 
 pytest.importorskip("transformers")
 MAKERS = {"esm": tiny_esm, "bert": tiny_bert}
@@ -32,9 +32,9 @@ def hf_dir(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hf_backbone(hf_dir):
-    from mdm_mi.domain import load_backbone
+    from mdm_mi.core.loading import load_model
 
-    return load_backbone(hf_dir, "cpu", domain="hf")[0]
+    return load_model(hf_dir, "cpu", "hf")[0]
 
 
 def test_probe_runs_one_pass_per_allowed_token(hf_backbone):
@@ -65,7 +65,7 @@ def test_hidden_layer_uses_hugging_face_numbering(hf_dir, hf_backbone):
 
 
 def test_encode_names_tokens_outside_the_alphabet(hf_backbone):
-    from mdm_mi.errors import InputError
+    from mdm_mi.infra.errors import InputError
 
     with pytest.raises(InputError, match="'Z'"):
         hf_backbone.encode(["MKZ"])
@@ -73,11 +73,11 @@ def test_encode_names_tokens_outside_the_alphabet(hf_backbone):
 
 
 def test_probe_head_and_decode_keep_special_tokens(hf_backbone):
+    from mdm_mi.core.samplers import EntropyBounded, decode
     from mdm_mi.mi.contexts import draw_training
     from mdm_mi.mi.guided import MIGuided, head_pairwise_fn
     from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, train_head
     from mdm_mi.mi.probe import label_contexts
-    from mdm_mi.samplers import EntropyBounded, decode
 
     seqs = hf_backbone.encode(["MKTAYIAKQR", "ACDEFGHIK", "LLMNPQ"]).numpy()
     draw = draw_training(seqs, 6, hf_backbone.mask_id, 0, hf_backbone.vocab_token_ids)
@@ -138,7 +138,7 @@ def _features(backbone):
 
 
 def _decode(backbone):
-    from mdm_mi.samplers import EntropyBounded, decode
+    from mdm_mi.core.samplers import EntropyBounded, decode
 
     decode(backbone, torch.tensor([[0, 20, 32, 32, 2]]), EntropyBounded(1.0))
 
@@ -179,7 +179,7 @@ def _probe_rows(backbone, rows):
 
 
 def _decode_rows(backbone, rows):
-    from mdm_mi.samplers import EntropyBounded, decode
+    from mdm_mi.core.samplers import EntropyBounded, decode
 
     decode(backbone, rows, EntropyBounded(1.0))
 
@@ -204,14 +204,15 @@ def test_import_hf_refuses_an_alphabet_with_a_special_token(tmp_path):
 
 
 def test_the_domain_table_is_open(tmp_path):
-    from mdm_mi.domain import DOMAINS, Domain, load_backbone, register_domain
+    from mdm_mi.core.domain import DOMAINS, Domain, register_domain
+    from mdm_mi.core.loading import load_model
 
-    entry = Domain("toy", ("toy/model",), ("toy/head",), (".txt",), lambda d, dev: ("loaded", {}), lambda: None,
+    entry = Domain("toy", ("toy/model",), ("toy/head",), (".txt",), lambda d, meta, dev: "loaded", lambda: None,
                    lambda meta: "toy", lambda: None)
     register_domain(entry)
     try:
         (tmp_path / "meta.json").write_text('{"domain": "toy"}')
-        assert load_backbone(tmp_path)[0] == "loaded"
+        assert load_model(tmp_path)[0] == "loaded"
         with pytest.raises(Exception, match="already registered"):
             register_domain(entry)
     finally:
@@ -229,7 +230,7 @@ def test_the_cli_marks_a_folder_and_refuses_a_missing_one(tmp_path):
 
 
 def test_hf_data_splits_and_encodes(hf_dir, tmp_path):
-    from mdm_mi.hf.jobs import HfDataArgs, hf_data
+    from mdm_mi.hf.hf_jobs import HfDataArgs, hf_data
 
     fasta = tmp_path / "seqs.fasta"
     fasta.write_text("".join(f">s{i}\nMKTAYIAKQ{'ACDEFGHIK'[: i % 9]}\n" for i in range(10)))
@@ -278,7 +279,7 @@ def test_every_verb_runs_on_a_hugging_face_folder(hf_dir, tmp_path):
     assert json.loads((tmp_path / "gen.json").read_text())["mean_passes"] >= 1
     _cli("hf-compare", "--model", hf_dir, "--head", head, "--reference", data / "reference.fasta",
          "--out-dir", tmp_path / "budgets", "--n", 4, "--calib-n", 2, "--divisors", 2, "--mi-lambda", 1.0,
-         "--on-reject", "skip", "--no-charge-first", "--two-budget-delta", "--indep-tau", "--clusters", 2,
+         "--on-reject", "skip", "--no-charge-first", "--two-budget-delta", "--indep-cap", "--clusters", 2,
          "--bootstrap", 5, "--batch-size", 8, "--seed", 0, "--device", "cpu", "--threads", 1)
     assert (tmp_path / "budgets" / "runs.json").is_file() and (tmp_path / "map.csv").is_file()
 

@@ -9,10 +9,10 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from mdm_mi.calibrate import Family, calibrate
-from mdm_mi.matched import bracket_settings, mixing_weight, mixture
-from mdm_mi.paired import holm, mcnemar_exact, newcombe_interval, paired_cells, paired_difference, sign_flip_p, tost_p
-from mdm_mi.verdicts import classify, side_by_side, verdict, verdict_markdown
+from mdm_mi.evaluation.calibrate import Family, calibrate
+from mdm_mi.evaluation.matched import bracket_settings, mixing_weight, mixture
+from mdm_mi.evaluation.paired import holm, mcnemar_exact, newcombe_interval, paired_cells, paired_difference, sign_flip_p, tost_p
+from mdm_mi.evaluation.verdicts import classify, side_by_side, verdict, verdict_markdown
 
 
 def test_the_sign_flip_test_is_exact_mcnemar_on_binary_outcomes():

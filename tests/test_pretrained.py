@@ -8,8 +8,8 @@ import json
 import pytest
 
 from conftest import REPO
-from mdm_mi.checkpoint import MANIFEST, META, WEIGHTS, CheckpointError, load_checkpoint, verify_manifest
 from mdm_mi.cli import main
+from mdm_mi.infra.checkpoint import MANIFEST, META, WEIGHTS, CheckpointError, load_checkpoint, verify_manifest
 
 SHIPPED = REPO / "resources" / "pretrained" / "sudoku"
 SHIPPED_PROTEIN = REPO / "resources" / "pretrained" / "protein-kunitz"
@@ -68,12 +68,12 @@ def test_import_refuses_a_folder_without_manifest(tmp_path, tiny_checkpoint, cap
 
 
 def test_the_shipped_sudoku_backbone_verifies_and_loads():
-    from mdm_mi.domain import load_backbone
+    from mdm_mi.core.loading import load_model
 
     manifest = verify_manifest(SHIPPED)
     assert (SHIPPED / WEIGHTS).stat().st_size <= 20 * 2**20
     assert {"command", "seed", "data_sha256", "evaluation"} <= set(manifest)
-    backbone, meta = load_backbone(SHIPPED, "cpu", domain="sudoku")
+    backbone, meta = load_model(SHIPPED, "cpu", "sudoku")
     assert meta["domain"] == "sudoku"
 
 
@@ -91,12 +91,12 @@ def test_import_checks_the_runs_training_data(shipped, tmp_path, capsys):
 
 
 def test_the_shipped_protein_family_backbone_verifies_and_loads():
-    from mdm_mi.domain import load_backbone
+    from mdm_mi.core.loading import load_model
 
     manifest = verify_manifest(SHIPPED_PROTEIN)
     assert (SHIPPED_PROTEIN / WEIGHTS).stat().st_size <= 20 * 2**20
     assert {"command", "seed", "data_sha256", "evaluation"} <= set(manifest)
-    backbone, meta = load_backbone(SHIPPED_PROTEIN, "cpu", domain="protein")
+    backbone, meta = load_model(SHIPPED_PROTEIN, "cpu", "protein")
     assert meta["domain"] == "protein" and meta["train"]["steps"] == 4500
 
 
@@ -107,7 +107,7 @@ BOOKKEEPING = {"save_every", "snapshot_every", "log_every"}
 def test_the_default_config_states_the_shipped_sudoku_training():
     """``sudoku.backbone: trained`` reproduces the shipped weights: config.yaml's model and training
     settings (schema defaults filled in) are the ones in the shipped meta.json."""
-    from mdm_mi.config import load_config
+    from mdm_mi.infra.config import load_config
 
     cfg = load_config(REPO / "config" / "config.yaml")
     meta = json.loads((SHIPPED / META).read_text())

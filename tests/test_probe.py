@@ -9,7 +9,7 @@ import pytest
 import torch
 from safetensors.torch import load, save
 
-from mdm_mi.backbone import Backbone, BackboneOutput
+from mdm_mi.core.backbone import Backbone, BackboneOutput
 from mdm_mi.mi.probe import (
     certified_mi,
     content_width,

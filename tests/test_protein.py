@@ -12,10 +12,10 @@ import torch
 
 pytest.importorskip("esm.models.esmc")
 
-from mdm_mi.checkpoint import CheckpointError  # noqa: E402
+from mdm_mi.infra.checkpoint import CheckpointError  # noqa: E402
 from mdm_mi.cli import main  # noqa: E402
-from mdm_mi.errors import InputError  # noqa: E402
-from mdm_mi.domain import load_backbone  # noqa: E402
+from mdm_mi.infra.errors import InputError  # noqa: E402
+from mdm_mi.core.loading import load_model  # noqa: E402
 from mdm_mi.protein import data as pdata  # noqa: E402
 from mdm_mi.protein import metrics  # noqa: E402
 from mdm_mi.protein.fasta import AMINO_ACIDS, read_fasta, write_fasta  # noqa: E402
@@ -23,7 +23,7 @@ from mdm_mi.protein.generate import generate  # noqa: E402
 from mdm_mi.protein.model import load_protein_model, new_esmc, save_trained, write_300m_meta  # noqa: E402
 from mdm_mi.protein.tokens import protein_tokens  # noqa: E402
 from mdm_mi.protein.train import ProteinTrainConfig, sample_batch  # noqa: E402
-from mdm_mi.sampler_table import build_sampler  # noqa: E402
+from mdm_mi.core.sampler_table import build_sampler  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 UNIREF = REPO / "resources" / "data" / "protein" / "uniref50_len50-100.fasta"
@@ -110,7 +110,7 @@ def test_training_batch_masks_residues_only():
 # ---- checkpoints ------------------------------------------------------------------------------------
 
 def test_trained_checkpoint_round_trip(model_dir, backbone):
-    again, meta = load_backbone(model_dir, domain="protein")
+    again, meta = load_model(model_dir, "cpu", "protein")
     tokens = backbone.encode(["MKTAYIAKQR"])
     with torch.inference_mode():
         assert torch.equal(backbone(tokens).logits, again(tokens).logits)
@@ -118,8 +118,8 @@ def test_trained_checkpoint_round_trip(model_dir, backbone):
 
 
 def test_domain_mismatch_is_one_line(model_dir):
-    with pytest.raises(CheckpointError, match="'protein' model, but a 'sudoku' model is needed"):
-        load_backbone(model_dir, domain="sudoku")
+    with pytest.raises(CheckpointError, match="'protein' model, but this needs a 'sudoku' model"):
+        load_model(model_dir, "cpu", "sudoku")
 
 
 def test_corrupt_weights_refused(tmp_path, model_dir):
@@ -244,7 +244,7 @@ def test_a_decoding_key_is_one_field_and_reaches_decode_from_the_cli(tmp_path, m
     import dataclasses
 
     from mdm_mi import cli
-    from mdm_mi.flags import h
+    from mdm_mi.infra.flags import h
     from mdm_mi.protein import decode_flags, generate as generate_module, generate_job
 
     toy = dataclasses.make_dataclass("ToyDecodeFlags", [("top_p", float, dataclasses.field(default=1.0, metadata=h("toy")))],
@@ -300,8 +300,8 @@ def _summary(sampler, params, passes, jsd):
 
 
 def test_protein_tables_and_speed_quality_figure(tmp_path):
+    from mdm_mi.evaluation.tables import to_csv
     from mdm_mi.protein import report
-    from mdm_mi.tables import to_csv
 
     rows = report.protein_rows([
         _summary("sequential", {"order": "entropy"}, 75.0, 0.05), _summary("naive", {"k": 8}, 10.0, 0.20),

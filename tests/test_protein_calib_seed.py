@@ -44,8 +44,8 @@ def test_part_key_names_the_calibration_seed_only_when_given():
 def test_family_verdicts_side_by_side_in_r(tmp_path):
     """Two family-compare folders' verdicts side by side, written in r (not percentage points), with
     the count of agreeing words; a flip is marked."""
-    from mdm_mi.budgets import write_csv
     from mdm_mi.cli import main
+    from mdm_mi.evaluation.budgets import write_csv
     from mdm_mi.protein.family.compare import FIELDS
 
     def row(diff, verdict):

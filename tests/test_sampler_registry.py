@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from conftest import MockBackbone, seeded_logits
-from mdm_mi.sampler_table import SAMPLERS, Calibration, SamplerSpec, Setting, Style, decode_runs, sampler_params
-from mdm_mi.samplers import Sampler, StepView, decode
+from mdm_mi.core.sampler_table import SAMPLERS, Calibration, SamplerSpec, Setting, Style, decode_runs, sampler_params
+from mdm_mi.core.samplers import Sampler, StepView, decode
 from mdm_mi.sudoku.report import COLUMNS  # imported before any toy entry: the real table's columns
 
 N, V = 40, 6
@@ -62,7 +62,7 @@ def _measure(tokens: torch.Tensor):
 
 
 def test_toy_sampler_is_calibrated(toy):
-    from mdm_mi.calibrate import calibrate, calibrated_families
+    from mdm_mi.evaluation.calibrate import calibrate, calibrated_families
 
     fams = calibrated_families(N, {"mi_lambda": [1.0], "mi_on_reject": "skip", "mi_charge_first": False})
     assert [f.label for f in fams] == ["naive", "eb", "threshold", "mi λ=1", "toy"]
@@ -76,7 +76,7 @@ def test_toy_sampler_is_calibrated(toy):
 
 
 def test_toy_baseline_is_compared_with_the_contenders_in_the_budgets_tables(toy):
-    from mdm_mi.budgets import BEST_MI, budget_rows, is_contender, markdown, summary_markdown
+    from mdm_mi.evaluation.budgets import BEST_MI, budget_rows, is_contender, markdown, summary_markdown
 
     assert not is_contender("toy") and is_contender("mi λ=1")
     rng = np.random.default_rng(0)
@@ -94,9 +94,9 @@ def test_toy_baseline_is_compared_with_the_contenders_in_the_budgets_tables(toy)
 
 
 def test_toy_sampler_is_tabled_and_in_the_workflow_grid(toy, monkeypatch):
+    from mdm_mi.evaluation.tables import setting_label, to_csv
     from mdm_mi.protein.report import columns as protein_columns, protein_rows
     from mdm_mi.sudoku.report import columns, tidy_rows
-    from mdm_mi.tables import setting_label, to_csv
 
     level = {"n": 8, "accuracy": 0.5, "acc_lo": 0.2, "acc_hi": 0.8, "mean_passes": 10.0, "passes_ci": 1.0,
              "mean_clues": 30.0}
@@ -123,7 +123,7 @@ def test_toy_sampler_is_tabled_and_in_the_workflow_grid(toy, monkeypatch):
 
 
 def test_toy_sampler_is_drawn(toy, monkeypatch):
-    from mdm_mi.plotting import SAMPLER_STYLE
+    from mdm_mi.evaluation.plotting import SAMPLER_STYLE
     from mdm_mi.protein.family.figures import style
     from mdm_mi.sudoku import report
 
@@ -140,7 +140,7 @@ def test_toy_sampler_is_drawn(toy, monkeypatch):
 
 def test_the_real_entries_give_the_workflows_run_names_and_families():
     """The run names, flags and family slugs the workflow's outputs are named by (unchanged by the table)."""
-    from mdm_mi.calibrate import calibrated_families
+    from mdm_mi.evaluation.calibrate import calibrated_families
 
     grid = {"sequential": ["entropy", "margin"], "naive_k": [4], "eb_gamma": [0.2], "mi_gamma": [0.3, 1.0],
             "mi_lambda": [1.0, 2.0], "mi_on_reject": "skip", "mi_charge_first": False, "oracle_gamma": [0.3]}
@@ -183,10 +183,10 @@ SWEPT_TOY = SamplerSpec(CappedFraction, ("frac", "width"), "head", style=Style("
 def test_toy_sampler_with_a_swept_setting_needs_one_entry(monkeypatch):
     """One entry makes the comparisons' flags and families, the decoding flags, the workflow's per-set
     rule lists and decode list, the results tables' columns and the figures' style."""
-    from mdm_mi.calibrate import comparison_families
-    from mdm_mi.plotting import SAMPLER_STYLE
-    from mdm_mi.sampler_table import rule_keys, sampler_flags_class, swept_flags_class
-    from mdm_mi.tables import param_columns
+    from mdm_mi.core.sampler_table import rule_keys, sampler_flags_class, swept_flags_class
+    from mdm_mi.evaluation.calibrate import comparison_families
+    from mdm_mi.evaluation.plotting import SAMPLER_STYLE
+    from mdm_mi.evaluation.tables import param_columns
 
     monkeypatch.setitem(SAMPLERS, "toy-swept", SWEPT_TOY)
     swept = {f.name: f for f in dataclasses.fields(swept_flags_class())}
@@ -210,8 +210,8 @@ def test_toy_sampler_with_a_swept_setting_needs_one_entry(monkeypatch):
 def test_the_schema_has_a_key_for_each_entrys_config_settings(domain):
     """The second place a sampler's config setting lives: the schema (its one default). Every grid and
     shared setting of an entry is a key of ``<domain>.samplers``, every swept one of ``<domain>.compare``."""
-    from mdm_mi.config import load_schema
-    from mdm_mi.sampler_table import swept_settings
+    from mdm_mi.core.sampler_table import swept_settings
+    from mdm_mi.infra.config import load_schema
 
     section = load_schema()["properties"][domain]["properties"]
     grid = {s.key for spec in SAMPLERS.values() for s in (*spec.grid, *spec.shared)}

@@ -1,4 +1,4 @@
-"""Properties of :mod:`mdm_mi.samplers`: the decode loop (clues, completion, seeding, pass counting)
+"""Properties of :mod:`mdm_mi.core.samplers`: the decode loop (clues, completion, seeding, pass counting)
 and each policy's choice, on a mock backbone with known logits and on a tiny real Sudoku MDM."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from mdm_mi.flags import Decoding
-from mdm_mi.sampler_table import SAMPLERS, build_sampler
-from mdm_mi.samplers import (
+from mdm_mi.core.sampler_table import SAMPLERS, build_sampler
+from mdm_mi.infra.flags import Decoding
+from mdm_mi.core.samplers import (
     eb_prefix,
     INF,
     EntropyBounded,
@@ -451,7 +451,7 @@ def test_real_model_decode_keeps_clues_and_completes(tiny_model, easy_puzzles, n
 
 
 def test_bf16_backbone_keeps_the_protocol_and_returns_fp32(tiny_model):
-    from mdm_mi.backbone import Bf16Backbone
+    from mdm_mi.core.backbone import Bf16Backbone
 
     wrapped = Bf16Backbone(tiny_model)
     assert (wrapped.mask_id, wrapped.vocab_size, wrapped.hidden_dim) == (tiny_model.mask_id, tiny_model.vocab_size,
@@ -467,7 +467,7 @@ def test_bf16_backbone_keeps_the_protocol_and_returns_fp32(tiny_model):
 def test_full_precision_switches_bf16_off_for_labelling(tiny_model):
     from types import SimpleNamespace
 
-    from mdm_mi.backbone import Bf16Backbone, full_precision
+    from mdm_mi.core.backbone import Bf16Backbone, full_precision
 
     assert full_precision(Bf16Backbone(tiny_model)) is tiny_model  # the wrapper is dropped
     esmc_like = SimpleNamespace(bf16=True)
@@ -475,7 +475,7 @@ def test_full_precision_switches_bf16_off_for_labelling(tiny_model):
 
 
 def test_for_decoding_wraps_only_when_asked_and_probe_backbone_unwraps(tiny_model):
-    from mdm_mi.backbone import Bf16Backbone, for_decoding, probe_backbone
+    from mdm_mi.core.backbone import Bf16Backbone, for_decoding, probe_backbone
 
     assert for_decoding(tiny_model, False) is tiny_model
     wrapped = for_decoding(tiny_model, True)
@@ -484,8 +484,8 @@ def test_for_decoding_wraps_only_when_asked_and_probe_backbone_unwraps(tiny_mode
 
 
 def test_bf16_decoding_fills_every_mask_keeps_clues_and_repeats_with_the_seed(tiny_model):
-    from mdm_mi.backbone import for_decoding
-    from mdm_mi.samplers import EntropyBounded
+    from mdm_mi.core.backbone import for_decoding
+    from mdm_mi.core.samplers import EntropyBounded
 
     puzzles = torch.full((4, 81), tiny_model.mask_id)
     puzzles[:, :9] = torch.arange(9)
@@ -496,7 +496,7 @@ def test_bf16_decoding_fills_every_mask_keeps_clues_and_repeats_with_the_seed(ti
 
 
 def test_forward_chunked_equals_one_call_and_bounds_each_call(tiny_model):
-    from mdm_mi.backbone import forward_chunked
+    from mdm_mi.core.backbone import forward_chunked
 
     gen = torch.Generator().manual_seed(3)
     tokens = torch.randint(0, tiny_model.mask_id + 1, (23, 81), generator=gen)
@@ -519,8 +519,8 @@ def test_forward_chunked_equals_one_call_and_bounds_each_call(tiny_model):
 def test_decode_is_unchanged_by_the_chunk_size(tiny_model, monkeypatch):
     import functools
 
-    import mdm_mi.samplers as samplers
-    from mdm_mi.backbone import forward_chunked
+    import mdm_mi.core.samplers as samplers
+    from mdm_mi.core.backbone import forward_chunked
 
     tokens = torch.full((9, 81), tiny_model.mask_id)
     tokens[:, :20] = (torch.arange(20) + torch.arange(9)[:, None]) % 9
@@ -533,7 +533,7 @@ def test_decode_is_unchanged_by_the_chunk_size(tiny_model, monkeypatch):
 
 
 def test_cpu_chunk_size_follows_the_thread_count():
-    from mdm_mi.backbone import CPU_CHUNK_TOKENS, CPU_CHUNK_TOKENS_ONE_THREAD, cpu_chunk_tokens
+    from mdm_mi.core.backbone import CPU_CHUNK_TOKENS, CPU_CHUNK_TOKENS_ONE_THREAD, cpu_chunk_tokens
 
     before = torch.get_num_threads()
     try:

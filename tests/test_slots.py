@@ -1,4 +1,4 @@
-"""GPU slot allocation (mdm_mi.slots) on CPU: the device count is injected, concurrent jobs are
+"""GPU slot allocation (mdm_mi.infra.slots) on CPU: the device count is injected, concurrent jobs are
 real processes holding real ``flock`` locks, and ``resolve_device`` is checked with torch's CUDA
 queries patched."""
 
@@ -14,12 +14,12 @@ import pytest
 import torch
 
 from conftest import REPO
-from mdm_mi import runtime, slots
-from mdm_mi.errors import InputError
+from mdm_mi.infra import runtime, slots
+from mdm_mi.infra.errors import InputError
 
 HOLDER = """
 import sys
-from mdm_mi.slots import claim_slot
+from mdm_mi.infra.slots import claim_slot
 print(claim_slot(int(sys.argv[1]), sys.argv[2], timeout=float(sys.argv[3]), poll=0.05), flush=True)
 sys.stdin.read()  # hold the slot until the test closes stdin (or kills us)
 """

@@ -18,9 +18,9 @@ import pytest
 import torch
 
 from mdm_mi.cli import main
-from mdm_mi.errors import InputError
+from mdm_mi.infra.errors import InputError
 from mdm_mi.mi.contexts import ContextDraw, draw_evaluation, draw_training, repeated_rows, split_part
-from mdm_mi.mi.jobs import LabelArgs, draw_split
+from mdm_mi.mi.mi_jobs import LabelArgs, draw_split
 from mdm_mi.sudoku.grid import MASK_ID, N_DIGITS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -143,6 +143,28 @@ def test_the_layering_check_fails_on_a_library_module_importing_a_verb(tmp_path)
     assert wrong_way_imports(import_graph(tmp_path, "toy")) == []
 
 
+PACKAGE_MAY_IMPORT = {"infra": {"infra"}, "evaluation": {"infra", "core", "evaluation"}}
+
+
+def package_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Imports that leave a package's allowed set: ``infra/`` imports only itself; ``evaluation/``
+    only ``core/``, ``infra/`` and itself (it never sees a domain or a verb)."""
+    def top(mod: str) -> str:
+        return mod.split(".")[1] if mod.count(".") >= 2 else ""
+
+    return [f"{mod} imports {dep}" for mod, deps in sorted(graph.items()) if top(mod) in PACKAGE_MAY_IMPORT
+            for dep in sorted(deps) if top(dep) not in PACKAGE_MAY_IMPORT[top(mod)]]
+
+
+def test_infra_and_evaluation_import_only_below_them():
+    graph = import_graph()
+    assert {"mdm_mi.infra.io", "mdm_mi.evaluation.calibrate"} <= set(graph)
+    assert package_violations(graph) == []
+    toy = {"mdm_mi.infra.io": {"mdm_mi.core.domain"}, "mdm_mi.evaluation.stats": {"mdm_mi.sudoku.grid"}}
+    assert package_violations(toy) == ["mdm_mi.evaluation.stats imports mdm_mi.sudoku.grid",
+                                       "mdm_mi.infra.io imports mdm_mi.core.domain"]
+
+
 def _literal_keys(path: Path, name: str) -> list[str]:
     """The keys of the dict literal assigned to ``name`` at module level of ``path``."""
     for node in ast.parse(path.read_text()).body:
@@ -153,8 +175,8 @@ def _literal_keys(path: Path, name: str) -> list[str]:
     raise AssertionError(f"no {name} table in {path}")
 
 
-@pytest.mark.parametrize("module, table", [("cli.py", "VERBS"), ("sampler_table.py", "SAMPLERS"),
-                                           ("domain.py", "DOMAINS")])
+@pytest.mark.parametrize("module, table", [("cli.py", "VERBS"), ("core/sampler_table.py", "SAMPLERS"),
+                                           ("core/domain.py", "DOMAINS")])
 def test_each_table_is_one_literal_without_repeated_names(module, table):
     keys = _literal_keys(SRC / PACKAGE / module, table)
     assert keys and len(keys) == len(set(keys)), [k for k in keys if keys.count(k) > 1]
@@ -164,8 +186,8 @@ def test_table_entries_match_their_names():
     import dataclasses
 
     from mdm_mi.cli import VERBS
-    from mdm_mi.domain import DOMAINS
-    from mdm_mi.sampler_table import SAMPLERS
+    from mdm_mi.core.domain import DOMAINS
+    from mdm_mi.core.sampler_table import SAMPLERS
 
     assert all(s.cls.name == name for name, s in SAMPLERS.items())
     assert all(d.name == name for name, d in DOMAINS.items())
@@ -189,3 +211,38 @@ def test_every_rule_is_named_after_the_verb_it_runs():
     assert len(pairs) >= 25, pairs
     assert [(r, v) for r, v in pairs if r.replace("_", "-") != v] == []
     assert {v for _, v in pairs} <= set(VERBS)
+
+
+# The low-level loaders, by the module that defines each; only core.loading (and the domain table's
+# ``load`` entries in core.domain, which it calls) may reach them; protein.model dispatches to the
+# column model by meta "kind".
+LOW_LEVEL_LOADERS = {"load_model": "mdm_mi.sudoku.model", "load_protein_model": "mdm_mi.protein.model",
+                     "load_column_model": "mdm_mi.protein.family.columns", "load_hf_model": "mdm_mi.hf.backbone",
+                     "load_head": "mdm_mi.mi.head"}
+MAY_CALL_LOW_LEVEL = {"mdm_mi.core.loading", "mdm_mi.core.domain", "mdm_mi.protein.model"}
+
+
+def low_level_loader_uses(src: Path = SRC) -> list[str]:
+    """``module: name`` for every import of a low-level loader from its defining module outside
+    :data:`MAY_CALL_LOW_LEVEL` (an import is the only way to call one: none is re-exported)."""
+    uses = []
+    for mod, path in _modules(src).items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module in LOW_LEVEL_LOADERS.values():
+                uses += [f"{mod}: {a.name}" for a in node.names
+                         if LOW_LEVEL_LOADERS.get(a.name) == node.module and mod not in MAY_CALL_LOW_LEVEL]
+    return uses
+
+
+def test_every_verb_loads_models_through_the_one_loader():
+    assert low_level_loader_uses() == []
+    text = (SRC / PACKAGE / "core" / "domain.py").read_text()
+    assert all(f"import {name}" in text for name in ("load_model", "load_protein_model", "load_hf_model"))
+
+
+def test_the_loader_check_finds_a_verb_calling_a_low_level_loader(tmp_path):
+    pkg = tmp_path / PACKAGE / "sudoku"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "report_jobs.py").write_text("def f():\n    from mdm_mi.sudoku.model import load_model\n")
+    assert low_level_loader_uses(tmp_path) == ["mdm_mi.sudoku.report_jobs: load_model"]

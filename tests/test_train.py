@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from conftest import TINY_CFG, make_tiny_model
+from mdm_mi.infra.train_loop import lr_at
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, is_valid_solution
 from mdm_mi.sudoku.train import TrainConfig, augment, diffusion_loss, mask_batch, train
-from mdm_mi.train_loop import lr_at
 
 BASE = TrainConfig(steps=100, batch_size=8, lr=1e-2, warmup=10, weight_decay=0.0, t_min=0.05, t_max=1.0,
                    loss_weight="none", augment=True, grad_clip=1.0, seed=0, log_every=5, compile=False, ema=0.0, save_every=0, snapshot_every=0)
@@ -190,7 +190,7 @@ def test_ema_weights_are_the_moving_average_of_every_steps_weights():
     computed here by hand from the weights after each step of a run without EMA."""
     from types import SimpleNamespace
 
-    from mdm_mi.train_loop import optimise
+    from mdm_mi.infra.train_loop import optimise
 
     settings = dict(steps=12, lr=0.1, warmup=2, weight_decay=0.0, grad_clip=10.0, log_every=4)
     trail = []
@@ -255,7 +255,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_weights(solutions, tmp_path, 
 
 def test_resuming_with_other_settings_is_refused(solutions, tmp_path, monkeypatch):
     import mdm_mi.sudoku.train as train_mod
-    from mdm_mi.errors import InputError
+    from mdm_mi.infra.errors import InputError
 
     monkeypatch.setattr(train_mod.TrainState, "clear", lambda self: None)  # keep the state of a finished run
     train(solutions, TINY_CFG, cfg(steps=6, save_every=2), "cpu", log=lambda m: None, resume_dir=tmp_path)

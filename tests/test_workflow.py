@@ -21,9 +21,9 @@ import pytest
 
 from conftest import REPO
 from mdm_mi.cli import build_parser
-from mdm_mi.config import load_config
+from mdm_mi.core.sampler_table import rule_keys
+from mdm_mi.infra.config import load_config
 from mdm_mi.protein.family.scores import REFERENCE_ROWS
-from mdm_mi.sampler_table import rule_keys
 
 VENV_BIN = REPO / ".venv" / "bin"
 SNAKEMAKE = VENV_BIN / "snakemake"
@@ -353,7 +353,7 @@ def test_smoke_dag_runs_in_a_fresh_directory(tmp_path):
         assert {r["sampler"] for r in frows} == {"sequential", "naive", "eb", "mi", "ceiling", "ardca", "floor"}
         assert all(0 <= float(r["hmm_pass_rate"]) <= 1 for r in frows)
     # calibrated budgets: every sampler at every budget on every comparison set, paired rows, summaries
-    from mdm_mi.budgets import read_csv
+    from mdm_mi.evaluation.budgets import read_csv
 
     compare = cfg["sudoku"]["compare"]
     for set_ in compare["sets"]:

@@ -21,16 +21,16 @@ import sys
 import typing
 from typing import Callable, NamedTuple
 
-from mdm_mi import jobs as core_jobs, pretrained
-from mdm_mi.errors import USER_ERRORS, InputError
-from mdm_mi.hf import jobs as hf_jobs
-from mdm_mi.mi import jobs as mi_jobs
-from mdm_mi.protein import compare_job as protein_compare_job, generate_job, jobs as protein_jobs, report_jobs
-from mdm_mi.protein.family import (column_jobs, figure_jobs as family_figure_jobs, jobs as family_jobs,
+from mdm_mi import pretrained_jobs, tracking_job
+from mdm_mi.hf import hf_jobs
+from mdm_mi.infra.errors import USER_ERRORS, InputError
+from mdm_mi.mi import mi_jobs
+from mdm_mi.protein import compare_job as protein_compare_job, generate_job, protein_jobs, report_jobs
+from mdm_mi.protein.family import (column_jobs, family_jobs, figure_jobs as family_figure_jobs,
                                    oracle_job as protein_oracle_job)
-from mdm_mi.sudoku import (compare_job as sudoku_compare_job, jobs as sudoku_jobs, oracle_job,
+from mdm_mi.sudoku import (compare_job as sudoku_compare_job, oracle_job, sudoku_jobs,
                            report_jobs as sudoku_report_jobs)
-from mdm_mi.tracking import NullTracker, TrackingArgs, open_tracker
+from mdm_mi.infra.tracking import NullTracker, TrackingArgs, open_tracker
 from mdm_mi.user import check_config, mi_map, solve
 
 
@@ -66,9 +66,9 @@ VERBS: dict[str, Verb] = {
                     "split your sequences and encode them for a Hugging Face model's labels and comparison"),
     # backbones
     "sudoku-pretrain": Verb(sudoku_jobs.PretrainArgs, sudoku_jobs.pretrain, "train the Sudoku masked diffusion model"),
-    "export-pretrained": Verb(pretrained.ExportPretrainedArgs, pretrained.export_pretrained,
+    "export-pretrained": Verb(pretrained_jobs.ExportPretrainedArgs, pretrained_jobs.export_pretrained,
                               "ship a trained backbone to resources/pretrained/ with its sha256 manifest"),
-    "import-pretrained": Verb(pretrained.ImportPretrainedArgs, pretrained.import_pretrained,
+    "import-pretrained": Verb(pretrained_jobs.ImportPretrainedArgs, pretrained_jobs.import_pretrained,
                               "make a shipped backbone the model of a run, after checking its hashes"),
     "protein-pretrain": Verb(protein_jobs.PretrainProteinArgs, protein_jobs.pretrain_protein,
                              "train the small protein MDM (an ESM-C) with masked diffusion"),
@@ -137,7 +137,7 @@ VERBS: dict[str, Verb] = {
     "figure-protein-mi": Verb(report_jobs.ProteinMiArgs, report_jobs.figure_protein_mi,
                               "MI map of a generated protein and MI vs sequence separation"),
     # tracking
-    "init-tracking": Verb(core_jobs.InitTrackingArgs, core_jobs.init_tracking,
+    "init-tracking": Verb(tracking_job.InitTrackingArgs, tracking_job.init_tracking,
                           "create the MLflow store before parallel jobs write to it"),
     # by hand, on the trained models
     "solve": Verb(solve.SolveArgs, solve.solve, "solve Sudoku puzzles with the trained model", user=True,

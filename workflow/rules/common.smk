@@ -4,9 +4,9 @@ import dataclasses
 import os
 import re
 
-from mdm_mi.calibrate import calibrated_families  # torch-free: the protein comparison's part names
+from mdm_mi.core.sampler_table import HEAD_SAMPLERS, decode_runs, rule_keys  # torch-free: the fixed grid's runs, the rules' lists
+from mdm_mi.evaluation.calibrate import calibrated_families  # torch-free: the protein comparison's part names
 from mdm_mi.protein.decode_flags import DecodeFlags  # torch-free: the keys of protein.generate the oracle takes
-from mdm_mi.sampler_table import HEAD_SAMPLERS, decode_runs, rule_keys  # torch-free: the fixed grid's runs, the rules' lists
 
 NAME = config["name"]
 R = f"results/{NAME}"

@@ -2,7 +2,7 @@
 # calibration lengths, decoded at those settings (one job per part), merged and compared by cluster JSD;
 # with a family (protein.data.source: family), the exact-MI oracle at mi*'s settings beside the head.
 
-# sequential, then one job per calibrated family (mdm_mi.calibrate.Family.slug): decoded side by side
+# sequential, then one job per calibrated family (mdm_mi.evaluation.calibrate.Family.slug): decoded side by side
 PROTEIN_COMPARE_PARTS = protein_compare_parts()
 PROTEIN_MI_PARTS = [p for p in PROTEIN_COMPARE_PARTS if p.startswith("mi-l")]  # Algorithm 1 at each λ: the oracle's settings
 

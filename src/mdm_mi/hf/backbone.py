@@ -1,4 +1,4 @@
-"""A Hugging Face masked language model as a :class:`~mdm_mi.backbone.SequenceBackbone`.
+"""A Hugging Face masked language model as a :class:`~mdm_mi.core.backbone.SequenceBackbone`.
 
 Any ``transformers.AutoModelForMaskedLM`` saved with ``save_pretrained`` (its tokenizer saved beside
 it) becomes a backbone once a ``meta.json`` marks the folder (``mdm-mi import-hf``):
@@ -30,10 +30,10 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from mdm_mi.backbone import BackboneOutput
-from mdm_mi.checkpoint import META, CheckpointError
-from mdm_mi.errors import InputError
-from mdm_mi.io import read_json
+from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.infra.checkpoint import META, CheckpointError
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.io import read_json
 
 DOMAIN = "hf"
 MASK_CHAR = "_"  # a masked position in encode / decode_tokens
@@ -167,12 +167,13 @@ def _token_ids(tokenizer, alphabet: Sequence[str]) -> list[int]:
     return [int(i) for i in ids]
 
 
-def hf_meta(directory: str | Path) -> dict:
-    """The ``meta.json`` of an ``hf`` model folder (one-line :class:`CheckpointError` otherwise)."""
+def hf_meta(directory: str | Path, meta: dict | None = None) -> dict:
+    """The ``meta.json`` of an ``hf`` model folder (read here unless given), checked (one-line
+    :class:`CheckpointError` otherwise)."""
     path = Path(directory) / META
-    if not path.is_file():
+    if meta is None and not path.is_file():
         raise CheckpointError(f"checkpoint file missing: {path} (mark the folder with `mdm-mi import-hf`)")
-    meta = read_json(path)
+    meta = read_json(path) if meta is None else meta
     if not isinstance(meta, dict) or meta.get("domain") != DOMAIN or not isinstance(meta.get("tokens"), list):
         raise CheckpointError(f"{path} is not an 'hf' model's meta.json with a 'tokens' list")
     return meta
@@ -183,13 +184,16 @@ def weights_dir(directory: str | Path, meta: dict) -> Path:
     return (Path(directory) / meta.get("weights", ".")).resolve()
 
 
-def load_hf_model(directory: str | Path, device: str | torch.device = "cpu", hidden_layer: int | None = None):
+def load_hf_model(directory: str | Path, device: str | torch.device = "cpu", hidden_layer: int | None = None,
+                  meta: dict | None = None):
     """Load an ``hf`` model folder → ``(HFBackbone in eval mode, meta)``, from local files only.
 
-    ``hidden_layer`` overrides the layer in meta. Missing or unreadable files raise one line."""
+    ``hidden_layer`` overrides the layer in meta; ``meta``, read already by
+    :func:`mdm_mi.core.loading.load_model` (the verbs' way in), is not read again. Missing or unreadable
+    files raise one line."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    meta = hf_meta(directory)
+    meta = hf_meta(directory, meta)
     source = weights_dir(directory, meta)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import torch
 
-from mdm_mi.backbone import Backbone
+from mdm_mi.core.backbone import Backbone
 from mdm_mi.mi.probe import DEFAULT_BATCH_SIZE, DEFAULT_TOL, _Context
 
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from mdm_mi.errors import InputError
+from mdm_mi.infra.errors import InputError
 
 LABEL_SPLITS = ("all", "val", "test")  # --split: the whole draw, or one of its two disjoint evaluation parts
 MAX_REMASK_ROUNDS = 100  # re-maskings of repeated contexts before an evaluation draw gives up

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.io import atomic_path
-from mdm_mi.plotting import plt, save
+from mdm_mi.evaluation.plotting import plt, save
+from mdm_mi.infra.io import atomic_path
 
 
 @torch.inference_mode()

@@ -12,8 +12,8 @@ forward pass (:func:`head_pairwise_fn`, no extra pass), or, for :class:`OracleMI
 (:func:`oracle_pairwise_fn`, ``1 + |M| V`` extra passes per sequence per step: an upper bound on what
 a perfect head could give, not a practical sampler).
 
+    from mdm_mi.core.samplers import decode
     from mdm_mi.mi.guided import MIGuided, head_pairwise_fn
-    from mdm_mi.samplers import decode
     sampler = MIGuided(gamma=1.0, lam=1.0, on_reject="skip", charge_first=True)
     result = decode(model, puzzles, sampler, pairwise_fn=head_pairwise_fn(head))
 
@@ -27,8 +27,8 @@ from typing import Sequence
 
 import torch
 
-from mdm_mi.backbone import Backbone, BackboneOutput, probe_backbone
-from mdm_mi.samplers import PairwiseFn, Sampler, StepView
+from mdm_mi.core.backbone import Backbone, BackboneOutput, probe_backbone
+from mdm_mi.core.samplers import PairwiseFn, Sampler, StepView
 
 ON_REJECT = ("skip", "stop")  # a rejected candidate: walk on to the next one, or end the pass
 ORACLE_METHODS = ("exact", "certified")

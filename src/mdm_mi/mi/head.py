@@ -38,8 +38,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mdm_mi.backbone import Backbone, check_backbone, check_output, forward_chunked
-from mdm_mi.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from mdm_mi.core.backbone import Backbone, check_backbone, check_output, forward_chunked
+from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 
 DOMAIN = "mi_head"
 RESERVED_META = ("domain", "in_dim", "head")  # keys save_head writes itself
@@ -243,25 +243,16 @@ def save_head(head: MIHead, directory: str | Path, meta: dict) -> None:
     save_checkpoint(head, directory, full)
 
 
-def load_head(directory: str | Path, device: str | torch.device = "cpu") -> tuple[MIHead, dict]:
-    """Load a head saved by :func:`save_head` → ``(head in eval mode, meta)``."""
-    state, meta = load_checkpoint(directory, domain=DOMAIN)
+def load_head(directory: str | Path, device: str | torch.device = "cpu", meta: dict | None = None) -> tuple[MIHead, dict]:
+    """Load a head saved by :func:`save_head` → ``(head in eval mode, meta)``. Verbs reach it through
+    :func:`mdm_mi.core.loading.load_mi_head`, which checks the head against its backbone."""
+    state, meta = load_checkpoint(directory, domain=DOMAIN, meta=meta)
     try:
         head = MIHead(int(meta["in_dim"]), HeadConfig(**meta["head"]))
         head.load_state_dict(state)
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
         raise CheckpointError(f"checkpoint {directory} does not match the MI head: {exc}") from None
     return head.to(device).eval(), meta
-
-
-def load_backbone_and_head(model: str | Path, head: str | Path, device: str, domain: str) -> tuple[Backbone, MIHead]:
-    """The ``domain`` backbone in ``model`` and the MI head in ``head``, both on ``device`` (checkpoint
-    errors are one line: a model of another domain is refused)."""
-    from mdm_mi.domain import load_backbone
-
-    backbone, _ = load_backbone(model, device, domain=domain)
-    mi_head, _ = load_head(head, device)
-    return backbone, mi_head
 
 
 @torch.inference_mode()

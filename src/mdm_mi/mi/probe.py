@@ -40,7 +40,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from mdm_mi.backbone import Backbone, check_backbone, check_frame, check_output, forward_chunked
+from mdm_mi.core.backbone import Backbone, check_backbone, check_frame, check_output, forward_chunked
 
 DEFAULT_TOL = 1e-3  # nats: certified max abs error of the label
 DEFAULT_BATCH_SIZE = 256  # sequences per backbone call

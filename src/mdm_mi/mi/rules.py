@@ -26,8 +26,8 @@ from typing import ClassVar
 
 import torch
 
+from mdm_mi.core.samplers import Sampler, StepView
 from mdm_mi.mi.guided import DensePairs
-from mdm_mi.samplers import Sampler, StepView
 
 
 def _check(name: str, **values) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from mdm_mi.backbone import Backbone
+from mdm_mi.core.backbone import Backbone
 from mdm_mi.mi.probe import (DEFAULT_BATCH_SIZE, GROUP_SLACK, ProbeResult, _chain_width, _Context, _entropy,
                              _row_groups, _water_fill_width)
 

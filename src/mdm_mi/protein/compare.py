@@ -1,4 +1,4 @@
-"""Protein samplers compared at calibrated budgets (the Sudoku protocol of :mod:`mdm_mi.calibrate`).
+"""Protein samplers compared at calibrated budgets (the Sudoku protocol of :mod:`mdm_mi.evaluation.calibrate`).
 
 Every parallel sampler is calibrated on *calibration* lengths (drawn from the reference, seeded) to
 sequential's mean passes ÷ each divisor; then each generates the *test* lengths (another draw, as
@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.calibrate import Family, calibrate_grid
-from mdm_mi.errors import InputError
-from mdm_mi.io import read_json, write_json
+from mdm_mi.core.samplers import Sequential
+from mdm_mi.evaluation.calibrate import Family, calibrate_grid
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.io import read_json, write_json
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.generate import draw_lengths, generate
-from mdm_mi.samplers import Sequential
 
 SEQUENTIAL = "sequential"
 
@@ -137,8 +137,8 @@ def jsd_rows(runs: dict[str, dict], scorer: Scorer, n_boot: int, seed: int) -> l
     """Per budget: every contender (``mi…``, ``mi*``) minus every baseline in cluster JSD, with the
     whole-metric bootstrap (basic 95% interval, two-sided p). Negative = the contender is closer to
     the reference."""
-    from mdm_mi.budgets import BEST_MI, by_budget, is_contender
-    from mdm_mi.paired import ALPHA
+    from mdm_mi.evaluation.budgets import BEST_MI, by_budget, is_contender
+    from mdm_mi.evaluation.paired import ALPHA
     from mdm_mi.protein.metrics import bootstrap_jsd_differences
 
     rows = []

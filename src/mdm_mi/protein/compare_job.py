@@ -21,15 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.calibrate import comparison_families
-from mdm_mi.flags import ComparisonFlags, HeadFlag, h as _h
-from mdm_mi.errors import InputError
-from mdm_mi.io import write_json, write_text
+from mdm_mi.core.sampler_table import SweptFlags
+from mdm_mi.evaluation.calibrate import comparison_families
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
+from mdm_mi.infra.io import write_json, write_text
+from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.protein.compare import PART_FILE, read_parts, run_fasta, write_part
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
-from mdm_mi.runtime import resolve_device, setup
-from mdm_mi.sampler_table import SweptFlags
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",
               "lo", "hi", "p_value", "verdict"]
@@ -101,16 +101,16 @@ def part_names(args: ProteinCompareBase) -> list[str]:
 
 def _load(args: ProteinCompareBase, reference: list[str]):
     """Backbone, the head's pairwise function and the JSD scorer (k-means fitted on the reference)."""
-    from mdm_mi.backbone import for_decoding
+    from mdm_mi.core.backbone import for_decoding
+    from mdm_mi.core.backbone import embedder_of
+    from mdm_mi.core.loading import load_model_and_head
+    from mdm_mi.core.loading import SEQUENCES, load_model
     from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.mi.head import load_backbone_and_head
-    from mdm_mi.backbone import embedder_of
-    from mdm_mi.domain import load_backbone, sequence_domain
     from mdm_mi.protein.compare import Scorer
 
     device = resolve_device(args.device)
-    backbone, head = load_backbone_and_head(args.model, args.head, device, sequence_domain(args.model))
-    source = backbone if args.embedder is None else load_backbone(args.embedder, device, domain=sequence_domain(args.embedder))[0]
+    backbone, head = load_model_and_head(args.model, args.head, device, SEQUENCES)
+    source = backbone if args.embedder is None else load_model(args.embedder, device, SEQUENCES)[0]
     embedder = embedder_of(source, args.embed_layer)
     return for_decoding(backbone, args.bf16), head_pairwise_fn(head), Scorer(embedder, reference, args.clusters, args.seed)
 
@@ -183,7 +183,7 @@ def _part_key(args: ProteinCompareBase) -> dict:
 
 def _write(out: Path, runs: dict, rows: list[dict], meta: dict) -> None:
     """runs.json, budgets.csv, budgets.md and one FASTA per run."""
-    from mdm_mi.budgets import write_csv
+    from mdm_mi.evaluation.budgets import write_csv
     from mdm_mi.protein.fasta import write_fasta
 
     summary = {k: {f: v for f, v in r.items() if f not in ("seqs", "passes", "emb")}
@@ -199,7 +199,7 @@ def _write(out: Path, runs: dict, rows: list[dict], meta: dict) -> None:
 def protein_markdown(summary: dict, rows: list[dict]) -> str:
     """Cluster JSD (bits; plug-in [basic 95%]) @ mean passes of every family at each budget, then
     ``mi*`` minus each baseline (whole-metric bootstrap; negative = closer to the reference)."""
-    from mdm_mi.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE
+    from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE
 
     def cell(r):
         mark = "" if r.get("on_target", True) else OFF_TARGET

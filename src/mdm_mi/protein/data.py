@@ -19,8 +19,8 @@ from typing import Sequence
 
 import numpy as np
 
-from mdm_mi.errors import InputError
-from mdm_mi.io import write_npy
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.io import write_npy
 from mdm_mi.protein.fasta import AMINO_ACIDS, Record, sample_reference
 
 _AA = frozenset(AMINO_ACIDS)

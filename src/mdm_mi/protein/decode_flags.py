@@ -4,7 +4,7 @@
 ``protein-oracle-ceiling``); :class:`GenerateFlags` adds how many sequences, how many at once and how
 they are scored (``generate`` and the comparisons). The rules pass the whole section, and each verb
 passes its :class:`DecodeFlags` (``DecodeFlags.of(args)``) as one object through
-:func:`mdm_mi.protein.generate.generate` to :func:`mdm_mi.samplers.decode`: a key added to the schema
+:func:`mdm_mi.protein.generate.generate` to :func:`mdm_mi.core.samplers.decode`: a key added to the schema
 and here reaches ``decode`` from every one of them; the defaults are the schema's (a test checks).
 
     class GenerateArgs(SamplerFlags, GenerateFlags, ModelFlags): ...
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mdm_mi.flags import Decoding, h
+from mdm_mi.infra.flags import Decoding, h
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""ESM-C (EvolutionaryScale) as a :class:`~mdm_mi.backbone.Backbone`.
+"""ESM-C (EvolutionaryScale) as a :class:`~mdm_mi.core.backbone.Backbone`.
 
 ESM-C is a masked protein language model; read as a masked discrete sequence model, its sequence
 logits at masked positions are the per-position marginals the samplers and the MI head use.
@@ -32,9 +32,9 @@ from urllib.parse import urlparse
 import torch
 from torch import nn
 
-from mdm_mi.backbone import BackboneOutput
-from mdm_mi.checkpoint import CheckpointError
-from mdm_mi.errors import InputError
+from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.infra.checkpoint import CheckpointError
+from mdm_mi.infra.errors import InputError
 from mdm_mi.protein.tokens import MASK_CHAR, esmc_tokenizer, protein_tokens  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -14,8 +14,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from mdm_mi.errors import InputError
-from mdm_mi.io import atomic_path, read_text_input
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.io import atomic_path, read_text_input
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard amino acids (same as mdm_mi.protein.esmc)
 _AA_SET = frozenset(AMINO_ACIDS)

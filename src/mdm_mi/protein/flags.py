@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.flags import DeviceFlag, FigureOut, OutDir, SeededRunFlags, h
+from mdm_mi.infra.flags import DeviceFlag, FigureOut, OutDir, SeededRunFlags, h
 from mdm_mi.protein.decode_flags import DecodeFlags
 
 

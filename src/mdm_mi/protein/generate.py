@@ -16,10 +16,10 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from mdm_mi.errors import InputError
-from mdm_mi.flags import Decoding
+from mdm_mi.core.samplers import PairwiseFn, Sampler, decode
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import Decoding
 from mdm_mi.protein.decode_flags import DecodeFlags
-from mdm_mi.samplers import PairwiseFn, Sampler, decode
 
 
 DEFAULT_DECODING = DecodeFlags()  # config protein.generate's defaults: temperature 1
@@ -71,7 +71,7 @@ def generate(
     """Decode one sequence per entry of ``lengths`` → (sequences in input order, passes ``(n,)``).
 
     ``decoding``: the verb's decoding settings (:class:`DecodeFlags`, default the schema's), handed to
-    :func:`mdm_mi.samplers.decode` whole. Passes are counted per sequence by ``decode`` (one per
+    :func:`mdm_mi.core.samplers.decode` whole. Passes are counted per sequence by ``decode`` (one per
     forward pass the sequence took part in). ``progress(k)`` is called with the number finished after each batch.
     """
     lengths = np.asarray(lengths, dtype=np.int64)

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.flags import h as _h
-from mdm_mi.errors import InputError
-from mdm_mi.io import write_json
+from mdm_mi.core.sampler_table import SamplerFlags
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import h as _h
+from mdm_mi.infra.io import write_json
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
-from mdm_mi.sampler_table import SamplerFlags
-from mdm_mi.user_common import ModelFlags
+from mdm_mi.verb_common import ModelFlags
 
 
 @dataclass(frozen=True)
@@ -63,21 +63,20 @@ def _reference(path: Path | None):
 
 
 def generate_job(args: GenerateArgs, tracker) -> None:
-    from mdm_mi.backbone import for_decoding
-    from mdm_mi.domain import sequence_domain
+    from mdm_mi.core.backbone import for_decoding
+    from mdm_mi.core.loading import SEQUENCES
+    from mdm_mi.core.sampler_table import sampler_from_args
+    from mdm_mi.evaluation.stats import mean_ci
     from mdm_mi.protein.fasta import write_fasta
     from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
-    from mdm_mi.sampler_table import sampler_from_args
-    from mdm_mi.stats import mean_ci
-    from mdm_mi.user_common import check_outputs, load_backbone_for, pairwise_from_args, progress, start
+    from mdm_mi.verb_common import check_outputs, load_backbone_for, pairwise_from_args, progress, start
 
     _check(args)
     sampler = sampler_from_args(args, domain="protein")
     check_outputs(args.out, args.summary)
     reference, reference2 = _reference(args.reference), _reference(args.reference2)
     device = start(args, args.seed)
-    domain = "protein" if args.model is None else sequence_domain(args.model)  # protein or hf
-    backbone, model_dir = load_backbone_for(args, domain, device)
+    backbone, model_dir, domain = load_backbone_for(args, SEQUENCES, device)  # protein or hf
     pairwise = pairwise_from_args(args, backbone, model_dir, domain, device)
     decoding = DecodeFlags.of(args)
     backbone = for_decoding(backbone, decoding.bf16)
@@ -111,11 +110,11 @@ def _scores(args: GenerateArgs, backbone, seqs, reference, reference2, device) -
     """The protein metrics of ``seqs``; the embedder is ``--embedder`` or the backbone itself, read at
     block ``--embed-layer``. The JSD noise floor (``jsd_noise_floor``, ``jsd_floor_analytic``) needs only
     the reference; without a second reference its second-draw comparisons are left out."""
-    from mdm_mi.backbone import embedder_of
-    from mdm_mi.domain import load_backbone, sequence_domain
+    from mdm_mi.core.backbone import embedder_of
+    from mdm_mi.core.loading import SEQUENCES, load_model
     from mdm_mi.protein.metrics import score_sample
 
-    source = backbone if args.embedder is None else load_backbone(args.embedder, device, domain=sequence_domain(args.embedder))[0]
+    source = backbone if args.embedder is None else load_model(args.embedder, device, SEQUENCES)[0]
     embedder = embedder_of(source, args.embed_layer)
     scores = score_sample(seqs, reference, reference2 or reference, embedder, args.clusters, args.seed)
     if reference2 is None:

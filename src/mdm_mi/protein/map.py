@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from mdm_mi.errors import InputError
-from mdm_mi.map_domain import MapDomain
+from mdm_mi.core.map_domain import MapDomain
+from mdm_mi.infra.errors import InputError
 
 PROTEIN_MASK = "_"
 PROTEIN_MIN_LEN = 2
@@ -55,7 +55,7 @@ class ProteinMap(MapDomain):
 def protein_map_figure(seq: str, pred: torch.Tensor, label, cell: int, out, backbone_name: str) -> None:
     """Bars of Î(cell, j) (and the exact MI) over residue positions ``j = 1..L`` (token indices; BOS at
     0), the sequence letters as ticks."""
-    from mdm_mi.plotting import plt, save
+    from mdm_mi.evaluation.plotting import plt, save
 
     pos = np.arange(1, len(seq) + 1)
     panels = [("MI head Î", pred)] + ([("exact probing MI", label)] if label is not None else [])

@@ -22,8 +22,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from mdm_mi.evaluation.stats import CI_LEVEL, basic_bootstrap_interval, bootstrap_bias_corrected, bootstrap_p_value
 from mdm_mi.protein.fasta import AMINO_ACIDS
-from mdm_mi.stats import CI_LEVEL, basic_bootstrap_interval, bootstrap_bias_corrected, bootstrap_p_value
 
 EMBED_BATCH = 64
 MAX_DIVERSITY_PAIRS = 20000
@@ -52,7 +52,7 @@ def jsd_bits(p: np.ndarray, q: np.ndarray) -> float:
 def embed(embedder, seqs: Sequence[str], batch_size: int = EMBED_BATCH) -> np.ndarray:
     """Mean-pooled hidden states over residues (BOS/EOS/pads excluded) → ``(S, D)`` float64.
 
-    ``embedder`` is a :class:`~mdm_mi.backbone.SequenceBackbone` (an ESM-C or a Hugging Face model
+    ``embedder`` is a :class:`~mdm_mi.core.backbone.SequenceBackbone` (an ESM-C or a Hugging Face model
     read at its embedding layer); sequences are batched by length.
     """
     order = np.argsort([len(s) for s in seqs], kind="stable")
@@ -186,7 +186,7 @@ def bootstrap_jsd_differences(ref_emb: np.ndarray, gen_embs: dict[str, np.ndarra
 
     Returns ``{"jsd": {name: estimate}, "n_boot": B, "pairs": [...]}``, one pair per ``a`` before ``b``
     in ``gen_embs`` order with ``diff = JSD_a − JSD_b``, its basic bootstrap interval ``lo, hi`` and a
-    two-sided bootstrap ``p_value`` (:func:`mdm_mi.stats.bootstrap_p_value`)."""
+    two-sided bootstrap ``p_value`` (:func:`mdm_mi.evaluation.stats.bootstrap_p_value`)."""
     names = list(gen_embs)
     sets = [np.asarray(gen_embs[n]) for n in names]
     estimate = _fit_and_score(ref_emb, sets, k, seed, n_init)

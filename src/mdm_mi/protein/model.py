@@ -13,7 +13,7 @@ A protein model folder always holds ``meta.json`` with ``domain: protein``:
 The ESM-C kinds load into an :class:`~mdm_mi.protein.esmc.ESMCBackbone`; all are Backbones, so labelling,
 the MI head, the samplers and the metrics never see which one it is.
 
-    backbone, meta = load_protein_model("results/cpu-default/protein/model")
+    backbone, meta = load_protein_model("results/cpu-default/protein/model")  # verbs: core.loading.load_model
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from mdm_mi.checkpoint import META, CheckpointError, load_checkpoint, save_checkpoint
-from mdm_mi.io import read_json, write_json
+from mdm_mi.infra.checkpoint import META, CheckpointError, load_checkpoint, read_meta, save_checkpoint
+from mdm_mi.infra.io import write_json
 
 DOMAIN = "protein"
 KIND_TRAINED = "trained"
@@ -59,29 +59,25 @@ def write_300m_meta(directory: str | Path, weights: str | Path, hidden_layer: in
 
 
 def _meta(directory: Path) -> dict:
-    path = directory / META
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint file missing: {path}")
-    try:
-        meta = read_json(path)
-    except (ValueError, UnicodeDecodeError):
-        raise CheckpointError(f"checkpoint metadata is not valid JSON: {path}") from None
-    if not isinstance(meta, dict) or meta.get("domain") != DOMAIN:
-        found = meta.get("domain") if isinstance(meta, dict) else None
-        raise CheckpointError(f"checkpoint {directory} is for domain {found!r}, not {DOMAIN!r}")
+    """``directory``'s meta.json, refused (one line) unless it is a protein model's."""
+    meta = read_meta(directory)
+    if meta.get("domain") != DOMAIN:
+        raise CheckpointError(f"checkpoint {directory} is for domain {meta.get('domain')!r}, not {DOMAIN!r}")
     return meta
 
 
-def load_protein_model(directory: str | Path, device: str | torch.device = "cpu", hidden_layer: int | None = None):
+def load_protein_model(directory: str | Path, device: str | torch.device = "cpu", hidden_layer: int | None = None,
+                       meta: dict | None = None):
     """Load a protein model folder → ``(ESMCBackbone in eval mode, meta)``; never unpickles.
 
-    ``hidden_layer`` overrides the layer recorded in meta (e.g. the embedding layer of the metrics).
+    ``hidden_layer`` overrides the layer recorded in meta (e.g. the embedding layer of the metrics);
+    ``meta``, read already by :func:`mdm_mi.core.loading.load_model` (the verbs' way in), is not read again.
     Missing, corrupt or mismatched files raise :class:`CheckpointError` with one line.
     """
     from mdm_mi.protein.esmc import ESMCBackbone, load_esmc
 
     directory = Path(directory)
-    meta = _meta(directory)
+    meta = _meta(directory) if meta is None else meta
     if meta.get("kind") == KIND_COLUMNS:
         from mdm_mi.protein.family.columns import load_column_model
 
@@ -96,7 +92,7 @@ def load_protein_model(directory: str | Path, device: str | torch.device = "cpu"
         return ESMCBackbone(model, layer, bool(meta.get("bf16", False))).to(device).eval(), meta
     if meta.get("kind") != KIND_TRAINED:
         raise CheckpointError(f"protein checkpoint {directory} has unknown kind {meta.get('kind')!r}")
-    state, _ = load_checkpoint(directory, domain=DOMAIN)
+    state, _ = load_checkpoint(directory, domain=DOMAIN, meta=meta)
     model = new_esmc(**dims)
     try:
         model.load_state_dict(state, strict=True)

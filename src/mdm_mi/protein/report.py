@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi import paper
-from mdm_mi.plotting import SAMPLER_STYLE, matched_table as matched, nearest, plt, save
-from mdm_mi.tables import param_columns, setting_label
+from mdm_mi.evaluation import paper
+from mdm_mi.evaluation.plotting import SAMPLER_STYLE, matched_table as matched, nearest, plt, save
+from mdm_mi.evaluation.tables import param_columns, setting_label
 
 METRICS = ["n", "mean_passes", "passes_ci", "jsd", "jsd_bc", "jsd_lo", "jsd_hi", "jsd_noise_floor",
            "jsd_floor_analytic", "composition_jsd", "unique_fraction", "kmer_distance", "mean_longest_run", "seconds"]

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.flags import FigureOut, MarkdownOut, PaperOverlay, TableOuts, h as _h
-from mdm_mi.errors import InputError
-from mdm_mi.domain import backbone_name
-from mdm_mi.io import read_jsons, write_text
+from mdm_mi.core.domain import backbone_name
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import FigureOut, MarkdownOut, PaperOverlay, TableOuts, h as _h
+from mdm_mi.infra.io import read_jsons, write_text
 from mdm_mi.protein.flags import ProteinMiMapFlags, ProteinModelFlag
 
 
@@ -25,8 +25,8 @@ class ProteinTableArgs(TableOuts):
 
 
 def protein_table(args: ProteinTableArgs, tracker) -> None:
+    from mdm_mi.evaluation.tables import write_table
     from mdm_mi.protein.report import columns, protein_rows, to_markdown
-    from mdm_mi.tables import write_table
 
     rows = protein_rows(read_jsons(args.inputs, "summary"))
     write_table(rows, columns(rows), args.out, to_markdown(rows, backbone_name(args.model)), args.markdown, tracker)
@@ -71,17 +71,17 @@ class ProteinMiArgs(ProteinMiMapFlags):
 def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
     import torch
 
-    from mdm_mi.io import atomic_path
-    from mdm_mi.mi.head import load_backbone_and_head
+    from mdm_mi.core.loading import load_model_and_head
+    from mdm_mi.infra.io import atomic_path
+    from mdm_mi.infra.runtime import resolve_device
     from mdm_mi.mi.contexts import load_label_shards
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.report import distance_profile, mi_map
-    from mdm_mi.runtime import resolve_device
 
     if not 0 < args.mask_fraction <= 1:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
     device = resolve_device(args.device)
-    backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
+    backbone, head = load_model_and_head(args.model, args.head, device, "protein")
     test = load_label_shards(args.test)
     if hasattr(backbone, "decode_rows"):  # a column model: the first test context, an aligned row (_ = masked)
         tokens = test["contexts"][0].to(device)

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from mdm_mi.errors import InputError
+from mdm_mi.infra.errors import InputError
 from mdm_mi.protein.fasta import AMINO_ACIDS
 
 MASK_CHAR = "_"  # a masked position in :meth:`ProteinTokens.encode_batch` (``masks=True``) and decoded strings

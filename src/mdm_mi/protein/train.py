@@ -19,7 +19,7 @@ the shipped Kunitz model's training):
 * ``eval_every`` — every that many steps and after the last, the masked loss of the validation
   sequences at :data:`~mdm_mi.protein.family.loss.MASK_RATES` (fixed masks, seeded by ``seed``), and
   the saved model is the step with the lowest mean of them
-  (:class:`~mdm_mi.train_loop.BestWeights`). Co-variation is not a criterion here: sequential samples
+  (:class:`~mdm_mi.infra.train_loop.BestWeights`). Co-variation is not a criterion here: sequential samples
   of the model cost ~75 passes each and the corrected-MI r of a few dozen of them is noise; it is
   measured on the weight snapshots (``snapshot_every``) afterwards.
 """
@@ -34,11 +34,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, optimise
+from mdm_mi.infra.train_state import TrainState
 from mdm_mi.protein.data import random_crop
 from mdm_mi.protein.family.loss import MASK_RATES, masked_loss
 from mdm_mi.protein.tokens import ProteinTokens
-from mdm_mi.train_loop import BestWeights, DiffusionTrainConfig, optimise
-from mdm_mi.train_state import TrainState
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,7 +126,7 @@ def train_protein_mdm(seqs: Sequence[str], dims: dict, hidden_layer: int, cfg: P
     ``resume_dir`` and ``snapshot`` as in :func:`mdm_mi.sudoku.train.train`; ``weights`` ``(n,)``: the
     sequences' drawing weights (None: uniform); ``val``: the validation sequences scored every
     ``cfg.eval_every`` steps. ``validation`` is None without them, else the
-    :class:`~mdm_mi.train_loop.BestWeights` whose weights the model ends with."""
+    :class:`~mdm_mi.infra.train_loop.BestWeights` whose weights the model ends with."""
     from mdm_mi.protein.esmc import ESMCBackbone
     from mdm_mi.protein.model import new_esmc
     from mdm_mi.protein.tokens import protein_tokens

@@ -1,7 +1,7 @@
 """Sudoku samplers compared at calibrated budgets: disjoint calibration/test splits, the search
 of every parallel sampler to sequential's passes ÷ 2…10 on the calibration split, and the decode of
 the test split at those settings, matched to each budget's exact test passes by
-:mod:`mdm_mi.matched` (per-puzzle outcomes for the paired tests of :mod:`mdm_mi.budgets`).
+:mod:`mdm_mi.evaluation.matched` (per-puzzle outcomes for the paired tests of :mod:`mdm_mi.evaluation.budgets`).
 
     splits = compare_splits(radcliffe, easy, ["hard"], SplitSpec(100, 1000, (), 0, seed=0, calib_seed=0))
     seq_passes, points, caches = calibrate_families(calib_decoder, calib, families, divisors)
@@ -18,9 +18,9 @@ from typing import Callable
 import numpy as np
 import torch
 
-from mdm_mi.calibrate import Family, Point, calibrate_grid
-from mdm_mi.matched import bracket_settings, mixture, settings_summary
-from mdm_mi.samplers import Sequential
+from mdm_mi.core.samplers import Sequential
+from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid
+from mdm_mi.evaluation.matched import bracket_settings, mixture, settings_summary
 from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
 from mdm_mi.sudoku.evaluate import decode_set, solved_mask
 from mdm_mi.sudoku.grid import MASK_ID
@@ -99,9 +99,9 @@ def sequential_solved(model_dir, puzzles: PuzzleSet, batch_size: int, device: st
     """Greedy sequential decoding (entropy order, seed 0) of ``puzzles`` with the checkpoint in
     ``model_dir``: the backbone-strength measure of the benchmarks → (solved ``(P,)`` bool, decode
     seconds, the checkpoint's meta)."""
-    from mdm_mi.domain import load_backbone
+    from mdm_mi.core.loading import load_model
 
-    model, meta = load_backbone(str(model_dir), device, domain="sudoku")
+    model, meta = load_model(str(model_dir), device, "sudoku")
     t0 = time.time()
     solved, _ = Decoder(model, None, batch_size, seed=0)(puzzles, Sequential("entropy"))
     return solved, time.time() - t0, meta
@@ -131,7 +131,7 @@ def decode_matched(decoder: Decoder, test: PuzzleSet, calib_decoder: Decoder, ca
                    families: list[Family], points: list[Point], caches: dict[str, dict], seq_calib: float,
                    log=print) -> dict[str, dict]:
     """Decode ``test`` with sequential and every calibrated point, each matched to its budget —
-    sequential's mean test passes ÷ d — by :func:`mdm_mi.matched.bracket_settings` (a second
+    sequential's mean test passes ÷ d — by :func:`mdm_mi.evaluation.matched.bracket_settings` (a second
     setting calibrated on ``calib`` when needed) → run id → {family, divisor, params (the calibrated
     setting's), target (the test budget), settings, on_target (within 3% of it in test passes),
     solved (P,) and passes (P,) of the mixture, setting_solved / setting_passes (2, P)}; run ids are

@@ -1,6 +1,6 @@
 """The ``sudoku-compare`` verb: every parallel sampler calibrated to sequential's passes ÷ 2…10 on
 a calibration split, then decoded on a disjoint test split at exactly those test passes (two settings
-mixed, :mod:`mdm_mi.matched`), with paired differences and verdicts (budgets table); the
+mixed, :mod:`mdm_mi.evaluation.matched`), with paired differences and verdicts (budgets table); the
 ``sudoku-budgets`` summary over sets and ``sudoku-verdicts``, two runs' verdicts side by side.
 
     python -m mdm_mi sudoku-compare --model results/x/sudoku/model --head results/x/sudoku/head \
@@ -24,14 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.calibrate import comparison_families
-from mdm_mi.flags import ComparisonFlags, HeadFlag, h as _h
-from mdm_mi.errors import InputError
-from mdm_mi.io import atomic_path, write_json, write_text
-from mdm_mi.runtime import resolve_device, setup
-from mdm_mi.sampler_table import SweptFlags
+from mdm_mi.core.sampler_table import SweptFlags
+from mdm_mi.evaluation.calibrate import comparison_families
+from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
+from mdm_mi.infra.io import atomic_path, write_json, write_text
+from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.sudoku.flags import SudokuDecodeFlags
-from mdm_mi.verdicts import FIELDS as VERDICT_FIELDS, classify
 
 SUDOKU_CELLS = 81
 
@@ -53,13 +53,13 @@ class CompareArgs(SudokuDecodeFlags, ComparisonFlags, SweptFlags, HeadFlag):
 
 
 def sudoku_compare(args: CompareArgs, tracker) -> None:
-    from mdm_mi.budgets import FIELDS, budget_rows, markdown, write_csv
-    from mdm_mi.matched import OFF_BUDGET_NOTE
+    from mdm_mi.core.loading import load_model_and_head
+    from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, write_csv
+    from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
     from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.sudoku.compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_matched
-    from mdm_mi.sudoku.report import curve_figure
     from mdm_mi.sudoku.data import load_puzzle_csv, write_puzzle_csv
+    from mdm_mi.sudoku.report import curve_figure
 
     setup(args.threads, args.seed)
     if not args.divisors or min(args.divisors) < 1:
@@ -71,7 +71,7 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
         calib, test = compare_splits(load_puzzle_csv(args.radcliffe), load_puzzle_csv(args.easy), [args.set], spec)[args.set]
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    model, head = load_backbone_and_head(args.model, args.head, resolve_device(args.device), "sudoku")
+    model, head = load_model_and_head(args.model, args.head, resolve_device(args.device), "sudoku")
     out = Path(args.out_dir)
     write_puzzle_csv(out / "calib.csv", calib)
     write_puzzle_csv(out / "test.csv", test)
@@ -131,8 +131,8 @@ class SummaryArgs:
 
 
 def budgets_summary(args: SummaryArgs, tracker) -> None:
-    from mdm_mi.budgets import summary_markdown
-    from mdm_mi.verdicts import verdict_markdown
+    from mdm_mi.evaluation.budgets import summary_markdown
+    from mdm_mi.evaluation.verdicts import verdict_markdown
 
     rows = _read_budgets(args.inputs)
     write_text(args.out, summary_markdown(rows) + "\n" + verdict_markdown(rows))
@@ -142,7 +142,7 @@ def budgets_summary(args: SummaryArgs, tracker) -> None:
 def _read_budgets(paths) -> list[dict]:
     """Every row of the budgets tables ``paths``, classified again from their numbers (roles, Holm,
     TOST, verdict words); one-line errors for a missing table or no rows."""
-    from mdm_mi.budgets import read_csv
+    from mdm_mi.evaluation.budgets import read_csv
 
     for path in paths:
         if not Path(path).is_file():
@@ -163,7 +163,7 @@ class VerdictsArgs:
 
 
 def sudoku_verdicts(args: VerdictsArgs, tracker) -> None:
-    from mdm_mi.verdicts import side_by_side
+    from mdm_mi.evaluation.verdicts import side_by_side
 
     if len(args.runs) < 2 or (args.names and len(args.names) != len(args.runs)):
         raise InputError("--runs needs two or more folders, and --names one name per folder")

@@ -11,8 +11,8 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from mdm_mi.samplers import Sampler, decode
-from mdm_mi.stats import mean_ci, wilson_interval
+from mdm_mi.core.samplers import Sampler, decode
+from mdm_mi.evaluation.stats import mean_ci, wilson_interval
 from mdm_mi.sudoku.data import PuzzleSet
 from mdm_mi.sudoku.grid import MASK_ID, consistent_with_clues, format_grid, is_valid_solution
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.flags import DeviceThreadsFlags, OutDir, h
+from mdm_mi.infra.flags import DeviceThreadsFlags, OutDir, h
 
 
 @dataclass(frozen=True, kw_only=True)

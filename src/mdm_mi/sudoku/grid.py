@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from mdm_mi.errors import UserError
+from mdm_mi.infra.errors import UserError
 
 N_CELLS = 81
 SIDE = 9

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from mdm_mi.errors import InputError
-from mdm_mi.map_domain import MapDomain
+from mdm_mi.core.map_domain import MapDomain
+from mdm_mi.infra.errors import InputError
 from mdm_mi.sudoku.grid import MASK_ID, SIDE, cell_name
 
 

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mdm_mi.backbone import BackboneOutput
+from mdm_mi.core.backbone import BackboneOutput
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, SIDE
 
 
@@ -56,7 +56,7 @@ class Block(nn.Module):
 
 
 class SudokuMDM(nn.Module):
-    """Implements the :class:`~mdm_mi.backbone.Backbone` protocol for 9×9 Sudoku."""
+    """Implements the :class:`~mdm_mi.core.backbone.Backbone` protocol for 9×9 Sudoku."""
 
     vocab_size = N_DIGITS
     mask_id = MASK_ID
@@ -106,11 +106,12 @@ def n_params(model: nn.Module) -> int:
 DOMAIN = "sudoku"
 
 
-def load_model(directory, device: str = "cpu") -> tuple[SudokuMDM, dict]:
-    """Load a Sudoku checkpoint (safetensors, never unpickled) → (model in eval mode, meta)."""
-    from mdm_mi.checkpoint import CheckpointError, load_checkpoint
+def load_model(directory, device: str = "cpu", meta: dict | None = None) -> tuple[SudokuMDM, dict]:
+    """Load a Sudoku checkpoint (safetensors, never unpickled) → (model in eval mode, meta). Verbs reach
+    it through :func:`mdm_mi.core.loading.load_model`, which passes the ``meta`` it read."""
+    from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint
 
-    state, meta = load_checkpoint(directory, domain=DOMAIN)
+    state, meta = load_checkpoint(directory, domain=DOMAIN, meta=meta)
     try:
         model = SudokuMDM(ModelConfig(**meta["model"]))
         model.load_state_dict(state)

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.flags import OracleCeilingFlags, h as _h
-from mdm_mi.errors import InputError
-from mdm_mi.io import write_json, write_text
-from mdm_mi.runtime import resolve_device, setup
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
+from mdm_mi.infra.io import write_json, write_text
+from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.sudoku.flags import SudokuDecodeFlags
 
 CEILING_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
@@ -50,11 +50,11 @@ def _load_compare(folder: Path):
 
 
 def sudoku_oracle_ceiling(args: CeilingArgs, tracker) -> None:
-    from mdm_mi.budgets import best_mi_run
+    from mdm_mi.core.loading import load_model
+    from mdm_mi.core.sampler_table import build_sampler
+    from mdm_mi.evaluation.budgets import best_mi_run
+    from mdm_mi.evaluation.paired import paired_difference
     from mdm_mi.mi.guided import oracle_pairwise_fn
-    from mdm_mi.domain import load_backbone
-    from mdm_mi.paired import paired_difference
-    from mdm_mi.sampler_table import build_sampler
     from mdm_mi.sudoku.compare import Decoder
     from mdm_mi.sudoku.data import load_puzzle_csv
 
@@ -64,7 +64,7 @@ def sudoku_oracle_ceiling(args: CeilingArgs, tracker) -> None:
     test = load_puzzle_csv(folder / "test.csv")
     idx = np.sort(np.random.default_rng([args.seed, 4]).permutation(len(test))[: args.puzzles])
     device = resolve_device(args.device)
-    model, _ = load_backbone(args.model, device, domain="sudoku")
+    model, _ = load_model(args.model, device, "sudoku")
     oracle = Decoder(model, oracle_pairwise_fn(model, method="certified", tol=args.tol), args.batch_size, args.seed)
     result = {"n": len(idx), "tol": args.tol, "divisors": {}}
     for d in args.divisors:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.errors import InputError
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.io import read_text_input
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, SIDE, PuzzleFormatError, cell_name, parse_puzzle, rule_break
-from mdm_mi.io import read_text_input
 
 MAX_NODES = 100_000  # solver nodes spent deciding solvability (hard puzzles need ~2,000; ~0.3 s at most)
 
@@ -84,7 +84,7 @@ def parse_many(text: str, name: str) -> list[Puzzle]:
 def check_puzzle(puzzle: Puzzle) -> int | None:
     """Refuse a puzzle whose clues break a rule or that has no solution (one-line errors) → the
     number of solutions capped at 2, or None when the solver gave up after :data:`MAX_NODES`."""
-    from mdm_mi.sudoku.generate import SearchLimitError, count_solutions
+    from mdm_mi.sudoku.puzzle_maker import SearchLimitError, count_solutions
 
     broken = rule_break(puzzle.tokens)
     if broken:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.domain import backbone_name
-from mdm_mi.flags import BackboneFlag, DeviceFlag, FigureOut, HeadFlag, MarkdownOut, PaperOverlay, TidyCsvOut, h as _h
-from mdm_mi.io import read_json, write_text
+from mdm_mi.core.domain import backbone_name
+from mdm_mi.infra.flags import BackboneFlag, DeviceFlag, FigureOut, HeadFlag, MarkdownOut, PaperOverlay, TidyCsvOut, h as _h
+from mdm_mi.infra.io import read_json, write_text
 
 
 @dataclass(frozen=True)
@@ -58,15 +58,15 @@ class MiMapArgs(BackboneFlag, HeadFlag, FigureOut, DeviceFlag):
 def figure_mi_map(args: MiMapArgs, tracker) -> None:
     import torch
 
-    from mdm_mi.errors import InputError
-    from mdm_mi.mi.head import load_backbone_and_head
+    from mdm_mi.core.loading import load_model_and_head
+    from mdm_mi.infra.errors import InputError
+    from mdm_mi.infra.runtime import resolve_device
     from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
-    from mdm_mi.sudoku.report import mi_map_figure
-    from mdm_mi.runtime import resolve_device
     from mdm_mi.sudoku.data import load_puzzle_csv
+    from mdm_mi.sudoku.report import mi_map_figure
 
     device = resolve_device(args.device)
-    backbone, head = load_backbone_and_head(args.model, args.head, device, "sudoku")
+    backbone, head = load_model_and_head(args.model, args.head, device, "sudoku")
     ps = load_puzzle_csv(args.puzzles)
     if not 0 <= args.index < len(ps):
         raise InputError(f"--index {args.index} is outside the {len(ps)} puzzles of {args.puzzles}")
@@ -86,8 +86,8 @@ class GatherArgs(TidyCsvOut):
 
 
 def gather(args: GatherArgs, tracker) -> None:
+    from mdm_mi.evaluation.tables import write_table
     from mdm_mi.sudoku.report import columns, tidy_rows, to_markdown
-    from mdm_mi.tables import write_table
 
     rows = tidy_rows([read_json(p) for p in args.inputs])
     write_table(rows, columns(rows), args.out, to_markdown(rows), args.markdown, tracker)

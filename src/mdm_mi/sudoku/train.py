@@ -19,10 +19,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from mdm_mi.infra.train_loop import DiffusionTrainConfig, optimise
+from mdm_mi.infra.train_state import TrainState
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, SIDE
 from mdm_mi.sudoku.model import ModelConfig, SudokuMDM
-from mdm_mi.train_loop import DiffusionTrainConfig, optimise
-from mdm_mi.train_state import TrainState
 
 UNFINGERPRINTED = ("save_every", "snapshot_every")  # how often to save: may change on resume
 
@@ -82,7 +82,7 @@ def train(solutions: np.ndarray, model_cfg: ModelConfig, cfg: TrainConfig, devic
     """Train a fresh :class:`SudokuMDM` on ``(S, 81)`` solutions; return (model, history).
 
     With ``resume_dir`` the full training state is saved there every ``cfg.save_every`` steps and a
-    run started again continues from it (:class:`~mdm_mi.train_state.TrainState`);
+    run started again continues from it (:class:`~mdm_mi.infra.train_state.TrainState`);
     ``snapshot(step, model)`` is called every ``cfg.snapshot_every`` steps."""
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)

@@ -3,7 +3,7 @@
     mdm-mi check-config config/my.yaml      # "ok: ..." or one error line naming the key (exit 2)
 
 The file is checked against the workflow's schema (unknown or misspelt keys, types, ranges) and the
-cross-field rules of :func:`mdm_mi.config.validate_config`; nothing is written.
+cross-field rules of :func:`mdm_mi.infra.config.validate_config`; nothing is written.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.flags import h
-from mdm_mi.errors import InputError
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import h
 
 EXAMPLES = """examples:
   mdm-mi check-config config/config.yaml
@@ -25,7 +25,7 @@ class CheckConfigArgs:
 
 
 def check_config(args: CheckConfigArgs, tracker) -> None:
-    from mdm_mi.config import load_config
+    from mdm_mi.infra.config import load_config
 
     del tracker
     if args.config is None:

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.domain import DOMAINS, FASTA_SUFFIXES, backbone_name, guess_domain
-from mdm_mi.errors import InputError
-from mdm_mi.flags import h
-from mdm_mi.io import read_text_input
-from mdm_mi.user_common import ModelFlags, check_outputs, checked_domain, load_head_for, model_path, note, start
+from mdm_mi.core.domain import DOMAINS, FASTA_SUFFIXES, backbone_name, guess_domain
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import h
+from mdm_mi.infra.io import read_text_input
+from mdm_mi.verb_common import ModelFlags, check_outputs, load_head_for, model_path, note, start
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 EXAMPLES = """examples:
@@ -88,19 +88,17 @@ def _model_and_domain(args, text: str) -> tuple[Path | None, str]:
     """``--model`` and its recorded domain, or (None, the domain guessed from the input)."""
     if args.model is None:
         return None, guess_domain(text)
-    domain = checked_domain(Path(args.model))
-    if domain not in DOMAINS:
-        raise InputError(f"mi-map does not know {domain!r} models; known: {', '.join(DOMAINS)}")
-    return Path(args.model), domain
+    from mdm_mi.core.loading import model_domain
+
+    return Path(args.model), model_domain(args.model)
 
 
 def _load_backbone(args, model: Path | None, domain: str, device: str):
     """The ``domain`` backbone (``--model`` or found in results/) → ``(backbone, its folder)``."""
-    from mdm_mi.domain import load_backbone
+    from mdm_mi.core.loading import load_model
 
     path = model if model is not None else model_path(args, domain)
-    checked_domain(path, domain)
-    return load_backbone(path, device, domain=domain)[0], path
+    return load_model(path, device, domain)[0], path
 
 
 def mi_map(args: MiMapArgs, tracker) -> None:

@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.flags import Decoding, h
-from mdm_mi.errors import InputError
-from mdm_mi.sampler_table import (CALIBRATED_AT, HEAD_SAMPLERS, SAMPLERS, USER_SAMPLERS, SamplerFlags,
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import Decoding, h
+from mdm_mi.core.sampler_table import (CALIBRATED_AT, HEAD_SAMPLERS, SAMPLERS, USER_SAMPLERS, SamplerFlags,
                                   sampler_from_args)
-from mdm_mi.user_common import ModelFlags, load_backbone_for, load_head_for, note, progress, start
 from mdm_mi.sudoku.puzzles import MAX_NODES, Puzzle, answer_problem, check_puzzle, grid_lines, read_puzzles
+from mdm_mi.verb_common import ModelFlags, load_backbone_for, load_head_for, note, progress, start
 
 EXAMPLES = """examples:
   mdm-mi solve 53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79
@@ -63,7 +63,7 @@ def user_sampler(args):
 @torch.inference_mode()
 def decode_puzzles(backbone, puzzles: list[Puzzle], sampler, pairwise, args, device: str):
     """Decode all puzzles in batches → grids ``(P, 81)`` and passes ``(P,)`` as numpy arrays."""
-    from mdm_mi.samplers import decode
+    from mdm_mi.core.samplers import decode
 
     gen = torch.Generator(device=device).manual_seed(args.seed)
     tokens = torch.as_tensor(np.stack([p.tokens for p in puzzles]), device=device)
@@ -109,7 +109,7 @@ def solve(args: SolveArgs, tracker) -> int:
             counts.append(check_puzzle(p))
             bar.update()
     device = start(args, args.seed)
-    backbone, path = load_backbone_for(args, "sudoku", device)
+    backbone, path, _ = load_backbone_for(args, "sudoku", device)
     note(f"model: {path}", args.quiet)
     pairwise = None
     if sampler.uses_pairwise:  # the MI head reads the same forward pass

@@ -29,7 +29,7 @@ import numpy as np
 from scipy.sparse import csr_matrix  # scipy comes with scikit-learn
 from threadpoolctl import threadpool_limits  # so does threadpoolctl
 
-from mdm_mi.errors import InputError
+from mdm_mi.infra.errors import InputError
 from mdm_mi.protein.family.alignment import GAP_INDEX, N_LETTERS, FamilyRecord, identity_blocks, records_from_codes
 
 LAMBDA_J = 1e-4  # L2 strength on the couplings per unit total weight: the weak setting used for sampling

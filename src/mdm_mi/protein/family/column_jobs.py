@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.errors import InputError
-from mdm_mi.flags import h as _h
-from mdm_mi.train_loop import DiffusionTrainFlags
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import h as _h
+from mdm_mi.infra.train_loop import DiffusionTrainFlags
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,11 @@ def _check(args: ColumnPretrainArgs) -> None:
 
 
 def column_pretrain(args: ColumnPretrainArgs, tracker) -> None:
+    from mdm_mi.infra.runtime import resolve_device, setup
+    from mdm_mi.infra.train_loop import RESUME
     from mdm_mi.protein.family.ardca import identity_weights
     from mdm_mi.protein.family.column_train import ColumnTrainConfig, train_column_mdm
     from mdm_mi.protein.family.columns import ColumnDims, n_params, save_column_model
-    from mdm_mi.runtime import resolve_device, setup
-    from mdm_mi.train_loop import RESUME
 
     _check(args)
     setup(args.threads, args.seed)

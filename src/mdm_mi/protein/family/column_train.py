@@ -23,9 +23,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, optimise
+from mdm_mi.infra.train_state import TrainState
 from mdm_mi.protein.family.columns import MASK_ID, ColumnBackbone, ColumnDims, ColumnMDM
-from mdm_mi.train_loop import BestWeights, DiffusionTrainConfig, optimise
-from mdm_mi.train_state import TrainState
 
 MASK_RATES = (0.15, 0.5, 0.9)  # the held-out loss's mask rates (as for the sequence models)
 LOSS_BATCH = 256
@@ -127,7 +127,7 @@ def _validation(backbone, val_codes, cfg: ColumnTrainConfig, seed: int) -> BestW
 def train_column_mdm(codes: np.ndarray, weights: np.ndarray | None, dims: ColumnDims, cfg: ColumnTrainConfig,
                      device: str, log=print, resume_dir: Path | None = None, val_codes: np.ndarray | None = None):
     """Train a fresh :class:`ColumnMDM` on ``codes (n, L)`` → ``(ColumnBackbone in eval mode, history,
-    validation)``; ``validation`` is the :class:`~mdm_mi.train_loop.BestWeights` whose weights the
+    validation)``; ``validation`` is the :class:`~mdm_mi.infra.train_loop.BestWeights` whose weights the
     model ends with (None without ``cfg.eval_every``). ``resume_dir``: where the training state is
     saved every ``cfg.save_every`` steps and resumed from (a killed run continues there)."""
     torch.manual_seed(cfg.seed)

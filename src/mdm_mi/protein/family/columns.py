@@ -1,5 +1,5 @@
 """A masked diffusion model over a family's alignment columns: a Potts (plmDCA) output term plus an
-optional small transformer, and its :class:`~mdm_mi.backbone.Backbone` adapter.
+optional small transformer, and its :class:`~mdm_mi.core.backbone.Backbone` adapter.
 
     model = ColumnMDM(ColumnDims(length=53, d_model=64, n_heads=4, n_layers=2))
     backbone = ColumnBackbone(model)
@@ -40,9 +40,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mdm_mi.backbone import BackboneOutput
-from mdm_mi.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from mdm_mi.errors import InputError
+from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from mdm_mi.infra.errors import InputError
 from mdm_mi.protein.family.alignment import COLUMN_ALPHABET, GAP, N_LETTERS
 
 MASK_ID = N_LETTERS  # 21
@@ -204,7 +204,7 @@ def load_column_model(directory: str | Path, meta: dict, device="cpu") -> Column
                           mean_field=int(meta["columns"].get("mean_field", 0)))
     except (KeyError, TypeError):
         raise CheckpointError(f"column model metadata lacks its dims: {directory}") from None
-    state, _ = load_checkpoint(directory, domain="protein")
+    state, _ = load_checkpoint(directory, domain="protein", meta=meta)
     model = ColumnMDM(dims)
     try:
         model.load_state_dict(state, strict=True)

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdm_mi.budgets import BEST_MI, SEQUENTIAL, by_budget, is_contender
-from mdm_mi.errors import InputError
+from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget, is_contender
+from mdm_mi.infra.errors import InputError
 
 METRICS = ("corrected_mi_r", "c_ij_r")  # with intervals; higher is better
 PRIMARY_METRIC = "corrected_mi_r"  # mi* − EB in it is the table's primary contrast (verdicts.role)
@@ -147,11 +147,11 @@ def paired_difference(stats: dict[str, SetStats], a: str, b: str) -> dict[str, d
     ``diff`` is the difference of the two sets' tabled values. Its variance is the paired grouped
     jackknife's: the difference recomputed without each group (the same test lengths left out of
     both sets), SE² = (G − 1)/G · Σ (d₍g₎ − d̄)², less the second-order part that the jackknife
-    counts twice, measured by leaving out two groups (:func:`mdm_mi.stats.jackknife_t`); interval
+    counts twice, measured by leaving out two groups (:func:`mdm_mi.evaluation.stats.jackknife_t`); interval
     ``diff ± t·SE`` and p from Student's t. No replicate duplicates a sequence, which would read as
     coupling. ``benchmarks/family_inference.py`` measures size and coverage, against the paired
     half-samples used until 2026-12-03."""
-    from mdm_mi.stats import jackknife_t
+    from mdm_mi.evaluation.stats import jackknife_t
 
     out = {}
     for m in METRICS:
@@ -192,7 +192,7 @@ def covariation_budgets(runs: dict[str, dict], stats: dict[str, SetStats]) -> li
 def covariation_role(row: dict) -> str:
     """``primary``: mi* − EB in corrected-MI r; ``secondary``: mi*'s other contrasts in it and all of
     mi*'s in C_ij r; ``exploratory``: every other row."""
-    from mdm_mi.verdicts import role
+    from mdm_mi.evaluation.verdicts import role
 
     base = role(row)
     return "secondary" if base == "primary" and row["metric"] != PRIMARY_METRIC else base
@@ -200,19 +200,19 @@ def covariation_role(row: dict) -> str:
 
 def covariation_verdicts(rows: list[dict]) -> list[dict]:
     """``rows`` with role, Holm-adjusted p within (set, role), Student TOST p at ±0.05 r (raw and
-    Holm) and the verdict word: better / worse / equivalent / not resolved (:mod:`mdm_mi.verdicts`)."""
-    from mdm_mi.stats import tost_t
-    from mdm_mi.verdicts import classify
+    Holm) and the verdict word: better / worse / equivalent / not resolved (:mod:`mdm_mi.evaluation.verdicts`)."""
+    from mdm_mi.evaluation.stats import tost_t
+    from mdm_mi.evaluation.verdicts import classify
 
     return classify(rows, role_of=covariation_role,
                     equivalence_p=lambda r: tost_t(r["diff"], r["se"], r["df"], EQUIVALENCE_MARGIN_R))
 
 
 def covariation_scale():
-    """How co-variation contrasts are written (:class:`mdm_mi.verdicts.Scale`): r to three places,
+    """How co-variation contrasts are written (:class:`mdm_mi.evaluation.verdicts.Scale`): r to three places,
     the band ±0.05 r, the 90% Student interval of the jackknife (the TOST's)."""
-    from mdm_mi.stats import t_quantile
-    from mdm_mi.verdicts import Scale
+    from mdm_mi.evaluation.stats import t_quantile
+    from mdm_mi.evaluation.verdicts import Scale
 
     def interval90(r: dict) -> tuple[float, float]:
         half = t_quantile(r["df"], 0.90) * r["se"]
@@ -223,7 +223,7 @@ def covariation_scale():
 
 def primary_sentences(rows: list[dict]) -> list[str]:
     """One sentence per primary row of classified co-variation ``rows``, with its numbers."""
-    from mdm_mi.verdicts import primary_sentences as sentences
+    from mdm_mi.evaluation.verdicts import primary_sentences as sentences
 
     return sentences(rows, covariation_scale())
 

@@ -97,7 +97,7 @@ def map_r(a: np.ndarray, b: np.ndarray) -> float:
 def contacts_figure(mi: np.ndarray, dca: np.ndarray, bonds: list[tuple[int, int]], out, title: str) -> None:
     """Two ``(L, L)`` maps side by side (the model's MI, ArDCA's scores), upper triangles' top-L pairs
     outlined below the diagonal, the disulphide pairs circled on both."""
-    from mdm_mi.plotting import plt, save
+    from mdm_mi.evaluation.plotting import plt, save
 
     length = len(mi)
     fig, axes = plt.subplots(1, 2, figsize=(12, 5.4), layout="constrained")

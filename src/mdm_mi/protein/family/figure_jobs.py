@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.errors import InputError
-from mdm_mi.flags import FigureOut, h as _h
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import FigureOut, h as _h
 from mdm_mi.protein.family.figures import (calibrated_points, covariation_figure, fixed_grid_points, head_matrix,
                                            map_agreement, match_positions, mi_map_figure, pass_rate_figure,
                                            read_covariation, read_input_json, square, to_match_columns,
@@ -78,11 +78,11 @@ class FamilyMiArgs(ProteinMiMapFlags):
 
 
 def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
-    from mdm_mi.domain import backbone_name
-    from mdm_mi.mi.head import load_backbone_and_head
+    from mdm_mi.core.domain import backbone_name
+    from mdm_mi.core.loading import load_model_and_head
+    from mdm_mi.infra.runtime import resolve_device
     from mdm_mi.protein.family import metrics as fm
     from mdm_mi.protein.family.scores import hmm_frame, read_splits
-    from mdm_mi.runtime import resolve_device
 
     if not 0 < args.mask_fraction <= 1:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
@@ -90,7 +90,7 @@ def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
     if not 0 <= args.index < len(reference):
         raise InputError(f"--index {args.index} is outside the {len(reference)} reference records")
     device = resolve_device(args.device)
-    backbone, head = load_backbone_and_head(args.model, args.head, device, "protein")
+    backbone, head = load_model_and_head(args.model, args.head, device, "protein")
     record = reference[args.index]
     if hasattr(backbone, "decode_rows"):  # a column model reads the Pfam match columns themselves
         ref_cols, frame = [r.columns for r in reference], "the alignment's"
@@ -124,13 +124,14 @@ class ColumnContactsArgs(FigureOut):
 
 def figure_column_contacts(args: ColumnContactsArgs, tracker) -> None:
     """The column model's exact MI at the empty row beside ArDCA's couplings and the disulphide bonds."""
-    from mdm_mi.domain import backbone_name, load_backbone
-    from mdm_mi.io import write_json
+    from mdm_mi.core.domain import backbone_name
+    from mdm_mi.core.loading import load_model
+    from mdm_mi.infra.io import write_json
     from mdm_mi.protein.family import ardca, contacts
     from mdm_mi.protein.family.alignment import column_profile, encode_columns
     from mdm_mi.protein.family.scores import read_splits
 
-    backbone, _ = load_backbone(args.model, "cpu", domain="protein")
+    backbone, _ = load_model(args.model, "cpu", "protein")
     if not hasattr(backbone, "decode_rows"):
         raise InputError(f"{args.model} is not a column model (figure-column-contacts needs one)")
     train, _, _, _ = read_splits(args.data_dir)

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.budgets import BEST_MI, SEQUENTIAL
-from mdm_mi.errors import InputError
-from mdm_mi.io import atomic_path, read_json
-from mdm_mi.plotting import SAMPLER_STYLE, log_passes_axis, plt, save
+from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL
+from mdm_mi.evaluation.plotting import SAMPLER_STYLE, log_passes_axis, plt, save
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.io import atomic_path, read_json
 
 METRIC_LABELS = {"corrected_mi_r": "corrected column-pair MI r", "c_ij_r": "C_ij r (20 × 20 residue pairs)",
                  "hmm_pass_rate": "HMM pass rate"}
@@ -205,7 +205,7 @@ def fixed_grid_points(scores: list[dict]) -> tuple[list[dict], dict[str, dict]]:
 
 def wilson(p: dict) -> tuple[float, float]:
     """Wilson 95% interval of a point's HMM pass rate over its ``n`` sequences."""
-    from mdm_mi.stats import wilson_interval
+    from mdm_mi.evaluation.stats import wilson_interval
 
     return wilson_interval(round(p["hmm_pass_rate"] * p["n"]), p["n"])
 

@@ -28,13 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.errors import InputError
-from mdm_mi.flags import OracleCeilingFlags, h as _h
-from mdm_mi.io import read_json, write_json, write_text
+from mdm_mi.evaluation.stats import mean_t_ci
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
+from mdm_mi.infra.io import read_json, write_json, write_text
+from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
-from mdm_mi.runtime import resolve_device, setup
-from mdm_mi.stats import mean_t_ci
 
 ARM_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
 PER_SEQUENCE = ("bit_score", "pair_score")  # per-sequence scores compared by paired differences
@@ -57,8 +57,8 @@ class SequenceScorer:
 
     def __init__(self, train, val):
         from mdm_mi.protein.family.alignment import encode_columns
-        from mdm_mi.protein.family.scores import hmm_threshold
         from mdm_mi.protein.family.pair_score import pair_weights
+        from mdm_mi.protein.family.scores import hmm_threshold
 
         self.hmm, self.threshold = hmm_threshold(train, val)
         self.weights = pair_weights(encode_columns([r.columns for r in train]))
@@ -102,7 +102,7 @@ def validation_draw(val, n: int, seed: int) -> list[str]:
 
 def comparison_runs(args: ProteinCeilingArgs) -> dict[str, dict]:
     """The calibrated runs the oracle copies its settings from: ``--budgets-dir``'s runs.json, or the
-    runs of the ``--parts`` folders in the order given (:func:`mdm_mi.budgets.best_mi_run` keeps the
+    runs of the ``--parts`` folders in the order given (:func:`mdm_mi.evaluation.budgets.best_mi_run` keeps the
     first of tied λ, as the merge does with the parts in the same order). One-line errors."""
     from mdm_mi.protein.compare import PART_FILE
 
@@ -124,15 +124,15 @@ def comparison_runs(args: ProteinCeilingArgs) -> dict[str, dict]:
 def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     import torch
 
-    from mdm_mi.backbone import for_decoding
-    from mdm_mi.budgets import best_mi_run
+    from mdm_mi.core.backbone import for_decoding
+    from mdm_mi.core.loading import load_model_and_head
+    from mdm_mi.core.sampler_table import build_sampler
+    from mdm_mi.core.samplers import Sequential
+    from mdm_mi.evaluation.budgets import best_mi_run
     from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
-    from mdm_mi.mi.head import load_backbone_and_head
     from mdm_mi.protein.family.scores import read_splits
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths
-    from mdm_mi.sampler_table import build_sampler
-    from mdm_mi.samplers import Sequential
 
     setup(args.threads, args.seed)
     if args.n < 2 or not args.divisors or min(args.divisors) < 1 or not args.tol > 0:
@@ -141,7 +141,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     heads = {d: best_mi_run(runs, d) for d in args.divisors}  # fail on a missing budget before any decoding
     train, val, reference, _ = read_splits(args.data_dir)
     scorer = SequenceScorer(train, val)
-    backbone, head = load_backbone_and_head(args.model, args.head, resolve_device(args.device), "protein")
+    backbone, head = load_model_and_head(args.model, args.head, resolve_device(args.device), "protein")
     lengths = draw_lengths(reference_lengths(backbone, [r.sequence for r in reference]), args.n,
                            np.random.default_rng([args.seed, LENGTH_STREAM]))
     fns = {"head": head_pairwise_fn(head), "oracle": oracle_pairwise_fn(backbone, method="certified", tol=args.tol)}

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.errors import InputError
-from mdm_mi.io import read_json
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.io import read_json
 
 REFERENCE_ROWS = ("ceiling", "ardca", "floor")  # natural, ArDCA (the family's own generator), site-independent:
 # the table's reference rows, after the samplers; the workflow scores each (FAMILY_ROWS)

@@ -1,0 +1,80 @@
+"""THE model loader: a model folder (or a run's, found by :mod:`mdm_mi.core.locate`) → its backbone,
+and an MI head checked against that backbone. Every verb loads models here.
+
+``meta.json`` is read once per folder; every check lives here (the folder is a model and not a head,
+or a head and not a model; of the domain asked for; a domain the table knows; a head that reads the
+backbone's hidden width), and every failure is one :class:`~mdm_mi.infra.checkpoint.CheckpointError`
+line. The domain-specific loaders (``sudoku.model.load_model``, ``protein.model.load_protein_model``,
+``hf.backbone.load_hf_model``, ``mi.head.load_head``) are reached only from here, through each
+:data:`~mdm_mi.core.domain.DOMAINS` entry's ``load`` (``tests/test_structure.py`` checks).
+
+    backbone, meta = load_model("results/cpu-default/sudoku/model", "cpu", domain="sudoku")
+    backbone, head = load_model_and_head(model_dir, head_dir, "cpu", domain=SEQUENCES)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mdm_mi.core.domain import DOMAINS
+from mdm_mi.infra.checkpoint import META, CheckpointError, read_meta
+
+HEAD_DOMAIN = "mi_head"  # the domain mdm_mi.mi.head.save_head writes
+SEQUENCES = "sequences"  # ``domain=`` for any sequence domain (protein, hf): what generate and compare decode
+
+
+def check_meta(folder: str | Path, meta: dict, want: str | None = None) -> str:
+    """The domain of the checkpoint whose ``meta`` this is, refused (one line) when it is a head where a
+    model is needed or a model where a head is (``want == HEAD_DOMAIN``), not of domain ``want`` (or not a
+    sequence domain, for ``SEQUENCES``) or unknown."""
+    found = meta.get("domain")
+    if not isinstance(found, str):
+        raise CheckpointError(f"checkpoint metadata has no readable 'domain': {Path(folder) / META}")
+    if found == HEAD_DOMAIN and want != HEAD_DOMAIN:
+        raise CheckpointError(f"{folder} is an MI head checkpoint, not a model: pass it as --head "
+                              "(and the model as --model)")
+    if want == HEAD_DOMAIN and found != HEAD_DOMAIN:
+        raise CheckpointError(f"{folder} is a {found!r} model checkpoint, not an MI head: pass it as --model")
+    if want == SEQUENCES and not (found in DOMAINS and DOMAINS[found].sequences):
+        seq = ", ".join(n for n, d in DOMAINS.items() if d.sequences)
+        raise CheckpointError(f"{folder} is a {found!r} model, but this needs a sequence model ({seq})")
+    if want not in (None, SEQUENCES, found):
+        raise CheckpointError(f"{folder} is a {found!r} model, but this needs a {want!r} model")
+    if found not in DOMAINS and found != HEAD_DOMAIN:
+        raise CheckpointError(f"checkpoint {folder} has unknown domain {found!r}; known: {', '.join(DOMAINS)}")
+    return found
+
+
+def model_domain(folder: str | Path, want: str | None = None) -> str:
+    """The domain of the model in ``folder`` (checked as :func:`check_meta` does), without loading it:
+    for a verb that checks its input before the model loads."""
+    return check_meta(folder, read_meta(folder), want)
+
+
+def load_model(folder: str | Path, device="cpu", domain: str | None = None) -> tuple:
+    """The backbone in ``folder`` → ``(backbone in eval mode on device, meta)``; ``domain`` (a domain
+    name or :data:`SEQUENCES`) refuses a model of another domain."""
+    meta = read_meta(folder)
+    found = check_meta(folder, meta, domain)
+    return DOMAINS[found].load(Path(folder), meta, device), meta
+
+
+def load_mi_head(folder: str | Path, device="cpu", backbone=None, model: str | Path | None = None):
+    """The MI head in ``folder`` (eval mode, on ``device``); with ``backbone``, refused unless it reads
+    hidden states of that backbone's width (``model``: the backbone's folder, for the message)."""
+    from mdm_mi.mi.head import load_head
+
+    meta = read_meta(folder)
+    check_meta(folder, meta, HEAD_DOMAIN)
+    head, _ = load_head(folder, device, meta=meta)
+    if backbone is not None and head.in_dim != backbone.hidden_dim:
+        raise CheckpointError(f"MI head {folder} reads hidden states of width {head.in_dim}, but model "
+                              f"{model or 'the backbone'} has width {backbone.hidden_dim}: "
+                              "pass the head trained on this model")
+    return head
+
+
+def load_model_and_head(model: str | Path, head: str | Path, device="cpu", domain: str | None = None) -> tuple:
+    """The backbone in ``model`` and the MI head in ``head`` checked against it → ``(backbone, head)``."""
+    backbone, _ = load_model(model, device, domain)
+    return backbone, load_mi_head(head, device, backbone, model)

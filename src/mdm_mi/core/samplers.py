@@ -1,0 +1,285 @@
+"""One Sampler interface and the baseline unmasking policies.
+
+Every sampler is a policy: at each forward pass it sees a :class:`StepView` of the masked positions
+(entropies, confidence margins and, when it asks for one, an ``(B, N, N)`` pairwise matrix computed
+from the *same* pass) and returns which masked positions to unmask now. :func:`decode` owns the loop,
+the token choice and the pass counting, so every sampler counts forward passes identically: a
+sequence is charged one pass for each backbone call it takes part in, and leaves the batch as soon as
+it has no mask left.
+
+    from mdm_mi.core.samplers import EntropyBounded, decode
+    result = decode(model, puzzles, EntropyBounded(gamma=0.2), torch.Generator().manual_seed(0))
+
+Samplers are chosen by name through the one table :data:`mdm_mi.core.sampler_table.SAMPLERS`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Callable, ClassVar, Sequence
+
+import math
+
+import torch
+
+from mdm_mi.core.backbone import Backbone, BackboneOutput, check_backbone, check_frame, check_output, forward_chunked
+from mdm_mi.infra.flags import Decoding
+
+INF = float("inf")
+EPS_K = 1e-9  # round-off guard of the fractional-k schedule (k·s is exact for integer k)
+GREEDY = Decoding()  # temperature 0: each chosen position takes its most likely token
+
+
+@dataclass(frozen=True)
+class StepView:
+    """What a policy sees at one pass, for the B still-incomplete sequences.
+
+    masked:   ``(B, N)`` bool, positions still masked (the only ones a policy may choose).
+    entropy:  ``(B, N)`` nats of each position's marginal; +inf where not masked.
+    margin:   ``(B, N)`` top-1 minus top-2 probability; -inf where not masked.
+    confidence: ``(B, N)`` top-1 probability; -inf where not masked (None if not computed).
+    step:     0-based index of this pass within the decode (the same for every row: rows start
+              together and leave when done).
+    pairwise: ``(B, N, N)`` symmetric matrix (e.g. the MI head's Î), or an object whose
+              ``among(idx (B, k))`` returns it among the positions asked for
+              (:class:`mdm_mi.mi.guided.HeadPairs`), or None.
+    """
+
+    masked: torch.Tensor
+    entropy: torch.Tensor
+    margin: torch.Tensor
+    pairwise: object | None = None  # a tensor or a row source (see above)
+    confidence: torch.Tensor | None = None
+    step: int = 0
+
+    @staticmethod
+    def from_logits(logits: torch.Tensor, masked: torch.Tensor, pairwise=None, step: int = 0) -> "StepView":
+        """Build the view from ``(B, N, V)`` logits and the ``(B, N)`` mask at pass ``step``."""
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        p = logp.exp()
+        ent = -(p * logp).sum(-1)
+        top2 = p.topk(2, dim=-1).values
+        margin = top2[..., 0] - top2[..., 1]
+        return StepView(
+            masked=masked,
+            entropy=ent.masked_fill(~masked, INF),
+            margin=margin.masked_fill(~masked, -INF),
+            pairwise=pairwise,
+            confidence=top2[..., 0].masked_fill(~masked, -INF),
+            step=step,
+        )
+
+
+class Sampler(ABC):
+    """A policy choosing, at each pass, a non-empty subset of the masked positions to unmask."""
+
+    name: ClassVar[str]
+    uses_pairwise: ClassVar[bool] = False
+
+    @abstractmethod
+    def select(self, view: StepView) -> torch.Tensor:
+        """Return ``(B, N)`` bool ⊆ ``view.masked``, with ≥ 1 position in every row that has a mask."""
+
+    def params(self) -> dict:
+        """The settings that identify this sampler in result tables."""
+        return {}
+
+
+def _lowest_entropy_first(view: StepView, k: torch.Tensor | int) -> torch.Tensor:
+    """Select the ``k`` masked positions of lowest entropy per row (fewer if fewer are masked)."""
+    order = view.entropy.argsort(dim=1, stable=True)
+    rank = torch.empty_like(order)
+    rank.scatter_(1, order, torch.arange(order.shape[1], device=order.device).expand_as(order))
+    k = torch.as_tensor(k, device=order.device).reshape(-1, 1)
+    return (rank < k) & view.masked
+
+
+class Sequential(Sampler):
+    """One token per pass: the lowest-entropy masked position, or the largest top-1/top-2 margin
+    (Kim et al. 2025, "Train for the worst, plan for the best") with ``order="margin"``."""
+
+    name = "sequential"
+
+    def __init__(self, order: str = "entropy"):
+        if order not in ("entropy", "margin"):
+            raise ValueError(f"sequential order must be 'entropy' or 'margin', got {order!r}")
+        self.order = order
+
+    def select(self, view: StepView) -> torch.Tensor:
+        if self.order == "entropy":
+            return _lowest_entropy_first(view, 1)
+        best = view.margin.argmax(dim=1, keepdim=True)
+        return torch.zeros_like(view.masked).scatter_(1, best, True) & view.masked
+
+    def params(self) -> dict:
+        return {"order": self.order}
+
+
+class TopK(Sampler):
+    """Naive parallel decoding: the ``k`` lowest-entropy masked positions per pass.
+
+    ``k`` may be fractional (k ≥ 1), so that its passes can be calibrated to any budget: pass ``s``
+    unmasks ``⌊k(s+1)⌋ − ⌊ks⌋`` positions, i.e. ``⌊k⌋`` or ``⌈k⌉`` and ``k`` on average; an integer
+    ``k`` unmasks exactly ``k`` every pass.
+    """
+
+    name = "naive"
+
+    def __init__(self, k: float):
+        if not k >= 1:
+            raise ValueError(f"naive k must be >= 1, got {k}")
+        self.k = int(k) if float(k).is_integer() else float(k)
+
+    def per_pass(self, step: int) -> int:
+        """Positions unmasked at pass ``step`` (0-based)."""
+        return math.floor(self.k * (step + 1) + EPS_K) - math.floor(self.k * step + EPS_K)
+
+    def select(self, view: StepView) -> torch.Tensor:
+        return _lowest_entropy_first(view, self.per_pass(view.step))
+
+    def params(self) -> dict:
+        return {"k": self.k}
+
+
+def eb_prefix(entropy: Sequence[float], masked: Sequence[bool], gamma: float) -> list[int]:
+    """EB-Sampler's rule (Ben-Hamu et al. 2025, arXiv 2505.24857) for one sequence at one pass, as
+    plain Python: entropy ``(N,)`` nats, masked ``(N,)`` → the sorted positions U to unmask, the
+    largest prefix of the masked positions sorted by increasing entropy (ties by position) with
+
+        Σ_{i∈U} H_i − max_{i∈U} H_i ≤ γ
+
+    (the max of a sorted prefix is its last entry); the first position always qualifies.
+    :class:`EntropyBounded` is the batched version."""
+    walk = sorted((entropy[i], i) for i in range(len(entropy)) if masked[i])
+    admitted: list[int] = []
+    total = 0.0
+    for h_i, i in walk:
+        total += h_i
+        if total - h_i > gamma:
+            break
+        admitted.append(i)
+    return sorted(admitted)
+
+
+class EntropyBounded(Sampler):
+    """EB-Sampler (Ben-Hamu et al. 2025, arXiv 2505.24857), batched: :func:`eb_prefix` per row.
+
+    Sort masked positions by entropy ascending and unmask the largest prefix U with
+    ``Σ_{i∈U} H_i − max_{i∈U} H_i ≤ γ``; the single lowest-entropy position always qualifies.
+    """
+
+    name = "eb"
+
+    def __init__(self, gamma: float):
+        if gamma < 0:
+            raise ValueError(f"eb gamma must be >= 0, got {gamma}")
+        self.gamma = float(gamma)
+
+    def select(self, view: StepView) -> torch.Tensor:
+        sorted_h = view.entropy.sort(dim=1).values  # masked first, +inf after
+        finite = torch.isfinite(sorted_h)
+        csum = torch.where(finite, sorted_h, 0.0).cumsum(1)
+        ok = (csum - torch.where(finite, sorted_h, 0.0) <= self.gamma) & finite
+        # the prefix length is the first failure; ok is monotone because H is sorted ascending
+        k = ok.long().cumprod(1).sum(1).clamp(min=1)
+        return _lowest_entropy_first(view, k)
+
+    def params(self) -> dict:
+        return {"gamma": self.gamma}
+
+
+class ConfidenceThreshold(Sampler):
+    """Confidence-threshold parallel decoding (Fast-dLLM, Wu et al. 2025, arXiv 2505.22618).
+
+    Unmask every masked position whose top-1 probability exceeds ``tau``; when none does, the single
+    most confident one, so each pass unmasks at least one. Passes rise with ``tau``; ``tau`` ≥ 1
+    is sequential decoding by confidence.
+    """
+
+    name = "threshold"
+
+    def __init__(self, tau: float):
+        if not 0 <= tau <= 1:
+            raise ValueError(f"threshold tau must lie in [0, 1], got {tau}")
+        self.tau = float(tau)
+
+    def select(self, view: StepView) -> torch.Tensor:
+        conf = view.confidence
+        if conf is None:
+            raise ValueError(f"sampler {self.name!r} needs view.confidence (B, N)")
+        best = conf.argmax(dim=1, keepdim=True)
+        return ((conf > self.tau) | torch.zeros_like(view.masked).scatter_(1, best, True)) & view.masked
+
+    def params(self) -> dict:
+        return {"tau": self.tau}
+
+
+@dataclass(frozen=True)
+class DecodeResult:
+    """tokens: ``(B, N)`` fully unmasked; passes: ``(B,)`` forward passes each sequence took."""
+
+    tokens: torch.Tensor
+    passes: torch.Tensor
+
+
+PairwiseFn = Callable[[BackboneOutput, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def choose_tokens(logits: torch.Tensor, temperature: float, generator: torch.Generator | None) -> torch.Tensor:
+    """``(B, N, V)`` → ``(B, N)`` vocabulary indices: argmax if temperature is 0, else a sample
+    from softmax(logits / temperature) by the Gumbel-max trick driven by ``generator``."""
+    if temperature == 0:
+        return logits.argmax(-1)
+    gen_device = generator.device if generator is not None else torch.device("cpu")
+    u = torch.rand(logits.shape, generator=generator, device=gen_device).to(logits.device)
+    exponential = -torch.log(u.clamp_min(1e-20))
+    gumbel = -torch.log(exponential.clamp_min(1e-20))
+    return (logits.float() / temperature + gumbel).argmax(-1)
+
+
+@torch.inference_mode()
+def decode(
+    backbone: Backbone,
+    tokens: torch.Tensor,
+    sampler: Sampler,
+    generator: torch.Generator | None = None,
+    *,
+    decoding: Decoding = GREEDY,
+    pairwise_fn: PairwiseFn | None = None,
+    max_passes: int | None = None,
+) -> DecodeResult:
+    """Unmask every ``backbone.mask_id`` in ``tokens`` ``(B, N)`` with ``sampler``.
+
+    ``decoding``: the verb's decoding settings in one object (:class:`mdm_mi.infra.flags.Decoding`; its
+    ``temperature`` picks the tokens, :func:`choose_tokens`). Non-mask positions are never written.
+    ``pairwise_fn(output, masked, tokens)`` → ``(B, N, N)`` is
+    called on the same forward pass's output (and the tokens it saw) when the sampler uses a pairwise
+    matrix: the MI head adds no backbone pass (the exact-MI oracle does, and is not counted).
+    """
+    assert tokens.ndim == 2, tokens.shape
+    if sampler.uses_pairwise and pairwise_fn is None:
+        raise ValueError(f"sampler {sampler.name!r} needs a pairwise matrix (an MI head); none given")
+    check_backbone(backbone)  # values are written as vocab_token_ids: never the mask or a special token
+    check_frame(backbone, tokens)
+    tokens = tokens.clone()
+    passes = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
+    vocab_ids = backbone.vocab_token_ids.to(tokens.device)
+    limit = max_passes if max_passes is not None else tokens.shape[1] + 1
+    for step in range(limit):
+        masked_all = tokens == backbone.mask_id
+        active = masked_all.any(1).nonzero().squeeze(1)
+        if active.numel() == 0:
+            break
+        sub, masked = tokens[active], masked_all[active]
+        out = forward_chunked(backbone, sub)
+        if step == 0:
+            check_output(backbone, out, sub)
+        passes[active] += 1
+        pairwise = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
+        chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise, step)) & masked
+        if not chosen.any(1).all():
+            raise RuntimeError(f"sampler {sampler.name!r} chose no position for a sequence with masks")
+        values = vocab_ids[choose_tokens(out.logits, decoding.temperature, generator)]
+        tokens[active] = torch.where(chosen, values, sub)
+    return DecodeResult(tokens=tokens, passes=passes)

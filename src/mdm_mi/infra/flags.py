@@ -1,0 +1,175 @@
+"""Flag metadata for the verbs' argument dataclasses, and the flags many verbs share; imports nothing
+from ``mdm_mi``.
+
+    sampler: str = field(default="sequential", metadata=h("which sampler"))
+
+A verb's arguments inherit the shared flags it takes (each a frozen, keyword-only mixin, so its fields
+can come before required ones; the CLI builds every dataclass by keyword) and declare the rest:
+
+    @dataclass(frozen=True)
+    class MiMapArgs(FigureOut, DeviceFlag):
+        puzzles: Path = field(metadata=h("puzzle CSV"))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+
+def h(text: str, positional: bool = False, group: str | None = None, empty: bool = False) -> dict:
+    """Field metadata carrying a flag's help text: ``field(metadata=h("..."))``; ``positional=True``
+    makes the field an optional positional argument instead of a ``--flag``; ``group`` lists the flag
+    under that heading in ``--help``; ``empty=True`` lets a required tuple flag be given with no values
+    (``--indep-cap`` alone: none), as a config's empty list is passed."""
+    return {"help": text, "positional": positional, "group": group, "empty": empty}
+
+
+DEVICE_HELP = "auto | cpu | cuda"
+THREADS_HELP = "torch CPU threads"
+SEED_HELP = "random seed"
+
+
+# --- where a job runs ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceFlag:
+    """``--device`` of a verb that runs a model: the GPU when there is one, unless given."""
+
+    device: str = field(default="auto", metadata=h(DEVICE_HELP))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeviceThreadsFlags(DeviceFlag):
+    """``--device`` and ``--threads`` of a decoding job (one CPU thread unless given: jobs run side by side)."""
+
+    threads: int = field(default=1, metadata=h(THREADS_HELP))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeededRunFlags(DeviceThreadsFlags):
+    """``--seed`` (0 unless given), ``--device`` and ``--threads`` of a decoding job."""
+
+    seed: int = field(default=0, metadata=h(SEED_HELP))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainRunFlags:
+    """``--device`` and ``--threads`` of a training or labelling job: no defaults, the config sets them."""
+
+    device: str = field(metadata=h(DEVICE_HELP))
+    threads: int = field(metadata=h(THREADS_HELP))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeedFlag:
+    """``--seed`` of a job that takes it from the config (no default)."""
+
+    seed: int = field(metadata=h(SEED_HELP))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeededTrainRunFlags(TrainRunFlags, SeedFlag):
+    """:class:`TrainRunFlags` and :class:`SeedFlag`."""
+
+
+# --- how a decode fills the positions a sampler picks ----------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decoding:
+    """The settings :func:`mdm_mi.core.samplers.decode` reads, passed from the verb as one object: a verb's
+    own decoding flags subclass it (``protein.generate``: ``protein.decode_flags.DecodeFlags``), so a
+    new key is the schema's, one field, and the code of ``decode`` that reads it."""
+
+    temperature: float = field(default=0.0, metadata=h("sampling temperature (0 = argmax)"))
+
+    @classmethod
+    def of(cls, args) -> "Decoding":
+        """This class's settings taken from a verb's arguments ``args`` (which inherit them)."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
+
+
+# --- what a job writes ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class OutDir:
+    """``--out-dir``: the folder a job writes its several files into."""
+
+    out_dir: Path = field(metadata=h("output folder"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class FigureOut:
+    """``--out`` of a figure verb."""
+
+    out: Path = field(metadata=h("output PNG"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class MarkdownOut:
+    """``--out`` of a verb that writes one Markdown table."""
+
+    out: Path = field(metadata=h("output Markdown"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TidyCsvOut:
+    """``--out`` of a table verb: its tidy CSV."""
+
+    out: Path = field(metadata=h("tidy CSV"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableOuts(TidyCsvOut):
+    """``--out`` and ``--markdown`` of a table verb: the tidy CSV and the same rows as a Markdown table."""
+
+    markdown: Path = field(metadata=h("Markdown table"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PaperOverlay:
+    """``--paper``/``--no-paper`` of a speed-quality figure."""
+
+    paper: bool = field(default=True, metadata=h("overlay the paper's points"))
+
+
+# --- what a job reads ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackboneFlag:
+    """``--model`` of a verb that reads a trained backbone of either domain."""
+
+    model: Path = field(metadata=h("backbone checkpoint folder"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeadFlag:
+    """``--head`` of a verb that reads a trained MI head."""
+
+    head: Path = field(metadata=h("MI head checkpoint folder"))
+
+
+# --- the comparisons and their oracle ceilings ---------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComparisonFlags:
+    """What both comparisons (``sudoku-compare``, ``protein-compare(-part)``) take from the config besides
+    the swept settings (``sampler_table.SweptFlags``): the budgets and Algorithm 1's shared settings."""
+
+    divisors: tuple[int, ...] = field(metadata=h("budgets: sequential's passes ÷ each"))
+    on_reject: str = field(metadata=h("MI-guided: skip | stop at a rejected candidate"))
+    charge_first: bool = field(metadata=h("MI-guided: charge the first token's entropy to γ"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class OracleCeilingFlags:
+    """What both oracle ceilings (``sudoku-oracle-ceiling``, ``protein-oracle-ceiling``) take: the budgets
+    and the oracle's probing tolerance."""
+
+    divisors: tuple[int, ...] = field(metadata=h("budgets (sequential's passes ÷ d) at which to run the oracle"))
+    tol: float = field(metadata=h("certified probing tolerance (nats)"))

@@ -1,0 +1,210 @@
+"""The MI verbs of the CLI: ``label`` (one shard of ground-truth probing labels) and ``train-head``.
+
+A shard is a slice of a fixed, seeded draw of contexts, so the labels do not depend on how many
+shards (jobs, GPUs, cluster nodes) share the work. The labels come in three splits: ``train`` (the
+whole draw from the training sequences, ``--split all``) and the two evaluation splits ``val``
+(choosing the head's size, steps and number of contexts) and ``test`` (only the reported fidelity).
+Val and test are the two parts of one seeded draw of distinct contexts from distinct held-out
+sequences, val the first ``--val-contexts`` of it, so the two share no sequence and no context.
+
+    python -m mdm_mi label --model results/x/sudoku/model --sequences train_solutions.npy \
+        --n-contexts 600 --shard 0 --n-shards 4 --method certified --out shard0.safetensors ...
+    python -m mdm_mi label --model results/x/sudoku/model --sequences heldout_solutions.npy \
+        --n-contexts 100 --split test --val-contexts 50 --shard 0 --n-shards 2 --method exact ...
+    python -m mdm_mi train-head --model M --labels train/shard*.safetensors \
+        --val val/shard*.safetensors --test test/shard*.safetensors --out head --fidelity f.json ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
+from mdm_mi.infra.io import atomic_path, write_json, write_text
+from mdm_mi.mi.contexts import (ContextDraw, draw_evaluation, draw_training, load_label_shards, shard_slice,
+                               split_part)
+from mdm_mi.infra.runtime import resolve_device, setup
+
+
+@dataclass(frozen=True)
+class LabelArgs(BackboneFlag, TrainRunFlags):
+    sequences: Path = field(metadata=_h(".npy (S, N) complete token sequences to mask into contexts"))
+    out: Path = field(metadata=_h("output .safetensors shard"))
+    n_contexts: int = field(metadata=_h(
+        "contexts in the whole draw (all shards; with --split val|test, val's and test's together)"))
+    shard: int = field(metadata=_h("this shard's index, 0-based"))
+    n_shards: int = field(metadata=_h("number of shards"))
+    method: str = field(metadata=_h("exact | certified"))
+    tol: float = field(metadata=_h("certified max abs error (nats)"))
+    batch_size: int = field(metadata=_h("sequences per backbone call"))
+    seed: int = field(metadata=_h("seed of the context draw"))
+    split: str = field(default="all", metadata=_h(
+        "all: the whole draw, sequences drawn with replacement if too few (training labels); val | test: "
+        "the first --val-contexts | the rest of one draw of distinct contexts from distinct sequences"))
+    val_contexts: int = field(default=0, metadata=_h("with --split val|test: contexts of the draw that go to val"))
+    skip_contexts: int = field(default=0, metadata=_h(
+        "with --split val|test: contexts after val that go to neither (spent on earlier choices)"))
+
+
+def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=None) -> ContextDraw:
+    """``args.split``'s part of its seeded draw (before sharding): the whole training draw, or val's
+    or test's part of the evaluation draw (the same draw in both jobs)."""
+    part = split_part(args.split, args.n_contexts, args.val_contexts, args.skip_contexts)
+    if args.split == "all":
+        return draw_training(sequences, args.n_contexts, mask_id, args.seed, vocab_ids)
+    return draw_evaluation(sequences, args.n_contexts, mask_id, args.seed, vocab_ids).part(part)
+
+
+def label(args: LabelArgs, tracker) -> None:
+    from safetensors.torch import save_file
+
+    from mdm_mi.core.backbone import full_precision
+    from mdm_mi.core.loading import load_model
+    from mdm_mi.mi.probe import label_contexts
+
+    setup(args.threads, args.seed)
+    split_part(args.split, args.n_contexts, args.val_contexts, args.skip_contexts)  # bad split flags fail before any loading
+    device = resolve_device(args.device)
+    if not Path(args.sequences).is_file():
+        raise InputError(f"sequence file not found: {args.sequences}")
+    sequences = np.load(args.sequences, allow_pickle=False)
+    backbone = full_precision(load_model(args.model, device)[0])
+    draw = draw_split(args, sequences, backbone.mask_id, backbone.vocab_token_ids)
+    shard = draw.part(shard_slice(len(draw.contexts), args.shard, args.n_shards))
+    start = time.time()
+    out = label_contexts(backbone, shard.contexts.to(device), args.method, args.tol, args.batch_size,
+                         progress=lambda d, n: print(f"context {d}/{n}", flush=True))
+    tensors = {k: v.cpu().contiguous() for k, v in out.items()}
+    tensors |= {"contexts": shard.contexts, "t": shard.t, "sequence_row": shard.rows.contiguous()}
+    with atomic_path(args.out) as tmp:
+        save_file(tensors, str(tmp))
+    stats = {"split": args.split, "contexts": len(shard.contexts), "seconds": time.time() - start,
+             "passes_total": int(out["passes"].sum()), "max_bound": float(out["bound"].max()) if len(out["bound"]) else 0.0,
+             "gap_mean": float(out["gap_mean"].mean()) if len(out["gap_mean"]) else 0.0}
+    write_json(Path(args.out).with_suffix(".json"), stats)
+    tracker.log_params(dataclasses.asdict(args))
+    tracker.log_metrics({k: v for k, v in stats.items() if k != "split"})
+
+
+@dataclass(frozen=True)
+class TrainHeadArgs(SeededTrainRunFlags):
+    model: Path = field(metadata=_h("frozen backbone checkpoint folder"))
+    labels: tuple[Path, ...] = field(metadata=_h("training label shards (.safetensors)"))
+    val: tuple[Path, ...] = field(metadata=_h(
+        "validation label shards: the history's val_mse and the val fidelity (for choosing the head)"))
+    test: tuple[Path, ...] = field(metadata=_h("test label shards: the reported fidelity and the pairs CSV"))
+    out: Path = field(metadata=_h("output head checkpoint folder"))
+    fidelity: Path = field(metadata=_h("fidelity JSON: 'test' (the reported numbers) and 'val'"))
+    pairs: Path = field(metadata=_h("CSV of test (label, prediction) pairs for the scatter figure"))
+    hidden: int = field(metadata=_h("head MLP width"))
+    heads: int = field(metadata=_h("bilinear heads"))
+    rank: int = field(metadata=_h("rank of each bilinear head"))
+    unary: bool = field(metadata=_h("add the per-position term u_i + u_j"))
+    steps: int = field(metadata=_h("optimiser steps"))
+    batch_size: int = field(metadata=_h("contexts per step"))
+    lr: float = field(metadata=_h("learning rate"))
+    weight_decay: float = field(metadata=_h("AdamW weight decay"))
+    distance_buckets: int = field(metadata=_h("learned score per separation |i-j| < K (0 = none)"))
+
+
+MAX_SCATTER_PAIRS = 20000  # test pairs written for the scatter figure
+REPORTED_SPLIT = "test"  # the fidelity JSON's reported split; "val" is for choosing the head
+EVAL_SPLITS = ("val", "test")  # the fidelity JSON's per-split entries
+PREDICT_BATCH = 256  # contexts per head call when predicting a split
+FEATURE_BATCH = 512  # contexts per backbone call when extracting features
+
+
+def _write_pairs(path, pred, label, masked, seed: int) -> None:
+    """A seeded sample of (test) masked pairs i < j as CSV (label, prediction)."""
+    from mdm_mi.mi.fidelity import masked_pairs
+
+    sel = masked_pairs(masked)
+    lab, prd = label[sel], pred[sel]
+    idx = torch.randperm(len(lab), generator=torch.Generator().manual_seed(seed))[:MAX_SCATTER_PAIRS]
+    lines = ["label,prediction"] + [f"{a:.6g},{b:.6g}" for a, b in zip(lab[idx].tolist(), prd[idx].tolist())]
+    write_text(path, "\n".join(lines) + "\n")
+
+
+def _predict(head, feats: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+    """The head's ``(C, N, N)`` prediction for features ``(C, N, D)``, on the CPU."""
+    with torch.inference_mode():
+        return torch.cat([head(f, m) for f, m in zip(feats.split(PREDICT_BATCH),
+                                                     masked.to(feats.device).split(PREDICT_BATCH))]).cpu()
+
+
+def split_fidelity(head, feats: torch.Tensor, split: dict, structure) -> tuple[torch.Tensor, dict]:
+    """The head's prediction on one split's contexts and its fidelity there (plus ``contexts``)."""
+    from mdm_mi.mi.fidelity import fidelity
+
+    pred = _predict(head, feats, split["masked"])
+    return pred, fidelity(pred, split["label"], split["masked"], structure) | {"contexts": len(feats)}
+
+
+def flat_metrics(fid: dict) -> dict[str, float]:
+    """The fidelity JSON's numbers as flat tracker metrics (``test_pearson``, ``val_mae``, ``n_params``...)."""
+    flat = {f"{name}_{k}": v for name in EVAL_SPLITS for k, v in fid[name].items()}
+    flat |= {k: v for k, v in fid.items() if k not in EVAL_SPLITS}
+    return {k: v for k, v in flat.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def train_head_job(args: TrainHeadArgs, tracker) -> None:
+    """Train on ``--labels``; the history's val_mse and the ``val`` fidelity come from ``--val`` (the
+    only held-out data any choice may look at), the reported ``test`` fidelity and the pairs CSV from
+    ``--test``."""
+    from mdm_mi.core.domain import get_domain
+    from mdm_mi.core.loading import load_model
+    from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
+
+    setup(args.threads, args.seed)
+    device = resolve_device(args.device)
+    splits = {"train": load_label_shards(args.labels), "val": load_label_shards(args.val),
+              "test": load_label_shards(args.test)}
+    backbone, meta = load_model(args.model, device)
+    feats = {name: backbone_features(backbone, split["contexts"].to(device), FEATURE_BATCH).clone()
+             for name, split in splits.items()}
+    head_cfg = HeadConfig(args.hidden, args.heads, args.rank, args.unary, args.distance_buckets)
+    train_cfg = HeadTrainConfig(args.steps, args.batch_size, args.lr, args.weight_decay, args.seed)
+    tracker.log_params(dataclasses.asdict(args))
+    start = time.time()
+    train, val = splits["train"], splits["val"]
+    head, history = train_head(feats["train"], train["label"], train["masked"], train_cfg, head_cfg,
+                               val=(feats["val"], val["label"], val["masked"]), log=lambda m: print(m, flush=True))
+    minutes = (time.time() - start) / 60
+    structure = get_domain(meta["domain"]).structure()
+    fid: dict = {"reported": REPORTED_SPLIT}
+    preds = {}
+    for name in EVAL_SPLITS:
+        preds[name], fid[name] = split_fidelity(head, feats[name], splits[name], structure)
+    fid |= {"n_params": count_params(head), "train_contexts": len(feats["train"]), "train_minutes": minutes,
+            "backbone_domain": meta["domain"]}
+    save_head(head, args.out, {"backbone": str(args.model), "history": history, "fidelity": fid})
+    write_json(args.fidelity, fid)
+    test = splits[REPORTED_SPLIT]
+    _write_pairs(args.pairs, preds[REPORTED_SPLIT], test["label"], test["masked"], args.seed)
+    for row in history:
+        tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step=row["step"])
+    tracker.log_metrics(flat_metrics(fid))
+    tracker.log_artifact(args.fidelity)
+
+
+@dataclass(frozen=True)
+class ScatterArgs(FigureOut):
+    pairs: Path = field(metadata=_h("test (label, prediction) CSV from train-head"))
+    fidelity: Path = field(metadata=_h("fidelity JSON from train-head"))
+    model: Path = field(metadata=_h("backbone checkpoint folder (named in the title)"))
+
+
+def figure_scatter(args: ScatterArgs, tracker) -> None:
+    from mdm_mi.core.domain import backbone_name
+    from mdm_mi.infra.io import read_json
+    from mdm_mi.mi.figures import scatter_figure
+
+    scatter_figure(args.pairs, read_json(args.fidelity), args.out, backbone_name(args.model))
+    tracker.log_artifact(args.out)

@@ -1,0 +1,189 @@
+"""The Sudoku verbs of the CLI: ``sudoku-data``, ``sudoku-pretrain``, ``evaluate`` (also a user verb:
+with only ``--puzzles`` it finds the model in results/ and prints a table).
+
+Each verb is a frozen dataclass of arguments and one function ``(args, tracker)`` that writes files
+first and then mirrors them to the tracker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mdm_mi.core.domain import set_domain
+from mdm_mi.core.sampler_table import SamplerFlags
+from mdm_mi.infra.checkpoint import save_checkpoint
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import SeedFlag, h as _h
+from mdm_mi.infra.io import atomic_path, write_json, write_npy
+from mdm_mi.infra.runtime import resolve_device, setup
+from mdm_mi.infra.train_loop import RESUME, SNAPSHOTS, DiffusionTrainFlags
+from mdm_mi.verb_common import ModelFlags, start
+
+
+@dataclass(frozen=True)
+class PrepareArgs(SeedFlag):
+    radcliffe: Path = field(metadata=_h("Radcliffe curated CSV (levels Beginner..Expert)"))
+    easy: Path = field(metadata=_h("HKUNLP easy test CSV"))
+    out_dir: Path = field(metadata=_h("output folder of train_solutions.npy and the eval set CSVs"))
+    n_train_solutions: int = field(metadata=_h("random complete grids to generate for training"))
+    hard_max_puzzles: int = field(metadata=_h("stratified Hard+Expert subset size"))
+    easy_max_puzzles: int = field(metadata=_h("easy subset size"))
+    levels_max_puzzles: int = field(metadata=_h("puzzles per Beginner/Easy/Medium level"))
+    graded_givens: tuple[int, ...] = field(metadata=_h("target givens of the graded set"))
+    graded_per_level: int = field(metadata=_h("puzzles per graded level"))
+    oracle_max_puzzles: int = field(metadata=_h("hard puzzles in the small exact-MI oracle set"))
+
+
+def prepare_sudoku(args: PrepareArgs, tracker) -> None:
+    from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, graded, load_puzzle_csv, stratified, write_puzzle_csv
+    from mdm_mi.sudoku.puzzle_maker import random_solutions
+
+    rng = np.random.default_rng(args.seed)
+    radcliffe, easy = load_puzzle_csv(args.radcliffe), load_puzzle_csv(args.easy)
+    hard_pool = radcliffe.subset([i for i, lvl in enumerate(radcliffe.levels) if lvl in HARD_LEVELS])
+    sets = {
+        "hard": stratified(hard_pool, HARD_LEVELS, args.hard_max_puzzles, rng),
+        "easy": easy.subset(rng.permutation(len(easy))[: args.easy_max_puzzles]),
+        "levels": stratified(radcliffe, OTHER_LEVELS, args.levels_max_puzzles * len(OTHER_LEVELS), rng),
+        "graded": graded(hard_pool, args.graded_givens, args.graded_per_level, rng),
+    }
+    oracle_rng = np.random.default_rng([args.seed, 1])  # own stream: the draws above stay as they were
+    sets["oracle"] = sets["hard"].subset(oracle_rng.permutation(len(sets["hard"]))[: args.oracle_max_puzzles])
+    out = Path(args.out_dir)
+    for name, ps in sets.items():
+        write_puzzle_csv(out / f"{name}.csv", ps)
+    # own stream, so the training grids do not depend on the evaluation-set sizes drawn above
+    solutions = random_solutions(args.n_train_solutions, np.random.default_rng([args.seed, 2]))
+    write_npy(out / "train_solutions.npy", solutions)
+    write_npy(out / "heldout_solutions.npy", radcliffe.solutions)  # real solutions: held-out MI contexts
+    counts = {f"n_{name}": len(ps) for name, ps in sets.items()} | {"n_train": len(solutions)}
+    write_json(out / "summary.json", counts)
+    tracker.log_params(dataclasses.asdict(args))
+    tracker.log_metrics(counts)
+
+
+@dataclass(frozen=True)
+class PretrainArgs(DiffusionTrainFlags):
+    solutions: Path = field(metadata=_h("train_solutions.npy from sudoku-data"))
+    out: Path = field(metadata=_h("output checkpoint folder"))
+    d_model: int = field(metadata=_h("model width"))
+    n_layers: int = field(metadata=_h("transformer blocks"))
+    n_heads: int = field(metadata=_h("attention heads"))
+    ff_mult: int = field(metadata=_h("MLP width multiple"))
+    dropout: float = field(metadata=_h("dropout"))
+    hidden_layer: int = field(metadata=_h("layer exposed as hidden states"))
+    augment: bool = field(metadata=_h("apply random Sudoku symmetries"))
+    compile: bool = field(metadata=_h("torch.compile the model"))
+
+
+def pretrain(args: PretrainArgs, tracker) -> None:
+    from mdm_mi.sudoku.model import DOMAIN, ModelConfig, n_params
+    from mdm_mi.sudoku.train import TrainConfig, train
+
+    setup(args.threads, args.seed)
+    device = resolve_device(args.device)
+    if not Path(args.solutions).is_file():
+        raise InputError(f"training solutions not found: {args.solutions}")
+    solutions = np.load(args.solutions, allow_pickle=False)
+    model_cfg = _pick(ModelConfig, args)
+    train_cfg = _pick(TrainConfig, args)
+    tracker.log_params(dataclasses.asdict(args))
+    out = Path(args.out)
+
+    def snapshot(step: int, model) -> None:
+        save_checkpoint(model, out / SNAPSHOTS / f"step-{step}", {"domain": DOMAIN, "model": dataclasses.asdict(model_cfg),
+                                                                  "train": dataclasses.asdict(train_cfg), "step": step})
+
+    model, history = train(solutions, model_cfg, train_cfg, device, log=lambda m: print(m, flush=True),
+                           resume_dir=out / RESUME, snapshot=snapshot)
+    for rec in history:
+        tracker.log_metrics({"loss": rec["loss"]}, step=rec["step"])
+    metrics = {"final_loss": history[-1]["loss"], "train_minutes": history[-1]["minutes"],
+               "n_params": n_params(model), "device": device}
+    meta = {"domain": DOMAIN, "model": dataclasses.asdict(model_cfg), "train": dataclasses.asdict(train_cfg),
+            "metrics": metrics, "history": history}
+    save_checkpoint(model, args.out, meta)
+    tracker.log_metrics(metrics)
+    tracker.log_artifact(Path(args.out) / "meta.json")
+
+
+def _pick(cls, args):
+    """Build dataclass ``cls`` from the same-named fields of ``args``."""
+    return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
+
+
+@dataclass(frozen=True)
+class EvaluateArgs(SamplerFlags, ModelFlags):
+    puzzles: Path = field(metadata=_h("any CSV with 'puzzle' (and optional 'solution', 'level') columns "
+                                       "(a protein FASTA reference is scored by generate --reference)"))
+    out: Path | None = field(default=None, metadata=_h("summary JSON (default: none; the table is printed)"))
+    per_puzzle: Path | None = field(default=None, metadata=_h("per-puzzle CSV (default: none)"))
+    batch_size: int = field(default=1000, metadata=_h("puzzles decoded together"))
+    seed: int = field(default=0, metadata=_h("random seed"))
+
+
+EVAL_EXAMPLES = """examples:
+  mdm-mi evaluate --puzzles my.csv                          # model found in results/, table printed
+  mdm-mi evaluate --puzzles my.csv --sampler mi --gamma 0.1 --out my.json --per-puzzle my_per_puzzle.csv"""
+
+
+def evaluate(args: EvaluateArgs, tracker) -> None:
+    """Decode every puzzle of ``args.puzzles`` and write/print accuracy and passes per level."""
+    if set_domain(args.puzzles) != "sudoku":
+        raise InputError(f"evaluate scores Sudoku puzzle CSVs; {args.puzzles} is a protein FASTA: "
+                         f"`mdm-mi generate --reference {args.puzzles}` generates proteins and scores them against it")
+    from mdm_mi.core.sampler_table import sampler_from_args
+    from mdm_mi.sudoku.data import load_puzzle_csv
+    from mdm_mi.sudoku.evaluate import decode_set, score, summarise
+    from mdm_mi.verb_common import check_outputs, load_backbone_for, pairwise_from_args, progress
+
+    sampler = sampler_from_args(args)
+    check_outputs(args.out, args.per_puzzle)
+    ps = load_puzzle_csv(args.puzzles)  # bad input fails before the model loads
+    device = start(args, args.seed)
+    model, model_dir, _ = load_backbone_for(args, "sudoku", device)
+    pairwise = pairwise_from_args(args, model, model_dir, "sudoku", device)
+    start_time = time.time()
+    with progress(len(ps), f"evaluate {sampler.name}", args.quiet) as bar:
+        grids, passes = decode_set(model, ps, sampler, args.batch_size, args.seed, pairwise, progress=bar.update)
+    records = score(ps, grids, passes)
+    summary = {"sampler": sampler.name, "params": sampler.params(), "set": Path(args.puzzles).stem,
+               "seconds": time.time() - start_time, "levels": summarise(records)}
+    _write_outputs(args, records, summary)
+    print(summary_table(summary, model_dir))
+    tracker.log_params({"sampler": sampler.name, **sampler.params(), "set": summary["set"]})
+    tracker.log_metrics({f"{lvl}.{k}": v for lvl, m in summary["levels"].items() for k, v in m.items()})
+    if args.out is not None:
+        tracker.log_artifact(args.out)
+
+
+def _write_outputs(args: EvaluateArgs, records: list[dict], summary: dict) -> None:
+    """The per-puzzle CSV and the summary JSON, each only when its flag was given."""
+    import csv
+
+    if args.per_puzzle is not None:
+        with atomic_path(args.per_puzzle) as tmp, tmp.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(records[0]))
+            w.writeheader()
+            w.writerows(records)
+    if args.out is not None:
+        write_json(args.out, summary)
+
+
+def summary_table(summary: dict, model_dir: Path) -> str:
+    """The summary as an aligned text table, one row per level (``all`` last)."""
+    params = ", ".join(f"{k}={v}" for k, v in summary["params"].items())
+    lines = [f"{summary['set']}: sampler {summary['sampler']} ({params}), model {model_dir}, "
+             f"{summary['seconds']:.1f} s",
+             f"{'level':<12} {'n':>5}  {'solved % [95% CI]':<22} {'mean passes':>11}"]
+    levels = sorted(summary["levels"], key=lambda lvl: (lvl == "all", lvl))
+    for lvl in levels:
+        m = summary["levels"][lvl]
+        acc = f"{100 * m['accuracy']:.1f} [{100 * m['acc_lo']:.1f}, {100 * m['acc_hi']:.1f}]"
+        lines.append(f"{lvl:<12} {m['n']:>5}  {acc:<22} {m['mean_passes']:>11.1f}")
+    return "\n".join(lines)
