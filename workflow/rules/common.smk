@@ -16,6 +16,7 @@ SUDOKU = config["sudoku"]
 PROTEIN = config["protein"]
 COLUMNS = PROTEIN["architecture"] == "columns"  # the protein model is a column model; the sequence model embeds
 SEQUENCE_MODEL = f"{R}/protein/{'embedder' if COLUMNS else 'model'}"  # the sequence model's folder
+EMBEDDER_INPUT = [f"{SEQUENCE_MODEL}/meta.json"] if COLUMNS else []  # the cluster-JSD metric's embedder
 DOMAINS = "sudoku|protein|hf"  # the {domain} wildcard of the rules the domains share (mi.smk)
 ENV = "../../envs/mdm-mi.yaml"  # every job's conda environment (snakemake --sdm conda), from workflow/rules/
 
@@ -186,3 +187,8 @@ def protein_compare_parts():
     """The protein comparison's jobs: sequential, then each calibrated family by its slug."""
     families = calibrated_families(2, PROTEIN["samplers"] | PROTEIN["compare"])  # by config key; the comparison's λ grid wins
     return ["sequential"] + [f.slug for f in families]
+
+
+def embedder_flag(wildcards, input):
+    """``--embedder`` of a column model's decoding jobs (the sequence model embeds their proteins)."""
+    return f"--embedder {os.path.dirname(input.embedder[0])}" if input.embedder else ""

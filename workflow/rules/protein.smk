@@ -11,14 +11,6 @@ PROTEIN_MODEL = f"{P}/model/meta.json"
 ESMC_WEIGHTS = PROTEIN["esmc_weights"] or f"{PROTEIN['esmc_dir']}/esmc_300m_2024_12_v0.pth"
 
 
-EMBEDDER_INPUT = [f"{SEQUENCE_MODEL}/meta.json"] if COLUMNS else []  # the cluster-JSD metric's embedder
-
-
-def embedder_flag(wildcards, input):
-    """``--embedder`` of a column model's decoding jobs (the sequence model embeds their proteins)."""
-    return f"--embedder {os.path.dirname(input.embedder[0])}" if input.embedder else ""
-
-
 PROTEIN_RUNS = decode_runs(PROTEIN["samplers"])
 PROTEIN_JOBS = expand(f"{P}/eval/{{r}}.json", r=PROTEIN_RUNS)
 
