@@ -9,6 +9,7 @@
 #   bash scripts/protein_second_seed.sh config/smoke.yaml 1
 set -euo pipefail
 cd "$(dirname "$0")/.."
+[ -x .venv/bin/snakemake ] && PATH="$PWD/.venv/bin:$PATH"  # the README's setup; any snakemake on PATH otherwise
 CONFIG=${1:-config/config.yaml}
 SEED=${2:-1}
 JOBS=${JOBS:-2}
