@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.train_loop import BestWeights, optimise
+from mdm_mi.infra.train_loop import BestWeights, draw_probs, optimise
 from mdm_mi.infra.train_state import TrainState
 from mdm_mi.protein.family import alignment as fam
 
@@ -71,7 +71,7 @@ def test_weighted_draws_follow_the_weights():
     tok = protein_tokens()
     seqs = ["AAAA", "CCCC", "DDDD"]
     cfg = _cfg(batch_size=6000, t_min=0.0, t_max=0.0)  # nothing masked: the first residue names the draw
-    probs = ptrain._draw_probs(np.array([0.5, 0.25, 0.25]) * 3, 3)
+    probs = draw_probs(np.array([0.5, 0.25, 0.25]) * 3, 3)
     tokens, _, _ = ptrain.sample_batch(seqs, tok, cfg, np.random.default_rng(0), probs)
     ids = [int(tok.encode_batch([s])[0, 1]) for s in seqs]
     freq = np.array([(tokens[:, 1] == i).float().mean().item() for i in ids])
@@ -79,7 +79,7 @@ def test_weighted_draws_follow_the_weights():
     uniform, _, _ = ptrain.sample_batch(seqs, tok, cfg, np.random.default_rng(0))
     assert np.allclose([(uniform[:, 1] == i).float().mean().item() for i in ids], 1 / 3, atol=0.02)
     with pytest.raises(ValueError, match="sequence weights"):
-        ptrain._draw_probs(np.array([1.0, -1.0, 1.0]), 3)
+        draw_probs(np.array([1.0, -1.0, 1.0]), 3)
 
 
 def test_same_seed_same_weights_and_model():

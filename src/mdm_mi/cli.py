@@ -128,7 +128,7 @@ VERBS: dict[str, Verb] = {
                                     "mean passes vs HMM pass rate, fixed-grid settings and calibrated budgets"),
     "figure-family-mi": Verb(family_figure_jobs.FamilyMiArgs, family_figure_jobs.figure_family_mi,
                              "the MI head's map of one family context beside the family's column-pair MI"),
-    "figure-column-contacts": Verb(family_figure_jobs.ColumnContactsArgs, family_figure_jobs.figure_column_contacts,
+    "figure-column-contacts": Verb(column_jobs.ColumnContactsArgs, column_jobs.figure_column_contacts,
                                    "a column model's MI map beside ArDCA's couplings and the disulphide bonds"),
     "protein-paper-table": Verb(report_jobs.ProteinPaperTableArgs, report_jobs.protein_paper_table,
                                 "our protein results beside the paper's table"),

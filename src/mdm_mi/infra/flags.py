@@ -70,6 +70,15 @@ class SeedFlag:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ModelShapeFlags:
+    """``--d-model``, ``--n-heads``, ``--n-layers`` of a pretraining verb (defaults: the config schema)."""
+
+    d_model: int = field(metadata=h("transformer width"))
+    n_heads: int = field(metadata=h("attention heads"))
+    n_layers: int = field(metadata=h("transformer blocks"))
+
+
+@dataclass(frozen=True, kw_only=True)
 class SeededTrainRunFlags(TrainRunFlags, SeedFlag):
     """:class:`TrainRunFlags` and :class:`SeedFlag`."""
 

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+import numpy as np
 import torch
 
 from mdm_mi.infra.flags import SeededTrainRunFlags, h
@@ -196,3 +197,28 @@ def optimise(params: Iterable[torch.nn.Parameter], batch_loss: Callable[[int], t
     if best is not None and best.weights is not None:
         best.copy_to_params(params)
     return history
+
+
+def draw_probs(weights, n: int):
+    """Sequence weights ``(n,)`` → drawing probabilities summing to 1 (None: uniform draws); both family
+    trainers draw their batches with them. ValueError for the wrong shape, negative, non-finite or all-zero weights."""
+    if weights is None:
+        return None
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape != (n,) or not np.isfinite(weights).all() or (weights < 0).any() or weights.sum() <= 0:
+        raise ValueError(f"need {n} finite non-negative sequence weights, not all zero; got shape {weights.shape}")
+    return weights / weights.sum()
+
+
+def run_metrics(history: list[dict], best: BestWeights | None, weights, **fields) -> tuple[dict, dict]:
+    """What a pretraining verb records of a finished run → ``(metrics, extra)``: the last loss and
+    minutes, ``fields``, the effective number of sequences (the weights' sum, when drawn by weight), the
+    best step and its validation loss (with ``extra["val_history"]``, every validation score)."""
+    metrics = {"final_loss": history[-1]["loss"], "train_minutes": history[-1]["minutes"], **fields}
+    extra = {}
+    if weights is not None:
+        metrics["n_effective"] = float(weights.sum())
+    if best is not None:
+        metrics |= {"best_step": best.step, "best_val_loss": best.loss}
+        extra["val_history"] = best.history
+    return metrics, extra

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.flags import OutDir, SeedFlag, h as _h
+from mdm_mi.infra.flags import ModelShapeFlags, OutDir, SeedFlag, h as _h
 from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.infra.train_loop import DiffusionTrainFlags
@@ -63,12 +63,9 @@ def prepare_protein(args: PrepareProteinArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class PretrainProteinArgs(DiffusionTrainFlags):
+class PretrainProteinArgs(DiffusionTrainFlags, ModelShapeFlags):
     train: Path = field(metadata=_h("training FASTA (train.fasta from protein-data)"))
     out: Path = field(metadata=_h("output model folder"))
-    d_model: int = field(metadata=_h("ESM-C width"))
-    n_heads: int = field(metadata=_h("attention heads"))
-    n_layers: int = field(metadata=_h("transformer blocks"))
     hidden_layer: int = field(metadata=_h("block whose output the MI head reads (-1 = last)"))
     crop_min: int = field(metadata=_h("shortest training crop"))
     crop_max: int = field(metadata=_h("longest training crop"))
@@ -120,7 +117,7 @@ def _val_sequences(args: PretrainProteinArgs) -> list[str] | None:
 
 
 def pretrain_protein(args: PretrainProteinArgs, tracker) -> None:
-    from mdm_mi.infra.train_loop import RESUME, SNAPSHOTS
+    from mdm_mi.infra.train_loop import RESUME, SNAPSHOTS, run_metrics
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.model import save_trained
     from mdm_mi.protein.train import ProteinTrainConfig, train_protein_mdm
@@ -149,15 +146,8 @@ def pretrain_protein(args: PretrainProteinArgs, tracker) -> None:
     backbone, history, best = train_protein_mdm(seqs, dims, args.hidden_layer, cfg, device,
                                                 log=lambda m: print(m, flush=True), resume_dir=out / RESUME,
                                                 snapshot=snapshot, weights=weights, val=val)
-    n_params = sum(p.numel() for p in backbone.parameters())
-    metrics = {"final_loss": history[-1]["loss"], "train_minutes": history[-1]["minutes"],
-               "n_params": n_params, "device": device}
-    extra = {}
-    if weights is not None:
-        metrics["n_effective"] = float(weights.sum())
-    if best is not None:
-        metrics |= {"best_step": best.step, "best_val_loss": best.loss}
-        extra["val_history"] = best.history
+    metrics, extra = run_metrics(history, best, weights, n_params=sum(p.numel() for p in backbone.parameters()),
+                                 device=device)
     save_trained(backbone.model, args.out, dims, args.hidden_layer,
                  {"train": dataclasses.asdict(cfg), "metrics": metrics, "history": history} | extra)
     for rec in history:

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, optimise
+from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, draw_probs, optimise
 from mdm_mi.infra.train_state import TrainState
 from mdm_mi.protein.data import random_crop
 from mdm_mi.protein.family.loss import MASK_RATES, masked_loss
@@ -91,16 +91,6 @@ def residual_dropout(model, p: float) -> list:
             for branch in (block.attn, block.ffn)]
 
 
-def _draw_probs(weights: np.ndarray | None, n: int) -> np.ndarray | None:
-    """Sequence weights ``(n,)`` → drawing probabilities (None: uniform draws)."""
-    if weights is None:
-        return None
-    weights = np.asarray(weights, dtype=np.float64)
-    if weights.shape != (n,) or not np.isfinite(weights).all() or (weights < 0).any() or weights.sum() <= 0:
-        raise ValueError(f"need {n} finite non-negative sequence weights, not all zero; got shape {weights.shape}")
-    return weights / weights.sum()
-
-
 def _validation(backbone, val: Sequence[str] | None, cfg: ProteinTrainConfig) -> BestWeights | None:
     """Checkpoint selection on ``val``'s masked loss at each of MASK_RATES (None when ``eval_every`` is 0)."""
     if not cfg.eval_every:
@@ -138,7 +128,7 @@ def train_protein_mdm(seqs: Sequence[str], dims: dict, hidden_layer: int, cfg: P
     if bool(cfg.reweight_identity) != (weights is not None):
         raise ValueError("sequence weights are given exactly when cfg.reweight_identity is set")
     hooks = residual_dropout(backbone.model, cfg.dropout) if cfg.dropout else []
-    probs = _draw_probs(weights, len(seqs))
+    probs = draw_probs(weights, len(seqs))
     best = _validation(backbone, val, cfg)
 
     def batch_loss(step: int) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""The ``column-pretrain`` verb: a masked diffusion model over a family's alignment columns.
+"""The column model's verbs: ``column-pretrain`` (a masked diffusion model over a family's alignment
+columns) and ``figure-column-contacts`` (its MI map beside ArDCA's couplings and the disulphide bonds).
 
     python -m mdm_mi column-pretrain --alignment results/x/protein/data/train.a2m \
         --val results/x/protein/data/val.a2m --out results/x/protein/model --d-model 64 --n-heads 4 \
@@ -19,17 +20,17 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.flags import h as _h
+from mdm_mi.infra.flags import FigureOut, ModelShapeFlags, h as _h
 from mdm_mi.infra.train_loop import DiffusionTrainFlags
 
 
 @dataclass(frozen=True)
-class ColumnPretrainArgs(DiffusionTrainFlags):
+class ColumnPretrainArgs(DiffusionTrainFlags, ModelShapeFlags):
+    """The column model's flags; ``--n-layers 0`` keeps only the Potts term and the mask-rate-aware
+    column fields (``--d-model`` is then the column embeddings' width)."""
+
     alignment: Path = field(metadata=_h("the training split aligned (train.a2m from prepare-family)"))
     out: Path = field(metadata=_h("output model folder"))
-    d_model: int = field(metadata=_h("transformer width (also the column embeddings' with 0 blocks)"))
-    n_heads: int = field(metadata=_h("attention heads"))
-    n_layers: int = field(metadata=_h("transformer blocks (0: the Potts term and mask-rate-aware column fields only)"))
     mean_field: int = field(metadata=_h("mean-field iterations: masked columns couple through their predicted "
                                         "marginals (0: only visible columns couple)"))
     lambda_j: float = field(metadata=_h("L2 strength on the Potts couplings (per column, plmDCA's scaling)"))
@@ -62,9 +63,18 @@ def _check(args: ColumnPretrainArgs) -> None:
         raise InputError("--eval-every needs --val (the validation alignment, val.a2m)")
 
 
+@dataclass(frozen=True)
+class ColumnContactsArgs(FigureOut):
+    """``figure-column-contacts``: the model, prepare-family's folder and the summary JSON."""
+
+    model: Path = field(metadata=_h("a column model folder (column-pretrain)"))
+    data_dir: Path = field(metadata=_h("prepare-family's folder (train.a2m: ArDCA and the cysteine columns)"))
+    json: Path = field(metadata=_h("output JSON: map r, top-L overlap, the disulphide pairs' ranks"))
+
+
 def column_pretrain(args: ColumnPretrainArgs, tracker) -> None:
     from mdm_mi.infra.runtime import resolve_device, setup
-    from mdm_mi.infra.train_loop import RESUME
+    from mdm_mi.infra.train_loop import RESUME, run_metrics
     from mdm_mi.protein.family.ardca import identity_weights
     from mdm_mi.protein.family.column_train import ColumnTrainConfig, train_column_mdm
     from mdm_mi.protein.family.columns import ColumnDims, n_params, save_column_model
@@ -83,17 +93,45 @@ def column_pretrain(args: ColumnPretrainArgs, tracker) -> None:
     tracker.log_params(dataclasses.asdict(args))
     backbone, history, best = train_column_mdm(codes, weights, dims, cfg, device, log=lambda m: print(m, flush=True),
                                                resume_dir=Path(args.out) / RESUME, val_codes=val)
-    metrics = {"final_loss": history[-1]["loss"], "train_minutes": history[-1]["minutes"],
-               "n_params": n_params(backbone.model), "n_train": len(codes), "device": device}
-    extra = {}
-    if weights is not None:
-        metrics["n_effective"] = float(weights.sum())
-    if best is not None:
-        metrics |= {"best_step": best.step, "best_val_loss": best.loss}
-        extra["val_history"] = best.history
+    metrics, extra = run_metrics(history, best, weights, n_params=n_params(backbone.model), n_train=len(codes),
+                                 device=device)
     save_column_model(backbone.model.cpu(), args.out, -1,
                       {"train": dataclasses.asdict(cfg), "metrics": metrics, "history": history} | extra)
     for rec in history:
         tracker.log_metrics({"loss": rec["loss"]}, step=rec["step"])
     tracker.log_metrics({k: v for k, v in metrics.items() if isinstance(v, (int, float))})
     tracker.log_artifact(Path(args.out) / "meta.json")
+
+
+def figure_column_contacts(args: ColumnContactsArgs, tracker) -> None:
+    """The column model's exact MI at the empty row beside ArDCA's couplings and the disulphide bonds."""
+    from mdm_mi.core.domain import backbone_name
+    from mdm_mi.core.loading import load_model
+    from mdm_mi.infra.io import write_json
+    from mdm_mi.protein.family import ardca, contacts
+    from mdm_mi.protein.family.alignment import column_profile, encode_columns
+    from mdm_mi.protein.family.scores import read_splits
+
+    backbone, _ = load_model(args.model, "cpu", "protein")
+    if not hasattr(backbone, "decode_rows"):
+        raise InputError(f"{args.model} is not a column model (figure-column-contacts needs one)")
+    train, _, _, _ = read_splits(args.data_dir)
+    codes = encode_columns([r.columns for r in train])
+    if codes.shape[1] != backbone.fixed_length:
+        raise InputError(f"{args.data_dir} has {codes.shape[1]} match columns, the model {backbone.fixed_length}")
+    mi = contacts.empty_context_mi(backbone)
+    dca = contacts.ardca_scores(ardca.fit(codes, ardca.identity_weights(codes)))
+    bonds = contacts.disulphide_pairs(column_profile(train))
+    length = len(mi)
+    summary = {"map_r": contacts.map_r(mi, dca), "top_l_overlap": contacts.top_overlap(mi, dca, length),
+               "top_l_overlap_sep6": contacts.top_overlap(mi, dca, length, min_separation=6),
+               "disulphide_pairs": [[a + 1, b + 1] for a, b in bonds],
+               "disulphide_rank_mi": contacts.pair_ranks(mi, bonds), "disulphide_rank_ardca": contacts.pair_ranks(dca, bonds),
+               "n_pairs": length * (length - 1) // 2}
+    title = (f"{backbone_name(args.model)}: MI map vs ArDCA couplings (r {summary['map_r']:.2f}; top-{length} overlap "
+             f"{summary['top_l_overlap']:.0%}); disulphide ranks: MI {summary['disulphide_rank_mi']}, "
+             f"ArDCA {summary['disulphide_rank_ardca']} of {summary['n_pairs']}")
+    contacts.contacts_figure(mi, dca, bonds, args.out, title)
+    write_json(args.json, summary)
+    tracker.log_metrics({k: v for k, v in summary.items() if isinstance(v, float)})
+    tracker.log_artifact(args.out)

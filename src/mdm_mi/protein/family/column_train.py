@@ -23,7 +23,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, optimise
+from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, draw_probs, optimise
 from mdm_mi.infra.train_state import TrainState
 from mdm_mi.protein.family.columns import MASK_ID, ColumnBackbone, ColumnDims, ColumnMDM
 
@@ -39,16 +39,6 @@ class ColumnTrainConfig(DiffusionTrainConfig):
 
     lambda_j: float
     eval_every: int
-
-
-def draw_probs(weights: np.ndarray | None, n: int) -> np.ndarray | None:
-    """Sequence weights ``(n,)`` → drawing probabilities (None: uniform)."""
-    if weights is None:
-        return None
-    weights = np.asarray(weights, dtype=np.float64)
-    if weights.shape != (n,) or not np.isfinite(weights).all() or (weights < 0).any() or weights.sum() <= 0:
-        raise ValueError(f"need {n} finite non-negative sequence weights, not all zero; got shape {weights.shape}")
-    return weights / weights.sum()
 
 
 def mask_rows(codes: torch.Tensor, t: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
