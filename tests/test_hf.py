@@ -234,7 +234,7 @@ def test_hf_data_splits_and_encodes(hf_dir, tmp_path):
 
     fasta = tmp_path / "seqs.fasta"
     fasta.write_text("".join(f">s{i}\nMKTAYIAKQ{'ACDEFGHIK'[: i % 9]}\n" for i in range(10)))
-    hf_data(HfDataArgs(hf_dir, fasta, tmp_path / "data", 0.2, 0), NullTracker())
+    hf_data(HfDataArgs(model=hf_dir, sequences=fasta, out_dir=tmp_path / "data", heldout_fraction=0.2, seed=0), NullTracker())
     train, held = (np.load(tmp_path / "data" / f"{s}_contexts.npy") for s in ("train", "heldout"))
     assert len(train) == 8 and len(held) == 2
     assert (train[:, 0] == hf_backbone_bos(hf_dir)).all()

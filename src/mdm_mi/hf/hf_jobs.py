@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.flags import h as _h
+from mdm_mi.infra.flags import OutDir, SeedFlag, h as _h
 from mdm_mi.infra.io import write_json
 
 SPLITS = ("train", "heldout")  # hf-data's token files: {split}_contexts.npy
@@ -75,12 +75,13 @@ def _check_model(directory: Path) -> None:
 
 
 @dataclass(frozen=True)
-class HfDataArgs:
+class HfDataArgs(OutDir, SeedFlag):
+    """``hf-data``: ``--out-dir`` gets train_contexts.npy, heldout_contexts.npy, train.fasta and
+    reference.fasta; ``--seed`` seeds the split."""
+
     model: Path = field(metadata=_h("hf model folder (its tokenizer encodes the sequences)"))
     sequences: Path = field(metadata=_h("your sequences: FASTA (.fasta/.fa/.faa) or one sequence per line"))
-    out_dir: Path = field(metadata=_h("writes train_contexts.npy, heldout_contexts.npy, train.fasta, reference.fasta"))
     heldout_fraction: float = field(metadata=_h("share of the sequences held out (val/test labels, the reference)"))
-    seed: int = field(metadata=_h("seed of the split"))
 
 
 def read_sequences(path: Path) -> list[str]:

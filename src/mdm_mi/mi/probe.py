@@ -284,6 +284,17 @@ def probing_equation(backbone: Backbone, tokens: torch.Tensor) -> tuple[torch.Te
     return (joint + joint.T) / 2, entropy_form, passes
 
 
+def started_context(backbone: Backbone, tokens: torch.Tensor, batch_size: int):
+    """A probing context with its base pass run → ``(ctx, None)``; with fewer than two masked positions
+    (no pair, so no probe) → ``(ctx, its all-zero certified result)``, which a labeller returns as is."""
+    ctx = _Context(backbone, tokens, batch_size)
+    if len(ctx.cols) < 2:
+        zeros = ctx.logp.new_zeros(len(ctx.cols), len(ctx.cols))
+        return ctx, ctx.result(ctx.probed, zeros, zeros, zeros, certified=True)
+    ctx.run_marginals()
+    return ctx, None
+
+
 @torch.inference_mode()
 def exact_mi(backbone: Backbone, tokens: torch.Tensor, batch_size: int = DEFAULT_BATCH_SIZE) -> ProbeResult:
     """Exact ground-truth MI by probing (the paper's equation, :func:`probing_equation`), batched:
@@ -374,11 +385,9 @@ def certified_mi(
     """
     if tol <= 4 * ROUND_OFF:
         raise ValueError(f"tol must exceed {4 * ROUND_OFF:g}, got {tol:g}")
-    ctx = _Context(backbone, tokens, batch_size)
-    if len(ctx.cols) < 2:
-        zeros = ctx.logp.new_zeros(len(ctx.cols), len(ctx.cols))
-        return ctx.result(ctx.probed, zeros, zeros, zeros, certified=True)
-    ctx.run_marginals()
+    ctx, empty = started_context(backbone, tokens, batch_size)
+    if empty is not None:
+        return empty
     order, widths = _skip_widths(ctx.logp.exp())
     keep = _keep_from_skips(order, _planned_skips(widths, pair_budget=4 * (tol - 2 * ROUND_OFF)))
     lower, width, gap = ctx.measure(keep)

@@ -19,7 +19,7 @@ import torch
 
 from mdm_mi.core.backbone import Backbone
 from mdm_mi.mi.probe import (DEFAULT_BATCH_SIZE, GROUP_SLACK, ProbeResult, _chain_width, _Context, _entropy,
-                             _row_groups, _water_fill_width)
+                             _row_groups, _water_fill_width, started_context)
 
 
 def _topk_intervals(p: torch.Tensor, top: torch.Tensor, cond: torch.Tensor, logp_cols: torch.Tensor):
@@ -86,11 +86,9 @@ def topk_mi(backbone: Backbone, tokens: torch.Tensor, k: int, batch_size: int = 
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    ctx = _Context(backbone, tokens, batch_size)
-    if len(ctx.cols) < 2:
-        zeros = ctx.logp.new_zeros(len(ctx.cols), len(ctx.cols))
-        return ctx.result(ctx.probed, zeros, zeros, zeros, certified=True)
-    ctx.run_marginals()
+    ctx, empty = started_context(backbone, tokens, batch_size)
+    if empty is not None:
+        return empty
     top = ctx.logp.topk(min(k, ctx.logp.shape[1]), dim=-1).indices  # (m, k)
     lower, width, gap = _measure_topk(ctx, top)
     ctx.probed = torch.zeros_like(ctx.probed).scatter(1, top, True)

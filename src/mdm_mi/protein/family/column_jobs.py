@@ -42,6 +42,15 @@ class ColumnPretrainArgs(DiffusionTrainFlags, ModelShapeFlags):
     val: Path | None = field(default=None, metadata=_h("validation alignment of --eval-every (val.a2m)"))
 
 
+@dataclass(frozen=True)
+class ColumnContactsArgs(FigureOut):
+    """``figure-column-contacts``: the model, prepare-family's folder and the summary JSON."""
+
+    model: Path = field(metadata=_h("a column model folder (column-pretrain)"))
+    data_dir: Path = field(metadata=_h("prepare-family's folder (train.a2m: ArDCA and the cysteine columns)"))
+    json: Path = field(metadata=_h("output JSON: map r, top-L overlap, the disulphide pairs' ranks"))
+
+
 def _codes(path: Path) -> np.ndarray:
     from mdm_mi.protein.family.alignment import encode_columns, parse_a2m
 
@@ -61,15 +70,6 @@ def _check(args: ColumnPretrainArgs) -> None:
         raise InputError(f"--d-model ({args.d_model}) must be a positive multiple of --n-heads ({args.n_heads})")
     if args.eval_every and args.val is None:
         raise InputError("--eval-every needs --val (the validation alignment, val.a2m)")
-
-
-@dataclass(frozen=True)
-class ColumnContactsArgs(FigureOut):
-    """``figure-column-contacts``: the model, prepare-family's folder and the summary JSON."""
-
-    model: Path = field(metadata=_h("a column model folder (column-pretrain)"))
-    data_dir: Path = field(metadata=_h("prepare-family's folder (train.a2m: ArDCA and the cysteine columns)"))
-    json: Path = field(metadata=_h("output JSON: map r, top-L overlap, the disulphide pairs' ranks"))
 
 
 def column_pretrain(args: ColumnPretrainArgs, tracker) -> None:
