@@ -67,6 +67,7 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     from mdm_mi.core.loading import SEQUENCES
     from mdm_mi.core.sampler_table import sampler_from_args
     from mdm_mi.evaluation.stats import mean_ci
+    from mdm_mi.protein.family.columns import is_column_model
     from mdm_mi.protein.fasta import write_fasta
     from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
     from mdm_mi.verb_common import check_outputs, load_backbone_for, pairwise_from_args, progress, start
@@ -81,9 +82,9 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     decoding = DecodeFlags.of(args)
     backbone = for_decoding(backbone, decoding.bf16)
     rng = np.random.default_rng(args.seed)
-    fixed = getattr(backbone, "fixed_length", None)  # a column model: every row has its L columns
     lengths = (draw_lengths(reference_lengths(backbone, reference), args.n, rng) if reference
-               else np.full(args.n, fixed) if fixed else uniform_lengths(args.min_length, args.max_length, args.n, rng))
+               else np.full(args.n, backbone.fixed_length) if is_column_model(backbone)
+               else uniform_lengths(args.min_length, args.max_length, args.n, rng))
     gen = torch.Generator(device=device).manual_seed(args.seed)
     begin = time.time()
     with progress(args.n, f"generate {sampler.name}", args.quiet, unit="seq") as bar:

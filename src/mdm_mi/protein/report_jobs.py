@@ -75,6 +75,7 @@ def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
     from mdm_mi.infra.io import atomic_path
     from mdm_mi.infra.runtime import resolve_device
     from mdm_mi.mi.contexts import load_label_shards
+    from mdm_mi.protein.family.columns import is_column_model
     from mdm_mi.protein.fasta import read_fasta
     from mdm_mi.protein.report import distance_profile, mi_map
 
@@ -83,7 +84,7 @@ def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "protein")
     test = load_label_shards(args.test)
-    if hasattr(backbone, "decode_rows"):  # a column model: the first test context, an aligned row (_ = masked)
+    if is_column_model(backbone):  # the first test context, an aligned row (_ = masked)
         tokens = test["contexts"][0].to(device)
         seq = backbone.decode_rows(tokens[None].cpu())[0]
     else:

@@ -110,10 +110,11 @@ def figure_column_contacts(args: ColumnContactsArgs, tracker) -> None:
     from mdm_mi.infra.io import write_json
     from mdm_mi.protein.family import ardca, contacts
     from mdm_mi.protein.family.alignment import column_profile, encode_columns
+    from mdm_mi.protein.family.columns import is_column_model
     from mdm_mi.protein.family.scores import read_splits
 
     backbone, _ = load_model(args.model, "cpu", "protein")
-    if not hasattr(backbone, "decode_rows"):
+    if not is_column_model(backbone):
         raise InputError(f"{args.model} is not a column model (figure-column-contacts needs one)")
     train, _, _, _ = read_splits(args.data_dir)
     codes = encode_columns([r.columns for r in train])

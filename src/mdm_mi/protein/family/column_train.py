@@ -79,22 +79,32 @@ def fixed_masks(n: int, length: int, t: float, seed: int) -> np.ndarray:
 
 
 @torch.inference_mode()
+def masked_column_loss(backbone: ColumnBackbone, codes: np.ndarray, masked: np.ndarray) -> float:
+    """Mean cross-entropy (nats per masked column, 21 letters) of the model on rows ``codes (n, L)``
+    with the columns of ``masked (n, L)`` hidden."""
+    total = 0.0
+    for start in range(0, len(codes), LOSS_BATCH):
+        clean = torch.from_numpy(codes[start:start + LOSS_BATCH])
+        m = torch.from_numpy(masked[start:start + LOSS_BATCH])
+        logp = torch.log_softmax(backbone.model(clean.masked_fill(m, MASK_ID))[0], -1)
+        total -= float(logp.gather(-1, clean[..., None])[..., 0][m].sum())
+    return total / masked.sum()
+
+
+def profile_column_loss(profile: np.ndarray, codes: np.ndarray, masked: np.ndarray) -> float:
+    """The same for the site-independent column ``profile (L, 21)``: it ignores the context."""
+    cols = np.broadcast_to(np.arange(codes.shape[1]), codes.shape)
+    return float(-np.log(profile)[cols[masked], codes[masked]].mean())
+
+
 def column_losses(backbone: ColumnBackbone, codes: np.ndarray, profile: np.ndarray, seed: int,
                   rates=MASK_RATES) -> dict[float, tuple[float, float]]:
-    """Held-out loss: mean cross-entropy (nats per masked column, 21 letters) of the model and of the
-    column ``profile (L, 21)`` over the same seeded masks → ``{t: (model, profile)}``."""
-    model, logp_profile = backbone.model, np.log(profile)
+    """Held-out loss of the model and of the column ``profile (L, 21)`` over the same seeded masks
+    (:func:`fixed_masks`) → ``{t: (model, profile)}`` nats per masked column."""
     out = {}
     for t in rates:
         masked = fixed_masks(len(codes), codes.shape[1], t, seed)
-        total = 0.0
-        for start in range(0, len(codes), LOSS_BATCH):
-            clean = torch.from_numpy(codes[start:start + LOSS_BATCH])
-            m = torch.from_numpy(masked[start:start + LOSS_BATCH])
-            logp = torch.log_softmax(model(clean.masked_fill(m, MASK_ID))[0], -1)
-            total -= float(logp.gather(-1, clean[..., None])[..., 0][m].sum())
-        cols = np.broadcast_to(np.arange(codes.shape[1]), codes.shape)
-        out[t] = (total / masked.sum(), float(-logp_profile[cols[masked], codes[masked]].mean()))
+        out[t] = (masked_column_loss(backbone, codes, masked), profile_column_loss(profile, codes, masked))
     return out
 
 
@@ -102,12 +112,12 @@ def _validation(backbone, val_codes, cfg: ColumnTrainConfig, seed: int) -> BestW
     """Checkpoint selection on the validation rows' masked loss at :data:`MASK_RATES`."""
     if not cfg.eval_every:
         return None
-    profile = np.full((val_codes.shape[1], 21), 1 / 21)  # only the model's column of the pair is used
 
     def score() -> dict[str, float]:
         backbone.eval()
         try:
-            return {f"val_t{t:g}": m for t, (m, _) in column_losses(backbone, val_codes, profile, seed).items()}
+            return {f"val_t{t:g}": masked_column_loss(backbone, val_codes, fixed_masks(*val_codes.shape, t, seed))
+                    for t in MASK_RATES}
         finally:
             backbone.train()
 

@@ -91,14 +91,16 @@ class ColumnMDM(nn.Module):
         """``J`` as ``(L·21, L·21)``: symmetric, zero on the diagonal ``(i, i)`` blocks."""
         return 0.5 * (self.couplings + self.couplings.T) * self.off_diagonal
 
-    def field(self, x: torch.Tensor, soft: torch.Tensor | None = None) -> torch.Tensor:
+    def field(self, x: torch.Tensor, soft: torch.Tensor | None = None, j: torch.Tensor | None = None) -> torch.Tensor:
         """``Σ_{j visible} J_ij(·, x_j)`` → ``(B, L, 21)``; masked columns contribute nothing, or, given
-        ``soft (B, L, 21)`` (their predicted marginals), ``Σ_b J_ij(·, b) soft_j(b)`` (mean field)."""
+        ``soft (B, L, 21)`` (their predicted marginals), ``Σ_b J_ij(·, b) soft_j(b)`` (mean field).
+        ``j``: :meth:`coupling_matrix`, when the caller already built it for this pass."""
         visible = (x != MASK_ID)[..., None]
         shown = F.one_hot(x.clamp(max=N_LETTERS - 1), N_LETTERS).float() * visible
         if soft is not None:
             shown = shown + soft * ~visible
-        return (shown.flatten(1) @ self.coupling_matrix()).view(*x.shape, N_LETTERS)
+        j = self.coupling_matrix() if j is None else j
+        return (shown.flatten(1) @ j).view(*x.shape, N_LETTERS)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         assert x.ndim == 2 and x.shape[1] == self.dims.length, x.shape
@@ -107,10 +109,10 @@ class ColumnMDM(nn.Module):
         if self.blocks is not None:
             h = self.blocks(h)
         h = self.norm(h)
-        base = self.out(h)
-        field = self.field(x)
+        base, j = self.out(h), self.coupling_matrix()  # J once per pass, however many mean-field steps
+        field = self.field(x, j=j)
         for _ in range(self.dims.mean_field):  # masked neighbours act through their current marginals
-            field = self.field(x, torch.softmax(base + field, -1))
+            field = self.field(x, torch.softmax(base + field, -1), j)
         return base + field, torch.cat([h, field], -1)
 
     def coupling_l2(self) -> torch.Tensor:
@@ -182,6 +184,12 @@ class ColumnBackbone(nn.Module):
         """``(B, L + 2)`` ids → proteins: the rows with gaps dropped (a mask shows as ``_``)."""
         return [row.replace(GAP, "") for row in self.decode_rows(tokens)]
 
+
+
+def is_column_model(backbone) -> bool:
+    """Whether ``backbone`` (bf16-wrapped or not) reads aligned rows of ``fixed_length`` columns, i.e. is
+    a column model: generation draws no lengths, its contexts are rows, and it cannot embed proteins."""
+    return getattr(backbone, "fixed_length", None) is not None
 
 def n_params(model: nn.Module) -> int:
     """Number of parameters (the coupling tensor counted once per unordered pair of letters' columns)."""

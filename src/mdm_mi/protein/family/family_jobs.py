@@ -356,6 +356,7 @@ class FamilyLossArgs(ProteinModelFlag, DeviceFlag):
 def family_loss(args: FamilyLossArgs, tracker) -> None:
     from mdm_mi.core.loading import load_model
     from mdm_mi.infra.runtime import resolve_device, setup
+    from mdm_mi.protein.family.columns import is_column_model
     from mdm_mi.protein.fasta import read_fasta, validate_sequence
 
     data = Path(args.data_dir)
@@ -367,7 +368,7 @@ def family_loss(args: FamilyLossArgs, tracker) -> None:
     seqs = [validate_sequence(s, name=n) for n, s in read_fasta(data / "reference.fasta")]
     backbone, _ = load_model(args.model, resolve_device(args.device), "protein")
     backbone.eval()
-    if getattr(backbone, "fixed_length", None):
+    if is_column_model(backbone):
         return _column_loss(args, backbone, tracker)
     base = read_json(data / "summary.json")["baselines"]
     losses = {}
@@ -384,15 +385,18 @@ def family_loss(args: FamilyLossArgs, tracker) -> None:
 def _column_loss(args: FamilyLossArgs, backbone, tracker) -> None:
     """family-loss of a column model: its masked loss per column (21 letters, gap included) on the
     reference split's aligned rows, beside the training column profile on the same masks
-    (:func:`~mdm_mi.protein.family.column_train.column_losses`)."""
+    (:func:`~mdm_mi.protein.family.column_train.masked_column_loss`)."""
     from mdm_mi.protein.family.alignment import column_profile, encode_columns
-    from mdm_mi.protein.family.column_train import column_losses, fixed_masks
+    from mdm_mi.protein.family.column_train import fixed_masks, masked_column_loss, profile_column_loss
 
     train, _, reference, _ = read_splits(args.data_dir)
-    codes = encode_columns([r.columns for r in reference])
-    pairs = column_losses(backbone, codes, column_profile(train), args.seed, args.rates)
-    losses = {f"{t:g}": {"loss_nats": m, "profile_nats": p, "vs_profile": m - p, "masked_columns": int(fixed_masks(*codes.shape, t, args.seed).sum())}
-              for t, (m, p) in pairs.items()}
+    codes, profile = encode_columns([r.columns for r in reference]), column_profile(train)
+    losses = {}
+    for t in args.rates:
+        masked = fixed_masks(*codes.shape, t, args.seed)
+        model, base = masked_column_loss(backbone, codes, masked), profile_column_loss(profile, codes, masked)
+        losses[f"{t:g}"] = {"loss_nats": model, "profile_nats": base, "vs_profile": model - base,
+                            "masked_columns": int(masked.sum())}
     for t, row in losses.items():
         print(f"t={t}: {row['loss_nats']:.4f} nats per masked column (profile {row['profile_nats']:.4f})", flush=True)
     write_json(args.out, {"space": "columns", "reference_rows": len(codes), "losses": losses})

@@ -82,6 +82,7 @@ def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
     from mdm_mi.core.loading import load_model_and_head
     from mdm_mi.infra.runtime import resolve_device
     from mdm_mi.protein.family import metrics as fm
+    from mdm_mi.protein.family.columns import is_column_model
     from mdm_mi.protein.family.scores import hmm_frame, read_splits
 
     if not 0 < args.mask_fraction <= 1:
@@ -92,7 +93,7 @@ def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "protein")
     record = reference[args.index]
-    if hasattr(backbone, "decode_rows"):  # a column model reads the Pfam match columns themselves
+    if is_column_model(backbone):  # it reads the Pfam match columns themselves
         ref_cols, frame = [r.columns for r in reference], "the alignment's"
         natural = square(fm.corrected_mi(ref_cols, args.seed, residues_only=True), len(record.columns))
         head_map, hidden = head_matrix(backbone, head, record.columns, args.mask_fraction, args.seed)
