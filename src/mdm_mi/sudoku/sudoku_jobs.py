@@ -79,6 +79,23 @@ class PretrainArgs(DiffusionTrainFlags):
     hidden_layer: int = field(metadata=_h("layer exposed as hidden states"))
     augment: bool = field(metadata=_h("apply random Sudoku symmetries"))
     compile: bool = field(metadata=_h("torch.compile the model"))
+    init_from: Path | None = field(default=None, metadata=_h(
+        "start from this checkpoint's weights (same shape; a fresh optimiser and schedule), e.g. to "
+        "continue a GPU run in a later lease (default: random weights)"))
+
+
+def _initial_weights(args: PretrainArgs, model_cfg) -> tuple[dict | None, int]:
+    """``--init-from``'s state dict and the optimiser steps its weights have had → (state or None, steps)."""
+    from mdm_mi.infra.checkpoint import load_checkpoint
+    from mdm_mi.sudoku.model import DOMAIN
+
+    if args.init_from is None:
+        return None, 0
+    state, meta = load_checkpoint(args.init_from, domain=DOMAIN)
+    if meta.get("model") != dataclasses.asdict(model_cfg):
+        raise InputError(f"--init-from {args.init_from} has another model shape ({meta.get('model')}); "
+                         "give the same --d-model/--n-layers/--n-heads/--ff-mult/--dropout/--hidden-layer")
+    return state, int(meta.get("total_steps", meta.get("train", {}).get("steps", 0)))
 
 
 def pretrain(args: PretrainArgs, tracker) -> None:
@@ -92,6 +109,7 @@ def pretrain(args: PretrainArgs, tracker) -> None:
     solutions = np.load(args.solutions, allow_pickle=False)
     model_cfg = _pick(ModelConfig, args)
     train_cfg = _pick(TrainConfig, args)
+    init_state, steps_before = _initial_weights(args, model_cfg)
     tracker.log_params(dataclasses.asdict(args))
     out = Path(args.out)
 
@@ -100,13 +118,15 @@ def pretrain(args: PretrainArgs, tracker) -> None:
                                                                   "train": dataclasses.asdict(train_cfg), "step": step})
 
     model, history = train(solutions, model_cfg, train_cfg, device, log=lambda m: print(m, flush=True),
-                           resume_dir=out / RESUME, snapshot=snapshot)
+                           resume_dir=out / RESUME, snapshot=snapshot, init_state=init_state)
     for rec in history:
         tracker.log_metrics({"loss": rec["loss"]}, step=rec["step"])
     metrics = {"final_loss": history[-1]["loss"], "train_minutes": history[-1]["minutes"],
                "n_params": n_params(model), "device": device}
     meta = {"domain": DOMAIN, "model": dataclasses.asdict(model_cfg), "train": dataclasses.asdict(train_cfg),
-            "metrics": metrics, "history": history}
+            "metrics": metrics, "history": history, "total_steps": steps_before + train_cfg.steps}
+    if args.init_from is not None:
+        meta["init_from"] = str(args.init_from)
     save_checkpoint(model, args.out, meta)
     tracker.log_metrics(metrics)
     tracker.log_artifact(Path(args.out) / "meta.json")

@@ -78,15 +78,22 @@ def diffusion_loss(forward_all, grids, cfg: TrainConfig, gen, device) -> torch.T
 
 
 def train(solutions: np.ndarray, model_cfg: ModelConfig, cfg: TrainConfig, device: str, log=print,
-          resume_dir: Path | None = None, snapshot: Callable[[int, SudokuMDM], None] | None = None):
-    """Train a fresh :class:`SudokuMDM` on ``(S, 81)`` solutions; return (model, history).
+          resume_dir: Path | None = None, snapshot: Callable[[int, SudokuMDM], None] | None = None,
+          init_state: dict[str, torch.Tensor] | None = None):
+    """Train a :class:`SudokuMDM` on ``(S, 81)`` solutions; return (model, history).
+
+    The model starts from random weights, or from ``init_state`` (a state dict of the same shape: a
+    warm restart, with a fresh optimiser and a fresh warm-up and cosine schedule).
 
     With ``resume_dir`` the full training state is saved there every ``cfg.save_every`` steps and a
     run started again continues from it (:class:`~mdm_mi.infra.train_state.TrainState`);
     ``snapshot(step, model)`` is called every ``cfg.snapshot_every`` steps."""
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
-    model = SudokuMDM(model_cfg).to(device)
+    model = SudokuMDM(model_cfg)
+    if init_state is not None:
+        model.load_state_dict(init_state)
+    model = model.to(device)
     forward = torch.compile(model.forward_all) if cfg.compile else model.forward_all
     pool = torch.as_tensor(solutions, dtype=torch.long)
 
