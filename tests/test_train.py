@@ -268,3 +268,62 @@ def test_snapshots_are_taken_every_snapshot_every_steps(solutions):
     train(solutions, TINY_CFG, cfg(steps=10, snapshot_every=4), "cpu", log=lambda m: None,
           snapshot=lambda step, model: steps.append(step))
     assert steps == [4, 8]
+
+
+# --- warm restart from a checkpoint's weights (--init-from; the GPU leases of issue 39) ------------
+
+
+def test_init_state_is_where_training_starts(solutions):
+    start = make_tiny_model(seed=5).state_dict()
+    frozen = cfg(steps=2, lr=0.0, weight_decay=0.0)  # a zero learning rate leaves the weights where they start
+    model, _ = train(solutions.numpy(), TINY_CFG, frozen, "cpu", log=lambda m: None, init_state=start)
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, start[key]), key
+    fresh, _ = train(solutions.numpy(), TINY_CFG, frozen, "cpu", log=lambda m: None)
+    assert not all(torch.equal(v, start[k]) for k, v in fresh.state_dict().items())
+
+
+def _pretrain_argv(solutions_file, out, steps: int, d_model: int = 16) -> list[str]:
+    return ["sudoku-pretrain", "--solutions", str(solutions_file), "--out", str(out), "--d-model", str(d_model),
+            "--n-layers", "1", "--n-heads", "2", "--ff-mult", "2", "--dropout", "0", "--hidden-layer", "-1",
+            "--steps", str(steps), "--batch-size", "4", "--lr", "0.01", "--warmup", "1", "--weight-decay", "0",
+            "--t-min", "0.05", "--t-max", "1", "--loss-weight", "none", "--augment", "--no-compile",
+            "--grad-clip", "1", "--log-every", "1", "--ema", "0", "--save-every", "0", "--snapshot-every", "0",
+            "--device", "cpu", "--seed", "0", "--threads", "1", "--tracking-uri", "none"]
+
+
+def test_init_from_counts_steps_across_runs_and_refuses_another_shape(solutions, tmp_path, capsys):
+    import json
+
+    import numpy as np
+
+    from mdm_mi.cli import main
+
+    data = tmp_path / "train.npy"
+    np.save(data, solutions.numpy().astype(np.uint8))  # what the GPU lease carries: uint8 is enough
+    assert main(_pretrain_argv(data, tmp_path / "a", steps=3)) in (0, None)
+    assert main(_pretrain_argv(data, tmp_path / "b", steps=2) + ["--init-from", str(tmp_path / "a")]) in (0, None)
+    meta = json.loads((tmp_path / "b" / "meta.json").read_text())
+    assert meta["total_steps"] == 5 and meta["init_from"] == str(tmp_path / "a")
+    assert main(_pretrain_argv(data, tmp_path / "c", steps=2, d_model=8) + ["--init-from", str(tmp_path / "a")]) not in (0, None)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "another model shape" in err[-1] and "Traceback" not in "".join(err)
+    assert not (tmp_path / "c").exists()
+
+
+def test_gpu_batch_probe_takes_a_doubling_only_while_it_pays():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_batch_probe.py"
+    spec = importlib.util.spec_from_file_location("gpu_batch_probe", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    rows = [{"batch": b, "steps_per_s": s, "grids_per_s": b * s} for b, s in
+            ((256, 74.0), (512, 69.0), (1024, 50.0), (2048, 28.0), (4096, 15.0))]  # the H200's, rounded
+    pick = probe.choose(rows)
+    assert pick["batch"] == 1024  # 2048 gains 12% over 1024, below MIN_GAIN
+    assert pick["lr"] == pytest.approx(2e-3)
+    assert probe.choose(rows[:1])["lr"] == pytest.approx(1e-3)
+    flat = [{"batch": b, "steps_per_s": 100.0 / b, "grids_per_s": 100.0} for b in (256, 512)]
+    assert probe.choose(flat)["batch"] == 256
