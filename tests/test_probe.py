@@ -10,11 +10,12 @@ import torch
 from safetensors.torch import load, save
 
 from mdm_mi.core.backbone import Backbone, BackboneOutput
+from mdm_mi.infra.errors import InputError
+from mdm_mi.mi.labeller import label_contexts
 from mdm_mi.mi.probe import (
     certified_mi,
     content_width,
     exact_mi,
-    label_contexts,
     mask_contexts,
     probing_equation,
 )
@@ -255,7 +256,7 @@ def test_label_contexts_stacks_and_saves():
     assert exact["label"][~exact["masked"]].abs().max() == 0 if (~exact["masked"]).any() else True
     loaded = load(save(shard))
     assert all(torch.equal(loaded[k], v) for k, v in shard.items())
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="method must be one of"):
         label_contexts(backbone, contexts, method="approximate")
 
 

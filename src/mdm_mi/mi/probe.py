@@ -15,28 +15,26 @@ ground-truth MI by probing then reads, for ``i != j`` in ``M``:
 :func:`probing_equation` is the paper's equation written as plain code, one pass at a time;
 :func:`exact_mi` computes the same batched and spends the same ``1 + |M| V`` passes; :func:`certified_mi` skips the probes that cannot matter
 and returns a label provably within ``tol`` of the exact one (the bound is proved in its docstring).
-:func:`label_contexts` labels a shard of contexts drawn by :func:`mask_contexts`. All MI arithmetic
+:func:`mdm_mi.mi.labeller.label_contexts` labels a shard of contexts drawn by :func:`mask_contexts`. All MI arithmetic
 is float64 on the device of the input tokens; memory is ``O(batch_size |M| V)`` for any V (the probes stream
 into two running sums, :meth:`_Context.measure`), so no float32 shortcut is needed for large vocabularies.
 
 Example::
 
     import torch
-    from mdm_mi.mi.probe import certified_mi, exact_mi, label_contexts, mask_contexts
+    from mdm_mi.mi.probe import certified_mi, exact_mi, mask_contexts
 
     contexts, t = mask_contexts(solutions, model.mask_id, torch.Generator().manual_seed(0),
                                 vocab_ids=model.vocab_token_ids)  # specials stay fixed
     exact = exact_mi(model, contexts[0])               # exact.label: (N, N) float64, nats
     cert = certified_mi(model, contexts[0], tol=1e-3)  # cert.passes <= exact.passes
     assert ((cert.label - exact.label).abs() <= cert.bound).all() and cert.bound.max() <= 1e-3
-    shard = label_contexts(model, contexts, method="certified")  # dict of (C, ...) tensors
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -47,7 +45,6 @@ DEFAULT_TOL = 1e-3  # nats: certified max abs error of the label
 DEFAULT_BATCH_SIZE = 256  # sequences per backbone call
 LOG_FLOOR = -700.0  # log-probabilities are clamped here (p ~ 1e-304) so 0 * log 0 terms stay finite
 ROUND_OFF = 1e-12  # float64 round-off allowance added to every certified bound
-METHODS = ("exact", "certified")
 
 
 @dataclass(frozen=True)
@@ -391,60 +388,6 @@ def certified_mi(
     keep = _keep_from_skips(order, _planned_skips(widths, pair_budget=4 * (tol - 2 * ROUND_OFF)))
     lower, width, gap = ctx.measure(keep)
     return ctx.result(keep, lower, width, gap, certified=True)
-
-
-def _round_up_f32(x: torch.Tensor) -> torch.Tensor:
-    """float64 → float32 rounded towards +inf, so a stored bound never shrinks."""
-    y = x.float()
-    return torch.where(y.double() < x, torch.nextafter(y, torch.full_like(y, float("inf"))), y)
-
-
-@torch.inference_mode()
-def label_contexts(
-    backbone: Backbone,
-    contexts: torch.Tensor,
-    method: str = "exact",
-    tol: float = DEFAULT_TOL,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    progress: Callable[[int, int], None] | None = None,
-) -> dict[str, torch.Tensor]:
-    """Label a shard ``contexts (C, N)`` with :func:`exact_mi` or :func:`certified_mi`.
-
-    Returns safetensors-ready tensors: ``label`` and ``bound`` ``(C, N, N)`` float32 (bound rounded
-    up; float32 storage of the label adds a relative rounding of at most 2**-24), ``masked (C, N)``
-    bool, ``passes (C,)`` long and the diagnostics ``gap_mean``, ``gap_max``, ``asymmetry (C,)``
-    float32. ``progress(done, total)`` is called after each context.
-    """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    n_ctx, n = contexts.shape
-    results = []
-    for done, tokens in enumerate(contexts, start=1):
-        results.append(probe_context(backbone, tokens, method, tol, batch_size))
-        if progress is not None:
-            progress(done, n_ctx)
-    empty = contexts.new_zeros(0, n, n, dtype=torch.float64)
-    stats = {name: [getattr(r, name) for r in results] for name in ("gap_mean", "gap_max", "asymmetry")}
-    return {
-        "label": torch.stack([r.label for r in results]).float() if results else empty.float(),
-        "bound": _round_up_f32(torch.stack([r.bound for r in results]) if results else empty),
-        "masked": contexts == backbone.mask_id,
-        "passes": torch.tensor([r.passes for r in results], dtype=torch.long, device=contexts.device),
-        **{k: torch.tensor(v, dtype=torch.float32, device=contexts.device) for k, v in stats.items()},
-    }
-
-
-def probe_context(backbone: Backbone, tokens: torch.Tensor, method: str, tol: float = DEFAULT_TOL,
-                  batch_size: int = DEFAULT_BATCH_SIZE) -> ProbeResult:
-    """:func:`exact_mi` or :func:`certified_mi` (``method``, one of :data:`METHODS`) of one context
-    ``tokens (N,)``, probed without its trailing pads (:func:`content_width`) and returned at width
-    ``N`` (:func:`padded_result`): what the labeller and the MI oracle both run."""
-    width = content_width(backbone, tokens)
-    if method == "exact":
-        result = exact_mi(backbone, tokens[:width], batch_size)
-    else:
-        result = certified_mi(backbone, tokens[:width], tol, batch_size)
-    return padded_result(result, len(tokens))
 
 
 def content_width(backbone: Backbone, tokens: torch.Tensor) -> int:
