@@ -65,6 +65,21 @@ def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=N
     return draw_evaluation(sequences, args.n_contexts, mask_id, args.seed, vocab_ids).part(part)
 
 
+def check_encoded_for(backbone, path: Path, sequences: np.ndarray) -> None:
+    """The token file was encoded for this model: its ``.json`` stamp (``hf-data`` writes one) names
+    this model's token fingerprint, and every id in it is one the model reads; one line otherwise."""
+    from mdm_mi.core.backbone import check_known_ids, token_fingerprint
+    from mdm_mi.infra.io import read_json
+
+    stamp = path.with_suffix(".json")
+    data = read_json(stamp) if stamp.is_file() else {}
+    found = data.get("model_fingerprint") if isinstance(data, dict) else None
+    if found is not None and found != token_fingerprint(backbone):
+        raise InputError(f"{path} was encoded for another model (token fingerprint {found}, this model's "
+                         f"{token_fingerprint(backbone)}; see {stamp}): encode it with hf-data --model for this model")
+    check_known_ids(backbone, torch.as_tensor(sequences), str(path))
+
+
 def label(args: LabelArgs, tracker) -> None:
     from safetensors.torch import save_file
 
@@ -80,6 +95,7 @@ def label(args: LabelArgs, tracker) -> None:
         raise InputError(f"sequence file not found: {args.sequences}")
     sequences = np.load(args.sequences, allow_pickle=False)
     backbone = full_precision(load_model(args.model, device)[0])
+    check_encoded_for(backbone, Path(args.sequences), sequences)
     draw = draw_split(args, sequences, backbone.mask_id, backbone.vocab_token_ids)
     shard = draw.part(shard_slice(len(draw.contexts), args.shard, args.n_shards))
     start = time.time()
