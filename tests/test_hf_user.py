@@ -228,3 +228,20 @@ def test_check_config_refuses_an_alphabet_the_comparison_cannot_score(tmp_path, 
     assert _main("check-config", path) == 2
     assert "hf/alphabet" in capsys.readouterr().err
     assert _main("check-config", REPO / "config" / "hf.yaml") == 0
+
+
+def test_the_docs_hf_compare_example_parses_and_its_help_names_any_sequence_model():
+    import re
+
+    from conftest import REPO
+    from mdm_mi.cli import build_parser
+
+    text = (REPO / "docs" / "your_model.md").read_text()
+    block = next(b for b in re.findall(r"```text\n(.*?)```", text, re.S) if "hf-compare" in b)
+    argv = block.replace("\\\n", " ").split()
+    assert argv[:3] == ["python", "-m", "mdm_mi"]
+    args = build_parser().parse_args(argv[3:])
+    assert list(args.indep_cap) == [] and list(args.two_budget_delta) == []
+    shown = " ".join(subprocess.run([sys.executable, "-m", "mdm_mi", "hf-compare", "--help"], capture_output=True,
+                                    text=True).stdout.split())
+    assert "protein backbone" not in shown and "marked by import-hf" in shown
