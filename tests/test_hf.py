@@ -376,6 +376,7 @@ def test_label_topk_writes_its_bound_beside_the_labels(hf_dir, tmp_path):
     stats = json.loads((tmp_path / "topk.json").read_text())
     shard = load_file(str(tmp_path / "topk.safetensors"))
     assert stats["method"] == "topk" and stats["k"] == 3 and stats["max_bound"] == float(shard["bound"].max()) > 0
+    assert 0 < stats["mean_bound"] <= stats["max_bound"]
     masked = shard["masked"].sum(1)
     assert ((shard["passes"] == 1 + 3 * masked) | (masked < 2)).all()
 

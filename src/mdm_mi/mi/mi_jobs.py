@@ -80,6 +80,13 @@ def check_encoded_for(backbone, path: Path, sequences: np.ndarray) -> None:
     check_known_ids(backbone, torch.as_tensor(sequences), str(path))
 
 
+def _mean_pair_bound(bound: torch.Tensor, masked: torch.Tensor) -> float:
+    """Mean proven bound over the shard's masked pairs ``i != j``: bound ``(C, N, N)``, masked ``(C, N)``."""
+    off = ~torch.eye(masked.shape[1], dtype=torch.bool, device=masked.device)
+    pairs = masked[:, :, None] & masked[:, None] & off
+    return float(bound[pairs].mean()) if pairs.any() else 0.0
+
+
 def label(args: LabelArgs, tracker) -> None:
     from safetensors.torch import save_file
 
@@ -108,8 +115,7 @@ def label(args: LabelArgs, tracker) -> None:
     stats = {"split": args.split, "method": args.method, "k": args.k, "contexts": len(shard.contexts),
              "seconds": time.time() - start, "passes_total": int(out["passes"].sum()),
              "max_bound": float(out["bound"].max()) if len(out["bound"]) else 0.0,
-             "mean_bound": float(out["bound"][out["masked"][:, :, None] & out["masked"][:, None]].mean())
-             if out["masked"].any() else 0.0,
+             "mean_bound": _mean_pair_bound(out["bound"], out["masked"]),
              "gap_mean": float(out["gap_mean"].mean()) if len(out["gap_mean"]) else 0.0}
     write_json(Path(args.out).with_suffix(".json"), stats)
     tracker.log_params(dataclasses.asdict(args))
