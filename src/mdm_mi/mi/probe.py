@@ -114,23 +114,26 @@ def _water_fill_width(q0: torch.Tensor, kept: torch.Tensor, h_q0: torch.Tensor) 
 
 
 def _row_intervals(
-    p: torch.Tensor, keep: torch.Tensor, mix: torch.Tensor, cond_h: torch.Tensor, logp_cols: torch.Tensor
+    p: torch.Tensor, keep: torch.Tensor, mix: torch.Tensor, cond_kl: torch.Tensor, logp_cols: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Proven intervals for the joint-form MI of G rows i against every masked column j.
 
     p ``(G, V)`` = p_i; keep ``(G, V)`` bool, probed values K; mix ``(G, m, V)`` = sum_K p_i(v) c_iv,j;
-    cond_h ``(G, m)`` = sum_K p_i(v) H(c_iv,j); logp_cols ``(m, V)`` log p_j. Returns
+    cond_kl ``(G, m)`` = sum_K p_i(v) KL(c_iv,j || p_j); logp_cols ``(m, V)`` log p_j. Returns
     ``(lower, width, gap)``, each ``(G, m)``: ``I_joint[i, j]`` lies in ``[lower, lower + width]`` and
     gap = H(p_j) - H(q0_j), the exact self-consistency gap when K is everything. The probed part
-    ``L = sum_K p_i(v) KL(c_iv,j || q0) = (1-eps) H(q0) - sum_K p_i(v) H(c_iv,j)`` with
-    ``q0 = mix / (1-eps)`` (expand the logarithm: the cross terms collect into q0), so two running
-    sums over v carry everything and the probes stream. See :func:`certified_mi` for the proof.
+    ``L = sum_K p_i(v) KL(c_iv,j || q0)`` with ``q0 = mix / (1-eps)`` equals
+    ``sum_K p_i(v) KL(c_iv,j || p_j) - (1-eps) KL(q0 || p_j)`` (expand the logarithms: the cross terms
+    collect into q0), so two running sums over v carry everything and the probes stream; both terms
+    are small where the MI is (the reference p_j is the model's own marginal), so little cancels in
+    float64. See :func:`certified_mi` for the proof.
     """
     kept = (p * keep).sum(-1)  # (G,) = 1 - eps
     probed = keep.any(-1)  # (G,)
     q0 = mix / torch.where(probed, kept, 1)[:, None, None]  # (G, m, V); rows without a probe: zeros
     h_q0 = _entropy(q0)
-    lower = (kept[:, None] * h_q0 - cond_h).clamp_min(0)  # >= 0 by Jensen; clamp drops round-off
+    kl_q0 = -h_q0 - (q0 * logp_cols).sum(-1)  # (G, m) KL(q0 || p_j)
+    lower = (cond_kl - kept[:, None] * kl_q0).clamp_min(0)  # >= 0 by Jensen; clamp drops round-off
     chain = _chain_width(p, keep)[:, None]  # (G, 1)
     width = torch.minimum(_water_fill_width(q0, kept[:, None], h_q0), chain)
     unprobed = ~probed[:, None]
@@ -185,8 +188,8 @@ class _Context:
         p, m, out = self.logp.exp(), len(self.cols), []
         for start in range(0, m, self.batch_size):
             rows = torch.arange(start, min(m, start + self.batch_size), device=keep.device)
-            mix, cond_h = self._stream(rows, keep[rows], p[rows])
-            out.append(_row_intervals(p[rows], keep[rows], mix, cond_h, self.logp))
+            mix, cond_kl = self._stream(rows, keep[rows], p[rows])
+            out.append(_row_intervals(p[rows], keep[rows], mix, cond_kl, self.logp))
         self.probed = keep.clone()
         if not out:
             return (self.logp.new_zeros(0, 0),) * 3
@@ -194,18 +197,19 @@ class _Context:
 
     def _stream(self, rows: torch.Tensor, keep: torch.Tensor, p: torch.Tensor):
         """Run the probes ``keep (G, V)`` of ``rows (G,)`` in chunks of ``batch_size`` and keep two
-        running sums: ``mix (G, m, V) = sum_K p_i(v) c_iv,j`` and ``cond_h (G, m) = sum_K p_i(v)
-        H(c_iv,j)``, float64 (every sum and the bound's ``ROUND_OFF`` stay float64)."""
+        running sums: ``mix (G, m, V) = sum_K p_i(v) c_iv,j`` and ``cond_kl (G, m) = sum_K p_i(v)
+        KL(c_iv,j || p_j)``, float64 (every sum and the bound's ``ROUND_OFF`` stay float64)."""
         m, v = self.logp.shape
         mix = self.logp.new_zeros(len(rows), m, v)
-        cond_h = self.logp.new_zeros(len(rows), m)
+        cond_kl = self.logp.new_zeros(len(rows), m)
         for chunk in keep.nonzero().split(self.batch_size):  # (P, 2): row in the group, value
             local, values = chunk[:, 0], chunk[:, 1]
-            cond = self._probe(rows[local], values).exp()  # (P, m, V) c_iv,j
+            log_cond = self._probe(rows[local], values)  # (P, m, V) log c_iv,j
+            cond = log_cond.exp()
             weight = p[local, values]  # (P,) p_i(v)
             mix.index_add_(0, local, weight[:, None, None] * cond)
-            cond_h.index_add_(0, local, weight[:, None] * _entropy(cond))
-        return mix, cond_h
+            cond_kl.index_add_(0, local, weight[:, None] * (cond * (log_cond - self.logp)).sum(-1))
+        return mix, cond_kl
 
     def result(self, keep, lower, width, gap, certified: bool) -> ProbeResult:
         """Assemble the (N, N) matrices and the diagnostics from ``(m, m)`` row intervals."""
