@@ -151,8 +151,7 @@ def text(tmp_path_factory):
     """A marked text model (multi-character tokens, 16 positions) and its MI head."""
     import torch
 
-    from mdm_mi.mi.head import HeadConfig, save_head
-    from mdm_mi.mi.head import MIHead
+    from mdm_mi.mi.head import HeadConfig, MIHead, save_head
 
     root = tmp_path_factory.mktemp("text")
     folder = tiny_text_bert(root / "model")
