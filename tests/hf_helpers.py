@@ -36,3 +36,22 @@ def tiny_bert(folder: Path, seed: int = 0) -> Path:
     BertForMaskedLM(BertConfig(vocab_size=len(BERT_TOKENS), **TINY)).save_pretrained(folder)
     BertTokenizer(str(folder / "vocab.txt"), do_lower_case=False).save_pretrained(folder)
     return folder
+
+
+TEXT_WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "##s"]
+
+
+def tiny_text_bert(folder: Path, seed: int = 0, max_positions: int = 16, vocab_size: int | None = None) -> Path:
+    """A random ``BertForMaskedLM`` over 5 specials + :data:`TEXT_WORDS` (multi-character tokens), with a
+    short position table; ``vocab_size`` smaller than the tokenizer's makes a mismatched pair."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tokens = BERT_TOKENS[:5] + TEXT_WORDS
+    (folder / "vocab.txt").write_text("\n".join(tokens) + "\n")
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=vocab_size or len(tokens), **(TINY | {"max_position_embeddings": max_positions}))
+    BertForMaskedLM(config).save_pretrained(folder)
+    BertTokenizer(str(folder / "vocab.txt"), do_lower_case=False).save_pretrained(folder)
+    return folder

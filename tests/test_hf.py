@@ -77,7 +77,7 @@ def test_probe_head_and_decode_keep_special_tokens(hf_backbone):
     from mdm_mi.mi.contexts import draw_training
     from mdm_mi.mi.guided import MIGuided, head_pairwise_fn
     from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, train_head
-    from mdm_mi.mi.probe import label_contexts
+    from mdm_mi.mi.labeller import label_contexts
 
     seqs = hf_backbone.encode(["MKTAYIAKQR", "ACDEFGHIK", "LLMNPQ"]).numpy()
     draw = draw_training(seqs, 6, hf_backbone.mask_id, 0, hf_backbone.vocab_token_ids)
@@ -356,3 +356,32 @@ def test_docs_your_model_example_runs_as_written(tmp_path, monkeypatch):
             assert argv[:3] == ["python", "-m", "mdm_mi"], line
             assert main(argv[3:]) == 0, line
     assert (tmp_path / "byom" / "mi_map.png").is_file() and (tmp_path / "byom" / "mi.fasta").is_file()
+
+
+def test_label_topk_writes_its_bound_beside_the_labels(hf_dir, tmp_path):
+    """Issue 38: the top-k probe is a verb flag (label --method topk --k K), its bound stored with the labels."""
+    import json
+
+    from safetensors.torch import load_file
+
+    from mdm_mi.cli import main
+
+    seqs = tmp_path / "seqs.npy"
+    np.save(seqs, hf_backbone_of(hf_dir).encode(["MKTAYIAK", "QRACDEFG"]).numpy())
+    common = ["label", "--model", hf_dir, "--sequences", seqs, "--n-contexts", 2, "--shard", 0, "--n-shards", 1,
+              "--tol", 0.01, "--batch-size", 64, "--seed", 0, "--device", "cpu", "--threads", 1, "--method", "topk"]
+    assert main([str(a) for a in common + ["--out", tmp_path / "no_k.safetensors"]]) == 2
+    assert not (tmp_path / "no_k.safetensors").exists()
+    _cli(*common, "--k", 3, "--out", tmp_path / "topk.safetensors")
+    stats = json.loads((tmp_path / "topk.json").read_text())
+    shard = load_file(str(tmp_path / "topk.safetensors"))
+    assert stats["method"] == "topk" and stats["k"] == 3 and stats["max_bound"] == float(shard["bound"].max()) > 0
+    assert 0 < stats["mean_bound"] <= stats["max_bound"]
+    masked = shard["masked"].sum(1)
+    assert ((shard["passes"] == 1 + 3 * masked) | (masked < 2)).all()
+
+
+def hf_backbone_of(folder):
+    from mdm_mi.core.loading import load_model
+
+    return load_model(folder, "cpu", "hf")[0]

@@ -10,11 +10,12 @@ import torch
 from safetensors.torch import load, save
 
 from mdm_mi.core.backbone import Backbone, BackboneOutput
+from mdm_mi.infra.errors import InputError
+from mdm_mi.mi.labeller import label_contexts
 from mdm_mi.mi.probe import (
     certified_mi,
     content_width,
     exact_mi,
-    label_contexts,
     mask_contexts,
     probing_equation,
 )
@@ -255,7 +256,7 @@ def test_label_contexts_stacks_and_saves():
     assert exact["label"][~exact["masked"]].abs().max() == 0 if (~exact["masked"]).any() else True
     loaded = load(save(shard))
     assert all(torch.equal(loaded[k], v) for k, v in shard.items())
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="method must be one of"):
         label_contexts(backbone, contexts, method="approximate")
 
 
@@ -329,3 +330,36 @@ def test_production_probe_matches_the_plain_equation(case):
     torch.testing.assert_close(res.label, label, atol=EXACT_ATOL, rtol=0)
     torch.testing.assert_close(res.entropy_form, entropy_form, atol=EXACT_ATOL, rtol=0)
 
+
+
+class _LargestOutput:
+    """A dispatch mode that records the element count of the largest tensor any torch op returns."""
+
+    def __init__(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        largest = self
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                for t in out if isinstance(out, (tuple, list)) else (out,):
+                    if isinstance(t, torch.Tensor):
+                        largest.numel = max(largest.numel, t.numel())
+                return out
+
+        self.numel, self.mode = 0, Mode()
+
+
+@pytest.mark.parametrize("method", ["exact", "certified"])
+def test_probing_memory_is_batch_times_masked_times_vocabulary(method):
+    """Issue 38: no tensor larger than one batch of logits, batch_size * N * V (the old code held a
+    (V, |M|, V) block per row: here 1024 * 4 * 1024, 85x more)."""
+    n, vocab, batch = 6, 1024, 8
+    backbone = MLPBackbone(n=n, vocab=vocab, seed=0, scale=0.1)
+    tokens = torch.tensor([vocab, 3, vocab, vocab, 5, vocab])  # 4 masked
+    probe = exact_mi if method == "exact" else certified_mi
+    largest = _LargestOutput()
+    with largest.mode:
+        result = probe(backbone, tokens, batch_size=batch)
+    assert result.passes > vocab and largest.numel <= batch * n * vocab

@@ -110,6 +110,7 @@ def label_options(mi, split):
         "n_shards": mi["n_shards"],
         "method": method,
         "tol": mi["tol"],
+        "k": mi["topk_k"],
         "batch_size": mi["label_batch_size"],
     }
     return cli_flags(options | part)

@@ -23,12 +23,16 @@ one line of :class:`~mdm_mi.infra.errors.BackboneError`. The Sudoku MDM (:mod:`m
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
 import torch
 
 from mdm_mi.infra.errors import BackboneError, InputError
+
+FINGERPRINT_CHARS = 16  # hex characters of token_fingerprint
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,26 @@ def check_frame(backbone, tokens: torch.Tensor) -> None:
     if (bos is not None and not bool((rows[:, 0] == bos).all())) or (eos is not None and not bool((rows == eos).any(-1).all())):
         raise BackboneError("backbone rule 'specials never masked': a row lacks its BOS at position 0 or an EOS, so a "
                             "special token was masked; draw contexts with mask_contexts(..., vocab_ids=vocab_token_ids)")
+
+
+def token_fingerprint(backbone) -> str:
+    """A short hash of how the backbone reads input ids (``vocab_token_ids``, ``mask_id`` and the
+    declared fixed ids): token files encoded for it carry it, and ``label`` refuses files whose
+    fingerprint differs (contexts encoded for another model)."""
+    ids = {"vocab": torch.as_tensor(backbone.vocab_token_ids).tolist(), "mask": int(backbone.mask_id),
+           "fixed": _fixed_ids(backbone)}
+    return hashlib.sha256(json.dumps(ids, sort_keys=True).encode()).hexdigest()[:FINGERPRINT_CHARS]
+
+
+def check_known_ids(backbone, tokens: torch.Tensor, source: str) -> None:
+    """Every id in ``tokens`` is one the backbone reads (its vocabulary, mask or a declared fixed id);
+    one-line :class:`InputError` naming ``source`` and the first unknown id otherwise."""
+    known = torch.tensor([*torch.as_tensor(backbone.vocab_token_ids).tolist(), int(backbone.mask_id),
+                          *_fixed_ids(backbone)])
+    unknown = torch.as_tensor(tokens)[~torch.isin(torch.as_tensor(tokens), known)]
+    if len(unknown):
+        raise InputError(f"{source} holds token id {int(unknown.max())}, which this model does not read: was it "
+                         "encoded for another model?")
 
 
 def check_output(backbone, out: BackboneOutput, tokens: torch.Tensor) -> None:

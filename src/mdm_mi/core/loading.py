@@ -51,10 +51,11 @@ def model_domain(folder: str | Path, want: str | None = None) -> str:
     return check_meta(folder, read_meta(folder), want)
 
 
-def load_model(folder: str | Path, device="cpu", domain: str | None = None) -> tuple:
+def load_model(folder: str | Path, device="cpu", domain: str | None = None, meta: dict | None = None) -> tuple:
     """The backbone in ``folder`` → ``(backbone in eval mode on device, meta)``; ``domain`` (a domain
-    name or :data:`SEQUENCES`) refuses a model of another domain."""
-    meta = read_meta(folder)
+    name or :data:`SEQUENCES`) refuses a model of another domain. ``meta`` given (one not written yet:
+    ``import-hf`` checks the model before it writes anything) is used instead of ``meta.json``."""
+    meta = read_meta(folder) if meta is None else meta
     found = check_meta(folder, meta, domain)
     return DOMAINS[found].load(Path(folder), meta, device), meta
 

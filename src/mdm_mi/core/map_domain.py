@@ -13,6 +13,12 @@ from abc import ABC, abstractmethod
 import torch
 
 TOP_PARTNERS = 5  # partners listed in the printed summary
+SMALL_NATS = 1e-3  # below this (and above 0) an MI value prints in scientific notation
+
+
+def nats(x: float) -> str:
+    """An MI value for print: three decimals, or scientific notation when small (1e-5 is not ``0.000``)."""
+    return f"{x:.2e}" if 0 < abs(x) < SMALL_NATS else f"{x:.3f}"
 
 
 class MapDomain(ABC):
@@ -46,7 +52,7 @@ class MapDomain(ABC):
         """One line: the cell and its strongest partners by predicted MI (nats)."""
         row = pred[cell]
         top = [j for j in row.argsort(descending=True).tolist() if row[j] > 0][:TOP_PARTNERS]
-        parts = [f"{self.name(j, context)} {float(row[j]):.3f}" for j in top]
+        parts = [f"{self.name(j, context)} {nats(float(row[j]))}" for j in top]
         if label is not None:
-            parts = [f"{p} (exact {float(label[cell, j]):.3f})" for p, j in zip(parts, top)]
+            parts = [f"{p} (exact {nats(float(label[cell, j]))})" for p, j in zip(parts, top)]
         return f"{self.name(cell, context)}: highest predicted MI (nats) with " + (", ".join(parts) or "none")

@@ -24,6 +24,7 @@ only ever read from a local folder (``local_files_only=True``); nothing is downl
 from __future__ import annotations
 
 import contextlib
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -37,6 +38,7 @@ from mdm_mi.infra.io import read_json
 
 DOMAIN = "hf"
 MASK_CHAR = "_"  # a masked position in encode / decode_tokens
+MAX_REASON = 240  # characters of a library's error kept in a one-line CheckpointError
 
 
 def protein_alphabet() -> list[str]:
@@ -77,6 +79,8 @@ class HFBackbone(nn.Module):
         self.eos_id = _first_id(tokenizer, "eos_token_id", "sep_token_id")
         self.special_ids = tuple(sorted(set(map(int, tokenizer.all_special_ids)) - {self.mask_id}))
         ids = _token_ids(tokenizer, alphabet)
+        _check_ids_fit(model, ids + [self.mask_id, *self.special_ids])
+        self.max_tokens = _max_positions(model)  # BOS + tokens + EOS; None: no position table (rotary)
         self.register_buffer("vocab_token_ids", torch.tensor(ids, dtype=torch.long), persistent=False)
         self.alphabet, self.vocab_size = list(alphabet), len(ids)
         self.hidden_dim = int(model.config.hidden_size)
@@ -94,6 +98,9 @@ class HFBackbone(nn.Module):
     def forward(self, tokens: torch.Tensor) -> BackboneOutput:
         """tokens ``(B, N)`` long → logits ``(B, N, V)`` fp32 and hidden ``(B, N, D)`` fp32."""
         assert tokens.ndim == 2, tokens.shape
+        if self.max_tokens is not None and tokens.shape[1] > self.max_tokens:
+            raise InputError(f"{tokens.shape[1]} tokens (BOS and EOS included) exceed the model's "
+                             f"{self.max_tokens} positions")
         attention = (tokens != self.pad_id).long() if self.pad_id is not None else torch.ones_like(tokens)
         autocast = (torch.autocast(device_type="cuda", dtype=torch.bfloat16)
                     if self.bf16 and tokens.device.type == "cuda" else contextlib.nullcontext())
@@ -108,9 +115,10 @@ class HFBackbone(nn.Module):
         """One sequence → its tokens: characters for a one-character alphabet, else whitespace-separated."""
         return list("".join(seq.split())) if self._joiner == "" else seq.split()
 
-    def encode(self, seqs: Sequence[str], device=None) -> torch.Tensor:
+    def encode(self, seqs: Sequence[str], device=None, names: Sequence[str] | None = None) -> torch.Tensor:
         """``B`` sequences over the alphabet (``_`` = masked) → ``(B, max len + 2)`` long: BOS + tokens
-        + EOS, then pads. A token outside the alphabet raises :class:`InputError` naming it."""
+        + EOS, then pads. A token outside the alphabet, or a sequence longer than the model's position
+        table, raises :class:`InputError` naming the sequence (``names[b]``, else its index)."""
         if isinstance(seqs, str) or not seqs:
             raise InputError("encode takes a non-empty list of sequences")
         rows = [self.split(s) for s in seqs]
@@ -118,9 +126,13 @@ class HFBackbone(nn.Module):
         pad = self.pad_id if self.pad_id is not None else self.eos_id
         out = torch.full((len(rows), width), pad, dtype=torch.long)
         for b, row in enumerate(rows):
+            name = names[b] if names is not None else f"sequence {b}"
             bad = sorted({t for t in row if t != MASK_CHAR and t not in self._to_id})
             if bad:
-                raise InputError(f"sequence {b} has tokens outside the model's alphabet: {', '.join(map(repr, bad[:10]))}")
+                raise InputError(f"{name} has tokens outside the model's alphabet: {', '.join(map(repr, bad[:10]))}")
+            if self.max_tokens is not None and len(row) + 2 > self.max_tokens:
+                raise InputError(f"{name} has {len(row)} tokens; the model's {self.max_tokens} positions hold at most "
+                                 f"{self.max_tokens - 2} (BOS and EOS take two)")
             ids = [self.mask_id if t == MASK_CHAR else self._to_id[t] for t in row]
             out[b, : len(ids) + 2] = torch.tensor([self.bos_id, *ids, self.eos_id])
         return out.to(device if device is not None else self.vocab_token_ids.device)
@@ -138,6 +150,9 @@ class HFBackbone(nn.Module):
         """``(length + 2,)`` long: BOS, ``length`` masks, EOS."""
         if length < 1:
             raise InputError(f"sequence length must be >= 1, got {length}")
+        if self.max_tokens is not None and length + 2 > self.max_tokens:
+            raise InputError(f"length {length} is too long: the model's {self.max_tokens} positions hold at most "
+                             f"{self.max_tokens - 2} tokens (BOS and EOS take two)")
         t = torch.full((length + 2,), self.mask_id, dtype=torch.long)
         t[0], t[-1] = self.bos_id, self.eos_id
         return t.to(device if device is not None else self.vocab_token_ids.device)
@@ -157,6 +172,28 @@ def _first_id(tokenizer, *names: str) -> int | None:
     return next((int(getattr(tokenizer, n)) for n in names if getattr(tokenizer, n, None) is not None), None)
 
 
+def _check_ids_fit(model, ids: Sequence[int]) -> None:
+    """Every id the tokenizer hands the model (alphabet, mask, specials) has an embedding and a logit;
+    one-line :class:`CheckpointError` otherwise (a tokenizer saved for another model)."""
+    rows = min(model.get_input_embeddings().num_embeddings, int(model.config.vocab_size))
+    if max(ids) >= rows:
+        raise CheckpointError(f"the tokenizer's ids reach {max(ids)}, but the model has only {rows} token ids: "
+                              "the tokenizer beside the weights belongs to another model")
+
+
+def _max_positions(model) -> int | None:
+    """Tokens the model's learned position table holds (BOS and EOS included), or None when positions
+    are not a table (rotary, relative). RoBERTa and ESM count positions from ``padding_idx + 1``."""
+    if getattr(model.config, "position_embedding_type", "absolute") != "absolute":
+        return None
+    embeddings = getattr(model.base_model, "embeddings", None)
+    table = getattr(embeddings, "position_embeddings", None)
+    if not isinstance(table, nn.Embedding):
+        return None
+    pad = getattr(embeddings, "padding_idx", None)
+    return table.num_embeddings - (pad + 1 if pad is not None else 0)
+
+
 def _token_ids(tokenizer, alphabet: Sequence[str]) -> list[int]:
     """The tokenizer's id of every alphabet token; one-line error for an unknown one."""
     ids = [tokenizer.convert_tokens_to_ids(t) for t in alphabet]
@@ -165,6 +202,32 @@ def _token_ids(tokenizer, alphabet: Sequence[str]) -> list[int]:
     if missing:
         raise CheckpointError(f"the model's tokenizer does not know the alphabet tokens {missing[:10]}")
     return [int(i) for i in ids]
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    """transformers' loading chatter (e.g. the five-line ``GenerationMixin`` notice every BERT load
+    prints) silenced, so a verb's one-line errors are not buried; warnings are restored after."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        hf_logging.set_verbosity(level)
+
+
+def _first_sentence(exc: Exception, limit: int = MAX_REASON) -> str:
+    """The first line of a library's error, ending at a sentence or word boundary within ``limit``."""
+    line = (str(exc).strip().splitlines() or [""])[0]
+    if len(line) <= limit:
+        return line
+    cut = line[:limit]
+    end = cut.rfind(". ")
+    return cut[: end + 1] if end > 0 else cut[: cut.rfind(" ")] + " …"
 
 
 def hf_meta(directory: str | Path, meta: dict | None = None) -> dict:
@@ -195,12 +258,16 @@ def load_hf_model(directory: str | Path, device: str | torch.device = "cpu", hid
 
     meta = hf_meta(directory, meta)
     source = weights_dir(directory, meta)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
-        model = AutoModelForMaskedLM.from_pretrained(source, local_files_only=True)
-    except (OSError, ValueError) as exc:
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
-        raise CheckpointError(f"cannot load a Hugging Face masked LM from {source}: {first}") from None
+    with _quiet_transformers():
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+        except (OSError, ValueError, TypeError) as exc:  # TypeError: a tokenizer class without its vocab file
+            raise CheckpointError(f"cannot load the tokenizer from {source} (save it beside the model with "
+                                  f"tokenizer.save_pretrained): {_first_sentence(exc)}") from None
+        try:
+            model = AutoModelForMaskedLM.from_pretrained(source, local_files_only=True)
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"cannot load a Hugging Face masked LM from {source}: {_first_sentence(exc)}") from None
     layer = meta.get("hidden_layer", -1) if hidden_layer is None else hidden_layer
     backbone = HFBackbone(model.float(), tokenizer, meta["tokens"], layer, bool(meta.get("bf16", False)))
     return backbone.to(device).eval(), meta

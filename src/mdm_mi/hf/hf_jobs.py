@@ -1,6 +1,7 @@
 """The verbs that bring a Hugging Face masked LM in: ``import-hf`` (mark a ``save_pretrained`` folder
 as an ``hf`` model, or record it as a run's model) and ``hf-data`` (your sequences → the token files
-that ``label`` masks into contexts, and the reference FASTA of ``protein-compare``).
+that ``label`` masks into contexts, and the reference FASTA of ``protein-compare``; each ``{split}_contexts.json`` beside them records the
+model's token fingerprint, which ``label`` checks, and the records' names in row order).
 
     python -m mdm_mi import-hf --weights my_model --alphabet protein             # writes my_model/meta.json
     python -m mdm_mi hf-data --model my_model --sequences seqs.fasta --out-dir data --heldout-fraction 0.2 --seed 0
@@ -46,28 +47,37 @@ def import_hf(args: ImportHfArgs, tracker) -> None:
     if not (weights / "config.json").is_file():
         raise InputError(f"{weights} has no config.json: give the folder written by save_pretrained")
     out = Path(args.out) if args.out is not None else weights
-    out.mkdir(parents=True, exist_ok=True)
     config = json.loads((weights / "config.json").read_text())
     arch = next(iter(config.get("architectures") or []), "Hugging Face masked LM")
     meta = {"domain": DOMAIN, "tokens": read_alphabet(args.alphabet), "alphabet": args.alphabet,
             "hidden_layer": args.hidden_layer, "bf16": args.bf16, "architecture": arch,
             "weights": os.path.relpath(weights.resolve(), out.resolve())}
+    if args.check:  # every check before any write: a refused import leaves no meta.json (nor --out) behind
+        _check_model(out, meta)
+    out.mkdir(parents=True, exist_ok=True)
     write_json(out / META, meta)
-    if args.check:
-        _check_model(out)
-    print(f"{out / META}: {arch}, {len(meta['tokens'])} tokens, hidden layer {args.hidden_layer}")
+    print(f"{out / META}: {arch}, {len(meta['tokens'])} tokens, hidden layer {args.hidden_layer}{_weights_note(weights)}")
     tracker.log_params({k: str(v) for k, v in dataclasses.asdict(args).items()})
 
 
-def _check_model(directory: Path) -> None:
-    """One pass of a 3-token masked sequence through the loaded model, checked against the rules."""
+def _weights_note(weights: Path) -> str:
+    """A note for a folder whose weights are only a pickle (``pytorch_model.bin``): transformers reads
+    it with ``torch.load(weights_only=True)``, which unpickles tensors only, never code."""
+    if any(weights.glob("*.safetensors")) or not any(weights.glob("*.bin")):
+        return ""
+    return "; weights from .bin (read with torch.load(weights_only=True): tensors only, no code)"
+
+
+def _check_model(directory: Path, meta: dict) -> None:
+    """Load the model ``meta`` (not written yet) describes and run one pass of a 3-token masked sequence
+    through it, checked against the rules."""
     import torch
 
     from mdm_mi.core.backbone import check_backbone, check_output
     from mdm_mi.core.loading import load_model
     from mdm_mi.hf.backbone import DOMAIN
 
-    backbone, _ = load_model(directory, "cpu", DOMAIN)
+    backbone, _ = load_model(directory, "cpu", DOMAIN, meta=meta)
     check_backbone(backbone)
     tokens = backbone.masked_sequence(3)[None]
     with torch.inference_mode():
@@ -84,38 +94,56 @@ class HfDataArgs(OutDir, SeedFlag):
     heldout_fraction: float = field(metadata=_h("share of the sequences held out (val/test labels, the reference)"))
 
 
-def read_sequences(path: Path) -> list[str]:
-    """A FASTA file's sequences, or the non-empty lines of any other file."""
+def read_sequences(path: Path) -> list[tuple[str, str]]:
+    """``(name, sequence)`` of each record: a FASTA file's (name = the header's first word), or the
+    non-empty lines of any other file (name = ``line k``, counted from 1)."""
     from mdm_mi.core.domain import FASTA_SUFFIXES
     from mdm_mi.infra.io import read_text_input
     from mdm_mi.protein.fasta import read_fasta
 
     if Path(path).suffix.lower() in FASTA_SUFFIXES:
-        return [s for _, s in read_fasta(path)]
-    return [line.strip() for line in read_text_input(path, "sequence").splitlines() if line.strip()]
+        return [((h.split() or [f"record {k}"])[0], s) for k, (h, s) in enumerate(read_fasta(path), start=1)]
+    lines = read_text_input(path, "sequence").splitlines()
+    return [(f"line {k}", line.strip()) for k, line in enumerate(lines, start=1) if line.strip()]
+
+
+def _encode_split(backbone, records: list[tuple[str, str]], source: Path):
+    """One split's records → ``(S, N)`` ids, each record checked first and named in any error: no mask
+    character (``_`` would be read as a masked position), tokens in the alphabet, within the positions."""
+    from mdm_mi.hf.backbone import MASK_CHAR
+
+    for name, seq in records:
+        if MASK_CHAR in seq:
+            raise InputError(f"{source}: record {name} holds {MASK_CHAR!r}, the mask character; sequences must be "
+                             "complete (remove it or replace it with a real token)")
+    return backbone.encode([s for _, s in records], names=[f"{source}: record {n}" for n, _ in records])
 
 
 def hf_data(args: HfDataArgs, tracker) -> None:
     """Split the sequences (seeded), encode each split with the model's tokenizer and write them."""
+    from mdm_mi.core.backbone import token_fingerprint
     from mdm_mi.core.loading import load_model
     from mdm_mi.hf.backbone import DOMAIN
     from mdm_mi.protein.fasta import write_fasta
 
     if not 0 < args.heldout_fraction < 1:
         raise InputError(f"--heldout-fraction must lie in (0, 1), got {args.heldout_fraction}")
-    seqs = read_sequences(Path(args.sequences))
-    n_held = max(1, round(len(seqs) * args.heldout_fraction))
-    if len(seqs) - n_held < 1:
-        raise InputError(f"{args.sequences}: {len(seqs)} sequences are too few to hold {n_held} out")
-    order = np.random.default_rng(args.seed).permutation(len(seqs))
-    parts = {"heldout": [seqs[i] for i in order[:n_held]], "train": [seqs[i] for i in order[n_held:]]}
+    records = read_sequences(Path(args.sequences))
+    n_held = max(1, round(len(records) * args.heldout_fraction))
+    if len(records) - n_held < 1:
+        raise InputError(f"{args.sequences}: {len(records)} sequences are too few to hold {n_held} out")
+    order = np.random.default_rng(args.seed).permutation(len(records))
+    parts = {"heldout": [records[i] for i in order[:n_held]], "train": [records[i] for i in order[n_held:]]}
     backbone, _ = load_model(args.model, "cpu", DOMAIN)
-    out = Path(args.out_dir)
+    encoded = {split: _encode_split(backbone, parts[split], Path(args.sequences)).numpy() for split in SPLITS}
+    out = Path(args.out_dir)  # every check passed: only now is anything written
     out.mkdir(parents=True, exist_ok=True)
+    stamp = {"model_fingerprint": token_fingerprint(backbone), "model": str(args.model)}
     for split in SPLITS:
-        np.save(out / f"{split}_contexts.npy", backbone.encode(parts[split]).numpy())
-    write_fasta(out / "train.fasta", [(f"train{i}", s) for i, s in enumerate(parts["train"])])
-    write_fasta(out / "reference.fasta", [(f"heldout{i}", s) for i, s in enumerate(parts["heldout"])])
+        np.save(out / f"{split}_contexts.npy", encoded[split])
+        write_json(out / f"{split}_contexts.json", stamp | {"records": [n for n, _ in parts[split]]})
+    write_fasta(out / "train.fasta", [(f"train{i}", s) for i, (_, s) in enumerate(parts["train"])])
+    write_fasta(out / "reference.fasta", [(f"heldout{i}", s) for i, (_, s) in enumerate(parts["heldout"])])
     summary = {split: len(parts[split]) for split in SPLITS} | {"seed": args.seed}
     write_json(out / "summary.json", summary)
     print(f"{len(parts['train'])} train, {len(parts['heldout'])} held-out sequences -> {out}")

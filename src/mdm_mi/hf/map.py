@@ -46,4 +46,4 @@ class HFMap(MapDomain):
     def draw(self, context, pred, label, cell, out, backbone_name) -> None:
         from mdm_mi.protein.map import protein_map_figure
 
-        protein_map_figure("".join(t[0] for t in _positions(context)), pred, label, cell, out, backbone_name)
+        protein_map_figure(_positions(context), pred, label, cell, out, backbone_name)  # whole tokens as ticks

@@ -19,6 +19,7 @@ from mdm_mi.infra.io import atomic_path, write_json
 
 WEIGHTS = "model.safetensors"
 META = "meta.json"
+HF_CONFIG = "config.json"  # a Hugging Face save_pretrained folder (read_meta hints at import-hf)
 MANIFEST = "MANIFEST.json"  # a shipped checkpoint's sha256 per file (resources/pretrained/)
 HASH_CHUNK = 1 << 20
 
@@ -71,7 +72,9 @@ def read_meta(directory: str | Path) -> dict:
     not JSON or not an object)."""
     path = Path(directory) / META
     if not path.is_file():
-        raise CheckpointError(f"checkpoint file missing: {path}")
+        hint = " (a Hugging Face folder: mark it with `mdm-mi import-hf --weights DIR`)" \
+            if (Path(directory) / HF_CONFIG).is_file() else ""
+        raise CheckpointError(f"checkpoint file missing: {path}{hint}")
     try:
         meta = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

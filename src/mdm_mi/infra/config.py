@@ -79,6 +79,10 @@ def _check_ranges(cfg: dict) -> None:
         raise ConfigError(
             f"config error at sudoku/model: d_model {model['d_model']} not divisible by n_heads {model['n_heads']}"
         )
+    if cfg["hf"]["alphabet"] != "protein":
+        raise ConfigError(f"config error at hf/alphabet: {cfg['hf']['alphabet']!r} cannot be scored by hf_compare, "
+                          "which reads sequences as proteins; use alphabet: protein, or run label, train-head and "
+                          "mi-map by hand (docs/your_model.md)")
     mi, data = cfg["protein"]["mi"], cfg["protein"]["data"]
     if cfg["protein"]["backbone"] == "pretrained" and data["source"] != "family":
         raise ConfigError("config error at protein/backbone: the shipped backbone was trained on a family "

@@ -226,6 +226,7 @@ def oracle_pairwise_fn(
     ``exact``) are extra and not counted by decode.
     """
     from mdm_mi.mi import probe  # lazy: only the oracle needs the labeller
+    from mdm_mi.mi.labeller import probe_context
 
     backbone = probe_backbone(backbone)  # a bf16-decoding wrapper's fp32 model: the probes stay fp32
     if method not in ORACLE_METHODS:
@@ -234,7 +235,7 @@ def oracle_pairwise_fn(
     tol = probe.DEFAULT_TOL if tol is None else tol
 
     def label(tokens: torch.Tensor) -> torch.Tensor:  # a row padded to its batch: probed without the pads
-        return probe.probe_context(backbone, tokens, method, tol, batch).label
+        return probe_context(backbone, tokens, method, tol, batch).label
 
     @torch.inference_mode()
     def fn(output: BackboneOutput, masked: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:

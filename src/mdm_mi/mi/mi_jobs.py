@@ -41,7 +41,9 @@ class LabelArgs(BackboneFlag, TrainRunFlags):
         "contexts in the whole draw (all shards; with --split val|test, val's and test's together)"))
     shard: int = field(metadata=_h("this shard's index, 0-based"))
     n_shards: int = field(metadata=_h("number of shards"))
-    method: str = field(metadata=_h("exact | certified"))
+    method: str = field(metadata=_h(
+        "exact (1 + |M| V passes) | certified (fewer, error <= --tol) | topk (1 + |M| k passes, for large "
+        "vocabularies; its proven bound is written beside the labels)"))
     tol: float = field(metadata=_h("certified max abs error (nats)"))
     batch_size: int = field(metadata=_h("sequences per backbone call"))
     seed: int = field(metadata=_h("seed of the context draw"))
@@ -51,6 +53,7 @@ class LabelArgs(BackboneFlag, TrainRunFlags):
     val_contexts: int = field(default=0, metadata=_h("with --split val|test: contexts of the draw that go to val"))
     skip_contexts: int = field(default=0, metadata=_h(
         "with --split val|test: contexts after val that go to neither (spent on earlier choices)"))
+    k: int | None = field(default=None, metadata=_h("with --method topk: values probed per masked position"))
 
 
 def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=None) -> ContextDraw:
@@ -62,35 +65,61 @@ def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=N
     return draw_evaluation(sequences, args.n_contexts, mask_id, args.seed, vocab_ids).part(part)
 
 
+def check_encoded_for(backbone, path: Path, sequences: np.ndarray) -> None:
+    """The token file was encoded for this model: its ``.json`` stamp (``hf-data`` writes one) names
+    this model's token fingerprint, and every id in it is one the model reads; one line otherwise."""
+    from mdm_mi.core.backbone import check_known_ids, token_fingerprint
+    from mdm_mi.infra.io import read_json
+
+    stamp = path.with_suffix(".json")
+    data = read_json(stamp) if stamp.is_file() else {}
+    found = data.get("model_fingerprint") if isinstance(data, dict) else None
+    if found is not None and found != token_fingerprint(backbone):
+        raise InputError(f"{path} was encoded for another model (token fingerprint {found}, this model's "
+                         f"{token_fingerprint(backbone)}; see {stamp}): encode it with hf-data --model for this model")
+    check_known_ids(backbone, torch.as_tensor(sequences), str(path))
+
+
+def _mean_pair_bound(bound: torch.Tensor, masked: torch.Tensor) -> float:
+    """Mean proven bound over the shard's masked pairs ``i != j``: bound ``(C, N, N)``, masked ``(C, N)``."""
+    off = ~torch.eye(masked.shape[1], dtype=torch.bool, device=masked.device)
+    pairs = masked[:, :, None] & masked[:, None] & off
+    return float(bound[pairs].mean()) if pairs.any() else 0.0
+
+
 def label(args: LabelArgs, tracker) -> None:
     from safetensors.torch import save_file
 
     from mdm_mi.core.backbone import full_precision
     from mdm_mi.core.loading import load_model
-    from mdm_mi.mi.probe import label_contexts
+    from mdm_mi.mi.labeller import check_method, label_contexts
 
     setup(args.threads, args.seed)
     split_part(args.split, args.n_contexts, args.val_contexts, args.skip_contexts)  # bad split flags fail before any loading
+    check_method(args.method, args.k)
     device = resolve_device(args.device)
     if not Path(args.sequences).is_file():
         raise InputError(f"sequence file not found: {args.sequences}")
     sequences = np.load(args.sequences, allow_pickle=False)
     backbone = full_precision(load_model(args.model, device)[0])
+    check_encoded_for(backbone, Path(args.sequences), sequences)
     draw = draw_split(args, sequences, backbone.mask_id, backbone.vocab_token_ids)
     shard = draw.part(shard_slice(len(draw.contexts), args.shard, args.n_shards))
     start = time.time()
     out = label_contexts(backbone, shard.contexts.to(device), args.method, args.tol, args.batch_size,
-                         progress=lambda d, n: print(f"context {d}/{n}", flush=True))
+                         progress=lambda d, n: print(f"context {d}/{n}", flush=True), k=args.k)
     tensors = {k: v.cpu().contiguous() for k, v in out.items()}
     tensors |= {"contexts": shard.contexts, "t": shard.t, "sequence_row": shard.rows.contiguous()}
     with atomic_path(args.out) as tmp:
         save_file(tensors, str(tmp))
-    stats = {"split": args.split, "contexts": len(shard.contexts), "seconds": time.time() - start,
-             "passes_total": int(out["passes"].sum()), "max_bound": float(out["bound"].max()) if len(out["bound"]) else 0.0,
+    stats = {"split": args.split, "method": args.method, "k": args.k, "contexts": len(shard.contexts),
+             "seconds": time.time() - start, "passes_total": int(out["passes"].sum()),
+             "max_bound": float(out["bound"].max()) if len(out["bound"]) else 0.0,
+             "mean_bound": _mean_pair_bound(out["bound"], out["masked"]),
              "gap_mean": float(out["gap_mean"].mean()) if len(out["gap_mean"]) else 0.0}
     write_json(Path(args.out).with_suffix(".json"), stats)
     tracker.log_params(dataclasses.asdict(args))
-    tracker.log_metrics({k: v for k, v in stats.items() if k != "split"})
+    tracker.log_metrics({k: v for k, v in stats.items() if k not in ("split", "method", "k")})
 
 
 @dataclass(frozen=True)

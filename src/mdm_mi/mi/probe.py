@@ -15,27 +15,26 @@ ground-truth MI by probing then reads, for ``i != j`` in ``M``:
 :func:`probing_equation` is the paper's equation written as plain code, one pass at a time;
 :func:`exact_mi` computes the same batched and spends the same ``1 + |M| V`` passes; :func:`certified_mi` skips the probes that cannot matter
 and returns a label provably within ``tol`` of the exact one (the bound is proved in its docstring).
-:func:`label_contexts` labels a shard of contexts drawn by :func:`mask_contexts`. All MI arithmetic
-is float64 on the device of the input tokens.
+:func:`mdm_mi.mi.labeller.label_contexts` labels a shard of contexts drawn by :func:`mask_contexts`. All MI arithmetic
+is float64 on the device of the input tokens; memory is ``O(batch_size |M| V)`` for any V (the probes stream
+into two running sums, :meth:`_Context.measure`), so no float32 shortcut is needed for large vocabularies.
 
 Example::
 
     import torch
-    from mdm_mi.mi.probe import certified_mi, exact_mi, label_contexts, mask_contexts
+    from mdm_mi.mi.probe import certified_mi, exact_mi, mask_contexts
 
     contexts, t = mask_contexts(solutions, model.mask_id, torch.Generator().manual_seed(0),
                                 vocab_ids=model.vocab_token_ids)  # specials stay fixed
     exact = exact_mi(model, contexts[0])               # exact.label: (N, N) float64, nats
     cert = certified_mi(model, contexts[0], tol=1e-3)  # cert.passes <= exact.passes
     assert ((cert.label - exact.label).abs() <= cert.bound).all() and cert.bound.max() <= 1e-3
-    shard = label_contexts(model, contexts, method="certified")  # dict of (C, ...) tensors
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -46,8 +45,6 @@ DEFAULT_TOL = 1e-3  # nats: certified max abs error of the label
 DEFAULT_BATCH_SIZE = 256  # sequences per backbone call
 LOG_FLOOR = -700.0  # log-probabilities are clamped here (p ~ 1e-304) so 0 * log 0 terms stay finite
 ROUND_OFF = 1e-12  # float64 round-off allowance added to every certified bound
-METHODS = ("exact", "certified")
-GROUP_SLACK = 4  # a row group holds at most GROUP_SLACK * batch_size / V rows (bounds its memory)
 
 
 @dataclass(frozen=True)
@@ -117,25 +114,26 @@ def _water_fill_width(q0: torch.Tensor, kept: torch.Tensor, h_q0: torch.Tensor) 
 
 
 def _row_intervals(
-    p: torch.Tensor, keep: torch.Tensor, cond: torch.Tensor, logp_cols: torch.Tensor
+    p: torch.Tensor, keep: torch.Tensor, mix: torch.Tensor, cond_kl: torch.Tensor, logp_cols: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Proven intervals for the joint-form MI of G rows i against every masked column j.
 
-    p ``(G, V)`` = p_i; keep ``(G, V)`` bool, probed values K; cond ``(G, V, m, V)`` log c_iv,j
-    (entries in K filled); logp_cols ``(m, V)`` log p_j. Returns ``(lower, width, gap)``, each
-    ``(G, m)``: ``I_joint[i, j]`` lies in ``[lower, lower + width]`` and gap = H(p_j) - H(q0_j), the
-    exact self-consistency gap when K is everything. See :func:`certified_mi` for the proof.
+    p ``(G, V)`` = p_i; keep ``(G, V)`` bool, probed values K; mix ``(G, m, V)`` = sum_K p_i(v) c_iv,j;
+    cond_kl ``(G, m)`` = sum_K p_i(v) KL(c_iv,j || p_j); logp_cols ``(m, V)`` log p_j. Returns
+    ``(lower, width, gap)``, each ``(G, m)``: ``I_joint[i, j]`` lies in ``[lower, lower + width]`` and
+    gap = H(p_j) - H(q0_j), the exact self-consistency gap when K is everything. The probed part
+    ``L = sum_K p_i(v) KL(c_iv,j || q0)`` with ``q0 = mix / (1-eps)`` equals
+    ``sum_K p_i(v) KL(c_iv,j || p_j) - (1-eps) KL(q0 || p_j)`` (expand the logarithms: the cross terms
+    collect into q0), so two running sums over v carry everything and the probes stream; both terms
+    are small where the MI is (the reference p_j is the model's own marginal), so little cancels in
+    float64. See :func:`certified_mi` for the proof.
     """
-    weights = p * keep  # zero weight for skipped values
-    kept = weights.sum(-1)  # (G,) = 1 - eps
+    kept = (p * keep).sum(-1)  # (G,) = 1 - eps
     probed = keep.any(-1)  # (G,)
-    log_w = torch.where(keep, p.log(), -torch.inf)[..., None, None]
-    logq0 = torch.logsumexp(log_w + cond, 1) - torch.where(probed, kept, 1).log()[:, None, None]  # (G, m, V)
-    logq0 = torch.where(probed[:, None, None], logq0, 0)  # rows without a probe: finite filler
-    kl = (cond.exp() * (cond - logq0[:, None])).sum(-1)  # (G, V, m)
-    lower = (weights[..., None] * kl).sum(1).clamp_min(0)  # >= 0 by Jensen; clamp drops round-off
-    q0 = logq0.exp()
+    q0 = mix / torch.where(probed, kept, 1)[:, None, None]  # (G, m, V); rows without a probe: zeros
     h_q0 = _entropy(q0)
+    kl_q0 = -h_q0 - (q0 * logp_cols).sum(-1)  # (G, m) KL(q0 || p_j)
+    lower = (cond_kl - kept[:, None] * kl_q0).clamp_min(0)  # >= 0 by Jensen; clamp drops round-off
     chain = _chain_width(p, keep)[:, None]  # (G, 1)
     width = torch.minimum(_water_fill_width(q0, kept[:, None], h_q0), chain)
     unprobed = ~probed[:, None]
@@ -151,17 +149,6 @@ def _scatter(n: int, cols: torch.Tensor, mat: torch.Tensor) -> torch.Tensor:
     full = mat.new_zeros(n, n)
     full[cols[:, None], cols[None, :]] = mat
     return full
-
-
-def _row_groups(counts: list[int], limit: int, max_rows: int) -> list[range]:
-    """Consecutive rows, at most ``max_rows`` of them and ``limit`` probes (at least one row each)."""
-    groups, start, total = [], 0, 0
-    for a, count in enumerate(counts):
-        if a > start and (total + count > limit or a - start == max_rows):
-            groups.append(range(start, a))
-            start, total = a, 0
-        total += count
-    return groups + [range(start, len(counts))] if counts else groups
 
 
 class _Context:
@@ -195,21 +182,34 @@ class _Context:
         return _forward(self.backbone, seqs, self.cols, self.batch_size)
 
     def measure(self, keep: torch.Tensor):
-        """Probe the values ``keep (m, V)``, a group of rows per backbone batch so that memory stays
-        ``O(batch_size m V)``; returns ``(lower, width, gap)``, each ``(m, m)`` (rows i, columns j)."""
-        p, m, v, out = self.logp.exp(), len(self.cols), keep.shape[1], []
-        max_rows = max(1, GROUP_SLACK * self.batch_size // v)
-        for group in _row_groups(keep.sum(1).tolist(), self.batch_size, max_rows):
-            rows = torch.arange(group.start, group.stop, device=keep.device)
-            new = keep[rows].nonzero()  # (P, 2): index into rows, value
-            cond = self.logp.new_full((len(rows), v, m, v), LOG_FLOOR)
-            if len(new):
-                cond[new[:, 0], new[:, 1]] = self._probe(rows[new[:, 0]], new[:, 1])
-            out.append(_row_intervals(p[rows], keep[rows], cond, self.logp))
+        """Probe the values ``keep (m, V)``, rows in groups of ``batch_size``; returns ``(lower, width,
+        gap)``, each ``(m, m)`` (rows i, columns j). Memory is ``O(batch_size m V)`` for any V: the
+        probes stream (:meth:`_stream`), never a ``(V, m, V)`` block per row."""
+        p, m, out = self.logp.exp(), len(self.cols), []
+        for start in range(0, m, self.batch_size):
+            rows = torch.arange(start, min(m, start + self.batch_size), device=keep.device)
+            mix, cond_kl = self._stream(rows, keep[rows], p[rows])
+            out.append(_row_intervals(p[rows], keep[rows], mix, cond_kl, self.logp))
         self.probed = keep.clone()
         if not out:
             return (self.logp.new_zeros(0, 0),) * 3
         return tuple(torch.cat(parts) for parts in zip(*out))
+
+    def _stream(self, rows: torch.Tensor, keep: torch.Tensor, p: torch.Tensor):
+        """Run the probes ``keep (G, V)`` of ``rows (G,)`` in chunks of ``batch_size`` and keep two
+        running sums: ``mix (G, m, V) = sum_K p_i(v) c_iv,j`` and ``cond_kl (G, m) = sum_K p_i(v)
+        KL(c_iv,j || p_j)``, float64 (every sum and the bound's ``ROUND_OFF`` stay float64)."""
+        m, v = self.logp.shape
+        mix = self.logp.new_zeros(len(rows), m, v)
+        cond_kl = self.logp.new_zeros(len(rows), m)
+        for chunk in keep.nonzero().split(self.batch_size):  # (P, 2): row in the group, value
+            local, values = chunk[:, 0], chunk[:, 1]
+            log_cond = self._probe(rows[local], values)  # (P, m, V) log c_iv,j
+            cond = log_cond.exp()
+            weight = p[local, values]  # (P,) p_i(v)
+            mix.index_add_(0, local, weight[:, None, None] * cond)
+            cond_kl.index_add_(0, local, weight[:, None] * (cond * (log_cond - self.logp)).sum(-1))
+        return mix, cond_kl
 
     def result(self, keep, lower, width, gap, certified: bool) -> ProbeResult:
         """Assemble the (N, N) matrices and the diagnostics from ``(m, m)`` row intervals."""
@@ -392,60 +392,6 @@ def certified_mi(
     keep = _keep_from_skips(order, _planned_skips(widths, pair_budget=4 * (tol - 2 * ROUND_OFF)))
     lower, width, gap = ctx.measure(keep)
     return ctx.result(keep, lower, width, gap, certified=True)
-
-
-def _round_up_f32(x: torch.Tensor) -> torch.Tensor:
-    """float64 → float32 rounded towards +inf, so a stored bound never shrinks."""
-    y = x.float()
-    return torch.where(y.double() < x, torch.nextafter(y, torch.full_like(y, float("inf"))), y)
-
-
-@torch.inference_mode()
-def label_contexts(
-    backbone: Backbone,
-    contexts: torch.Tensor,
-    method: str = "exact",
-    tol: float = DEFAULT_TOL,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    progress: Callable[[int, int], None] | None = None,
-) -> dict[str, torch.Tensor]:
-    """Label a shard ``contexts (C, N)`` with :func:`exact_mi` or :func:`certified_mi`.
-
-    Returns safetensors-ready tensors: ``label`` and ``bound`` ``(C, N, N)`` float32 (bound rounded
-    up; float32 storage of the label adds a relative rounding of at most 2**-24), ``masked (C, N)``
-    bool, ``passes (C,)`` long and the diagnostics ``gap_mean``, ``gap_max``, ``asymmetry (C,)``
-    float32. ``progress(done, total)`` is called after each context.
-    """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    n_ctx, n = contexts.shape
-    results = []
-    for done, tokens in enumerate(contexts, start=1):
-        results.append(probe_context(backbone, tokens, method, tol, batch_size))
-        if progress is not None:
-            progress(done, n_ctx)
-    empty = contexts.new_zeros(0, n, n, dtype=torch.float64)
-    stats = {name: [getattr(r, name) for r in results] for name in ("gap_mean", "gap_max", "asymmetry")}
-    return {
-        "label": torch.stack([r.label for r in results]).float() if results else empty.float(),
-        "bound": _round_up_f32(torch.stack([r.bound for r in results]) if results else empty),
-        "masked": contexts == backbone.mask_id,
-        "passes": torch.tensor([r.passes for r in results], dtype=torch.long, device=contexts.device),
-        **{k: torch.tensor(v, dtype=torch.float32, device=contexts.device) for k, v in stats.items()},
-    }
-
-
-def probe_context(backbone: Backbone, tokens: torch.Tensor, method: str, tol: float = DEFAULT_TOL,
-                  batch_size: int = DEFAULT_BATCH_SIZE) -> ProbeResult:
-    """:func:`exact_mi` or :func:`certified_mi` (``method``, one of :data:`METHODS`) of one context
-    ``tokens (N,)``, probed without its trailing pads (:func:`content_width`) and returned at width
-    ``N`` (:func:`padded_result`): what the labeller and the MI oracle both run."""
-    width = content_width(backbone, tokens)
-    if method == "exact":
-        result = exact_mi(backbone, tokens[:width], batch_size)
-    else:
-        result = certified_mi(backbone, tokens[:width], tol, batch_size)
-    return padded_result(result, len(tokens))
 
 
 def content_width(backbone: Backbone, tokens: torch.Tensor) -> int:

@@ -3,8 +3,8 @@
 Exact probing (:func:`mdm_mi.mi.probe.exact_mi`) costs ``1 + |M| V`` passes: fine for Sudoku's 9 or a
 protein's 20 tokens, impossible for a text model (V ≈ 10⁵). :func:`topk_mi` costs ``1 + |M| k`` passes
 and returns, with the label, a *proven* bound on its error against the exact labeller; the bound is
-small exactly when each position's top k values hold almost all of its probability. Memory per
-group of probes is ``O(k m V)`` (``m = |M|``), never ``O(V² m)``.
+small exactly when each position's top k values hold almost all of its probability. Memory is
+``O(batch_size m V)`` (``m = |M|``; the probes stream, :meth:`mdm_mi.mi.probe._Context.measure`).
 
     result = topk_mi(backbone, tokens, k=8)                    # ProbeResult, passes = 1 + |M| k
     assert ((result.label - exact_mi(backbone, tokens).label).abs() <= result.bound).all()
@@ -18,41 +18,7 @@ from __future__ import annotations
 import torch
 
 from mdm_mi.core.backbone import Backbone
-from mdm_mi.mi.probe import (DEFAULT_BATCH_SIZE, GROUP_SLACK, ProbeResult, _chain_width, _Context, _entropy,
-                             _row_groups, _water_fill_width, started_context)
-
-
-def _topk_intervals(p: torch.Tensor, top: torch.Tensor, cond: torch.Tensor, logp_cols: torch.Tensor):
-    """Proven intervals for the joint-form MI of G rows against every masked column, from the probes
-    of each row's top values only.
-
-    p ``(G, V)`` marginals p_i; top ``(G, k)`` the probed value indices; cond ``(G, k, m, V)`` log
-    c_iv,j of those probes; logp_cols ``(m, V)`` log p_j. Returns ``(lower, width, gap)``, each ``(G, m)``
-    (see :func:`topk_mi` for the proof).
-    """
-    pk = p.gather(1, top)  # (G, k)
-    kept = pk.sum(-1)  # (G,) = 1 - eps
-    logq0 = torch.logsumexp(pk.log()[..., None, None] + cond, 1) - kept.log()[:, None, None]  # (G, m, V)
-    kl = (cond.exp() * (cond - logq0[:, None])).sum(-1)  # (G, k, m) = KL(c_iv,j || q0_j)
-    lower = (pk[..., None] * kl).sum(1).clamp_min(0)
-    q0 = logq0.exp()
-    h_q0 = _entropy(q0)
-    keep = torch.zeros_like(p, dtype=torch.bool).scatter(1, top, True)
-    width = torch.minimum(_water_fill_width(q0, kept[:, None], h_q0), _chain_width(p, keep)[:, None])
-    return lower, width, _entropy(logp_cols.exp()) - h_q0
-
-
-def _measure_topk(ctx: _Context, top: torch.Tensor):
-    """Probe ``top (m, k)`` values of each masked row, a group of rows per backbone batch (memory
-    ``O(batch_size m V)``) → ``(lower, width, gap)``, each ``(m, m)``."""
-    p, (m, v), k = ctx.logp.exp(), ctx.logp.shape, top.shape[1]
-    max_rows = max(1, GROUP_SLACK * ctx.batch_size // (k * max(1, m)))
-    out = []
-    for group in _row_groups([k] * m, ctx.batch_size, max_rows):
-        rows = torch.arange(group.start, group.stop, device=top.device)
-        cond = ctx._probe(rows.repeat_interleave(k), top[rows].reshape(-1)).view(len(rows), k, m, v)
-        out.append(_topk_intervals(p[rows], top[rows], cond, ctx.logp))
-    return tuple(torch.cat(parts) for parts in zip(*out))
+from mdm_mi.mi.probe import DEFAULT_BATCH_SIZE, ProbeResult, started_context
 
 
 @torch.inference_mode()
@@ -90,6 +56,6 @@ def topk_mi(backbone: Backbone, tokens: torch.Tensor, k: int, batch_size: int = 
     if empty is not None:
         return empty
     top = ctx.logp.topk(min(k, ctx.logp.shape[1]), dim=-1).indices  # (m, k)
-    lower, width, gap = _measure_topk(ctx, top)
-    ctx.probed = torch.zeros_like(ctx.probed).scatter(1, top, True)
-    return ctx.result(ctx.probed, lower, width, gap, certified=True)
+    keep = torch.zeros_like(ctx.probed).scatter(1, top, True)
+    lower, width, gap = ctx.measure(keep)  # the certified probe's intervals, K = the top k
+    return ctx.result(keep, lower, width, gap, certified=True)

@@ -15,6 +15,7 @@ generated sequences under ``fasta/``. The workflow splits the decoding into one 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -36,13 +37,19 @@ ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_secon
 MAX_PROTEIN_TOKENS = 100  # longest generated protein (reference lengths 50-100): naive k's upper end
 
 
+_SWEPT_HELP = {f.name: f.metadata["help"] for f in dataclasses.fields(SweptFlags)}
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProteinCompareFlags(GenerateFlags, ComparisonFlags, SweptFlags):
     """What makes one comparison, given to each part and the merge: config ``protein.compare`` (but the
     merge's bootstrap), the MI-guided rule's ``protein.samplers`` settings and ``protein.generate``
-    (inherited, with the schema's defaults); the rest has no default."""
+    (inherited, with the schema's defaults), the two extra rules' settings (default none, as the
+    schema's ``protein.compare``); the rest has no default."""
 
     calib_n: int = field(metadata=_h("calibration sequences (their lengths drawn apart from the test's)"))
+    indep_cap: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["indep_cap"], empty=True))
+    two_budget_delta: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["two_budget_delta"], empty=True))
 
 
 @dataclass(frozen=True)

@@ -34,4 +34,4 @@ class ProteinDecodeJobFlags(DecodeFlags, OutDir, SeededRunFlags):
     """What both protein decoding jobs (``protein-compare(-part)``, ``protein-oracle-ceiling``) take
     besides their own flags: the backbone, how it decodes, the output folder, seed, device and threads."""
 
-    model: Path = field(metadata=h("protein backbone checkpoint folder"))
+    model: Path = field(metadata=h("sequence model folder: a protein checkpoint, or a folder marked by import-hf"))

@@ -96,7 +96,8 @@ def generate_job(args: GenerateArgs, tracker) -> None:
                "seconds": time.time() - begin, "model": str(model_dir)}
     if reference:
         summary |= _scores(args, backbone, seqs, reference, reference2, device)
-    write_fasta(args.out, [(f"gen{i} length={len(s)} passes={p}", s) for i, (s, p) in enumerate(zip(seqs, passes))])
+    write_fasta(args.out, [(f"gen{i} length={_n_tokens(backbone, s)} passes={p}", s)
+                           for i, (s, p) in enumerate(zip(seqs, passes))])
     if args.summary is not None:
         write_json(args.summary, summary)
     print(f"{args.n} sequences -> {args.out}; mean passes {mean:.1f}"
@@ -105,6 +106,13 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     tracker.log_params({"sampler": sampler.name, **sampler.params(), "n": args.n, "temperature": args.temperature})
     tracker.log_metrics({k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
     tracker.log_artifact(args.out)
+
+
+def _n_tokens(backbone, seq: str) -> int:
+    """A decoded sequence's length in tokens: the backbone's own split (tokens of several characters
+    are space-separated), else one token per character."""
+    split = getattr(backbone, "split", None)
+    return len(split(seq)) if split is not None else len(seq)
 
 
 def _scores(args: GenerateArgs, backbone, seqs, reference, reference2, device) -> dict:

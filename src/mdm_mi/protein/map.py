@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import torch
 
@@ -52,9 +54,9 @@ class ProteinMap(MapDomain):
         protein_map_figure(context, pred, label, cell, out, backbone_name)
 
 
-def protein_map_figure(seq: str, pred: torch.Tensor, label, cell: int, out, backbone_name: str) -> None:
+def protein_map_figure(seq: Sequence[str], pred: torch.Tensor, label, cell: int, out, backbone_name: str) -> None:
     """Bars of Î(cell, j) (and the exact MI) over residue positions ``j = 1..L`` (token indices; BOS at
-    0), the sequence letters as ticks."""
+    0), the sequence's tokens (a string's letters, or a list of whole tokens) as ticks."""
     from mdm_mi.evaluation.plotting import plt, save
 
     pos = np.arange(1, len(seq) + 1)
