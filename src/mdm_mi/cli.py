@@ -22,6 +22,7 @@ import typing
 from typing import Callable, NamedTuple
 
 from mdm_mi import pretrained_jobs, tracking_job
+from mdm_mi.antibody import antibody_jobs
 from mdm_mi.hf import hf_jobs
 from mdm_mi.infra.errors import USER_ERRORS, InputError
 from mdm_mi.mi import mi_jobs
@@ -64,6 +65,10 @@ VERBS: dict[str, Verb] = {
                       "mark a Hugging Face masked LM folder (save_pretrained) as a model: meta.json, checked"),
     "hf-data": Verb(hf_jobs.HfDataArgs, hf_jobs.hf_data,
                     "split your sequences and encode them for a Hugging Face model's labels and comparison"),
+    "import-antiberty": Verb(antibody_jobs.ImportAntibertyArgs, antibody_jobs.import_antiberty,
+                             "convert AntiBERTy's pickled weights once to a checked hf model folder (safetensors, MANIFEST)"),
+    "antibody-data": Verb(antibody_jobs.AntibodyDataArgs, antibody_jobs.antibody_data,
+                          "split the VH table by lineage into label contexts, calibration and test"),
     # backbones
     "sudoku-pretrain": Verb(sudoku_jobs.PretrainArgs, sudoku_jobs.pretrain, "train the Sudoku masked diffusion model"),
     "export-pretrained": Verb(pretrained_jobs.ExportPretrainedArgs, pretrained_jobs.export_pretrained,
