@@ -32,7 +32,7 @@ from mdm_mi.protein.family import (column_jobs, family_jobs, figure_jobs as fami
 from mdm_mi.sudoku import (compare_job as sudoku_compare_job, oracle_job, sudoku_jobs,
                            report_jobs as sudoku_report_jobs)
 from mdm_mi.infra.tracking import NullTracker, TrackingArgs, open_tracker
-from mdm_mi.user import check_config, mi_map, solve
+from mdm_mi.user import check_config, infill, mi_map, solve
 
 
 class Verb(NamedTuple):
@@ -147,6 +147,8 @@ VERBS: dict[str, Verb] = {
     # by hand, on the trained models
     "solve": Verb(solve.SolveArgs, solve.solve, "solve Sudoku puzzles with the trained model", user=True,
                   examples=solve.EXAMPLES),
+    "infill": Verb(infill.InfillArgs, infill.infill, "fill the _ positions of templates with any backbone and sampler",
+                   user=True, examples=infill.EXAMPLES),
     "mi-map": Verb(mi_map.MiMapArgs, mi_map.mi_map, "draw the MI head's predicted mutual information for one position",
                    user=True, examples=mi_map.EXAMPLES),
     "check-config": Verb(check_config.CheckConfigArgs, check_config.check_config,
