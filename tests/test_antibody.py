@@ -170,3 +170,34 @@ def test_infill_bad_templates_are_one_line_and_write_nothing(bert_dir, tmp_path,
 def test_infill_refuses_a_budget_beside_the_parameter_it_sets(bert_dir, capsys):
     assert main(["infill", "AC__", "--model", str(bert_dir), "--sampler", "eb", "--gamma", "1", "--budget", "1/2"]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def antibody_data_dir(bert_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("abdata")
+    assert main(["antibody-data", "--model", str(bert_dir), "--tsv", str(DATA), "--out-dir", str(out),
+                 "--calibration-fraction", "0.1", "--test-fraction", "0.2", "--seed", "0"]) == 0
+    return out
+
+
+def test_antibody_data_writes_lineage_disjoint_parts(antibody_data_dir):
+    parts = {n: {r.lineage for r in read_vh(antibody_data_dir / f"{n}.tsv")} for n in ("labels", "calibration", "test")}
+    assert not (parts["labels"] & parts["test"]) and not (parts["calibration"] & parts["test"])
+    assert (antibody_data_dir / "labels_contexts.npy").is_file() and (antibody_data_dir / "test_contexts.npy").is_file()
+
+
+def test_compare_pairs_every_sampler_by_context_with_verdicts(bert_dir, antibody_data_dir, tmp_path):
+    from user_verb_helpers import save_tiny_head
+
+    head = save_tiny_head(tmp_path / "head", in_dim=16)
+    out = tmp_path / "cmp"
+    assert main(["antibody-compare", "--model", str(bert_dir), "--head", str(head), "--data-dir", str(antibody_data_dir),
+                 "--regions", "cdr3", "--set-name", "cdr3", "--n-test", "3", "--n-calibration", "2", "--fills", "2",
+                 "--divisors", "2", "4", "--samplers", "naive", "eb", "--mi-lambda", "1", "--mi-on-reject", "skip",
+                 "--no-mi-charge-first", "--temperature", "1", "--threads", "1", "--batch-size", "8", "--seed", "0",
+                 "--out-dir", str(out)]) == 0
+    runs = json.loads((out / "runs.json").read_text())
+    assert {r["family"] for r in runs.values()} == {"sequential", "naive", "eb", "mi λ=1"}
+    assert all(len(r["pll"]) == 3 for r in runs.values())
+    text = (out / "budgets.md").read_text()
+    assert "mi* − eb" in text and "Primary" in text

@@ -69,6 +69,8 @@ VERBS: dict[str, Verb] = {
                              "convert AntiBERTy's pickled weights once to a checked hf model folder (safetensors, MANIFEST)"),
     "antibody-data": Verb(antibody_jobs.AntibodyDataArgs, antibody_jobs.antibody_data,
                           "split the VH table by lineage into label contexts, calibration and test"),
+    "antibody-compare": Verb(antibody_jobs.AntibodyCompareArgs, antibody_jobs.antibody_compare,
+                             "CDR infilling: samplers calibrated to sequential's passes ÷ d, paired by context (PLL, recovery)"),
     # backbones
     "sudoku-pretrain": Verb(sudoku_jobs.PretrainArgs, sudoku_jobs.pretrain, "train the Sudoku masked diffusion model"),
     "export-pretrained": Verb(pretrained_jobs.ExportPretrainedArgs, pretrained_jobs.export_pretrained,

@@ -79,3 +79,55 @@ def antibody_data(args: AntibodyDataArgs, tracker) -> None:
     write_json(out / "summary.json", summary | {"seed": args.seed})
     print(", ".join(f"{n}: {s['rows']} rows in {s['lineages']} lineages" for n, s in summary.items()) + f" -> {out}")
     tracker.log_params({k: str(v) for k, v in dataclasses.asdict(args).items()})
+
+
+@dataclass(frozen=True)
+class AntibodyCompareArgs(OutDir, SeedFlag):
+    """``antibody-compare``: ``--out-dir`` gets runs.json, budgets.csv and budgets.md."""
+
+    model: Path = field(metadata=h("hf model folder (AntiBERTy)"))
+    head: Path | None = field(metadata=h("MI head folder trained on the model (MI-guided); none: no MI-guided family"))
+    data_dir: Path = field(metadata=h("antibody-data's folder (calibration.tsv, test.tsv)"))
+    regions: tuple[str, ...] = field(metadata=h("regions masked and filled: cdr3, or cdr1 cdr2 cdr3"))
+    set_name: str = field(metadata=h("the set's name in the tables (cdr3, cdrs)"))
+    n_test: int = field(metadata=h("test contexts (one VH per lineage)"))
+    n_calibration: int = field(metadata=h("calibration contexts (one VH per lineage)"))
+    fills: int = field(metadata=h("fills per context and setting (>= 2)"))
+    divisors: tuple[int, ...] = field(metadata=h("budgets: sequential's passes ÷ each"))
+    samplers: tuple[str, ...] = field(metadata=h("calibrated baselines compared (naive, eb, threshold)"))
+    mi_lambda: tuple[float, ...] = field(metadata=h("MI-guided λ values, each calibrated; mi* picks per budget on calibration"))
+    mi_on_reject: str = field(metadata=h("MI-guided: skip | stop"))
+    mi_charge_first: bool = field(metadata=h("MI-guided: charge the first token's entropy to γ"))
+    temperature: float = field(metadata=h("sampling temperature of every fill"))
+    threads: int = field(metadata=h("torch CPU threads"))
+    batch_size: int = field(metadata=h("templates per decode call"))
+
+
+def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
+    """Calibrate every family on the calibration contexts, fill the test contexts with each at each
+    budget (same seed: common random numbers), score PLL and recovery, write the paired verdicts."""
+    import time
+
+    import torch
+
+    from mdm_mi.antibody.compare import contrast_rows, pll_per_residue
+    from mdm_mi.antibody.infill_runs import InfillSet, calibrated_runs, sequential_run, write_results
+    from mdm_mi.core.loading import load_model, load_mi_head
+    from mdm_mi.hf.backbone import DOMAIN
+    from mdm_mi.mi.guided import head_pairwise_fn
+
+    if args.fills < 2 or args.n_test < 2 or args.n_calibration < 1 or not args.divisors:
+        raise InputError("need --fills >= 2, --n-test >= 2, --n-calibration >= 1 and at least one divisor")
+    torch.set_num_threads(args.threads)
+    t0 = time.time()
+    backbone, _ = load_model(args.model, "cpu", DOMAIN)
+    pairwise = head_pairwise_fn(load_mi_head(args.head, "cpu", backbone, args.model)) if args.head else None
+    test = InfillSet.from_tsv(backbone, Path(args.data_dir) / "test.tsv", args.regions, args.n_test, args.seed)
+    calib = InfillSet.from_tsv(backbone, Path(args.data_dir) / "calibration.tsv", args.regions, args.n_calibration,
+                               args.seed)
+    runs = {"sequential": sequential_run(backbone, test, args)}
+    runs |= calibrated_runs(backbone, test, calib, args, pairwise)
+    rows = contrast_rows(runs, args.set_name)
+    native = float(pll_per_residue(backbone, test.native, test.positions).mean())
+    write_results(Path(args.out_dir), runs, rows, args, len(test.ids), native, time.time() - t0)
+    tracker.log_metrics({"seconds": time.time() - t0})
