@@ -183,7 +183,7 @@ def antibody_data_dir(bert_dir, tmp_path_factory):
 def test_antibody_data_writes_lineage_disjoint_parts(antibody_data_dir):
     parts = {n: {r.lineage for r in read_vh(antibody_data_dir / f"{n}.tsv")} for n in ("labels", "calibration", "test")}
     assert not (parts["labels"] & parts["test"]) and not (parts["calibration"] & parts["test"])
-    assert (antibody_data_dir / "labels_contexts.npy").is_file() and (antibody_data_dir / "test_contexts.npy").is_file()
+    assert (antibody_data_dir / "train_contexts.npy").is_file() and (antibody_data_dir / "heldout_contexts.npy").is_file()
 
 
 def test_compare_pairs_every_sampler_by_context_with_verdicts(bert_dir, antibody_data_dir, tmp_path):
@@ -192,7 +192,7 @@ def test_compare_pairs_every_sampler_by_context_with_verdicts(bert_dir, antibody
     head = save_tiny_head(tmp_path / "head", in_dim=16)
     out = tmp_path / "cmp"
     assert main(["antibody-compare", "--model", str(bert_dir), "--head", str(head), "--data-dir", str(antibody_data_dir),
-                 "--regions", "cdr3", "--set-name", "cdr3", "--n-test", "3", "--n-calibration", "2", "--fills", "2",
+                 "--set-name", "cdr3", "--n-test", "3", "--n-calibration", "2", "--fills", "2",
                  "--divisors", "2", "4", "--samplers", "naive", "eb", "--mi-lambda", "1", "--mi-on-reject", "skip",
                  "--no-mi-charge-first", "--temperature", "1", "--threads", "1", "--batch-size", "8", "--seed", "0",
                  "--out-dir", str(out)]) == 0
@@ -201,3 +201,16 @@ def test_compare_pairs_every_sampler_by_context_with_verdicts(bert_dir, antibody
     assert all(len(r["pll"]) == 3 for r in runs.values())
     text = (out / "budgets.md").read_text()
     assert "mi* − eb" in text and "Primary" in text
+
+
+def test_figure_ranks_the_known_pairs(bert_dir, antibody_data_dir, tmp_path):
+    from user_verb_helpers import save_tiny_head
+
+    head = save_tiny_head(tmp_path / "head", in_dim=16)
+    out, ranks = tmp_path / "map.png", tmp_path / "ranks.json"
+    assert main(["figure-antibody-mi", "--model", str(bert_dir), "--head", str(head), "--data-dir", str(antibody_data_dir),
+                 "--n-contexts", "2", "--exact-contexts", "1", "--threads", "1", "--seed", "0", "--out", str(out),
+                 "--ranks", str(ranks)]) == 0
+    result = json.loads(ranks.read_text())
+    assert out.stat().st_size > 0 and set(result["head"]) == {"H94-H101 salt bridge", "Cys23-Cys104"}
+    assert all(1 <= r <= n for v in result["exact"].values() for r, n in zip(v["ranks"], v["pairs"]))

@@ -71,6 +71,8 @@ VERBS: dict[str, Verb] = {
                           "split the VH table by lineage into label contexts, calibration and test"),
     "antibody-compare": Verb(antibody_jobs.AntibodyCompareArgs, antibody_jobs.antibody_compare,
                              "CDR infilling: samplers calibrated to sequential's passes ÷ d, paired by context (PLL, recovery)"),
+    "figure-antibody-mi": Verb(antibody_jobs.FigureAntibodyMiArgs, antibody_jobs.figure_antibody_mi,
+                               "VH with CDRs masked: head vs exact MI map, ranks of known pairs (H94-H101, Cys pair)"),
     # backbones
     "sudoku-pretrain": Verb(sudoku_jobs.PretrainArgs, sudoku_jobs.pretrain, "train the Sudoku masked diffusion model"),
     "export-pretrained": Verb(pretrained_jobs.ExportPretrainedArgs, pretrained_jobs.export_pretrained,

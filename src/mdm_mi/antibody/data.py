@@ -25,6 +25,7 @@ REGIONS = ("fw1", "cdr1", "fw2", "cdr2", "fw3", "cdr3", "fw4")
 CDRS = ("cdr1", "cdr2", "cdr3")
 COLUMNS = ("id", *REGIONS, "sequence", "lineage")
 AMINO = frozenset("ACDEFGHIKLMNPQRSTVWY")
+SETS = {"cdr3": ("cdr3",), "cdrs": CDRS}  # the comparison's sets: CDR-H3 alone (IMGT 105-117), all three CDRs
 LABEL_PART = "labels"  # the lineages left after the named parts: the MI labels' training contexts
 MASK = "_"
 

@@ -38,17 +38,8 @@ class InfillSet:
 
     @staticmethod
     def from_tsv(backbone, path: Path, regions: tuple[str, ...], n: int, seed: int) -> "InfillSet":
-        """One VH per lineage (the seeded first of a shuffled order), the first ``n`` lineages."""
-        rows = read_vh(path)
-        order = np.random.default_rng(seed).permutation(len(rows))
-        picked, seen = [], set()
-        for i in order:
-            if rows[i].lineage not in seen:
-                seen.add(rows[i].lineage)
-                picked.append(rows[i])
-        if len(picked) < n:
-            raise InputError(f"{path} has {len(picked)} lineages, fewer than the {n} contexts asked for")
-        picked = picked[:n]
+        """One VH per lineage (:func:`one_per_lineage`), ``regions`` masked."""
+        picked = one_per_lineage(read_vh(path), n, seed)
         tokens = backbone.encode([template(r, tuple(regions)) for r in picked])
         native = backbone.encode([r.sequence for r in picked])
         return InfillSet(tokens, native, tokens == backbone.mask_id, [r.id for r in picked])
@@ -59,6 +50,19 @@ class InfillSet:
         pos, nat = self.positions.repeat(k, 1), self.native.repeat(k, 1)
         per_fill = {"pll": pll_per_residue(backbone, filled, pos).numpy(), "recovery": recovery(filled, nat, pos).numpy()}
         return {m: per_context(v, len(self.ids)) for m, v in per_fill.items()}
+
+
+def one_per_lineage(rows: list, n: int, seed: int) -> list:
+    """``n`` rows, one per lineage: the first of each lineage in a seeded shuffle, first ``n`` lineages."""
+    order = np.random.default_rng(seed).permutation(len(rows))
+    picked, seen = [], set()
+    for i in order:
+        if rows[i].lineage not in seen:
+            seen.add(rows[i].lineage)
+            picked.append(rows[i])
+    if len(picked) < n:
+        raise InputError(f"the table has {len(picked)} lineages, fewer than the {n} contexts asked for")
+    return picked[:n]
 
 
 def _run(test: InfillSet, backbone, filled, family: str, divisor: int, params: dict, extra: dict) -> dict:
@@ -159,6 +163,6 @@ def write_results(out: Path, runs: dict, rows: list[dict], args, n_test: int, na
     write_text(out / "budgets.md", markdown(runs, rows, args.set_name, native_pll, n_test, args.fills))
     write_json(out / "summary.json", {"seconds": seconds, "cpu": _cpu(), "threads": args.threads, "n_test": n_test,
                                       "n_calibration": args.n_calibration, "fills": args.fills,
-                                      "regions": list(args.regions), "divisors": list(args.divisors),
+                                      "set": args.set_name, "divisors": list(args.divisors),
                                       "native_pll": native_pll})
     print((out / "budgets.md").read_text())
