@@ -72,7 +72,8 @@ if not HF_ON:
         input:
             model=AB_MODEL,
             head=head_file("hf"),
-            tables=expand(f"{AB_DATA}/{{s}}.tsv", s=["calibration", "test"]),
+            calibration=f"{AB_DATA}/calibration.tsv",
+            test=f"{AB_DATA}/test.tsv",
             tracking=TRACKING_READY,
         output:
             budgets=f"{A}/{{set}}/budgets.md",
@@ -84,7 +85,7 @@ if not HF_ON:
             tracking=tracking_flags,
             model_dir=parent_dir("model"),
             head_dir=parent_dir("head"),
-            data_dir=AB_DATA,
+            data_dir=parent_dir("test"),
             out_dir=parent_dir("runs"),
         wildcard_constraints:
             set="cdr3|cdrs",
@@ -115,7 +116,7 @@ if not HF_ON:
             tracking=tracking_flags,
             model_dir=parent_dir("model"),
             head_dir=parent_dir("head"),
-            data_dir=AB_DATA,
+            data_dir=parent_dir("test"),
         threads: config["threads"]
         resources:
             mem_mb=8000,
