@@ -214,3 +214,13 @@ def test_figure_ranks_the_known_pairs(bert_dir, antibody_data_dir, tmp_path):
     result = json.loads(ranks.read_text())
     assert out.stat().st_size > 0 and set(result["head"]) == {"H94-H101 salt bridge", "Cys23-Cys104"}
     assert all(1 <= r <= n for v in result["exact"].values() for r, n in zip(v["ranks"], v["pairs"]))
+
+
+def test_infill_fills_a_sudoku_grid_and_keeps_its_clues(tiny_checkpoint, tmp_path):
+    puzzle = "53__7____6__195____98____6_8___6___34__8_3__17___2___6_6____28____419__5____8__79"
+    out = tmp_path / "grid.fasta"
+    assert main(["infill", puzzle, "--model", str(tiny_checkpoint), "--sampler", "eb", "--gamma", "0.5",
+                 "--out", str(out), "--quiet", "--threads", "1"]) == 0
+    header, grid = out.read_text().splitlines()
+    assert len(grid) == 81 and set(grid) <= set("123456789") and "passes=" in header
+    assert all(p == "_" or p == g for p, g in zip(puzzle, grid))
