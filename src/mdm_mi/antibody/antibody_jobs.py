@@ -188,6 +188,7 @@ def figure_antibody_mi(args: FigureAntibodyMiArgs, tracker) -> None:
               "head": P.pair_ranks(head_mi, ctx.masked, known),
               "head_on_exact_contexts": P.pair_ranks(head_mi[: args.exact_contexts], ctx.masked[: args.exact_contexts], sub),
               "exact": P.pair_ranks(exact_mi_, ctx.masked[: args.exact_contexts], sub),
+              "head_vs_exact": P.agreement(head_mi[: args.exact_contexts], exact_mi_, ctx.masked[: args.exact_contexts]),
               "head_region_shares": P.region_shares(head_mi, ctx.masked, rows),
               "exact_region_shares": P.region_shares(exact_mi_, ctx.masked[: args.exact_contexts], rows[: args.exact_contexts]),
               "seconds_head": t_head, "seconds_exact": t_exact, "exact_passes": passes,

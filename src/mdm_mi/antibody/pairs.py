@@ -122,3 +122,19 @@ def draw(row: VH, head: torch.Tensor, exact: torch.Tensor | None, masked: torch.
     fig.tight_layout()
     fig.savefig(out, dpi=150)
     plt.close(fig)
+
+
+def agreement(head: torch.Tensor, exact: torch.Tensor, masked: torch.Tensor) -> dict:
+    """Head vs exact MI over the masked pairs ``i < j`` of contexts ``(B, N, N)``: Pearson, Spearman,
+    the pairs' count and mean exact MI (the head's fidelity on CDR-masked contexts it never saw)."""
+    from scipy.stats import pearsonr, spearmanr
+
+    h, e = [], []
+    for b in range(len(head)):
+        idx = masked[b].nonzero().squeeze(1)
+        up = torch.triu(torch.ones(len(idx), len(idx), dtype=torch.bool), 1)
+        h.append(head[b][idx][:, idx][up])
+        e.append(exact[b][idx][:, idx][up])
+    h, e = torch.cat(h).double().numpy(), torch.cat(e).double().numpy()
+    return {"pairs": len(h), "pearson": float(pearsonr(h, e)[0]), "spearman": float(spearmanr(h, e)[0]),
+            "mean_exact": float(e.mean()), "mean_head": float(h.mean())}
