@@ -169,7 +169,8 @@ def figure_antibody_mi(args: FigureAntibodyMiArgs, tracker) -> None:
         raise InputError("need 1 <= --exact-contexts <= --n-contexts")
     torch.set_num_threads(args.threads)
     rows = one_per_lineage(read_vh(Path(args.data_dir) / "test.tsv"), args.n_contexts, args.seed)
-    backbone = full_precision(load_model(args.model, "cpu", DOMAIN)[0])
+    backbone, meta = load_model(args.model, "cpu", DOMAIN)
+    backbone = full_precision(backbone)
     head = load_mi_head(args.head, "cpu", backbone, args.model)
     ctx = P.masked_contexts(backbone, rows)
     t0 = time.time()
@@ -184,7 +185,7 @@ def figure_antibody_mi(args: FigureAntibodyMiArgs, tracker) -> None:
     exact_mi_ = torch.stack(exact)
     known = P.known_pairs(rows)
     sub = {k: v[: args.exact_contexts] for k, v in known.items()}
-    result = {"n_contexts": len(rows), "exact_contexts": args.exact_contexts, "layer": "see the model's meta.json",
+    result = {"n_contexts": len(rows), "exact_contexts": args.exact_contexts, "hidden_layer": meta.get("hidden_layer"),
               "head": P.pair_ranks(head_mi, ctx.masked, known),
               "head_on_exact_contexts": P.pair_ranks(head_mi[: args.exact_contexts], ctx.masked[: args.exact_contexts], sub),
               "exact": P.pair_ranks(exact_mi_, ctx.masked[: args.exact_contexts], sub),
