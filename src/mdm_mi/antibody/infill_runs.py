@@ -20,7 +20,7 @@ from mdm_mi.antibody.compare import METRICS, per_context, pll_per_residue, pll_s
 from mdm_mi.antibody.data import read_vh, template
 from mdm_mi.core.sampler_table import build_sampler
 from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget
-from mdm_mi.evaluation.infill import calibrate_to, family_of, fill
+from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked
 from mdm_mi.evaluation.verdicts import WORDS, verdict
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import write_json, write_text
@@ -79,11 +79,11 @@ def sequential_run(backbone, test: InfillSet, args) -> dict:
     return _run(test, backbone, filled, SEQUENTIAL, 1, {"order": "entropy"}, {"calib_score": 0.0})
 
 
-def _families(args, with_head: bool) -> list:
+def _families(args, with_head: bool, most: int) -> list:
     shared = {"mi_on_reject": args.mi_on_reject, "mi_charge_first": args.mi_charge_first}
-    fams = [family_of(s, 20, {}) for s in args.samplers]
+    fams = [family_of(s, most, {}) for s in args.samplers]
     if with_head:
-        fams += [family_of("mi", 20, {"mi_lambda": lam, **shared}) for lam in args.mi_lambda]
+        fams += [family_of("mi", most, {"mi_lambda": lam, **shared}) for lam in args.mi_lambda]
     return fams
 
 
@@ -92,7 +92,8 @@ def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise)
     first), then filling ``test``. ``calib_score`` (mi*'s choice of λ) is the calibration fills' PLL."""
     runs = {}
     several_mi = len(args.mi_lambda) > 1 and pairwise is not None
-    for fam in _families(args, pairwise is not None):
+    most = max(max_masked(backbone, calib.tokens), max_masked(backbone, test.tokens))
+    for fam in _families(args, pairwise is not None, most):
         cache: dict = {}
         pf = pairwise if fam.sampler == "mi" else None
         for d in sorted(args.divisors, reverse=True):

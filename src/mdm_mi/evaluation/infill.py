@@ -8,7 +8,7 @@ the same templates, found by :func:`mdm_mi.evaluation.calibrate.calibrate` (its 
 the calibration templates given).
 
     d = parse_budget("1/4")                                            # 4
-    fam = family_of("eb", n_tokens=20, settings={})                    # EB's γ, searched on a log scale
+    fam = family_of("eb", max_masked=16, settings={})                  # EB's γ, searched on a log scale
     point = calibrate_to(backbone, calib_tokens, fam, d, seed=0)       # γ giving mean |M| / 4 passes
     filled = fill(backbone, tokens, fam.build(point.value), n=2, seed=0)  # tokens (2B, N), passes (2B,)
 """
@@ -41,8 +41,9 @@ def parse_budget(text: str) -> int:
     return divisor
 
 
-def family_of(sampler: str, n_tokens: int, settings: dict) -> Family:
-    """The calibration family of ``sampler`` (its :data:`SAMPLERS` entry's search), its swept setting
+def family_of(sampler: str, max_masked: int, settings: dict) -> Family:
+    """The calibration family of ``sampler`` (its :data:`SAMPLERS` entry's search; a range up to the
+    number of tokens, naive k's, ends at ``max_masked``, the most masks a template has), its swept setting
     (MI-guided's λ, ...) and shared flags from ``settings`` (config key → value); one-line error for a
     sampler without a calibration (sequential is the budget's reference)."""
     spec = SAMPLERS.get(sampler)
@@ -53,7 +54,7 @@ def family_of(sampler: str, n_tokens: int, settings: dict) -> Family:
     own = {s.key for s in spec.calibration.each and (spec.calibration.each,) or ()}
     # only this sampler's swept setting gets a value: the other entries then have no family to build
     lists = {k: ((v,) if k in swept else v) for k, v in settings.items() if k not in swept or k in own}
-    families = [f for f in calibrated_families(n_tokens, lists) if f.sampler == sampler]
+    families = [f for f in calibrated_families(max(2, max_masked), lists) if f.sampler == sampler]
     if not families:
         raise InputError(f"--budget with {sampler!r} needs its setting {spec.calibration.each.key}")
     return families[0]
@@ -84,6 +85,11 @@ def fill(backbone, tokens: torch.Tensor, sampler, n: int, seed: int, temperature
             out.append(res.tokens)
             passes.append(res.passes)
     return Filled(torch.cat(out), torch.cat(passes))
+
+
+def max_masked(backbone, tokens: torch.Tensor) -> int:
+    """The most masked positions any template of ``tokens (B, N)`` has."""
+    return int((tokens == backbone.mask_id).sum(1).max())
 
 
 def sequential_passes(backbone, tokens: torch.Tensor) -> float:

@@ -152,13 +152,13 @@ def _settings(args) -> dict:
 
 def _sampler(args, backbone, tokens, pairwise, domain: str, quiet: bool):
     """The fixed-setting sampler, or the one calibrated to ``--budget`` on the templates → (sampler, note)."""
-    from mdm_mi.evaluation.infill import calibrate_to, family_of, parse_budget
+    from mdm_mi.evaluation.infill import calibrate_to, family_of, max_masked, parse_budget
 
     if args.budget is None:
         sampler = sampler_from_args(args, allowed=USER_SAMPLERS, domain="sudoku" if domain == "sudoku" else "protein")
         return sampler, ""
     divisor = parse_budget(args.budget)
-    fam = family_of(args.sampler, int(backbone.vocab_size), _settings(args))
+    fam = family_of(args.sampler, max_masked(backbone, tokens), _settings(args))
     point = calibrate_to(backbone, tokens, fam, divisor, args.seed, args.temperature, pairwise,
                          log=lambda s: note(s, quiet), batch_size=args.batch_size)
     return fam.build(point.value), f" budget=1/{divisor}"
