@@ -35,6 +35,8 @@ include: "workflow/rules/protein_budgets.smk"
 include: "workflow/rules/protein_figures.smk"
 # your own Hugging Face model (config hf; off while hf.model is null)
 include: "workflow/rules/hf.smk"
+# AntiBERTy on natural antibody heavy chains (config antibody; `snakemake antibody`, config/antibody.yaml)
+include: "workflow/rules/antibody.smk"
 
 
 FIGURES = [*SUDOKU_FIGURES, *PROTEIN_FIGURES]
@@ -69,6 +71,12 @@ rule hf:
     """Your own Hugging Face model only: `snakemake hf --configfile config/hf.yaml` (docs/your_model.md)."""
     input:
         HF_TARGETS,
+
+
+rule antibody:
+    """AntiBERTy on natural VH only: `snakemake antibody --configfile config/antibody.yaml` (docs/antibody.md)."""
+    input:
+        ANTIBODY_TARGETS,
 
 
 rule protein:

@@ -186,7 +186,8 @@ def leaf_paths(d: dict, prefix: tuple = ()) -> set[tuple]:
 
 
 # configs run for one target only → the sections that target never reads (config/hf.yaml: `snakemake hf`)
-ONE_TARGET_CONFIGS = {"hf.yaml": ("sudoku", "protein"), "sudoku_paper.yaml": ("protein",)}
+ONE_TARGET_CONFIGS = {"hf.yaml": ("sudoku", "protein"), "antibody.yaml": ("sudoku", "protein"),
+                      "sudoku_paper.yaml": ("protein",)}
 
 
 @pytest.mark.parametrize("path", [p for p in CONFIG_FILES if p.name != "config.yaml"], ids=lambda p: p.name)

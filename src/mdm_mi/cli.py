@@ -22,6 +22,7 @@ import typing
 from typing import Callable, NamedTuple
 
 from mdm_mi import pretrained_jobs, tracking_job
+from mdm_mi.antibody import antibody_jobs
 from mdm_mi.hf import hf_jobs
 from mdm_mi.infra.errors import USER_ERRORS, InputError
 from mdm_mi.mi import mi_jobs
@@ -31,7 +32,7 @@ from mdm_mi.protein.family import (column_jobs, family_jobs, figure_jobs as fami
 from mdm_mi.sudoku import (compare_job as sudoku_compare_job, oracle_job, sudoku_jobs,
                            report_jobs as sudoku_report_jobs)
 from mdm_mi.infra.tracking import NullTracker, TrackingArgs, open_tracker
-from mdm_mi.user import check_config, mi_map, solve
+from mdm_mi.user import check_config, infill, mi_map, solve
 
 
 class Verb(NamedTuple):
@@ -64,6 +65,14 @@ VERBS: dict[str, Verb] = {
                       "mark a Hugging Face masked LM folder (save_pretrained) as a model: meta.json, checked"),
     "hf-data": Verb(hf_jobs.HfDataArgs, hf_jobs.hf_data,
                     "split your sequences and encode them for a Hugging Face model's labels and comparison"),
+    "import-antiberty": Verb(antibody_jobs.ImportAntibertyArgs, antibody_jobs.import_antiberty,
+                             "convert AntiBERTy's pickled weights once to a checked hf model folder (safetensors, MANIFEST)"),
+    "antibody-data": Verb(antibody_jobs.AntibodyDataArgs, antibody_jobs.antibody_data,
+                          "split the VH table by lineage into label contexts, calibration and test"),
+    "antibody-compare": Verb(antibody_jobs.AntibodyCompareArgs, antibody_jobs.antibody_compare,
+                             "CDR infilling: samplers calibrated to sequential's passes ÷ d, paired by context (PLL, recovery)"),
+    "figure-antibody-mi": Verb(antibody_jobs.FigureAntibodyMiArgs, antibody_jobs.figure_antibody_mi,
+                               "VH with CDRs masked: head vs exact MI map, ranks of known pairs (H94-H101, Cys pair)"),
     # backbones
     "sudoku-pretrain": Verb(sudoku_jobs.PretrainArgs, sudoku_jobs.pretrain, "train the Sudoku masked diffusion model"),
     "export-pretrained": Verb(pretrained_jobs.ExportPretrainedArgs, pretrained_jobs.export_pretrained,
@@ -142,6 +151,8 @@ VERBS: dict[str, Verb] = {
     # by hand, on the trained models
     "solve": Verb(solve.SolveArgs, solve.solve, "solve Sudoku puzzles with the trained model", user=True,
                   examples=solve.EXAMPLES),
+    "infill": Verb(infill.InfillArgs, infill.infill, "fill the _ positions of templates with any backbone and sampler",
+                   user=True, examples=infill.EXAMPLES),
     "mi-map": Verb(mi_map.MiMapArgs, mi_map.mi_map, "draw the MI head's predicted mutual information for one position",
                    user=True, examples=mi_map.EXAMPLES),
     "check-config": Verb(check_config.CheckConfigArgs, check_config.check_config,

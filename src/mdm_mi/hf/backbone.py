@@ -111,6 +111,12 @@ class HFBackbone(nn.Module):
 
     # ---- the SequenceBackbone extras -------------------------------------------------------------
 
+    @property
+    def max_length(self) -> int | None:
+        """The most tokens a sequence may have (positions left after BOS and EOS), or None (no limit)."""
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        return int(limit) - 2 if limit else None
+
     def split(self, seq: str) -> list[str]:
         """One sequence → its tokens: characters for a one-character alphabet, else whitespace-separated."""
         return list("".join(seq.split())) if self._joiner == "" else seq.split()

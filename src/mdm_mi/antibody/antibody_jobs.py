@@ -1,0 +1,201 @@
+"""The antibody verbs: ``import-antiberty`` (AntiBERTy's pickled weights → a checked ``hf`` model
+folder with safetensors and a MANIFEST) and ``antibody-data`` (the VH TSV split by lineage into label
+contexts, calibration and test, encoded for ``label``).
+
+    python -m mdm_mi import-antiberty --source auto --out results/antibody/hf/model --hidden-layer -1
+    python -m mdm_mi antibody-data --model results/antibody/hf/model --tsv resources/data/antibody/vh_public.tsv \
+        --out-dir results/antibody/data --calibration-fraction 0.1 --test-fraction 0.2 --seed 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import OutDir, SeedFlag, h
+from mdm_mi.infra.io import write_json
+
+# what `label` masks (the hf domain's file names, rule label of mi.smk): the label lineages' VH for the
+# training labels, the test lineages' for the head's val/test labels (never trained on)
+CONTEXT_FILES = {"labels": "train_contexts.npy", "test": "heldout_contexts.npy"}
+
+
+@dataclass(frozen=True)
+class ImportAntibertyArgs:
+    source: str = field(metadata=h(
+        "auto (the installed antiberty package: pip install -e '.[antibody]'), the antiberty-0.1.3 wheel, "
+        "or its package folder"))
+    out: Path = field(metadata=h("model folder to write (safetensors, tokenizer, MANIFEST.json, meta.json)"))
+    hidden_layer: int = field(metadata=h(
+        "hidden_states index the MI head reads (Hugging Face numbering: 0 = embeddings, -1 = last layer)"))
+
+
+def import_antiberty(args: ImportAntibertyArgs, tracker) -> None:
+    """Convert once (pickle read with ``weights_only=True``), mark the folder as an ``hf`` model with
+    the 20 amino acids as its alphabet, then load it and check it against the Backbone rules."""
+    from mdm_mi.hf.antiberty import convert_antiberty, find_source, mark_and_check
+
+    source = find_source(args.source)  # a missing source fails before anything is written
+    manifest = convert_antiberty(source, Path(args.out))
+    summary = mark_and_check(Path(args.out), args.hidden_layer)
+    print(f"{args.out}: {manifest['name']} from {manifest['converted_from']}, {summary}")
+    tracker.log_params({"source": str(args.source), "hidden_layer": args.hidden_layer,
+                        **{"sha256." + k: v for k, v in manifest["files"].items()}})
+
+
+@dataclass(frozen=True)
+class AntibodyDataArgs(OutDir, SeedFlag):
+    """``antibody-data``: ``--out-dir`` gets {labels,calibration,test}.tsv, train_contexts.npy (label
+    lineages), heldout_contexts.npy (test lineages) and summary.json; ``--seed`` orders the lineages."""
+
+    model: Path = field(metadata=h("hf model folder (its tokenizer encodes the sequences)"))
+    tsv: Path = field(metadata=h("VH table with IMGT regions and a lineage column (resources/data/antibody/vh_public.tsv)"))
+    calibration_fraction: float = field(metadata=h("share of the rows (whole lineages) for calibrating the samplers"))
+    test_fraction: float = field(metadata=h(
+        "share of the rows (whole lineages) for the head's val/test labels and the comparison's test contexts"))
+
+
+def antibody_data(args: AntibodyDataArgs, tracker) -> None:
+    """Split by lineage (seeded), write each part's rows and the token files of the label contexts."""
+    from mdm_mi.antibody.data import read_vh, split_by_lineage, write_vh
+    from mdm_mi.core.loading import load_model
+    from mdm_mi.hf.backbone import DOMAIN
+
+    rows = read_vh(args.tsv)
+    parts = split_by_lineage(rows, {"test": args.test_fraction, "calibration": args.calibration_fraction}, args.seed)
+    if any(not part for part in parts.values()):
+        raise InputError(f"{args.tsv}: {len(rows)} rows are too few for the fractions given")
+    backbone, _ = load_model(args.model, "cpu", DOMAIN)
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, part in parts.items():
+        write_vh(part, out / f"{name}.tsv")
+    for part, file in CONTEXT_FILES.items():
+        np.save(out / file, backbone.encode([r.sequence for r in parts[part]]).numpy())
+    summary = {name: {"rows": len(p), "lineages": len({r.lineage for r in p})} for name, p in parts.items()}
+    write_json(out / "summary.json", summary | {"seed": args.seed})
+    print(", ".join(f"{n}: {s['rows']} rows in {s['lineages']} lineages" for n, s in summary.items()) + f" -> {out}")
+    tracker.log_params({k: str(v) for k, v in dataclasses.asdict(args).items()})
+
+
+@dataclass(frozen=True)
+class AntibodyCompareArgs(OutDir, SeedFlag):
+    """``antibody-compare``: ``--out-dir`` gets runs.json, budgets.csv and budgets.md."""
+
+    model: Path = field(metadata=h("hf model folder (AntiBERTy)"))
+    head: Path | None = field(metadata=h("MI head folder trained on the model (MI-guided); none: no MI-guided family"))
+    data_dir: Path = field(metadata=h("antibody-data's folder (calibration.tsv, test.tsv)"))
+    set_name: str = field(metadata=h("cdr3 (CDR-H3, IMGT 105-117, masked and filled) or cdrs (all three CDRs)"))
+    n_test: int = field(metadata=h("test contexts (one VH per lineage)"))
+    n_calibration: int = field(metadata=h("calibration contexts (one VH per lineage)"))
+    fills: int = field(metadata=h("fills per context and setting (>= 2)"))
+    divisors: tuple[int, ...] = field(metadata=h("budgets: sequential's passes ÷ each"))
+    samplers: tuple[str, ...] = field(metadata=h("calibrated baselines compared (naive, eb, threshold)"))
+    mi_lambda: tuple[float, ...] = field(metadata=h("MI-guided λ values, each calibrated; mi* picks per budget on calibration"))
+    mi_on_reject: str = field(metadata=h("MI-guided: skip | stop"))
+    mi_charge_first: bool = field(metadata=h("MI-guided: charge the first token's entropy to γ"))
+    temperature: float = field(metadata=h("sampling temperature of every fill"))
+    threads: int = field(metadata=h("torch CPU threads"))
+    batch_size: int = field(metadata=h("templates per decode call"))
+
+
+def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
+    """Calibrate every family on the calibration contexts, fill the test contexts with each at each
+    budget (same seed: common random numbers), score PLL and recovery, write the paired verdicts."""
+    import time
+
+    import torch
+
+    from mdm_mi.antibody.compare import contrast_rows, pll_per_residue
+    from mdm_mi.antibody.data import SETS
+    from mdm_mi.antibody.infill_runs import InfillSet, calibrated_runs, sequential_run, write_results
+    from mdm_mi.core.loading import load_model, load_mi_head
+    from mdm_mi.hf.backbone import DOMAIN
+    from mdm_mi.mi.guided import head_pairwise_fn
+
+    if args.set_name not in SETS:
+        raise InputError(f"--set-name must be one of {', '.join(SETS)}, got {args.set_name!r}")
+    if args.fills < 2 or args.n_test < 2 or args.n_calibration < 1 or not args.divisors:
+        raise InputError("need --fills >= 2, --n-test >= 2, --n-calibration >= 1 and at least one divisor")
+    torch.set_num_threads(args.threads)
+    t0 = time.time()
+    backbone, _ = load_model(args.model, "cpu", DOMAIN)
+    pairwise = head_pairwise_fn(load_mi_head(args.head, "cpu", backbone, args.model)) if args.head else None
+    test = InfillSet.from_tsv(backbone, Path(args.data_dir) / "test.tsv", SETS[args.set_name], args.n_test, args.seed)
+    calib = InfillSet.from_tsv(backbone, Path(args.data_dir) / "calibration.tsv", SETS[args.set_name], args.n_calibration,
+                               args.seed)
+    runs = {"sequential": sequential_run(backbone, test, args)}
+    runs |= calibrated_runs(backbone, test, calib, args, pairwise)
+    rows = contrast_rows(runs, args.set_name)
+    native = float(pll_per_residue(backbone, test.native, test.positions).mean())
+    write_results(Path(args.out_dir), runs, rows, args, len(test.ids), native, time.time() - t0)
+    tracker.log_metrics({"seconds": time.time() - t0})
+
+
+@dataclass(frozen=True)
+class FigureAntibodyMiArgs(SeedFlag):
+    """``figure-antibody-mi``: ``--out`` (PNG) and ``--ranks`` (JSON: pair ranks, region shares, cost)."""
+
+    model: Path = field(metadata=h("hf model folder (AntiBERTy)"))
+    head: Path = field(metadata=h("MI head folder trained on the model"))
+    data_dir: Path = field(metadata=h("antibody-data's folder (test.tsv)"))
+    n_contexts: int = field(metadata=h("test VH (one per lineage; CDRs and the Cys pair masked) for the ranks"))
+    exact_contexts: int = field(metadata=h("of those, how many are also probed exactly (1 + |M|·20 passes each)"))
+    threads: int = field(metadata=h("torch CPU threads"))
+    out: Path = field(metadata=h("output PNG: head MI beside exact MI for the first VH"))
+    ranks: Path = field(metadata=h("output JSON: known pairs' ranks (head and exact), region shares, seconds"))
+
+
+def figure_antibody_mi(args: FigureAntibodyMiArgs, tracker) -> None:
+    """Head MI on ``n_contexts`` test VH, exact MI on the first ``exact_contexts``; ranks and the figure."""
+    import time
+
+    import torch
+
+    from mdm_mi.antibody import pairs as P
+    from mdm_mi.antibody.data import read_vh
+    from mdm_mi.antibody.infill_runs import one_per_lineage
+    from mdm_mi.core.backbone import full_precision
+    from mdm_mi.core.loading import load_model, load_mi_head
+    from mdm_mi.hf.backbone import DOMAIN
+    from mdm_mi.mi.probe import exact_mi
+
+    if not 1 <= args.exact_contexts <= args.n_contexts:
+        raise InputError("need 1 <= --exact-contexts <= --n-contexts")
+    torch.set_num_threads(args.threads)
+    rows = one_per_lineage(read_vh(Path(args.data_dir) / "test.tsv"), args.n_contexts, args.seed)
+    backbone, meta = load_model(args.model, "cpu", DOMAIN)
+    backbone = full_precision(backbone)
+    head = load_mi_head(args.head, "cpu", backbone, args.model)
+    ctx = P.masked_contexts(backbone, rows)
+    t0 = time.time()
+    head_mi = P.head_mi(backbone, head, ctx.tokens)
+    t_head = time.time() - t0
+    exact, passes = [], 0
+    for b in range(args.exact_contexts):
+        res = exact_mi(backbone, ctx.tokens[b])
+        exact.append(res.label.float())
+        passes += res.passes
+    t_exact = time.time() - t0 - t_head
+    exact_mi_ = torch.stack(exact)
+    known = P.known_pairs(rows)
+    sub = {k: v[: args.exact_contexts] for k, v in known.items()}
+    result = {"n_contexts": len(rows), "exact_contexts": args.exact_contexts, "hidden_layer": meta.get("hidden_layer"),
+              "head": P.pair_ranks(head_mi, ctx.masked, known),
+              "head_on_exact_contexts": P.pair_ranks(head_mi[: args.exact_contexts], ctx.masked[: args.exact_contexts], sub),
+              "exact": P.pair_ranks(exact_mi_, ctx.masked[: args.exact_contexts], sub),
+              "head_vs_exact": P.agreement(head_mi[: args.exact_contexts], exact_mi_, ctx.masked[: args.exact_contexts]),
+              "head_region_shares": P.region_shares(head_mi, ctx.masked, rows),
+              "exact_region_shares": P.region_shares(exact_mi_, ctx.masked[: args.exact_contexts], rows[: args.exact_contexts]),
+              "seconds_head": t_head, "seconds_exact": t_exact, "exact_passes": passes,
+              "first_vh": rows[0].id}
+    P.draw(rows[0], head_mi[0], exact_mi_[0], ctx.masked[0], args.out,
+           f"{rows[0].id}: CDRs and the Cys pair masked; head vs exact probing MI (AntiBERTy)")
+    write_json(args.ranks, result)
+    print(json.dumps({k: result[k] for k in ("head", "exact")}, indent=1)[:3000])
+    tracker.log_metrics({"seconds_exact": t_exact})

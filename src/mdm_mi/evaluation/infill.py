@@ -1,0 +1,114 @@
+"""Filling the masked positions of templates with any sampler, at a fixed setting or at a calibrated
+budget (a fraction of sequential decoding's passes): what ``mdm-mi infill`` and the antibody
+comparison share.
+
+Sequential decoding unmasks one position per pass, so on templates with ``|M|`` masked positions its
+passes are exactly ``|M|``; a budget ``1/d`` asks a parallel sampler for ``mean |M| / d`` passes on
+the same templates, found by :func:`mdm_mi.evaluation.calibrate.calibrate` (its parameter searched on
+the calibration templates given).
+
+    d = parse_budget("1/4")                                            # 4
+    fam = family_of("eb", max_masked=16, settings={})                  # EB's γ, searched on a log scale
+    point = calibrate_to(backbone, calib_tokens, fam, d, seed=0)       # γ giving mean |M| / 4 passes
+    filled = fill(backbone, tokens, fam.build(point.value), n=2, seed=0)  # tokens (2B, N), passes (2B,)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from mdm_mi.core.sampler_table import SAMPLERS, swept_settings
+from mdm_mi.evaluation.calibrate import Family, calibrate, calibrated_families
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import Decoding
+
+DEFAULT_BATCH = 64  # templates per decode call
+
+
+def parse_budget(text: str) -> int:
+    """``1/4`` (or ``4``) → the divisor 4 of sequential's passes; one-line error otherwise."""
+    raw = text.strip()
+    num, sep, den = raw.partition("/")
+    try:
+        divisor = int(den) if sep else int(num)
+    except ValueError:
+        raise InputError(f"--budget must look like 1/4 (a fraction of sequential's passes), got {text!r}") from None
+    if (sep and num.strip() != "1") or divisor < 2:
+        raise InputError(f"--budget must be 1/d with d >= 2 (1/2, 1/3, 1/4, ...), got {text!r}")
+    return divisor
+
+
+def family_of(sampler: str, max_masked: int, settings: dict) -> Family:
+    """The calibration family of ``sampler`` (its :data:`SAMPLERS` entry's search; a range up to the
+    number of tokens, naive k's, ends at ``max_masked``, the most masks a template has), its swept setting
+    (MI-guided's λ, ...) and shared flags from ``settings`` (config key → value); one-line error for a
+    sampler without a calibration (sequential is the budget's reference)."""
+    spec = SAMPLERS.get(sampler)
+    if spec is None or spec.calibration is None:
+        calibrated = ", ".join(n for n, s in SAMPLERS.items() if s.calibration and s.user)
+        raise InputError(f"--budget needs a calibrated sampler ({calibrated}), not {sampler!r}")
+    swept = {s.key for s in swept_settings()}
+    own = {s.key for s in spec.calibration.each and (spec.calibration.each,) or ()}
+    # only this sampler's swept setting gets a value: the other entries then have no family to build
+    lists = {k: ((v,) if k in swept else v) for k, v in settings.items() if k not in swept or k in own}
+    families = [f for f in calibrated_families(max(2, max_masked), lists) if f.sampler == sampler]
+    if not families:
+        raise InputError(f"--budget with {sampler!r} needs its setting {spec.calibration.each.key}")
+    return families[0]
+
+
+@dataclass(frozen=True)
+class Filled:
+    """tokens ``(n·B, N)``: fill ``k`` of template ``b`` at row ``k·B + b``; passes ``(n·B,)``."""
+
+    tokens: torch.Tensor
+    passes: torch.Tensor
+
+
+def fill(backbone, tokens: torch.Tensor, sampler, n: int, seed: int, temperature: float = 1.0,
+         pairwise_fn: Callable | None = None, batch_size: int = DEFAULT_BATCH) -> Filled:
+    """``n`` fills of every template ``tokens (B, N)`` (masks at ``backbone.mask_id``) with ``sampler``,
+    one seeded generator for the whole run (same seed → same fills); non-mask positions are never
+    written (:func:`mdm_mi.core.samplers.decode`)."""
+    from mdm_mi.core.samplers import decode
+
+    assert tokens.ndim == 2, tokens.shape
+    gen = torch.Generator(device=tokens.device).manual_seed(seed)
+    decoding = Decoding(temperature=temperature)
+    out, passes = [], []
+    for _ in range(n):
+        for batch in tokens.split(batch_size):
+            res = decode(backbone, batch, sampler, gen, decoding=decoding, pairwise_fn=pairwise_fn)
+            out.append(res.tokens)
+            passes.append(res.passes)
+    return Filled(torch.cat(out), torch.cat(passes))
+
+
+def max_masked(backbone, tokens: torch.Tensor) -> int:
+    """The most masked positions any template of ``tokens (B, N)`` has."""
+    return int((tokens == backbone.mask_id).sum(1).max())
+
+
+def sequential_passes(backbone, tokens: torch.Tensor) -> float:
+    """Mean passes of sequential decoding on ``tokens (B, N)``: the mean number of masked positions."""
+    return float((tokens == backbone.mask_id).sum(1).float().mean())
+
+
+def calibrate_to(backbone, tokens: torch.Tensor, family: Family, divisor: int, seed: int,
+                 temperature: float = 1.0, pairwise_fn: Callable | None = None, cache: dict | None = None,
+                 log: Callable[[str], None] = lambda s: None, batch_size: int = DEFAULT_BATCH):
+    """``family``'s parameter whose fills of ``tokens`` take sequential's passes ÷ ``divisor`` on
+    average → a :class:`mdm_mi.evaluation.calibrate.Point`. ``cache`` (value → result) may be shared
+    between the budgets of one family."""
+    ceiling = sequential_passes(backbone, tokens)
+
+    def measure(sampler):
+        res = fill(backbone, tokens, sampler, 1, seed, temperature, pairwise_fn, batch_size)
+        mean = float(res.passes.float().mean())
+        log(f"  {family.label} {sampler.params()}: {mean:.2f} passes")
+        return mean, {}
+
+    return calibrate(family, ceiling / divisor, measure, cache=cache, ceiling=ceiling)

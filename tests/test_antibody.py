@@ -1,0 +1,226 @@
+"""AntiBERTy and the antibody path on a tiny random BERT with AntiBERTy's vocabulary (CI never needs
+the 97 MB weights): the one-time conversion of a pickled AntiBERTy-shaped wheel (read with
+``weights_only=True``, a pickle that runs code refused), the lineage split, and ``mdm-mi infill`` on
+any backbone (clues kept, no mask left, seeds reproduce, one-line errors)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from hf_helpers import BERT_TOKENS, TINY, tiny_bert
+from mdm_mi.antibody.data import CDRS, read_vh, split_by_lineage, template
+from mdm_mi.cli import main
+from mdm_mi.infra.errors import InputError
+
+pytest.importorskip("transformers")
+DATA = Path(__file__).resolve().parents[1] / "resources/data/antibody/vh_public.tsv"
+VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFTFSSYAMSWVRQAPGKGLEWVSAISGSGGSTYYADSVKGRFTISRDNSKNTLYLQMNSLRAEDTAVYYC"
+      "AKDRGYSSGWYFDY" "WGQGTLVTVSS")
+
+
+def _fake_wheel(path: Path, payload=None) -> Path:
+    """A zip laid out like antiberty-0.1.3's wheel around a tiny BERT state dict (plus AntiBERTy's extra heads)."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(BERT_TOKENS), **TINY)
+    state = BertForMaskedLM(config).state_dict()
+    state |= {"cls.species.weight": torch.zeros(6, 16), "bert.pooler.dense.weight": torch.zeros(16, 16)}
+    blob = path.parent / "weights.bin"
+    torch.save(state if payload is None else payload, blob)
+    cfg = config.to_dict() | {"architectures": ["AntiBERTy"]}
+    root = "antiberty/trained_models"
+    with zipfile.ZipFile(path, "w") as whl:
+        whl.writestr(f"{root}/AntiBERTy_md_smooth/config.json", json.dumps(cfg))
+        whl.write(blob, f"{root}/AntiBERTy_md_smooth/pytorch_model.bin")
+        whl.writestr(f"{root}/vocab.txt", "\n".join(BERT_TOKENS) + "\n")
+    return path
+
+
+class _RunsCode:
+    def __reduce__(self):
+        return (print, ("pickle ran code",))
+
+
+@pytest.fixture(scope="module")
+def antiberty_dir(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("antiberty")
+    wheel = _fake_wheel(tmp / "antiberty-0.1.3-py3-none-any.whl")
+    assert main(["import-antiberty", "--source", str(wheel), "--out", str(tmp / "model"), "--hidden-layer", "-1"]) == 0
+    return tmp / "model"
+
+
+def test_conversion_writes_safetensors_and_a_manifest_with_hashes(antiberty_dir):
+    from mdm_mi.infra.checkpoint import verify_manifest
+
+    manifest = verify_manifest(antiberty_dir)
+    assert "model.safetensors" in manifest["files"] and not list(antiberty_dir.glob("*.bin"))
+    assert manifest["licence"].startswith("MIT") and "2112.07782" in manifest["citation"]
+    assert "cls.species.weight" in manifest["dropped"] and len(manifest["source_sha256"]["pytorch_model.bin"]) == 64
+
+
+def test_special_tokens_are_never_probed_or_sampled(antiberty_dir):
+    from mdm_mi.core.loading import load_model
+
+    backbone, meta = load_model(antiberty_dir, "cpu", "hf")
+    assert meta["tokens"] == list("ACDEFGHIKLMNPQRSTVWY") and backbone.vocab_size == 20
+    specials = {backbone.mask_id, *backbone.special_ids}
+    assert specials == {0, 1, 2, 3, 4} and not specials & set(backbone.vocab_token_ids.tolist())
+
+
+def test_a_pickle_that_runs_code_is_refused(tmp_path, capsys):
+    from mdm_mi.hf.antiberty import find_source, read_weights
+
+    wheel = _fake_wheel(tmp_path / "bad.whl", payload={"w": _RunsCode()})
+    with pytest.raises(InputError, match="not a plain tensor dict"):
+        read_weights(find_source(wheel).weights)
+    assert "pickle ran code" not in capsys.readouterr().out
+
+
+def test_a_missing_source_is_one_line(tmp_path, capsys):
+    assert main(["import-antiberty", "--source", str(tmp_path / "none"), "--out", str(tmp_path / "m"),
+                 "--hidden-layer", "-1"]) == 2
+    assert "not an antiberty wheel" in capsys.readouterr().err and not (tmp_path / "m").exists()
+
+
+def test_split_is_by_lineage():
+    rows = read_vh(DATA)
+    parts = split_by_lineage(rows, {"test": 0.2, "calibration": 0.1}, seed=0)
+    lineages = [{r.lineage for r in p} for p in parts.values()]
+    assert sum(map(len, parts.values())) == len(rows)
+    assert all(not (a & b) for i, a in enumerate(lineages) for b in lineages[i + 1:])
+    assert 0.2 <= len(parts["test"]) / len(rows) < 0.3
+
+
+def test_templates_mask_natural_lengths_and_known_pairs_sit_where_imgt_says():
+    vh = read_vh(DATA)[0]
+    masked = template(vh, CDRS)
+    assert len(masked) == len(vh.sequence) and masked.count("_") == sum(len(vh.regions[c]) for c in CDRS)
+    i, j = vh.cys_pair()
+    assert vh.sequence[i] == vh.sequence[j] == "C"
+    h94, h101 = vh.salt_bridge()
+    assert vh.span("cdr3")[0] < h94 < h101 < vh.span("cdr3")[1]
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory):
+    folder = tiny_bert(tmp_path_factory.mktemp("bert") / "model")
+    assert main(["import-hf", "--weights", str(folder)]) == 0
+    return folder
+
+
+def _infill(bert_dir, tmp_path, *extra) -> list[tuple[str, str]]:
+    out = tmp_path / "fills.fasta"
+    code = main(["infill", *extra, "--model", str(bert_dir), "--out", str(out), "--quiet", "--threads", "1"])
+    assert code == 0
+    lines = out.read_text().splitlines()
+    return list(zip(lines[::2], lines[1::2]))
+
+
+def test_infill_keeps_clues_and_leaves_no_mask(bert_dir, tmp_path):
+    templ = VH[:96] + "_" * 14 + VH[110:]
+    for sampler in (["--sampler", "sequential"], ["--sampler", "eb", "--gamma", "1"], ["--sampler", "naive", "--k", "3"]):
+        fills = _infill(bert_dir, tmp_path, templ, *sampler, "--n", "2")
+        assert len(fills) == 2
+        for header, seq in fills:
+            assert "_" not in seq and len(seq) == len(templ)
+            assert all(t == "_" or t == s for t, s in zip(templ, seq))
+            assert "passes=" in header
+
+
+def test_infill_same_seed_same_fills(bert_dir, tmp_path):
+    templ = VH[:96] + "_" * 14 + VH[110:]
+    a = _infill(bert_dir, tmp_path, templ, "--sampler", "eb", "--gamma", "2", "--seed", "3", "--n", "2")
+    b = _infill(bert_dir, tmp_path, templ, "--sampler", "eb", "--gamma", "2", "--seed", "3", "--n", "2")
+    c = _infill(bert_dir, tmp_path, templ, "--sampler", "eb", "--gamma", "2", "--seed", "4", "--n", "2")
+    assert a == b and a != c
+
+
+def test_infill_at_a_budget_takes_about_that_share_of_sequential_passes(bert_dir, tmp_path):
+    templ = VH[:96] + "_" * 16 + VH[112:]
+    fills = _infill(bert_dir, tmp_path, templ, "--sampler", "naive", "--budget", "1/4")
+    assert "budget=1/4" in fills[0][0] and "passes=4" in fills[0][0]
+
+
+def test_infill_reads_a_tsv_with_a_mask_column(bert_dir, tmp_path):
+    table = tmp_path / "t.tsv"
+    mask = "." * 96 + "_" * 14 + "." * (len(VH) - 110)
+    table.write_text(f"id\tsequence\tmask\nvh1\t{VH}\t{mask}\n")
+    (header, seq), = _infill(bert_dir, tmp_path, "--file", str(table), "--sampler", "eb", "--gamma", "1")
+    assert header.startswith(">vh1 ") and seq[:96] == VH[:96] and seq[110:] == VH[110:]
+
+
+@pytest.mark.parametrize("template, message", [
+    ("EVQLVESGG", "has no _ to fill"),
+    ("EVQLVXSGG__", "outside the model's alphabet: 'X'"),
+    ("A" * 200 + "_", "the model takes at most 126"),
+])
+def test_infill_bad_templates_are_one_line_and_write_nothing(bert_dir, tmp_path, capsys, template, message):
+    out = tmp_path / "fills.fasta"
+    assert main(["infill", template, "--model", str(bert_dir), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and not out.exists()
+
+
+def test_infill_refuses_a_budget_beside_the_parameter_it_sets(bert_dir, capsys):
+    assert main(["infill", "AC__", "--model", str(bert_dir), "--sampler", "eb", "--gamma", "1", "--budget", "1/2"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def antibody_data_dir(bert_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("abdata")
+    assert main(["antibody-data", "--model", str(bert_dir), "--tsv", str(DATA), "--out-dir", str(out),
+                 "--calibration-fraction", "0.1", "--test-fraction", "0.2", "--seed", "0"]) == 0
+    return out
+
+
+def test_antibody_data_writes_lineage_disjoint_parts(antibody_data_dir):
+    parts = {n: {r.lineage for r in read_vh(antibody_data_dir / f"{n}.tsv")} for n in ("labels", "calibration", "test")}
+    assert not (parts["labels"] & parts["test"]) and not (parts["calibration"] & parts["test"])
+    assert (antibody_data_dir / "train_contexts.npy").is_file() and (antibody_data_dir / "heldout_contexts.npy").is_file()
+
+
+def test_compare_pairs_every_sampler_by_context_with_verdicts(bert_dir, antibody_data_dir, tmp_path):
+    from user_verb_helpers import save_tiny_head
+
+    head = save_tiny_head(tmp_path / "head", in_dim=16)
+    out = tmp_path / "cmp"
+    assert main(["antibody-compare", "--model", str(bert_dir), "--head", str(head), "--data-dir", str(antibody_data_dir),
+                 "--set-name", "cdr3", "--n-test", "3", "--n-calibration", "2", "--fills", "2",
+                 "--divisors", "2", "4", "--samplers", "naive", "eb", "--mi-lambda", "1", "--mi-on-reject", "skip",
+                 "--no-mi-charge-first", "--temperature", "1", "--threads", "1", "--batch-size", "8", "--seed", "0",
+                 "--out-dir", str(out)]) == 0
+    runs = json.loads((out / "runs.json").read_text())
+    assert {r["family"] for r in runs.values()} == {"sequential", "naive", "eb", "mi λ=1"}
+    assert all(len(r["pll"]) == 3 for r in runs.values())
+    text = (out / "budgets.md").read_text()
+    assert "mi* − eb" in text and "Primary" in text
+
+
+def test_figure_ranks_the_known_pairs(bert_dir, antibody_data_dir, tmp_path):
+    from user_verb_helpers import save_tiny_head
+
+    head = save_tiny_head(tmp_path / "head", in_dim=16)
+    out, ranks = tmp_path / "map.png", tmp_path / "ranks.json"
+    assert main(["figure-antibody-mi", "--model", str(bert_dir), "--head", str(head), "--data-dir", str(antibody_data_dir),
+                 "--n-contexts", "2", "--exact-contexts", "1", "--threads", "1", "--seed", "0", "--out", str(out),
+                 "--ranks", str(ranks)]) == 0
+    result = json.loads(ranks.read_text())
+    assert out.stat().st_size > 0 and set(result["head"]) == {"H94-H101 salt bridge", "Cys23-Cys104"}
+    assert all(1 <= r <= n for v in result["exact"].values() for r, n in zip(v["ranks"], v["pairs"]))
+
+
+def test_infill_fills_a_sudoku_grid_and_keeps_its_clues(tiny_checkpoint, tmp_path):
+    puzzle = "53__7____6__195____98____6_8___6___34__8_3__17___2___6_6____28____419__5____8__79"
+    out = tmp_path / "grid.fasta"
+    assert main(["infill", puzzle, "--model", str(tiny_checkpoint), "--sampler", "eb", "--gamma", "0.5",
+                 "--out", str(out), "--quiet", "--threads", "1"]) == 0
+    header, grid = out.read_text().splitlines()
+    assert len(grid) == 81 and set(grid) <= set("123456789") and "passes=" in header
+    assert all(p == "_" or p == g for p, g in zip(puzzle, grid))
