@@ -25,15 +25,15 @@ def tiny_esm(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
-def tiny_bert(folder: Path, seed: int = 0) -> Path:
-    """A random ``BertForMaskedLM`` (hidden 16, 2 layers) over [PAD] [UNK] [CLS] [SEP] [MASK] + 20 amino acids."""
+def tiny_bert(folder: Path, seed: int = 0, positions: int = TINY["max_position_embeddings"]) -> Path:
+    """A random ``BertForMaskedLM`` (hidden 16, 2 layers, ``positions`` positions) over [PAD] [UNK] [CLS] [SEP] [MASK] + 20 amino acids."""
     import torch
     from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "vocab.txt").write_text("\n".join(BERT_TOKENS) + "\n")
     torch.manual_seed(seed)
-    BertForMaskedLM(BertConfig(vocab_size=len(BERT_TOKENS), **TINY)).save_pretrained(folder)
+    BertForMaskedLM(BertConfig(vocab_size=len(BERT_TOKENS), **(TINY | {"max_position_embeddings": positions}))).save_pretrained(folder)
     BertTokenizer(str(folder / "vocab.txt"), do_lower_case=False).save_pretrained(folder)
     return folder
 

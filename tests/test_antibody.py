@@ -21,6 +21,7 @@ pytest.importorskip("transformers")
 DATA = Path(__file__).resolve().parents[1] / "resources/data/antibody/vh_public.tsv"
 VH = ("EVQLVESGGGLVQPGGSLRLSCAASGFTFSSYAMSWVRQAPGKGLEWVSAISGSGGSTYYADSVKGRFTISRDNSKNTLYLQMNSLRAEDTAVYYC"
       "AKDRGYSSGWYFDY" "WGQGTLVTVSS")
+POSITIONS = 160  # natural VH reach 131 tokens with [CLS] and [SEP] (AntiBERTy has 512 positions)
 
 
 def _fake_wheel(path: Path, payload=None) -> Path:
@@ -28,7 +29,7 @@ def _fake_wheel(path: Path, payload=None) -> Path:
     from transformers import BertConfig, BertForMaskedLM
 
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(BERT_TOKENS), **TINY)
+    config = BertConfig(vocab_size=len(BERT_TOKENS), **(TINY | {"max_position_embeddings": POSITIONS}))
     state = BertForMaskedLM(config).state_dict()
     state |= {"cls.species.weight": torch.zeros(6, 16), "bert.pooler.dense.weight": torch.zeros(16, 16)}
     blob = path.parent / "weights.bin"
@@ -109,7 +110,7 @@ def test_templates_mask_natural_lengths_and_known_pairs_sit_where_imgt_says():
 
 @pytest.fixture(scope="module")
 def bert_dir(tmp_path_factory):
-    folder = tiny_bert(tmp_path_factory.mktemp("bert") / "model")
+    folder = tiny_bert(tmp_path_factory.mktemp("bert") / "model", positions=POSITIONS)
     assert main(["import-hf", "--weights", str(folder)]) == 0
     return folder
 
@@ -158,7 +159,7 @@ def test_infill_reads_a_tsv_with_a_mask_column(bert_dir, tmp_path):
 @pytest.mark.parametrize("template, message", [
     ("EVQLVESGG", "has no _ to fill"),
     ("EVQLVXSGG__", "outside the model's alphabet: 'X'"),
-    ("A" * 200 + "_", "the model takes at most 126"),
+    ("A" * 200 + "_", "the model takes at most 158"),
 ])
 def test_infill_bad_templates_are_one_line_and_write_nothing(bert_dir, tmp_path, capsys, template, message):
     out = tmp_path / "fills.fasta"
