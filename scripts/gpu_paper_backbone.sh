@@ -79,7 +79,7 @@ if [ -f "$model/meta.json" ]; then
 elif [ -f "$model/resume/train_state.safetensors" ]; then
     $py - "$model/resume/train_state.safetensors" "$out/model" "$init" <<'EOF' 2>&1 | tee -a "$log"
 # the last saved training state's parameters as a checkpoint (the run was stopped before its end)
-import json, sys
+import dataclasses, json, sys
 from safetensors import safe_open
 from mdm_mi.infra.checkpoint import save_checkpoint
 from mdm_mi.sudoku.model import DOMAIN, ModelConfig, SudokuMDM
@@ -88,7 +88,7 @@ with safe_open(path, "pt") as fh:
     meta = json.loads(fh.metadata()["state"])
     params = [fh.get_tensor(k) for k in sorted((k for k in fh.keys() if k.startswith("param.")), key=lambda k: int(k[6:]))]
 fp = meta["fingerprint"]
-shape = {k: fp[k] for k in ("d_model", "n_layers", "n_heads", "ff_mult", "dropout", "hidden_layer")}
+shape = {f.name: fp[f.name] for f in dataclasses.fields(ModelConfig)}
 model = SudokuMDM(ModelConfig(**shape))
 for p, t in zip(model.parameters(), params):
     p.data.copy_(t)

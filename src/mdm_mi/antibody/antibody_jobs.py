@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.flags import OutDir, SeedFlag, h
+from mdm_mi.infra.flags import THREADS_HELP, OutDir, SeedFlag, h
 from mdm_mi.infra.io import write_json
 
 # what `label` masks (the hf domain's file names, rule label of mi.smk): the label lineages' VH for the
@@ -100,7 +100,7 @@ class AntibodyCompareArgs(OutDir, SeedFlag):
     mi_on_reject: str = field(metadata=h("MI-guided: skip | stop"))
     mi_charge_first: bool = field(metadata=h("MI-guided: charge the first token's entropy to γ"))
     temperature: float = field(metadata=h("sampling temperature of every fill"))
-    threads: int = field(metadata=h("torch CPU threads"))
+    threads: int = field(metadata=h(THREADS_HELP))
     batch_size: int = field(metadata=h("templates per decode call"))
 
 
@@ -146,7 +146,7 @@ class FigureAntibodyMiArgs(SeedFlag):
     data_dir: Path = field(metadata=h("antibody-data's folder (test.tsv)"))
     n_contexts: int = field(metadata=h("test VH (one per lineage; CDRs and the Cys pair masked) for the ranks"))
     exact_contexts: int = field(metadata=h("of those, how many are also probed exactly (1 + |M|·20 passes each)"))
-    threads: int = field(metadata=h("torch CPU threads"))
+    threads: int = field(metadata=h(THREADS_HELP))
     out: Path = field(metadata=h("output PNG: head MI beside exact MI for the first VH"))
     ranks: Path = field(metadata=h("output JSON: known pairs' ranks (head and exact), region shares, seconds"))
 
