@@ -9,6 +9,7 @@ import json
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -177,8 +178,41 @@ def test_infill_refuses_a_budget_beside_the_parameter_it_sets(bert_dir, capsys):
 def antibody_data_dir(bert_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("abdata")
     assert main(["antibody-data", "--model", str(bert_dir), "--tsv", str(DATA), "--out-dir", str(out),
-                 "--calibration-fraction", "0.1", "--test-fraction", "0.2", "--seed", "0"]) == 0
+                 "--calibration-fraction", "0.1", "--test-fraction", "0.2", "--label-scopes", "cdr3", "cdrs", "all",
+                 "--scope-weights", "1", "1", "1", "--seed", "0"]) == 0
     return out
+
+
+def test_label_contexts_mask_only_their_scope(bert_dir, antibody_data_dir, tmp_path):
+    """The stamp names the maskable positions; `label` masks nothing outside them, and a CDR-H3-scoped
+    VH is masked only inside its CDR-H3."""
+    from safetensors.torch import load_file
+
+    stamp = json.loads((antibody_data_dir / "train_contexts.json").read_text())
+    maskable = np.load(antibody_data_dir / stamp["maskable"])
+    tokens = np.load(antibody_data_dir / "train_contexts.npy")
+    assert maskable.shape == tokens.shape and set(stamp["scopes"]) == {"cdr3", "cdrs", "all"}
+    rows = read_vh(antibody_data_dir / "labels.tsv")
+    widths = maskable.sum(1)
+    cdr3 = [len(r.regions["cdr3"]) for r in rows]
+    cdrs = [sum(len(r.regions[c]) for c in CDRS) for r in rows]
+    whole = [len(r.sequence) for r in rows]
+    assert all(w in (a, b, c) for w, a, b, c in zip(widths, cdr3, cdrs, whole))
+    out = tmp_path / "shard.safetensors"
+    assert main(["label", "--model", str(bert_dir), "--sequences", str(antibody_data_dir / "train_contexts.npy"),
+                 "--out", str(out), "--n-contexts", "6", "--shard", "0", "--n-shards", "1", "--method", "exact",
+                 "--tol", "0.01", "--batch-size", "64", "--seed", "0", "--threads", "1", "--device", "cpu"]) == 0
+    shard = load_file(str(out))
+    masked, rows_drawn = shard["masked"].numpy(), shard["sequence_row"].numpy()
+    assert masked.any() and not (masked & ~maskable[rows_drawn]).any()
+
+
+def test_unknown_label_scope_is_one_line_and_writes_nothing(bert_dir, tmp_path, capsys):
+    out = tmp_path / "d"
+    assert main(["antibody-data", "--model", str(bert_dir), "--tsv", str(DATA), "--out-dir", str(out),
+                 "--calibration-fraction", "0.1", "--test-fraction", "0.2", "--label-scopes", "cdr4",
+                 "--scope-weights", "1", "--seed", "0"]) == 2
+    assert "label scopes must be among" in capsys.readouterr().err and not out.exists()
 
 
 def test_antibody_data_writes_lineage_disjoint_parts(antibody_data_dir):

@@ -48,13 +48,14 @@ if not HF_ON:
             tsv=AB["tsv"],
             tracking=TRACKING_READY,
         output:
-            contexts=expand(f"{AB_DATA}/{{s}}_contexts.npy", s=["train", "heldout"]),
+            contexts=expand(f"{AB_DATA}/{{s}}_contexts{{ext}}", s=["train", "heldout"], ext=[".npy", ".json", "_maskable.npy"]),
             tables=expand(f"{AB_DATA}/{{s}}.tsv", s=["labels", "calibration", "test"]),
             summary=f"{AB_DATA}/summary.json",
         log:
             f"{AL}/data.log",
         params:
-            options=cli_flags({k: AB[k] for k in ("calibration_fraction", "test_fraction")} | {"seed": config["seed"]}),
+            options=cli_flags({k: AB[k] for k in ("calibration_fraction", "test_fraction", "label_scopes", "scope_weights")}
+                              | {"seed": config["seed"]}),
             tracking=tracking_flags,
             model_dir=parent_dir("model"),
             out_dir=parent_dir("summary"),

@@ -58,15 +58,21 @@ class AntibodyDataArgs(OutDir, SeedFlag):
     calibration_fraction: float = field(metadata=h("share of the rows (whole lineages) for calibrating the samplers"))
     test_fraction: float = field(metadata=h(
         "share of the rows (whole lineages) for the head's val/test labels and the comparison's test contexts"))
+    label_scopes: tuple[str, ...] = field(metadata=h(
+        "what a label context may mask, one drawn per VH: cdr3 (CDR-H3), cdrs (the three CDRs), all (the whole VH)"))
+    scope_weights: tuple[float, ...] = field(metadata=h("relative frequency of each --label-scopes entry"))
 
 
 def antibody_data(args: AntibodyDataArgs, tracker) -> None:
-    """Split by lineage (seeded), write each part's rows and the token files of the label contexts."""
-    from mdm_mi.antibody.data import read_vh, split_by_lineage, write_vh
+    """Split by lineage (seeded), write each part's rows and the token files of the label contexts with
+    their stamps (the model's token fingerprint; the maskable positions of each VH's drawn scope)."""
+    from mdm_mi.antibody.data import assign_scopes, read_vh, split_by_lineage, write_vh
+    from mdm_mi.core.backbone import token_fingerprint
     from mdm_mi.core.loading import load_model
     from mdm_mi.hf.backbone import DOMAIN
 
     rows = read_vh(args.tsv)
+    assign_scopes(1, args.label_scopes, args.scope_weights, args.seed)  # bad scopes fail before any write
     parts = split_by_lineage(rows, {"test": args.test_fraction, "calibration": args.calibration_fraction}, args.seed)
     if any(not part for part in parts.values()):
         raise InputError(f"{args.tsv}: {len(rows)} rows are too few for the fractions given")
@@ -75,12 +81,29 @@ def antibody_data(args: AntibodyDataArgs, tracker) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name, part in parts.items():
         write_vh(part, out / f"{name}.tsv")
-    for part, file in CONTEXT_FILES.items():
-        np.save(out / file, backbone.encode([r.sequence for r in parts[part]]).numpy())
+    scopes = {}
+    for k, (part, file) in enumerate(CONTEXT_FILES.items()):
+        scopes[part] = assign_scopes(len(parts[part]), args.label_scopes, args.scope_weights, args.seed + k)
+        write_label_contexts(backbone, parts[part], scopes[part], out / file, token_fingerprint(backbone))
     summary = {name: {"rows": len(p), "lineages": len({r.lineage for r in p})} for name, p in parts.items()}
-    write_json(out / "summary.json", summary | {"seed": args.seed})
+    counts = {part: {s: sc.count(s) for s in args.label_scopes} for part, sc in scopes.items()}
+    write_json(out / "summary.json", summary | {"seed": args.seed, "label_scopes": counts})
     print(", ".join(f"{n}: {s['rows']} rows in {s['lineages']} lineages" for n, s in summary.items()) + f" -> {out}")
     tracker.log_params({k: str(v) for k, v in dataclasses.asdict(args).items()})
+
+
+def write_label_contexts(backbone, rows: list, scopes: list[str], path: Path, fingerprint: str) -> None:
+    """``path`` (.npy, ``(S, N)`` tokens of the VH), ``<stem>_maskable.npy`` (``(S, N)`` bool: the
+    positions of each row's scope, :data:`mdm_mi.antibody.data.SCOPES`) and the ``.json`` stamp that
+    names both the model's fingerprint and the maskable file (what ``label`` reads)."""
+    from mdm_mi.antibody.data import SCOPES, template
+
+    tokens = backbone.encode([r.sequence for r in rows])
+    maskable = backbone.encode([template(r, SCOPES[s]) for r, s in zip(rows, scopes)]) == backbone.mask_id
+    np.save(path, tokens.numpy())
+    np.save(path.with_name(f"{path.stem}_maskable.npy"), maskable.numpy())
+    write_json(path.with_suffix(".json"), {"model_fingerprint": fingerprint, "maskable": f"{path.stem}_maskable.npy",
+                                           "scopes": {s: scopes.count(s) for s in dict.fromkeys(scopes)}})
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ CDRS = ("cdr1", "cdr2", "cdr3")
 COLUMNS = ("id", *REGIONS, "sequence", "lineage")
 AMINO = frozenset("ACDEFGHIKLMNPQRSTVWY")
 SETS = {"cdr3": ("cdr3",), "cdrs": CDRS}  # the comparison's sets: CDR-H3 alone (IMGT 105-117), all three CDRs
+SCOPES = SETS | {"all": REGIONS}  # what a label context may mask: the sets' regions, or the whole VH (the paper's draw)
 LABEL_PART = "labels"  # the lineages left after the named parts: the MI labels' training contexts
 MASK = "_"
 
@@ -109,6 +110,18 @@ def split_by_lineage(rows: list[VH], fractions: dict[str, float], seed: int) -> 
 def template(vh: VH, masked: tuple[str, ...]) -> str:
     """The VH with the regions ``masked`` written as ``_`` (one per residue: natural lengths)."""
     return "".join(MASK * len(vh.regions[r]) if r in masked else vh.regions[r] for r in REGIONS)
+
+
+def assign_scopes(n_rows: int, scopes: tuple[str, ...], weights: tuple[float, ...], seed: int) -> list[str]:
+    """A seeded draw of one of ``scopes`` (keys of :data:`SCOPES`) per row, with probabilities
+    proportional to ``weights``; one-line error on an unknown scope or bad weights."""
+    unknown = [s for s in scopes if s not in SCOPES]
+    if unknown or not scopes:
+        raise InputError(f"label scopes must be among {', '.join(SCOPES)}, got {list(scopes)}")
+    if len(weights) != len(scopes) or any(w < 0 for w in weights) or sum(weights) <= 0:
+        raise InputError(f"need one non-negative weight per label scope ({len(scopes)}), summing above 0; got {list(weights)}")
+    p = np.asarray(weights, dtype=float) / sum(weights)
+    return [scopes[i] for i in np.random.default_rng(seed).choice(len(scopes), size=n_rows, p=p)]
 
 
 def write_vh(rows: list[VH], path: str | Path) -> None:

@@ -33,12 +33,15 @@ class ContextDraw(NamedTuple):
         return ContextDraw(self.contexts[sel], self.t[sel], self.rows[sel])
 
 
-def draw_training(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None) -> ContextDraw:
+def draw_training(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None,
+                  maskable: np.ndarray | None = None) -> ContextDraw:
     """The fixed draw: ``n_contexts`` sequences (with replacement if needed) masked at t ~ U[0,1]
     (paper: contexts masked at t ~ U[0, 1]).
 
     With ``vocab_ids`` (the backbone's ``vocab_token_ids``) only those tokens are maskable: BOS, EOS
-    and pads of protein sequences stay fixed."""
+    and pads of protein sequences stay fixed. With ``maskable (S, N)`` bool (a row per sequence, e.g.
+    an antibody's CDR positions: :func:`read_maskable`) only its True positions are: each of them is
+    masked with probability t."""
     from mdm_mi.mi.probe import mask_contexts
 
     gen = torch.Generator().manual_seed(seed)
@@ -46,7 +49,8 @@ def draw_training(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: in
     idx = torch.randperm(len(sequences), generator=gen)[:n_contexts] if not replace else \
         torch.randint(len(sequences), (n_contexts,), generator=gen)
     seqs = torch.as_tensor(sequences[idx.numpy()], dtype=torch.long)
-    return ContextDraw(*mask_contexts(seqs, mask_id, gen, _fixed_tokens(seqs, vocab_ids)), idx)
+    fixed = _fixed_tokens(seqs, vocab_ids, None if maskable is None else maskable[idx.numpy()])
+    return ContextDraw(*mask_contexts(seqs, mask_id, gen, fixed), idx)
 
 
 def draw_contexts(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None):
@@ -55,9 +59,35 @@ def draw_contexts(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: in
     return draw.contexts, draw.t
 
 
-def _fixed_tokens(seqs: torch.Tensor, vocab_ids) -> torch.Tensor | None:
-    """Tokens that are never masked (those outside ``vocab_ids``), or None when all are maskable."""
-    return None if vocab_ids is None else ~torch.isin(seqs, torch.as_tensor(vocab_ids).cpu())
+def _fixed_tokens(seqs: torch.Tensor, vocab_ids, maskable: np.ndarray | None = None) -> torch.Tensor | None:
+    """Tokens that are never masked (those outside ``vocab_ids``, and with ``maskable (C, N)`` those
+    it marks False), or None when all are maskable."""
+    fixed = None if vocab_ids is None else ~torch.isin(seqs, torch.as_tensor(vocab_ids).cpu())
+    if maskable is not None:
+        outside = ~torch.as_tensor(maskable, dtype=torch.bool)
+        fixed = outside if fixed is None else fixed | outside
+    return fixed
+
+
+def read_maskable(sequences_path: Path, sequences: np.ndarray) -> np.ndarray | None:
+    """The positions a token file's contexts may mask, if its ``.json`` stamp names a ``maskable`` file
+    (``antibody-data`` writes one: CDR positions): ``(S, N)`` bool beside ``sequences (S, N)``; None
+    when the stamp names none (every vocabulary token maskable). One-line error on a missing file or
+    a shape that does not match."""
+    from mdm_mi.infra.io import read_json
+
+    stamp = Path(sequences_path).with_suffix(".json")
+    name = read_json(stamp).get("maskable") if stamp.is_file() else None
+    if name is None:
+        return None
+    path = stamp.parent / name
+    if not path.is_file():
+        raise InputError(f"{stamp} names the maskable positions {path}, which does not exist")
+    maskable = np.load(path, allow_pickle=False)
+    if maskable.shape != sequences.shape or maskable.dtype != np.bool_:
+        raise InputError(f"{path}: maskable positions must be bool of the token file's shape {sequences.shape}, "
+                         f"got {maskable.dtype} {maskable.shape}")
+    return maskable
 
 
 def distinct_rows(sequences: np.ndarray) -> np.ndarray:
@@ -94,7 +124,8 @@ def split_part(split: str, n_contexts: int, val_contexts: int, skip_contexts: in
     return slice(0, val_contexts) if split == "val" else slice(val_contexts + skip_contexts, n_contexts)
 
 
-def draw_evaluation(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None) -> ContextDraw:
+def draw_evaluation(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: int, vocab_ids=None,
+                    maskable: np.ndarray | None = None) -> ContextDraw:
     """The evaluation draw: ``n_contexts`` distinct sequences (a repeated row counts once, none is
     drawn twice), masked as in :func:`draw_training`; a context equal to an earlier one (e.g. two
     fully masked grids) is masked again with a fresh t until all differ.
@@ -109,7 +140,7 @@ def draw_evaluation(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: 
     gen = torch.Generator().manual_seed(seed)
     rows = torch.as_tensor(unique)[torch.randperm(len(unique), generator=gen)[:n_contexts]]
     seqs = torch.as_tensor(sequences[rows.numpy()], dtype=torch.long)
-    fixed = _fixed_tokens(seqs, vocab_ids)
+    fixed = _fixed_tokens(seqs, vocab_ids, None if maskable is None else maskable[rows.numpy()])
     contexts, t = mask_contexts(seqs, mask_id, gen, fixed)
     for _ in range(MAX_REMASK_ROUNDS):
         again = repeated_rows(contexts)

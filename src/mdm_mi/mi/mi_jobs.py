@@ -28,8 +28,8 @@ import torch
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_text
-from mdm_mi.mi.contexts import (ContextDraw, draw_evaluation, draw_training, load_label_shards, shard_slice,
-                               split_part)
+from mdm_mi.mi.contexts import (ContextDraw, draw_evaluation, draw_training, load_label_shards, read_maskable,
+                               shard_slice, split_part)
 from mdm_mi.infra.runtime import resolve_device, setup
 
 
@@ -56,13 +56,15 @@ class LabelArgs(BackboneFlag, TrainRunFlags):
     k: int | None = field(default=None, metadata=_h("with --method topk: values probed per masked position"))
 
 
-def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=None) -> ContextDraw:
+def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=None,
+               maskable: np.ndarray | None = None) -> ContextDraw:
     """``args.split``'s part of its seeded draw (before sharding): the whole training draw, or val's
-    or test's part of the evaluation draw (the same draw in both jobs)."""
+    or test's part of the evaluation draw (the same draw in both jobs); ``maskable`` as in
+    :func:`mdm_mi.mi.contexts.draw_training`."""
     part = split_part(args.split, args.n_contexts, args.val_contexts, args.skip_contexts)
     if args.split == "all":
-        return draw_training(sequences, args.n_contexts, mask_id, args.seed, vocab_ids)
-    return draw_evaluation(sequences, args.n_contexts, mask_id, args.seed, vocab_ids).part(part)
+        return draw_training(sequences, args.n_contexts, mask_id, args.seed, vocab_ids, maskable)
+    return draw_evaluation(sequences, args.n_contexts, mask_id, args.seed, vocab_ids, maskable).part(part)
 
 
 def check_encoded_for(backbone, path: Path, sequences: np.ndarray) -> None:
@@ -103,7 +105,8 @@ def label(args: LabelArgs, tracker) -> None:
     sequences = np.load(args.sequences, allow_pickle=False)
     backbone = full_precision(load_model(args.model, device)[0])
     check_encoded_for(backbone, Path(args.sequences), sequences)
-    draw = draw_split(args, sequences, backbone.mask_id, backbone.vocab_token_ids)
+    maskable = read_maskable(Path(args.sequences), sequences)  # None: every vocabulary token is maskable
+    draw = draw_split(args, sequences, backbone.mask_id, backbone.vocab_token_ids, maskable)
     shard = draw.part(shard_slice(len(draw.contexts), args.shard, args.n_shards))
     start = time.time()
     out = label_contexts(backbone, shard.contexts.to(device), args.method, args.tol, args.batch_size,
