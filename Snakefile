@@ -39,7 +39,8 @@ include: "workflow/rules/hf.smk"
 include: "workflow/rules/antibody.smk"
 
 
-FIGURES = [*SUDOKU_FIGURES, *PROTEIN_FIGURES]
+FIGURE_SETS = {"sudoku": SUDOKU_FIGURES, "protein": PROTEIN_FIGURES, "antibody": ANTIBODY_FIGURES}
+FIGURES = [f for name in config["figures"] for f in FIGURE_SETS[name]]  # config key figures: whose figures
 
 
 rule all:

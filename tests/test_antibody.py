@@ -230,12 +230,28 @@ def test_compare_pairs_every_sampler_by_context_with_verdicts(bert_dir, antibody
                  "--set-name", "cdr3", "--n-test", "3", "--n-calibration", "2", "--fills", "2",
                  "--divisors", "2", "4", "--samplers", "naive", "eb", "--mi-lambda", "1", "--mi-on-reject", "skip",
                  "--no-mi-charge-first", "--temperature", "1", "--threads", "1", "--batch-size", "8", "--seed", "0",
+                 "--margin", "--oracle-contexts", "2", "--oracle-divisors", "4", "--oracle-tol", "0.01",
                  "--out-dir", str(out)]) == 0
     runs = json.loads((out / "runs.json").read_text())
     assert {r["family"] for r in runs.values()} == {"sequential", "naive", "eb", "mi λ=1"}
-    assert all(len(r["pll"]) == 3 for r in runs.values())
+    assert all(len(r["pll"]) == 3 and len(r["diversity"]) == 3 and 0 <= r["jsd"] <= 1 for r in runs.values())
+    refs = json.loads((out / "references.json").read_text())
+    assert refs["margin"]["params"] == {"order": "margin"} and len(refs["oracle"]["4"]["pll"]) == 2
     text = (out / "budgets.md").read_text()
-    assert "mi* − eb" in text and "Primary" in text
+    assert "mi* − eb" in text and "Primary" in text and "margin order" in text and "oracle − head" in text
+    assert (out / "budgets.png").stat().st_size > 0
+
+
+def test_diversity_and_composition_on_hand_built_fills():
+    from mdm_mi.antibody.compare import composition, diversity, jsd
+
+    pos = torch.tensor([[False, True, True, True, True]] * 2)
+    fills = torch.tensor([[0, 5, 6, 7, 8], [0, 5, 6, 7, 8], [0, 5, 6, 9, 9], [0, 5, 6, 7, 8]])  # fill k of context p: row k·2 + p
+    assert diversity(fills, pos.repeat(2, 1), 2).tolist() == [0.5, 0.0]
+    vocab = torch.arange(5, 10)
+    p = composition(fills, pos.repeat(2, 1), vocab)
+    assert p.sum() == pytest.approx(1) and jsd(p, p) == 0
+    assert jsd(np.array([1.0, 0]), np.array([0, 1.0])) == pytest.approx(1.0)
 
 
 def test_figure_ranks_the_known_pairs(bert_dir, antibody_data_dir, tmp_path):

@@ -12,11 +12,22 @@ A = f"{R}/antibody"
 AL = f"{L}/antibody"
 AB_MODEL = model_meta("hf")
 AB_DATA = f"{R}/hf/data"
-ANTIBODY_TARGETS = [
-    *expand(f"{A}/{{set}}/budgets.md", set=AB["sets"]),
+ANTIBODY_FIGURES = [] if HF_ON else [
+    *expand(f"{A}/{{set}}/budgets.png", set=AB["sets"]),
     f"{R}/figures/antibody_mi_map.png",
     f"{R}/figures/hf_head_scatter.png",
 ]
+ANTIBODY_TARGETS = [*expand(f"{A}/{{set}}/budgets.md", set=AB["sets"]), *ANTIBODY_FIGURES]
+
+
+
+
+def compare_options(set_name):
+    """antibody.compare as flags; the oracle only for the sets in oracle_sets."""
+    opts = {k: v for k, v in AB["compare"].items() if k != "oracle_sets"}
+    if set_name not in AB["compare"]["oracle_sets"]:
+        opts["oracle_contexts"] = 0
+    return cli_flags(opts | {"seed": config["seed"]})
 
 
 if not HF_ON:
@@ -79,10 +90,11 @@ if not HF_ON:
         output:
             budgets=f"{A}/{{set}}/budgets.md",
             runs=f"{A}/{{set}}/runs.json",
+            figure=report(f"{A}/{{set}}/budgets.png", caption="../report/antibody_budgets.rst", category="antibody"),
         log:
             f"{AL}/{{set}}/compare.log",
         params:
-            options=cli_flags(AB["compare"] | {"seed": config["seed"]}),
+            options=lambda w: compare_options(w.set),
             tracking=tracking_flags,
             model_dir=parent_dir("model"),
             head_dir=parent_dir("head"),

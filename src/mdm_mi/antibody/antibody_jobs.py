@@ -125,6 +125,10 @@ class AntibodyCompareArgs(OutDir, SeedFlag):
     temperature: float = field(metadata=h("sampling temperature of every fill"))
     threads: int = field(metadata=h(THREADS_HELP))
     batch_size: int = field(metadata=h("templates per decode call"))
+    margin: bool = field(metadata=h("also decode sequentially in margin order (one position per pass; a reference)"))
+    oracle_contexts: int = field(metadata=h("first test contexts also filled by the exact-MI oracle (0: none)"))
+    oracle_divisors: tuple[int, ...] = field(metadata=h("budgets (among --divisors) at which the oracle runs"))
+    oracle_tol: float = field(metadata=h("the oracle's certified probing tolerance (nats)"))
 
 
 def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
@@ -136,7 +140,7 @@ def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
 
     from mdm_mi.antibody.compare import contrast_rows, pll_per_residue
     from mdm_mi.antibody.data import SETS
-    from mdm_mi.antibody.infill_runs import InfillSet, calibrated_runs, sequential_run, write_results
+    from mdm_mi.antibody.infill_runs import InfillSet, calibrated_runs, oracle_runs, sequential_run, write_results
     from mdm_mi.core.loading import load_model, load_mi_head
     from mdm_mi.hf.backbone import DOMAIN
     from mdm_mi.mi.guided import head_pairwise_fn
@@ -145,6 +149,9 @@ def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
         raise InputError(f"--set-name must be one of {', '.join(SETS)}, got {args.set_name!r}")
     if args.fills < 2 or args.n_test < 2 or args.n_calibration < 1 or not args.divisors:
         raise InputError("need --fills >= 2, --n-test >= 2, --n-calibration >= 1 and at least one divisor")
+    if args.oracle_contexts and (args.oracle_contexts > args.n_test or not args.head
+                                 or not set(args.oracle_divisors) <= set(args.divisors)):
+        raise InputError("the oracle needs --head, --oracle-contexts <= --n-test and --oracle-divisors among --divisors")
     torch.set_num_threads(args.threads)
     t0 = time.time()
     backbone, _ = load_model(args.model, "cpu", DOMAIN)
@@ -155,8 +162,10 @@ def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
     runs = {"sequential": sequential_run(backbone, test, args)}
     runs |= calibrated_runs(backbone, test, calib, args, pairwise)
     rows = contrast_rows(runs, args.set_name)
+    references = {"margin": sequential_run(backbone, test, args, order="margin") if args.margin else None,
+                  "oracle": oracle_runs(backbone, test, runs, args) if args.oracle_contexts else {}}
     native = float(pll_per_residue(backbone, test.native, test.positions).mean())
-    write_results(Path(args.out_dir), runs, rows, args, len(test.ids), native, time.time() - t0)
+    write_results(Path(args.out_dir), runs, rows, args, len(test.ids), native, time.time() - t0, references)
     tracker.log_metrics({"seconds": time.time() - t0})
 
 

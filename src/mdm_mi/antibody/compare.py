@@ -54,6 +54,34 @@ def recovery(filled: torch.Tensor, native: torch.Tensor, positions: torch.Tensor
     return same.sum(1).float() / positions.sum(1).clamp(min=1)
 
 
+def composition(tokens: torch.Tensor, positions: torch.Tensor, vocab_ids: torch.Tensor) -> np.ndarray:
+    """``(V,)`` share of each vocabulary token among the residues of ``tokens (B, N)`` at ``positions``."""
+    counts = (tokens[positions][:, None] == vocab_ids[None]).sum(0).double()
+    return (counts / counts.sum().clamp(min=1)).numpy()
+
+
+def jsd(p: np.ndarray, q: np.ndarray) -> float:
+    """Jensen–Shannon divergence of two distributions, in bits (0 = equal, 1 = disjoint)."""
+    m = (p + q) / 2
+
+    def kl(a: np.ndarray) -> float:
+        nz = a > 0
+        return float((a[nz] * np.log2(a[nz] / m[nz])).sum())
+
+    return (kl(p) + kl(q)) / 2
+
+
+def diversity(filled: torch.Tensor, positions: torch.Tensor, n_contexts: int) -> np.ndarray:
+    """``(P,)`` per context: the mean share of filled positions at which two of its fills differ (over
+    every pair of its fills; fill ``k`` of context ``p`` at row ``k·P + p`` of ``filled (k·P, N)``)."""
+    k = filled.shape[0] // n_contexts
+    fills = filled.reshape(k, n_contexts, -1)
+    pos = positions[:n_contexts]
+    pairs = [((fills[a] != fills[b]) & pos).sum(1).float() / pos.sum(1).clamp(min=1)
+             for a in range(k) for b in range(a + 1, k)]
+    return torch.stack(pairs).mean(0).numpy() if pairs else np.zeros(n_contexts)
+
+
 def per_context(values: np.ndarray, n_contexts: int) -> np.ndarray:
     """``(n·P,)`` per-fill values (fill k of context p at row k·P + p) → ``(P,)`` per-context means."""
     return np.asarray(values, dtype=float).reshape(-1, n_contexts).mean(0)

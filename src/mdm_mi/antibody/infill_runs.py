@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.antibody.compare import METRICS, per_context, pll_per_residue, pll_scale, recovery
+from mdm_mi.antibody.compare import (METRICS, composition, diversity, jsd, paired_t, per_context, pll_per_residue,
+                                     pll_scale, recovery)
 from mdm_mi.antibody.data import read_vh, template
 from mdm_mi.core.sampler_table import build_sampler
 from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget
@@ -51,6 +52,19 @@ class InfillSet:
         per_fill = {"pll": pll_per_residue(backbone, filled, pos).numpy(), "recovery": recovery(filled, nat, pos).numpy()}
         return {m: per_context(v, len(self.ids)) for m, v in per_fill.items()}
 
+    def set_metrics(self, backbone, filled: torch.Tensor) -> dict:
+        """Of the fills ``(k·P, N)`` as a set: ``jsd`` (bits) of their amino-acid composition at the
+        filled positions to the native loops', and ``diversity (P,)``: how much a context's fills differ."""
+        k = filled.shape[0] // len(self.ids)
+        vocab = backbone.vocab_token_ids.cpu()
+        native = composition(self.native, self.positions, vocab)
+        return {"jsd": jsd(composition(filled, self.positions.repeat(k, 1), vocab), native),
+                "diversity": diversity(filled, self.positions.repeat(k, 1), len(self.ids)).tolist()}
+
+    def first(self, n: int) -> "InfillSet":
+        """The first ``n`` contexts."""
+        return InfillSet(self.tokens[:n], self.native[:n], self.positions[:n], self.ids[:n])
+
 
 def one_per_lineage(rows: list, n: int, seed: int) -> list:
     """``n`` rows, one per lineage: the first of each lineage in a seeded shuffle, first ``n`` lineages."""
@@ -69,14 +83,45 @@ def _run(test: InfillSet, backbone, filled, family: str, divisor: int, params: d
     scores = test.score(backbone, filled.tokens)
     passes = per_context(filled.passes.numpy(), len(test.ids))
     return {"family": family, "divisor": divisor, "params": params, "passes": passes.tolist(),
-            "mean_passes": float(passes.mean()), **{m: scores[m].tolist() for m in METRICS}, **extra}
+            "mean_passes": float(passes.mean()), **{m: scores[m].tolist() for m in METRICS},
+            **test.set_metrics(backbone, filled.tokens), **extra}
 
 
-def sequential_run(backbone, test: InfillSet, args) -> dict:
-    """Sequential decoding (lowest entropy first, one position per pass) on the test templates."""
-    filled = fill(backbone, test.tokens, build_sampler("sequential", order="entropy"), args.fills, args.seed,
+def sequential_run(backbone, test: InfillSet, args, order: str = "entropy") -> dict:
+    """Sequential decoding (one position per pass: lowest entropy first, or with ``order="margin"`` the
+    largest top-1/top-2 margin, Kim et al. 2025) on the test templates."""
+    filled = fill(backbone, test.tokens, build_sampler("sequential", order=order), args.fills, args.seed,
                   args.temperature, None, args.batch_size)
-    return _run(test, backbone, filled, SEQUENTIAL, 1, {"order": "entropy"}, {"calib_score": 0.0})
+    name = SEQUENTIAL if order == "entropy" else f"{SEQUENTIAL} ({order} order)"
+    return _run(test, backbone, filled, name, 1, {"order": order}, {"calib_score": 0.0})
+
+
+def oracle_runs(backbone, test: InfillSet, runs: dict, args) -> dict[int, dict]:
+    """Algorithm 1 fed the certified probing MI (±``args.oracle_tol`` nats) in place of the head, at
+    mi*'s calibrated setting of each of ``args.oracle_divisors``, on the first ``args.oracle_contexts``
+    test contexts; paired by context with the head (mi*) and sequential on the same contexts. The
+    oracle's probing passes (``≤ 1 + |M|·20`` per step) are not counted, as in the Sudoku ceiling."""
+    import time
+
+    from mdm_mi.mi.guided import oracle_pairwise_fn
+
+    sub, n = test.first(args.oracle_contexts), args.oracle_contexts
+    oracle = oracle_pairwise_fn(backbone, method="certified", tol=args.oracle_tol)
+    table, out = by_budget(runs), {}
+    for d in args.oracle_divisors:
+        head = table[d][BEST_MI]
+        t0 = time.time()
+        filled = fill(backbone, sub.tokens, build_sampler("mi-oracle", **head["params"]), args.fills, args.seed,
+                      args.temperature, oracle, args.batch_size)
+        run = _run(sub, backbone, filled, "mi-oracle", d, head["params"], {"seconds": time.time() - t0})
+        arms = {"head": head, "sequential": runs[SEQUENTIAL]}
+        run["contrasts"] = {f"oracle − {a}": paired_t(np.asarray(run["pll"]), np.asarray(r["pll"][:n]))
+                            for a, r in arms.items()}
+        run["head_pll"], run["sequential_pll"] = float(np.mean(head["pll"][:n])), float(np.mean(runs[SEQUENTIAL]["pll"][:n]))
+        out[d] = run
+        print(f"oracle 1/{d}: PLL {np.mean(run['pll']):.3f} @ {run['mean_passes']:.2f} passes vs head "
+              f"{run['head_pll']:.3f} on the same {n} contexts ({run['seconds']:.0f} s)", flush=True)
+    return out
 
 
 def _families(args, with_head: bool, most: int) -> list:
@@ -114,6 +159,38 @@ def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise)
     return runs
 
 
+def draw_budgets(runs: dict, references: dict, set_name: str, native_pll: float, path: Path) -> None:
+    """PLL and recovery against mean passes: one line per calibrated family, sequential (and its margin
+    order) as points, the native loops' PLL as a dashed line; the oracle as stars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = by_budget(runs)
+    fams = [f for f in dict.fromkeys(f for fs in table.values() for f in fs) if f != BEST_MI]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, m in zip(axes, METRICS):
+        for f in fams:
+            pts = sorted((fs[f]["mean_passes"], np.mean(fs[f][m])) for fs in table.values() if f in fs)
+            ax.plot(*zip(*pts), marker="o", label=f)
+        for r, mk in ((runs[SEQUENTIAL], "s"), (references.get("margin"), "D")):
+            if r:
+                ax.plot(r["mean_passes"], np.mean(r[m]), mk, color="black", label=r["family"])
+        orc = references.get("oracle") or {}
+        if orc:
+            ax.plot([r["mean_passes"] for r in orc.values()], [np.mean(r[m]) for r in orc.values()], "*",
+                    markersize=12, color="tab:purple", label="mi-oracle (subset)")
+        if m == "pll":
+            ax.axhline(native_pll, ls="--", color="grey", label="native loops")
+        ax.set(xlabel="mean forward passes", ylabel="PLL (nats/residue)" if m == "pll" else "native recovery",
+               title=f"{set_name}: {m}")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def _cpu() -> str:
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
@@ -122,9 +199,51 @@ def _cpu() -> str:
         return platform.processor()
 
 
-def markdown(runs: dict[str, dict], rows: list[dict], set_name: str, native_pll: float, n: int, fills: int) -> str:
-    """The values table (PLL / recovery % @ passes per family and budget), mi*'s contrasts, the
-    primary verdict sentences and the count of verdict words."""
+def set_metric_lines(runs: dict[str, dict], references: dict) -> list[str]:
+    """The fills as sets: composition JSD (bits) to the native loops and diversity (share of filled
+    positions where a context's two fills differ) per family and budget; sequential's orders first."""
+    cell = lambda r: f"{r['jsd']:.3f} / {np.mean(r['diversity']):.2f}"
+    table = by_budget(runs)
+    fams = list(dict.fromkeys(f for fs in table.values() for f in fs))
+    seq = [runs[SEQUENTIAL]] + ([references["margin"]] if references.get("margin") else [])
+    lines = ["Composition JSD to the native loops (bits) / diversity of fills: "
+             + "; ".join(f"{r['family']} {cell(r)}" for r in seq), "",
+             "| budget | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams)]
+    lines += [f"| 1/{d} | " + " | ".join(cell(fs[f]) if f in fs else "" for f in fams) + " |" for d, fs in table.items()]
+    return lines
+
+
+def reference_lines(runs: dict[str, dict], references: dict) -> list[str]:
+    """Sequential in margin order against entropy order, and the exact-MI oracle against the head (mi*)
+    and sequential on its contexts, paired by context (PLL, nats/residue)."""
+    fmt = lambda c: f"{c['diff']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}], p = {c['p_value']:.2g}"
+    lines = []
+    margin = references.get("margin")
+    if margin:
+        c = paired_t(np.asarray(margin["pll"]), np.asarray(runs[SEQUENTIAL]["pll"]))
+        lines += [f"Sequential in margin order (Kim et al. 2025): PLL {np.mean(margin['pll']):.3f}, recovery "
+                  f"{100 * np.mean(margin['recovery']):.0f}%; margin − entropy order {fmt(c)} (exploratory).", ""]
+    oracle = references.get("oracle") or {}
+    if oracle:
+        n = len(next(iter(oracle.values()))["pll"])
+        lines += [f"Exact-MI oracle (Algorithm 1 with certified probing MI at mi*'s setting; its probing passes not "
+                  f"counted) on the first {n} test contexts (exploratory):", "",
+                  "| budget | oracle PLL @ passes | head (mi*) PLL | sequential PLL | oracle − head | oracle − sequential | s |",
+                  "|---|---|---|---|---|---|---|"]
+        for d, r in oracle.items():
+            lines.append(f"| 1/{d} | {np.mean(r['pll']):.3f} @ {r['mean_passes']:.1f} | {r['head_pll']:.3f} | "
+                         f"{r['sequential_pll']:.3f} | {fmt(r['contrasts']['oracle − head'])} | "
+                         f"{fmt(r['contrasts']['oracle − sequential'])} | {r['seconds']:.0f} |")
+        lines.append("")
+    return lines
+
+
+def markdown(runs: dict[str, dict], rows: list[dict], set_name: str, native_pll: float, n: int, fills: int,
+             references: dict | None = None) -> str:
+    """The values table (PLL / recovery % @ passes per family and budget), the set metrics (composition
+    JSD, diversity), mi*'s contrasts, the primary verdict sentences, the count of verdict words and
+    the references (margin order, exact-MI oracle)."""
+    references = references or {}
     seq = runs[SEQUENTIAL]
     cell = lambda r: f"{np.mean(r['pll']):.3f} / {100 * np.mean(r['recovery']):.0f}% @ {r['mean_passes']:.1f}"
     table = by_budget(runs)
@@ -134,6 +253,7 @@ def markdown(runs: dict[str, dict], rows: list[dict], set_name: str, native_pll:
              "| budget | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams)]
     for d, fs in table.items():
         lines.append(f"| 1/{d} | " + " | ".join(cell(fs[f]) if f in fs else "" for f in fams) + " |")
+    lines += ["", *set_metric_lines(runs, references)]
     lines += ["", f"{BEST_MI} minus each baseline, paired by context (mean difference [Student 95%], p, Holm p, verdict):",
               "", "| budget | metric | contrast | difference | p | Holm p | verdict |", "|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -146,22 +266,28 @@ def markdown(runs: dict[str, dict], rows: list[dict], set_name: str, native_pll:
     for role_ in ("primary", "secondary", "exploratory"):
         rs = [r for r in rows if r["role"] == role_]
         lines.append(f"| {role_} | {len(rs)} | " + " | ".join(str(sum(r['verdict'] == w for r in rs)) for w in WORDS) + " |")
+    lines += ["", *reference_lines(runs, references)]
     return "\n".join(lines) + "\n"
 
 
-def write_results(out: Path, runs: dict, rows: list[dict], args, n_test: int, native_pll: float, seconds: float) -> None:
-    """runs.json, budgets.csv (classified rows), budgets.md, and summary.json (cost, CPU, sizes)."""
+def write_results(out: Path, runs: dict, rows: list[dict], args, n_test: int, native_pll: float, seconds: float,
+                  references: dict | None = None) -> None:
+    """runs.json, references.json (margin order, oracle), budgets.csv (classified rows), budgets.md,
+    budgets.png (PLL and recovery against passes) and summary.json (cost, CPU, sizes)."""
     import csv
 
     from mdm_mi.infra.io import atomic_path
 
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "runs.json", runs)
+    write_json(out / "references.json", {"margin": (references or {}).get("margin"),
+                                         "oracle": {str(d): r for d, r in ((references or {}).get("oracle") or {}).items()}})
     with atomic_path(out / "budgets.csv") as tmp, tmp.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    write_text(out / "budgets.md", markdown(runs, rows, args.set_name, native_pll, n_test, args.fills))
+    write_text(out / "budgets.md", markdown(runs, rows, args.set_name, native_pll, n_test, args.fills, references))
+    draw_budgets(runs, references or {}, args.set_name, native_pll, out / "budgets.png")
     write_json(out / "summary.json", {"seconds": seconds, "cpu": _cpu(), "threads": args.threads, "n_test": n_test,
                                       "n_calibration": args.n_calibration, "fills": args.fills,
                                       "set": args.set_name, "divisors": list(args.divisors),
