@@ -237,3 +237,28 @@ def test_scatter_reads_the_reported_split():
 def test_label_args_default_to_the_whole_draw():
     defaults = {f.name: f.default for f in dataclasses.fields(LabelArgs)}
     assert defaults["split"] == "all" and defaults["val_contexts"] == 0
+
+
+def test_maskable_positions_restrict_the_draw_and_bad_files_are_one_line(tmp_path):
+    """A token file's stamp may name its maskable positions: the draws mask nothing else; a missing or
+    misshapen maskable file is one InputError naming it."""
+    from mdm_mi.infra.errors import InputError
+    from mdm_mi.mi.contexts import draw_evaluation, draw_training, read_maskable
+
+    seqs = np.tile(np.arange(1, 9), (20, 1))
+    maskable = np.zeros_like(seqs, dtype=bool)
+    maskable[:, 2:5] = True
+    np.save(tmp_path / "s.npy", seqs)
+    assert read_maskable(tmp_path / "s.npy", seqs) is None  # no stamp: every token maskable
+    (tmp_path / "s.json").write_text(json.dumps({"maskable": "s_maskable.npy"}))
+    with pytest.raises(InputError, match="does not exist"):
+        read_maskable(tmp_path / "s.npy", seqs)
+    np.save(tmp_path / "s_maskable.npy", maskable[:, :4])
+    with pytest.raises(InputError, match="shape"):
+        read_maskable(tmp_path / "s.npy", seqs)
+    np.save(tmp_path / "s_maskable.npy", maskable)
+    got = read_maskable(tmp_path / "s.npy", seqs)
+    for draw in (draw_training(seqs, 50, 0, 0, maskable=got), draw_evaluation(seqs[:1], 1, 0, 0, maskable=got)):
+        masked = (draw.contexts == 0).numpy()
+        assert not (masked & ~maskable[draw.rows.numpy()]).any()
+    assert (draw_training(seqs, 50, 0, 0, maskable=got).contexts == 0).any()
