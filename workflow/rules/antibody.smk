@@ -23,8 +23,12 @@ ANTIBODY_TARGETS = [*expand(f"{A}/{{set}}/budgets.md", set=AB["sets"]), *ANTIBOD
 
 
 def compare_options(set_name):
-    """antibody.compare as flags; the oracle only for the sets in oracle_sets."""
-    opts = {k: v for k, v in AB["compare"].items() if k != "oracle_sets"}
+    """antibody.compare with the set's own antibody.set_compare keys, as flags; the oracle only for the
+    sets in oracle_sets."""
+    unknown = set(AB["set_compare"][set_name]) - set(AB["compare"])
+    if unknown:
+        raise ValueError(f"antibody.set_compare.{set_name} has keys that antibody.compare lacks: {sorted(unknown)}")
+    opts = {k: v for k, v in (AB["compare"] | AB["set_compare"][set_name]).items() if k != "oracle_sets"}
     if set_name not in AB["compare"]["oracle_sets"]:
         opts["oracle_contexts"] = 0
     return cli_flags(opts | {"seed": config["seed"]})
