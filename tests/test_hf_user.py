@@ -168,7 +168,7 @@ def test_a_sequence_past_the_position_table_is_one_line(text, tmp_path, capsys):
     backbone = load_model(text[0], "cpu", "hf")[0]
     with pytest.raises(InputError, match="exceed the model's 16 positions"):
         backbone(np_tokens(backbone, 20))
-    assert _main("generate", "--model", text[0], "--sampler", "eb", "--n", 1, "--min-length", 20,
+    assert _main("generate", "--model", text[0], "--sampler", "eb", "--gamma", 3, "--n", 1, "--min-length", 20,
                  "--max-length", 20, "--out", tmp_path / "g.fasta", "--quiet", "--device", "cpu") == 2
     assert "positions hold at most 14" in capsys.readouterr().err
 
@@ -181,7 +181,7 @@ def np_tokens(backbone, n: int):
 
 def test_generate_writes_lengths_in_tokens(text, tmp_path):
     out = tmp_path / "g.fasta"
-    assert _main("generate", "--model", text[0], "--sampler", "eb", "--n", 2, "--min-length", 6, "--max-length", 6,
+    assert _main("generate", "--model", text[0], "--sampler", "eb", "--gamma", 3, "--n", 2, "--min-length", 6, "--max-length", 6,
                  "--out", out, "--quiet", "--device", "cpu") == 0
     headers = [line for line in out.read_text().splitlines() if line.startswith(">")]
     assert headers and all(" length=6 " in h for h in headers), headers
@@ -189,7 +189,7 @@ def test_generate_writes_lengths_in_tokens(text, tmp_path):
 
 def test_generate_without_meta_hints_at_import_hf(tmp_path, capsys):
     folder = tiny_bert(tmp_path / "model")
-    assert _main("generate", "--model", folder, "--sampler", "eb", "--n", 1, "--min-length", 3, "--max-length", 3,
+    assert _main("generate", "--model", folder, "--sampler", "eb", "--gamma", 3, "--n", 1, "--min-length", 3, "--max-length", 3,
                  "--out", tmp_path / "g.fasta", "--quiet", "--device", "cpu") == 2
     assert "import-hf" in capsys.readouterr().err
 

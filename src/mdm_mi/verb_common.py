@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from mdm_mi.core.calibrated import Calibrated, read_calibrated
 from mdm_mi.core.locate import DEFAULT_RESULTS, find_head, find_model
 from mdm_mi.core.sampler_table import HEAD, ORACLE, SAMPLERS
 from mdm_mi.infra.errors import InputError
@@ -53,6 +54,13 @@ def start(args, seed: int = 0) -> str:
 def model_path(args, domain: str) -> Path:
     """``--model``, else the trained ``domain`` model found under ``--results``."""
     return Path(args.model) if args.model is not None else find_model(domain, args.results, args.run)
+
+
+def calibrated_for(args, domain: str):
+    """A function reading the calibrated settings of the model ``args`` names (``--model``, else the
+    one found in results/), for :func:`mdm_mi.core.sampler_table.sampler_from_args`: called only when
+    a sampler parameter is omitted, so bad flags fail before any model is looked for."""
+    return lambda: read_calibrated(model_path(args, domain))
 
 
 def load_backbone_for(args, domain: str, device: str):

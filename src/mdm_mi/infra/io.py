@@ -17,6 +17,8 @@ from pathlib import Path
 
 from mdm_mi.infra.errors import InputError
 
+MANIFEST = "MANIFEST.json"  # a shipped checkpoint's sha256 per file and calibration (resources/pretrained/); torch-free here
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path):

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.core.sampler_table import SamplerFlags
+from mdm_mi.core.sampler_table import SamplerFlags, sampler_from_args
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h as _h
 from mdm_mi.infra.io import write_json
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
-from mdm_mi.verb_common import ModelFlags
+from mdm_mi.verb_common import ModelFlags, calibrated_for
 
 
 @dataclass(frozen=True)
@@ -62,10 +62,15 @@ def _reference(path: Path | None):
     return [validate_sequence(s, name=h) for h, s in read_fasta(path)]
 
 
+def generate_sampler(args: GenerateArgs):
+    """The sampler of ``--sampler``; omitted parameters are the model's calibrated values (its
+    MANIFEST.json: :mod:`mdm_mi.core.calibrated`)."""
+    return sampler_from_args(args, calibrated=calibrated_for(args, "protein"))
+
+
 def generate_job(args: GenerateArgs, tracker) -> None:
     from mdm_mi.core.backbone import for_decoding
     from mdm_mi.core.loading import SEQUENCES
-    from mdm_mi.core.sampler_table import sampler_from_args
     from mdm_mi.evaluation.stats import mean_ci
     from mdm_mi.protein.family.columns import is_column_model
     from mdm_mi.protein.fasta import write_fasta
@@ -73,7 +78,7 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     from mdm_mi.verb_common import check_outputs, load_backbone_for, pairwise_from_args, progress, start
 
     _check(args)
-    sampler = sampler_from_args(args, domain="protein")
+    sampler = generate_sampler(args)
     check_outputs(args.out, args.summary)
     reference, reference2 = _reference(args.reference), _reference(args.reference2)
     device = start(args, args.seed)

@@ -160,9 +160,9 @@ def evaluate(args: EvaluateArgs, tracker) -> None:
     from mdm_mi.core.sampler_table import sampler_from_args
     from mdm_mi.sudoku.data import load_puzzle_csv
     from mdm_mi.sudoku.evaluate import decode_set, score, summarise
-    from mdm_mi.verb_common import check_outputs, load_backbone_for, pairwise_from_args, progress
+    from mdm_mi.verb_common import calibrated_for, check_outputs, load_backbone_for, pairwise_from_args, progress
 
-    sampler = sampler_from_args(args)
+    sampler = sampler_from_args(args, calibrated=calibrated_for(args, "sudoku"))
     check_outputs(args.out, args.per_puzzle)
     ps = load_puzzle_csv(args.puzzles)  # bad input fails before the model loads
     device = start(args, args.seed)

@@ -9,7 +9,7 @@ A template is the backbone's input with ``_`` at every position to fill (a prote
 sequence; for a Sudoku model, 81 digits with ``_``, ``.`` or ``0`` blank). ``--file`` takes FASTA
 (records are templates) or a TSV with a ``template`` column, or ``sequence`` and ``mask`` columns
 (``mask``: as long as ``sequence``, ``_`` or ``1`` at the positions to fill). The sampler runs at the
-settings given (omitted: the domain's calibrated values) or, with ``--budget 1/d``, at the setting
+settings given (omitted: the model's calibrated values, :mod:`mdm_mi.core.calibrated`) or, with ``--budget 1/d``, at the setting
 whose passes on these templates are sequential's ÷ d (sequential takes one pass per ``_``). Output:
 FASTA, one record per fill, its header naming the template, the fill, the passes and the sampler.
 Every input is checked before anything is decoded or written.
@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from mdm_mi.core.calibrated import read_calibrated
 from mdm_mi.core.sampler_table import SAMPLERS, USER_SAMPLERS, SamplerFlags, sampler_from_args, swept_settings
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
@@ -150,12 +151,12 @@ def _settings(args) -> dict:
                                                                "mi_charge_first": args.charge_first}
 
 
-def _sampler(args, backbone, tokens, pairwise, domain: str, quiet: bool):
+def _sampler(args, backbone, tokens, pairwise, model_dir: Path, quiet: bool):
     """The fixed-setting sampler, or the one calibrated to ``--budget`` on the templates → (sampler, note)."""
     from mdm_mi.evaluation.infill import calibrate_to, family_of, max_masked, parse_budget
 
     if args.budget is None:
-        sampler = sampler_from_args(args, allowed=USER_SAMPLERS, domain="sudoku" if domain == "sudoku" else "protein")
+        sampler = sampler_from_args(args, allowed=USER_SAMPLERS, calibrated=read_calibrated(model_dir))
         return sampler, ""
     divisor = parse_budget(args.budget)
     fam = family_of(args.sampler, max_masked(backbone, tokens), _settings(args))
@@ -195,7 +196,7 @@ def infill(args: InfillArgs, tracker) -> None:
     backbone, path, found = load_backbone_for(args, domain, device)
     tokens = encode_templates(backbone, templates, device)
     pairwise = pairwise_from_args(args, backbone, path, found, device)
-    sampler, calibrated = _sampler(args, backbone, tokens, pairwise, found, args.quiet)
+    sampler, calibrated = _sampler(args, backbone, tokens, pairwise, path, args.quiet)
     res = fill(backbone, tokens, sampler, args.n, args.seed, args.temperature, pairwise, args.batch_size)
     rows, params = decode_rows(backbone, res.tokens), " ".join(f"{k}={v}" for k, v in sampler.params().items())
     lines = []
