@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from mdm_mi.infra.io import atomic_path  # noqa: E402
 from mdm_mi.core.sampler_table import SAMPLERS  # noqa: E402
@@ -61,8 +62,6 @@ def plain_ticks(lo: float, hi: float) -> list[float]:
 
 def log_passes_axis(ax, ticks, label: str) -> None:
     """A log x axis of mean passes with plain tick labels at ``ticks`` (``10``, not ``10¹``; no minor labels)."""
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
-
     ax.set_xscale("log")
     ax.set_xticks(list(ticks))
     ax.xaxis.set_major_formatter(ScalarFormatter())

@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
+
 DEFAULT_TIMEOUT = 3600.0
 POLL_SECONDS = 2.0
 
@@ -60,7 +62,6 @@ def visible_devices() -> int:
         if not simulated.isdigit():
             raise SlotError(f"MDM_MI_SIMULATED_GPUS must be a whole number, got {simulated!r}")
         return int(simulated)
-    import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 

@@ -13,8 +13,10 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from safetensors.torch import load_file
 
 from mdm_mi.infra.errors import InputError
+from mdm_mi.mi.probe import mask_contexts
 
 LABEL_SPLITS = ("all", "val", "test")  # --split: the whole draw, or one of its two disjoint evaluation parts
 MAX_REMASK_ROUNDS = 100  # re-maskings of repeated contexts before an evaluation draw gives up
@@ -39,8 +41,6 @@ def draw_training(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: in
 
     With ``vocab_ids`` (the backbone's ``vocab_token_ids``) only those tokens are maskable: BOS, EOS
     and pads of protein sequences stay fixed."""
-    from mdm_mi.mi.probe import mask_contexts
-
     gen = torch.Generator().manual_seed(seed)
     replace = n_contexts > len(sequences)
     idx = torch.randperm(len(sequences), generator=gen)[:n_contexts] if not replace else \
@@ -100,8 +100,6 @@ def draw_evaluation(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: 
     fully masked grids) is masked again with a fresh t until all differ.
 
     Any two disjoint slices of the draw (val and test) therefore share neither a sequence nor a context."""
-    from mdm_mi.mi.probe import mask_contexts
-
     unique = distinct_rows(sequences)
     if n_contexts > len(unique):
         raise InputError(f"the val and test splits need {n_contexts} distinct sequences, "
@@ -128,8 +126,6 @@ def shard_slice(n: int, shard: int, n_shards: int) -> slice:
 
 def load_label_shards(paths) -> dict[str, torch.Tensor]:
     """Concatenate label shards → ``contexts (C, N)``, ``label (C, N, N)``, ``masked (C, N)``."""
-    from safetensors.torch import load_file
-
     parts = []
     for p in paths:
         if not Path(p).is_file():

@@ -16,13 +16,12 @@ import torch
 
 from mdm_mi.evaluation.plotting import plt, save
 from mdm_mi.infra.io import atomic_path
+from mdm_mi.mi.probe import exact_mi
 
 
 @torch.inference_mode()
 def mi_matrices(backbone, head, tokens: torch.Tensor, exact: bool):
     """For one context ``tokens (N,)``: head Î ``(N, N)`` and, if ``exact``, the probing label ``(N, N)``."""
-    from mdm_mi.mi.probe import exact_mi
-
     masked = tokens == backbone.mask_id
     out = backbone(tokens[None])
     pred = head(out.hidden, masked[None])[0].float().cpu()

@@ -37,7 +37,7 @@ def draw_lengths(reference_lengths: Sequence[int], n: int, rng: np.random.Genera
 def reference_lengths(backbone, reference: Sequence[str]) -> list[int]:
     """The lengths generation draws from: the reference's, or, for a column model (``fixed_length``),
     its L columns for every entry (its rows are aligned; gaps are dropped from the generated rows)."""
-    from mdm_mi.protein.family.columns import is_column_model
+    from mdm_mi.protein.family.columns import is_column_model  # lazy: scipy (~1 s at every CLI start)
 
     return [int(backbone.fixed_length)] * len(reference) if is_column_model(backbone) else [len(s) for s in reference]
 

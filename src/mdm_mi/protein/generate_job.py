@@ -15,12 +15,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mdm_mi.core.backbone import embedder_of, for_decoding
+from mdm_mi.core.loading import SEQUENCES, load_model
 from mdm_mi.core.sampler_table import SamplerFlags, sampler_from_args
+from mdm_mi.evaluation.stats import mean_ci
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h as _h
 from mdm_mi.infra.io import write_json
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
-from mdm_mi.verb_common import ModelFlags, calibrated_for
+from mdm_mi.protein.fasta import read_fasta, validate_sequence, write_fasta
+from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
+from mdm_mi.protein.metrics import score_sample
+from mdm_mi.verb_common import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
+                                progress, start)
 
 
 @dataclass(frozen=True)
@@ -55,8 +62,6 @@ def _check(args: GenerateArgs) -> None:
 
 
 def _reference(path: Path | None):
-    from mdm_mi.protein.fasta import read_fasta, validate_sequence
-
     if path is None:
         return None
     return [validate_sequence(s, name=h) for h, s in read_fasta(path)]
@@ -69,13 +74,7 @@ def generate_sampler(args: GenerateArgs):
 
 
 def generate_job(args: GenerateArgs, tracker) -> None:
-    from mdm_mi.core.backbone import for_decoding
-    from mdm_mi.core.loading import SEQUENCES
-    from mdm_mi.evaluation.stats import mean_ci
-    from mdm_mi.protein.family.columns import is_column_model
-    from mdm_mi.protein.fasta import write_fasta
-    from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
-    from mdm_mi.verb_common import check_outputs, load_backbone_for, pairwise_from_args, progress, start
+    from mdm_mi.protein.family.columns import is_column_model  # lazy: scipy (~1 s at every CLI start)
 
     _check(args)
     sampler = generate_sampler(args)
@@ -124,10 +123,6 @@ def _scores(args: GenerateArgs, backbone, seqs, reference, reference2, device) -
     """The protein metrics of ``seqs``; the embedder is ``--embedder`` or the backbone itself, read at
     block ``--embed-layer``. The JSD noise floor (``jsd_noise_floor``, ``jsd_floor_analytic``) needs only
     the reference; without a second reference its second-draw comparisons are left out."""
-    from mdm_mi.core.backbone import embedder_of
-    from mdm_mi.core.loading import SEQUENCES, load_model
-    from mdm_mi.protein.metrics import score_sample
-
     source = backbone if args.embedder is None else load_model(args.embedder, device, SEQUENCES)[0]
     embedder = embedder_of(source, args.embed_layer)
     scores = score_sample(seqs, reference, reference2 or reference, embedder, args.clusters, args.seed)

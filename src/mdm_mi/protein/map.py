@@ -8,7 +8,9 @@ import numpy as np
 import torch
 
 from mdm_mi.core.map_domain import MapDomain
+from mdm_mi.evaluation.plotting import plt, save
 from mdm_mi.infra.errors import InputError
+from mdm_mi.protein.fasta import validate_sequence
 
 PROTEIN_MASK = "_"
 PROTEIN_MIN_LEN = 2
@@ -20,8 +22,6 @@ class ProteinMap(MapDomain):
     1-based residue position. The backbone must offer ``encode([seq])`` (BOS + residues + EOS)."""
 
     def check(self, text: str) -> str:
-        from mdm_mi.protein.fasta import validate_sequence
-
         seq = "".join(text.split()).upper()
         residues = seq.replace(PROTEIN_MASK, "").replace("-", "")  # '-': a gap column of an aligned row (column model)
         if residues:
@@ -57,8 +57,6 @@ class ProteinMap(MapDomain):
 def protein_map_figure(seq: Sequence[str], pred: torch.Tensor, label, cell: int, out, backbone_name: str) -> None:
     """Bars of Î(cell, j) (and the exact MI) over residue positions ``j = 1..L`` (token indices; BOS at
     0), the sequence's tokens (a string's letters, or a list of whole tokens) as ticks."""
-    from mdm_mi.evaluation.plotting import plt, save
-
     pos = np.arange(1, len(seq) + 1)
     panels = [("MI head Î", pred)] + ([("exact probing MI", label)] if label is not None else [])
     fig, ax = plt.subplots(figsize=(max(6.0, 0.16 * len(seq)), 3.2))

@@ -68,7 +68,7 @@ class ProteinTokens:
 
 def esmc_tokenizer():
     """The ESM-C sequence tokenizer (``esm.tokenization.EsmSequenceTokenizer``)."""
-    from esm.tokenization import get_esmc_model_tokenizers
+    from esm.tokenization import get_esmc_model_tokenizers  # lazy: esm adds ~1 s to every CLI start
 
     return get_esmc_model_tokenizers()
 

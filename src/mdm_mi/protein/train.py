@@ -37,8 +37,10 @@ import torch.nn.functional as F
 from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, draw_probs, optimise
 from mdm_mi.infra.train_state import TrainState
 from mdm_mi.protein.data import random_crop
+from mdm_mi.protein.esmc import ESMCBackbone
 from mdm_mi.protein.family.loss import MASK_RATES, masked_loss
-from mdm_mi.protein.tokens import ProteinTokens
+from mdm_mi.protein.model import new_esmc
+from mdm_mi.protein.tokens import ProteinTokens, protein_tokens
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,10 +119,6 @@ def train_protein_mdm(seqs: Sequence[str], dims: dict, hidden_layer: int, cfg: P
     sequences' drawing weights (None: uniform); ``val``: the validation sequences scored every
     ``cfg.eval_every`` steps. ``validation`` is None without them, else the
     :class:`~mdm_mi.infra.train_loop.BestWeights` whose weights the model ends with."""
-    from mdm_mi.protein.esmc import ESMCBackbone
-    from mdm_mi.protein.model import new_esmc
-    from mdm_mi.protein.tokens import protein_tokens
-
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     tok = protein_tokens()

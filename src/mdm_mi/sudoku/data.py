@@ -20,6 +20,7 @@ import numpy as np
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path
 from mdm_mi.sudoku.grid import MASK_ID, PuzzleFormatError, format_grid, parse_puzzle, rule_break
+from mdm_mi.sudoku.puzzle_maker import reveal_cells
 
 HARD_LEVELS = ("Hard", "Expert")
 OTHER_LEVELS = ("Beginner", "Easy", "Medium")
@@ -115,8 +116,6 @@ def stratified(ps: PuzzleSet, levels, n_total: int, rng: np.random.Generator) ->
 def graded(ps: PuzzleSet, givens, per_level: int, rng: np.random.Generator) -> PuzzleSet:
     """RRN-style difficulty grading: for each target g, take puzzles with ≤ g clues and reveal solution
     cells (seeded) until each has exactly g givens; the level is ``givens=g``."""
-    from mdm_mi.sudoku.puzzle_maker import reveal_cells
-
     clues = (ps.puzzles != MASK_ID).sum(1)
     puzzles, solutions, levels = [], [], []
     for g in givens:

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, SIDE
 
 
@@ -109,8 +110,6 @@ DOMAIN = "sudoku"
 def load_model(directory, device: str = "cpu", meta: dict | None = None) -> tuple[SudokuMDM, dict]:
     """Load a Sudoku checkpoint (safetensors, never unpickled) → (model in eval mode, meta). Verbs reach
     it through :func:`mdm_mi.core.loading.load_model`, which passes the ``meta`` it read."""
-    from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint
-
     state, meta = load_checkpoint(directory, domain=DOMAIN, meta=meta)
     try:
         model = SudokuMDM(ModelConfig(**meta["model"]))

@@ -25,10 +25,14 @@ from pathlib import Path
 import torch
 
 from mdm_mi.core.calibrated import read_calibrated
-from mdm_mi.core.sampler_table import SAMPLERS, USER_SAMPLERS, SamplerFlags, sampler_from_args, swept_settings
+from mdm_mi.core.loading import SEQUENCES, model_domain
+from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, USER_SAMPLERS, sampler_from_args, swept_settings
+from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked, parse_budget
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
 from mdm_mi.infra.io import atomic_path, read_text_input
+from mdm_mi.protein.fasta import read_fasta
+from mdm_mi.sudoku.grid import MASK_ID
 from mdm_mi.verb_common import ModelFlags, check_outputs, load_backbone_for, note, pairwise_from_args, start
 
 MASK = "_"
@@ -67,7 +71,6 @@ def read_templates(args) -> list[tuple[str, str]]:
     path = Path(args.file)
     if path.suffix.lower() in (".tsv", ".txt", ".csv"):
         return _table_templates(path)
-    from mdm_mi.protein.fasta import read_fasta
 
     return [(name.split()[0] if name.split() else f"template{i + 1}", seq) for i, (name, seq) in enumerate(read_fasta(path))]
 
@@ -126,8 +129,6 @@ def _is_grid(backbone) -> bool:
 
 
 def _grid_tokens(backbone, templates, device) -> torch.Tensor:
-    from mdm_mi.sudoku.grid import MASK_ID
-
     rows = []
     for name, t in templates:
         t = "".join(t.split())
@@ -153,8 +154,6 @@ def _settings(args) -> dict:
 
 def _sampler(args, backbone, tokens, pairwise, model_dir: Path, quiet: bool):
     """The fixed-setting sampler, or the one calibrated to ``--budget`` on the templates → (sampler, note)."""
-    from mdm_mi.evaluation.infill import calibrate_to, family_of, max_masked, parse_budget
-
     if args.budget is None:
         sampler = sampler_from_args(args, allowed=USER_SAMPLERS, calibrated=read_calibrated(model_dir))
         return sampler, ""
@@ -174,8 +173,6 @@ def _check_args(args) -> None:
     if args.sampler not in USER_SAMPLERS:
         raise InputError(f"unknown sampler {args.sampler!r}; choose one of {', '.join(USER_SAMPLERS)}")
     if args.budget is not None:
-        from mdm_mi.evaluation.infill import parse_budget
-
         parse_budget(args.budget)
         param = SAMPLERS[args.sampler].calibration and SAMPLERS[args.sampler].calibration.param
         if param and getattr(args, param, None) is not None:
@@ -185,9 +182,6 @@ def _check_args(args) -> None:
 
 def infill(args: InfillArgs, tracker) -> None:
     """Check the flags and templates, load the model, (calibrate,) fill, write FASTA."""
-    from mdm_mi.core.loading import SEQUENCES
-    from mdm_mi.evaluation.infill import fill
-
     del tracker
     _check_args(args)
     templates = read_templates(args)
@@ -209,8 +203,6 @@ def infill(args: InfillArgs, tracker) -> None:
 
 
 def _domain(model: Path) -> str:
-    from mdm_mi.core.loading import model_domain
-
     return model_domain(model)
 
 

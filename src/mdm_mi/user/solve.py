@@ -17,9 +17,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mdm_mi.core.sampler_table import HEAD_SAMPLERS, SAMPLERS, SamplerFlags, USER_SAMPLERS, sampler_from_args
+from mdm_mi.core.samplers import decode
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import Decoding, h
-from mdm_mi.core.sampler_table import HEAD_SAMPLERS, SAMPLERS, USER_SAMPLERS, SamplerFlags, sampler_from_args
+from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.sudoku.puzzles import MAX_NODES, Puzzle, answer_problem, check_puzzle, grid_lines, read_puzzles
 from mdm_mi.verb_common import ModelFlags, calibrated_for, load_backbone_for, load_head_for, note, progress, start
 
@@ -62,8 +64,6 @@ def user_sampler(args):
 @torch.inference_mode()
 def decode_puzzles(backbone, puzzles: list[Puzzle], sampler, pairwise, args, device: str):
     """Decode all puzzles in batches → grids ``(P, 81)`` and passes ``(P,)`` as numpy arrays."""
-    from mdm_mi.core.samplers import decode
-
     gen = torch.Generator(device=device).manual_seed(args.seed)
     tokens = torch.as_tensor(np.stack([p.tokens for p in puzzles]), device=device)
     grids, passes = [], []
@@ -95,8 +95,6 @@ def report(puzzle: Puzzle, grid: np.ndarray, passes: int, n_solutions: int | Non
 
 def solve(args: SolveArgs, tracker) -> int:
     """Check every input first (nothing is loaded for bad input), then decode and report."""
-    from mdm_mi.mi.guided import head_pairwise_fn
-
     del tracker
     sampler = user_sampler(args)
     if args.batch_size < 1:

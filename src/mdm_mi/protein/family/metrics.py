@@ -22,17 +22,9 @@ import numpy as np
 import pyhmmer
 from pyhmmer import easel, plan7
 
-from mdm_mi.protein.family.alignment import (
-    GAP,
-    GAP_INDEX,
-    N_LETTERS,
-    FamilyRecord,
-    a2m_row,
-    encode_columns,
-    identity_blocks,
-    pad_insertions,
-    residue_one_hot,
-)
+from mdm_mi.protein import metrics
+from mdm_mi.protein.family.alignment import (FamilyRecord, GAP, GAP_INDEX, N_LETTERS, a2m_row, encode_columns,
+                                             identity_blocks, pad_insertions, residue_one_hot)
 
 HMM_SEED = 42  # HMMER's default seed: builder calibration and pipeline are then reproducible
 THRESHOLD_PERCENTILE = 1.0  # pass threshold = this percentile of natural validation scores
@@ -274,8 +266,6 @@ def cluster_jsd_columns(reference_columns: Sequence[str], other_columns: Sequenc
     the reference (:func:`mdm_mi.protein.metrics.fit_clusters`), histograms compared with a bootstrap
     interval (:func:`mdm_mi.protein.metrics.jsd_with_interval`) → ``cluster_jsd`` (plug-in),
     ``cluster_jsd_bc`` (bias-corrected), ``cluster_jsd_lo`` / ``cluster_jsd_hi`` (basic 95%)."""
-    from mdm_mi.protein import metrics  # imports torch: only here
-
     ref = one_hot_columns(reference_columns)
     km = metrics.fit_clusters(ref, k, seed)
     out = metrics.jsd_with_interval(metrics.cluster_histogram(km, ref),
