@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.core.backbone import embedder_of, for_decoding
+from mdm_mi.core.backbone import capabilities, embedder_of, for_decoding
 from mdm_mi.core.loading import SEQUENCES, load_model
 from mdm_mi.core.sampler_table import SamplerFlags, sampler_from_args
 from mdm_mi.evaluation.stats import mean_ci
@@ -74,8 +74,6 @@ def generate_sampler(args: GenerateArgs):
 
 
 def generate_job(args: GenerateArgs, tracker) -> None:
-    from mdm_mi.protein.family.columns import is_column_model  # lazy: scipy (~1 s at every CLI start)
-
     _check(args)
     sampler = generate_sampler(args)
     check_outputs(args.out, args.summary)
@@ -86,8 +84,9 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     decoding = DecodeFlags.of(args)
     backbone = for_decoding(backbone, decoding.bf16)
     rng = np.random.default_rng(args.seed)
+    fixed = capabilities(backbone).fixed_length  # an aligned model's L columns: no lengths to draw
     lengths = (draw_lengths(reference_lengths(backbone, reference), args.n, rng) if reference
-               else np.full(args.n, backbone.fixed_length) if is_column_model(backbone)
+               else np.full(args.n, fixed) if fixed is not None
                else uniform_lengths(args.min_length, args.max_length, args.n, rng))
     gen = torch.Generator(device=device).manual_seed(args.seed)
     begin = time.time()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from mdm_mi.core.backbone import ALIGNED, capabilities
 from mdm_mi.core.domain import backbone_name
 from mdm_mi.core.loading import load_model_and_head
 from mdm_mi.evaluation.tables import write_table
@@ -71,14 +72,12 @@ class ProteinMiArgs(ProteinMiMapFlags):
 
 
 def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
-    from mdm_mi.protein.family.columns import is_column_model  # lazy: scipy (~1 s at every CLI start)
-
     if not 0 < args.mask_fraction <= 1:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "protein")
     test = load_label_shards(args.test)
-    if is_column_model(backbone):  # the first test context, an aligned row (_ = masked)
+    if capabilities(backbone).frame == ALIGNED:  # the first test context, an aligned row (_ = masked)
         tokens = test["contexts"][0].to(device)
         seq = backbone.decode_rows(tokens[None].cpu())[0]
     else:

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.core.backbone import BackboneOutput, Capabilities, GRID
 from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, SIDE
 
@@ -61,6 +61,7 @@ class SudokuMDM(nn.Module):
 
     vocab_size = N_DIGITS
     mask_id = MASK_ID
+    capabilities = Capabilities(GRID, fixed_length=N_CELLS, embeds=False)  # 81 cells, no protein embedding
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()

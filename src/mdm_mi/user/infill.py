@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from mdm_mi.core.backbone import GRID, capabilities
 from mdm_mi.core.calibrated import read_calibrated
 from mdm_mi.core.loading import SEQUENCES, model_domain
 from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, USER_SAMPLERS, sampler_from_args, swept_settings
@@ -125,7 +126,7 @@ def _named(message: str, templates: list[tuple[str, str]]) -> str:
 
 
 def _is_grid(backbone) -> bool:
-    return not hasattr(backbone, "encode")  # the Sudoku model: 81 cells, digits 1..9
+    return capabilities(backbone).frame == GRID  # the Sudoku model: 81 cells, digits 1..9
 
 
 def _grid_tokens(backbone, templates, device) -> torch.Tensor:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mdm_mi.core.backbone import ALIGNED, capabilities
 from mdm_mi.core.domain import backbone_name
 from mdm_mi.core.loading import load_model
 from mdm_mi.infra.errors import InputError
@@ -110,10 +111,9 @@ def figure_column_contacts(args: ColumnContactsArgs, tracker) -> None:
     """The column model's exact MI at the empty row beside ArDCA's couplings and the disulphide bonds."""
     from mdm_mi.protein.family import ardca, contacts  # lazy: scipy, threadpoolctl (~1 s at every CLI start)
     from mdm_mi.protein.family.alignment import column_profile, encode_columns  # lazy: scipy (~1 s at every CLI start)
-    from mdm_mi.protein.family.columns import is_column_model  # lazy: scipy (~1 s at every CLI start)
 
     backbone, _ = load_model(args.model, "cpu", "protein")
-    if not is_column_model(backbone):
+    if capabilities(backbone).frame != ALIGNED:
         raise InputError(f"{args.model} is not a column model (figure-column-contacts needs one)")
     train, _, _, _ = read_splits(args.data_dir)
     codes = encode_columns([r.columns for r in train])

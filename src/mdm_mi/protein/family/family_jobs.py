@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mdm_mi.core.backbone import ALIGNED, capabilities
 from mdm_mi.core.domain import backbone_name
 from mdm_mi.core.loading import load_model
 from mdm_mi.evaluation.budgets import read_csv, write_csv
@@ -336,8 +337,6 @@ class FamilyLossArgs(ProteinModelFlag, DeviceFlag):
 
 
 def family_loss(args: FamilyLossArgs, tracker) -> None:
-    from mdm_mi.protein.family.columns import is_column_model  # lazy: scipy (~1 s at every CLI start)
-
     data = Path(args.data_dir)
     if not (data / "summary.json").is_file() or not (data / "reference.fasta").is_file():
         raise InputError(f"{data} lacks summary.json or reference.fasta: run prepare-family first")
@@ -347,7 +346,7 @@ def family_loss(args: FamilyLossArgs, tracker) -> None:
     seqs = [validate_sequence(s, name=n) for n, s in read_fasta(data / "reference.fasta")]
     backbone, _ = load_model(args.model, resolve_device(args.device), "protein")
     backbone.eval()
-    if is_column_model(backbone):
+    if capabilities(backbone).frame == ALIGNED:  # masked loss per match column
         return _column_loss(args, backbone, tracker)
     base = read_json(data / "summary.json")["baselines"]
     losses = {}

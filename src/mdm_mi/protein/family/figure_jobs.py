@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mdm_mi.core.backbone import ALIGNED, capabilities
 from mdm_mi.core.domain import backbone_name
 from mdm_mi.core.loading import load_model_and_head
 from mdm_mi.infra.errors import InputError
@@ -80,7 +81,6 @@ class FamilyMiArgs(ProteinMiMapFlags):
 
 def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
     from mdm_mi.protein.family import metrics as fm  # lazy: pyhmmer, scipy (~1 s at every CLI start)
-    from mdm_mi.protein.family.columns import is_column_model  # lazy: scipy (~1 s at every CLI start)
 
     if not 0 < args.mask_fraction <= 1:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
@@ -90,7 +90,7 @@ def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "protein")
     record = reference[args.index]
-    if is_column_model(backbone):  # it reads the Pfam match columns themselves
+    if capabilities(backbone).frame == ALIGNED:  # it reads the Pfam match columns themselves
         ref_cols, frame = [r.columns for r in reference], "the alignment's"
         natural = square(fm.corrected_mi(ref_cols, args.seed, residues_only=True), len(record.columns))
         head_map, hidden = head_matrix(backbone, head, record.columns, args.mask_fraction, args.seed)
