@@ -108,7 +108,7 @@ def setup_domain(args):
             return float(decoder(calib, sampler)[1].mean()), {}
     else:
         from mdm_mi.protein.compare_job import MAX_PROTEIN_TOKENS
-        from mdm_mi.protein.fasta import read_fasta
+        from mdm_mi.infra.fasta import read_fasta
         from mdm_mi.protein.generate import draw_lengths, generate
 
         gen_cfg = cfg["generate"]

@@ -19,9 +19,9 @@ from pathlib import Path
 import torch
 
 from mdm_mi.core.loading import load_model
+from mdm_mi.infra.fasta import AMINO_ACIDS, read_fasta
 from mdm_mi.mi.probe import exact_mi, mask_contexts
 from mdm_mi.mi.topk import topk_mi
-from mdm_mi.protein.fasta import AMINO_ACIDS, read_fasta
 
 MODEL = "resources/pretrained/protein-kunitz"
 FAMILY = "resources/data/protein/pf00014_kunitz_pfam_full.a2m"

@@ -10,7 +10,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from hf_helpers import BERT_TOKENS, tiny_bert, tiny_esm, tiny_text_bert
 
 pytest.importorskip("transformers")
@@ -196,11 +195,11 @@ def test_generate_without_meta_hints_at_import_hf(tmp_path, capsys):
 
 def test_mi_map_prints_small_mi_and_draws_whole_tokens(text, tmp_path, monkeypatch):
     from mdm_mi.core.map_domain import nats
-    from mdm_mi.protein import map as protein_map
+    from mdm_mi.hf import map as hf_map
 
     assert nats(1e-5) == "1.00e-05" and nats(0.25) == "0.250" and nats(0.0) == "0.000"
     drawn = {}
-    monkeypatch.setattr(protein_map, "protein_map_figure", lambda seq, *a: drawn.setdefault("seq", seq))
+    monkeypatch.setattr(hf_map, "sequence_map_figure", lambda seq, *a: drawn.setdefault("seq", seq))
     assert _main("mi-map", "the _ sat _ mat", "--model", text[0], "--head", text[1], "--out", tmp_path / "m.png",
                  "--quiet") == 0
     assert drawn["seq"] == ["the", "_", "sat", "_", "mat"]

@@ -18,7 +18,7 @@ from mdm_mi.infra.errors import InputError  # noqa: E402
 from mdm_mi.core.loading import load_model  # noqa: E402
 from mdm_mi.protein import data as pdata  # noqa: E402
 from mdm_mi.protein import metrics  # noqa: E402
-from mdm_mi.protein.fasta import AMINO_ACIDS, read_fasta, write_fasta  # noqa: E402
+from mdm_mi.infra.fasta import AMINO_ACIDS, read_fasta, write_fasta  # noqa: E402
 from mdm_mi.protein.generate import generate  # noqa: E402
 from mdm_mi.protein.model import load_protein_model, new_esmc, save_trained, write_300m_meta  # noqa: E402
 from mdm_mi.protein.tokens import protein_tokens  # noqa: E402

@@ -1,4 +1,4 @@
-"""The package's shape: imports run one way (no cycle; library → verbs → CLI; the two domains apart;
+"""The package's shape: imports run one way (no cycle; library → verbs → CLI; every domain apart;
 lazy imports included), and each of the verb, sampler and domain tables is one literal dict whose keys
 are unique and match their entries."""
 
@@ -99,9 +99,17 @@ def is_verb_module(mod: str) -> bool:
     return (last in ("cli", "__main__", "jobs") or last.endswith(("_job", "_jobs")) or "user" in parts[1:])
 
 
+# Every domain package: each entry of core.domain.DOMAINS (checked below) and antibody, which uses an
+# hf model. A domain never imports another; what two need lives below them (infra.fasta, evaluation.plotting).
+DOMAIN_PACKAGES = ("sudoku", "protein", "hf", "antibody")
+# Imports that still run from one domain into another, each to be moved below the domains (issue 40):
+# AntiBERTy's conversion lives in hf/ and the hf domain's name in hf.backbone, both used by antibody/.
+PENDING = {("mdm_mi.antibody.antibody_jobs", "mdm_mi.hf.antiberty"), ("mdm_mi.antibody.antibody_jobs", "mdm_mi.hf.backbone")}
+
+
 def _domain(mod: str) -> str | None:
     parts = mod.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in ("sudoku", "protein") else None
+    return parts[1] if len(parts) > 1 and parts[1] in DOMAIN_PACKAGES else None
 
 
 def wrong_way_imports(graph: dict[str, set[str]]) -> list[str]:
@@ -115,13 +123,23 @@ def wrong_way_imports(graph: dict[str, set[str]]) -> list[str]:
                 bad.append(f"library {mod} imports verb module {dep}")
             elif is_verb_module(dep) and mod.split(".")[-1] not in ("cli", "__main__"):
                 bad.append(f"verb module {mod} imports verb module {dep}")
-            if _domain(mod) and _domain(dep) and _domain(mod) != _domain(dep):
+            if _domain(mod) and _domain(dep) and _domain(mod) != _domain(dep) and (mod, dep) not in PENDING:
                 bad.append(f"{mod} imports the other domain's {dep}")
     return bad
 
 
 def test_imports_run_one_way_library_then_verbs_then_cli():
     assert wrong_way_imports(import_graph()) == []
+
+
+def test_every_domain_is_kept_apart_and_the_exceptions_still_exist():
+    """Each domain of the domain table is one of the packages kept apart, and each pending exception
+    is a real import (one that is gone must leave the list)."""
+    from mdm_mi.core.domain import DOMAINS
+
+    assert set(DOMAINS) <= set(DOMAIN_PACKAGES)
+    graph = import_graph()
+    assert all(dep in graph.get(mod, ()) for mod, dep in PENDING), PENDING
 
 
 def test_the_layering_check_fails_on_a_library_module_importing_a_verb(tmp_path):

@@ -34,8 +34,8 @@ from torch import nn
 from mdm_mi.core.backbone import BackboneOutput
 from mdm_mi.infra.checkpoint import CheckpointError, META
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import AMINO_ACIDS
 from mdm_mi.infra.io import read_json
-from mdm_mi.protein.fasta import AMINO_ACIDS
 
 DOMAIN = "hf"
 MASK_CHAR = "_"  # a masked position in encode / decode_tokens

@@ -24,9 +24,9 @@ from mdm_mi.core.loading import load_model
 from mdm_mi.hf.backbone import DOMAIN, MASK_CHAR, read_alphabet
 from mdm_mi.infra.checkpoint import META
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import OutDir, SeedFlag, h as _h
 from mdm_mi.infra.io import read_text_input, write_json
-from mdm_mi.protein.fasta import read_fasta, write_fasta
 
 SPLITS = ("train", "heldout")  # hf-data's token files: {split}_contexts.npy
 

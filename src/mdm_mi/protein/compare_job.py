@@ -28,6 +28,7 @@ from mdm_mi.core.sampler_table import SweptFlags
 from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
@@ -35,7 +36,7 @@ from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.protein.compare import (PART_FILE, ProteinCompareSpec, SEQUENTIAL, Scorer, calibration_lengths, jsd_rows,
                                     read_parts, run_fasta, run_part, write_part)
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
-from mdm_mi.protein.fasta import read_fasta, validate_sequence, write_fasta
+from mdm_mi.protein.fasta import validate_sequence
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
 from mdm_mi.protein.generate import reference_lengths
 

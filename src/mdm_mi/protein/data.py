@@ -20,8 +20,9 @@ from typing import Sequence
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import AMINO_ACIDS, Record
 from mdm_mi.infra.io import write_npy
-from mdm_mi.protein.fasta import AMINO_ACIDS, Record, sample_reference
+from mdm_mi.protein.fasta import sample_reference
 from mdm_mi.protein.tokens import protein_tokens
 
 _AA = frozenset(AMINO_ACIDS)

@@ -1,82 +1,20 @@
-"""FASTA reading/writing, sequence validation and a seeded reference sample.
+"""Protein sequences: validation against the 20 standard amino acids and a seeded reference sample
+(reading and writing FASTA is :mod:`mdm_mi.infra.fasta`).
 
-    records = read_fasta("resources/data/protein/uniref50_len50-100.fasta")   # [(header, seq), ...]
-    reference = sample_reference(records, 500, seed=0)
-    write_fasta("results/protein/reference.fasta", reference)
-
-Headers are stored without the leading ``>``; sequences are upper-cased with whitespace removed.
+    reference = sample_reference(read_fasta("resources/data/protein/uniref50_len50-100.fasta"), 500, seed=0)
+    validate_sequence("MKTAYIAK", min_len=5)
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.io import atomic_path, read_text_input
+from mdm_mi.infra.fasta import AMINO_ACIDS, Record
 
-AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard amino acids (same as mdm_mi.protein.esmc)
 _AA_SET = frozenset(AMINO_ACIDS)
-
-Record = tuple[str, str]
-
-
-def read_fasta(path: str | Path) -> list[Record]:
-    """Read ``path`` → ``[(header, sequence), ...]`` in file order.
-
-    Raises :class:`InputError` (one line) for a missing file, text before the first header, a record
-    without sequence, or a file without records. Letters are not checked here (see
-    :func:`validate_sequence`).
-    """
-    path = Path(path)
-    text = read_text_input(path, "FASTA")
-    records: list[Record] = []
-    header: str | None = None
-    chunks: list[str] = []
-
-    def flush(line_no: int) -> None:
-        if header is None:
-            return
-        seq = "".join(chunks).upper()
-        if not seq:
-            raise InputError(f"{path}: record {header!r} (before line {line_no}) has no sequence")
-        records.append((header, seq))
-
-    n_lines = 0
-    for n_lines, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith(";"):
-            continue
-        if line.startswith(">"):
-            flush(n_lines)
-            header, chunks = line[1:].strip(), []
-        elif header is None:
-            raise InputError(f"{path}: line {n_lines} has sequence text before the first '>' header")
-        else:
-            chunks.append("".join(line.split()))
-    flush(n_lines + 1)
-    if not records:
-        raise InputError(f"FASTA file has no records: {path}")
-    return records
-
-
-def write_fasta(path: str | Path, records: Iterable[Record], width: int | None = None) -> None:
-    """Write ``records`` to ``path`` atomically; each sequence on one line, or wrapped at ``width``."""
-    if width is not None and width < 1:
-        raise ValueError(f"width must be >= 1, got {width}")
-    lines: list[str] = []
-    for header, seq in records:
-        if "\n" in header or "\r" in header:
-            raise InputError(f"FASTA header contains a line break: {header!r}")
-        lines.append(f">{header}")
-        if width is None:
-            lines.append(seq)
-        else:
-            lines.extend(seq[i : i + width] for i in range(0, len(seq), width))
-    with atomic_path(path) as tmp:
-        tmp.write_text("\n".join(lines) + ("\n" if lines else ""))
 
 
 def validate_sequence(

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from mdm_mi.evaluation.stats import CI_LEVEL, basic_bootstrap_interval, bootstrap_bias_corrected, bootstrap_p_value
-from mdm_mi.protein.fasta import AMINO_ACIDS
+from mdm_mi.infra.fasta import AMINO_ACIDS
 
 EMBED_BATCH = 64
 MAX_DIVERSITY_PAIRS = 20000

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from mdm_mi.infra.errors import InputError
-from mdm_mi.protein.fasta import AMINO_ACIDS
+from mdm_mi.infra.fasta import AMINO_ACIDS
 
 MASK_CHAR = "_"  # a masked position in :meth:`ProteinTokens.encode_batch` (``masks=True``) and decoded strings
 

@@ -30,9 +30,9 @@ from mdm_mi.core.loading import SEQUENCES, model_domain
 from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, USER_SAMPLERS, sampler_from_args, swept_settings
 from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked, parse_budget
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import h
 from mdm_mi.infra.io import atomic_path, read_text_input
-from mdm_mi.protein.fasta import read_fasta
 from mdm_mi.sudoku.grid import MASK_ID
 from mdm_mi.verb_common import ModelFlags, check_outputs, load_backbone_for, note, pairwise_from_args, start
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from mdm_mi.core.domain import DOMAINS, FASTA_SUFFIXES, backbone_name, guess_domain
 from mdm_mi.core.loading import load_model, model_domain
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import h
 from mdm_mi.infra.io import read_text_input
 from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
-from mdm_mi.protein.fasta import read_fasta
 from mdm_mi.sudoku.grid import format_grid
 from mdm_mi.sudoku.puzzles import parse_many
 from mdm_mi.verb_common import ModelFlags, check_outputs, load_head_for, model_path, note, start

@@ -21,9 +21,9 @@ import numpy as np
 import torch
 
 from mdm_mi.evaluation.plotting import plt, save
+from mdm_mi.infra.fasta import AMINO_ACIDS
 from mdm_mi.mi.probe import exact_mi
 from mdm_mi.protein.family.alignment import GAP_INDEX, N_LETTERS
-from mdm_mi.protein.fasta import AMINO_ACIDS
 
 CYSTEINE_MIN = 0.5  # a column is a conserved cysteine when at least this fraction of its rows hold C
 KUNITZ_BONDS = ((0, 5), (1, 3), (2, 4))  # the six cysteines in column order: bonded 1–6, 2–4, 3–5

@@ -44,6 +44,7 @@ from mdm_mi.evaluation.budgets import read_csv, write_csv
 from mdm_mi.evaluation.tables import setting_label, write_table
 from mdm_mi.evaluation.verdicts import side_by_side
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import DeviceFlag, OutDir, TableOuts, h as _h
 from mdm_mi.infra.io import read_json, read_jsons, write_json, write_npy, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
@@ -54,7 +55,7 @@ from mdm_mi.protein.family.compare import (FIELDS, METRICS, Reference, covariati
 from mdm_mi.protein.family.loss import MASK_RATES, masked_loss
 from mdm_mi.protein.family.scores import (FAMILY_COLUMNS, family_markdown, family_rows, family_scores, hmm_frame,
                                           loss_lines, read_splits)
-from mdm_mi.protein.fasta import read_fasta, sample_reference, validate_sequence, write_fasta
+from mdm_mi.protein.fasta import sample_reference, validate_sequence
 from mdm_mi.protein.flags import ProteinModelFlag
 
 

@@ -36,6 +36,7 @@ from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.budgets import best_mi_run
 from mdm_mi.evaluation.stats import mean_t_ci
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
 from mdm_mi.infra.io import read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
@@ -43,7 +44,7 @@ from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
 from mdm_mi.protein.compare import PART_FILE
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.family.scores import hmm_threshold, read_splits
-from mdm_mi.protein.fasta import read_fasta, sample_reference
+from mdm_mi.protein.fasta import sample_reference
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
 from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths
 
