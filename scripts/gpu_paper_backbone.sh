@@ -42,11 +42,11 @@ echo "test_cuda exit $? ($(tail -n 1 "$out/test_cuda.log"))" | tee -a "$log"
 solutions=${SOLUTIONS:-$work/data/train_solutions.npy}
 if [ ! -f "$solutions" ]; then
     echo "== 2. data ($work/data)" | tee -a "$log"
-    $py -m mdm_mi sudoku-data --radcliffe resources/data/sudoku/radcliffe_curated_5000.csv \
+    $py -m mdm_mi prepare-sudoku --radcliffe resources/data/sudoku/radcliffe_curated_5000.csv \
         --easy resources/data/sudoku/hkunlp_easy_1k.csv --out-dir "$work/data" --n-train-solutions 100000 \
         --hard-max-puzzles 1000 --easy-max-puzzles 1000 --levels-max-puzzles 1000 \
         --graded-givens 17 20 23 26 29 32 35 --graded-per-level 300 --oracle-max-puzzles 30 --seed 0 \
-        >> "$log" 2>&1 || { echo "sudoku-data failed" | tee -a "$log"; exit 1; }
+        >> "$log" 2>&1 || { echo "prepare-sudoku failed" | tee -a "$log"; exit 1; }
 fi
 
 echo "== 3. batch probe" | tee -a "$log"

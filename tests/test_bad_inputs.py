@@ -158,7 +158,7 @@ def label_shards(tmp: Path) -> dict:
 CSV_NO_COLUMN = f"grid,solution\n{P},\n"
 SOLVE = ["solve", "--quiet"]
 MAP = ["mi-map", "--quiet", "--out", "out/map.png"]
-EVAL = ["evaluate", "--quiet", "--out", "out/s.json", "--per-puzzle", "out/p.csv"]
+EVAL = ["sudoku-evaluate", "--quiet", "--out", "out/s.json", "--per-puzzle", "out/p.csv"]
 PROT = [*MAP, "--model", "{protein}"]
 GEN = ["generate", "--quiet", "--out", "out/g.fasta", "--summary", "out/g.json"]
 LABEL = ["label", "--model", "results/tiny/sudoku/model", "--sequences", "{file}", "--out", "out/s.safetensors",
@@ -249,7 +249,7 @@ CASES = [
          text_file("p.csv", CSV_NO_COLUMN)),
     Case("evaluate-binary-csv", [*EVAL, "--puzzles", "{file}"], "not a readable text CSV",
          text_file("p.csv", b"puzzle\n\xff\xfe\n")),
-    Case("evaluate-out-folder", ["evaluate", "--puzzles", "{file}", "--out", "results"], "output results is a folder",
+    Case("evaluate-out-folder", ["sudoku-evaluate", "--puzzles", "{file}", "--out", "results"], "output results is a folder",
          text_file("p.csv", f"puzzle\n{P}\n")),
     Case("evaluate-missing-csv", [*EVAL, "--puzzles", "nope.csv"], "puzzle file not found"),
     # mi-map: cell, outputs, input

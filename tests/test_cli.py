@@ -1,4 +1,4 @@
-"""Properties of the command line (:func:`mdm_mi.cli.main`): ``evaluate`` writes its summary and
+"""Properties of the command line (:func:`mdm_mi.cli.main`): ``sudoku-evaluate`` writes its summary and
 per-puzzle files, bad input is one ``error:`` line with exit code 2 and no output, ``sudoku-table`` builds
 the table, and tracking mirrors a job into one MLflow run."""
 
@@ -29,7 +29,7 @@ SAMPLER_FLAGS = {
 
 
 def evaluate_argv(model, puzzles, out_dir: Path, sampler=("--sampler", "sequential"), extra=()) -> list[str]:
-    return ["evaluate", "--model", str(model), "--puzzles", str(puzzles), "--out", str(out_dir / "summary.json"),
+    return ["sudoku-evaluate", "--model", str(model), "--puzzles", str(puzzles), "--out", str(out_dir / "summary.json"),
             "--per-puzzle", str(out_dir / "per_puzzle.csv"), *sampler, "--device", "cpu", "--threads", "1",
             "--batch-size", "2", *extra]
 
@@ -43,7 +43,7 @@ def read_records(path: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def evaluated(tmp_path_factory, tiny_checkpoint, easy_rows) -> dict[str, Path]:
-    """Sampler name → output folder of one ``evaluate`` run on 3 easy puzzles."""
+    """Sampler name → output folder of one ``sudoku-evaluate`` run on 3 easy puzzles."""
     root = tmp_path_factory.mktemp("eval")
     puzzles = write_csv(root / "three.csv", ["puzzle", "solution", "level"],
                         [[r["puzzle"], r["solution"], r["level"]] for r in easy_rows[:3]])
@@ -220,7 +220,7 @@ def test_cuda_without_gpu_is_a_user_error(tmp_path, capsys, tiny_checkpoint, eas
 
 def test_missing_required_flag_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
-        main(["evaluate", "--model", str(tmp_path)])
+        main(["sudoku-evaluate", "--model", str(tmp_path)])
     assert info.value.code == 2
     assert "required" in capsys.readouterr().err
 
@@ -370,3 +370,18 @@ def test_omitted_sampler_parameters_are_the_models_calibrated_ones(shipped):
         assert None not in omitted.values(), name  # every parameter a sampler takes has a value
     given = sampler_params(SamplerFlags(sampler="eb", gamma=0.7))  # given: no model needed
     assert given == {"gamma": 0.7}
+
+
+def test_old_verb_names_still_run_with_one_note(tmp_path, capsys, tiny_checkpoint, easy_rows):
+    """``evaluate`` and ``sudoku-data`` (renamed in issue 40) run as ``sudoku-evaluate`` and
+    ``prepare-sudoku`` for one release, with one note on stderr."""
+    from mdm_mi.cli import RENAMED, VERBS, renamed
+
+    assert set(RENAMED.values()) <= set(VERBS) and not set(RENAMED) & set(VERBS)
+    assert renamed(["sudoku-data", "--help"]) == ["prepare-sudoku", "--help"]
+    capsys.readouterr()
+    puzzles = write_csv(tmp_path / "p.csv", ["puzzle"], [[easy_rows[0]["puzzle"]]])
+    argv = ["evaluate", *evaluate_argv(tiny_checkpoint, puzzles, tmp_path)[1:]]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "note: `evaluate` is now `sudoku-evaluate`" in err and (tmp_path / "summary.json").is_file()

@@ -173,7 +173,7 @@ def test_bf16_training_on_gpu_learns_and_saves(tmp_path, puzzles):
 
 def test_evaluate_verb_on_gpu(tmp_path, tiny_checkpoint, easy_csv):
     out = tmp_path / "summary.json"
-    argv = ["evaluate", "--model", str(tiny_checkpoint), "--puzzles", str(easy_csv), "--out", str(out),
+    argv = ["sudoku-evaluate", "--model", str(tiny_checkpoint), "--puzzles", str(easy_csv), "--out", str(out),
             "--per-puzzle", str(tmp_path / "per.csv"), "--sampler", "eb", "--gamma", "0.3",
             "--device", "auto", "--threads", "1", "--batch-size", "2"]
     assert main(argv) == 0

@@ -2,7 +2,7 @@
 
 Val and test are the two parts of one seeded draw of distinct held-out contexts
 (:func:`mdm_mi.mi.contexts.draw_evaluation`): they must share no sequence and no context, for Sudoku
-(real Radcliffe solutions, as ``sudoku-data`` writes them) and proteins (held-out crops, as
+(real Radcliffe solutions, as ``prepare-sudoku`` writes them) and proteins (held-out crops, as
 ``protein-data`` writes them); ``train-head`` reports both, test as the reported split.
 """
 
@@ -59,7 +59,7 @@ def assert_disjoint(sequences: np.ndarray, val: ContextDraw, test: ContextDraw, 
 
 @pytest.fixture(scope="module")
 def radcliffe_solutions() -> np.ndarray:
-    """The Sudoku held-out sequences: the Radcliffe solutions, as sudoku-data writes them."""
+    """The Sudoku held-out sequences: the Radcliffe solutions, as prepare-sudoku writes them."""
     from mdm_mi.sudoku.data import load_puzzle_csv
 
     return np.asarray(load_puzzle_csv(RADCLIFFE).solutions)

@@ -244,7 +244,7 @@ def _own(flag: str) -> dict:
 
 @dataclass(frozen=True, kw_only=True)
 class SamplerFlags:
-    """The decoding flags of ``evaluate``, ``solve``, ``generate`` and ``infill`` (inherited by their
+    """The decoding flags of ``sudoku-evaluate``, ``solve``, ``generate`` and ``infill`` (inherited by their
     arguments): one field per flag an entry of :data:`SAMPLERS` takes (:func:`missing_fields` is
     empty; a test checks it). Each sampler reads the ones its entry names; an omitted (``None``)
     number takes the model's calibrated value (:mod:`mdm_mi.core.calibrated`)."""

@@ -5,7 +5,7 @@ A puzzle CSV has a ``puzzle`` column (81 chars, ``0``/``.`` blank) and optional 
 ``easy`` (HKUNLP test split), ``levels`` (Radcliffe Beginner/Easy/Medium) and ``graded`` (hard puzzles
 with extra solution cells revealed up to a number of givens, RRN-style).
 
-    python -m mdm_mi sudoku-data --radcliffe resources/data/sudoku/radcliffe_curated_5000.csv ...
+    python -m mdm_mi prepare-sudoku --radcliffe resources/data/sudoku/radcliffe_curated_5000.csv ...
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Decode a puzzle set with one sampler and score it: accuracy (valid, clue-consistent grids) and
 forward passes, overall and per difficulty level.
 
-    python -m mdm_mi evaluate --model results/sudoku/model --puzzles my_puzzles.csv --sampler eb --gamma 0.2 ...
+    python -m mdm_mi sudoku-evaluate --model results/sudoku/model --puzzles my_puzzles.csv --sampler eb --gamma 0.2 ...
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Sudoku verbs of the CLI: ``sudoku-data``, ``sudoku-pretrain``, ``evaluate`` (also a user verb:
+"""The Sudoku verbs of the CLI: ``prepare-sudoku``, ``sudoku-pretrain``, ``sudoku-evaluate`` (also a user verb:
 with only ``--puzzles`` it finds the model in results/ and prints a table).
 
 Each verb is a frozen dataclass of arguments and one function ``(args, tracker)`` that writes files
@@ -73,7 +73,7 @@ def prepare_sudoku(args: PrepareArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class PretrainArgs(DiffusionTrainFlags):
-    solutions: Path = field(metadata=_h("train_solutions.npy from sudoku-data"))
+    solutions: Path = field(metadata=_h("train_solutions.npy from prepare-sudoku"))
     out: Path = field(metadata=_h("output checkpoint folder"))
     d_model: int = field(metadata=_h("model width"))
     n_layers: int = field(metadata=_h("transformer blocks"))
@@ -146,8 +146,8 @@ class EvaluateArgs(SamplerFlags, ModelFlags):
 
 
 EVAL_EXAMPLES = """examples:
-  mdm-mi evaluate --puzzles my.csv                          # model found in results/, table printed
-  mdm-mi evaluate --puzzles my.csv --sampler mi --gamma 0.1 --out my.json --per-puzzle my_per_puzzle.csv"""
+  mdm-mi sudoku-evaluate --puzzles my.csv                          # model found in results/, table printed
+  mdm-mi sudoku-evaluate --puzzles my.csv --sampler mi --gamma 0.1 --out my.json --per-puzzle my_per_puzzle.csv"""
 
 
 def evaluate(args: EvaluateArgs, tracker) -> None:
