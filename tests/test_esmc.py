@@ -19,7 +19,7 @@ from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import Decoding
 from mdm_mi.protein import esmc as esmc_mod
 from mdm_mi.protein.esmc import AMINO_ACIDS, ESMCBackbone, download_esmc_300m, esmc_tokenizer, load_esmc
-from mdm_mi.protein.fasta import sample_reference, validate_sequence
+from mdm_mi.protein.sequences import sample_reference, validate_sequence
 
 REPO = Path(__file__).resolve().parents[1]
 UNIREF = REPO / "resources" / "data" / "protein" / "uniref50_len50-100.fasta"

@@ -234,10 +234,10 @@ def test_every_rule_is_named_after_the_verb_it_runs():
 # The low-level loaders, by the module that defines each; only core.loading (and the domain table's
 # ``load`` entries in core.domain, which it calls) may reach them; protein.model dispatches to the
 # column model by meta "kind".
-LOW_LEVEL_LOADERS = {"load_model": "mdm_mi.sudoku.model", "load_protein_model": "mdm_mi.protein.model",
+LOW_LEVEL_LOADERS = {"load_model": "mdm_mi.sudoku.sudoku_model", "load_protein_model": "mdm_mi.protein.protein_model",
                      "load_column_model": "mdm_mi.protein.family.columns", "load_hf_model": "mdm_mi.hf.backbone",
                      "load_head": "mdm_mi.mi.head"}
-MAY_CALL_LOW_LEVEL = {"mdm_mi.core.loading", "mdm_mi.core.domain", "mdm_mi.protein.model"}
+MAY_CALL_LOW_LEVEL = {"mdm_mi.core.loading", "mdm_mi.core.domain", "mdm_mi.protein.protein_model"}
 
 
 def low_level_loader_uses(src: Path = SRC) -> list[str]:
@@ -262,5 +262,5 @@ def test_the_loader_check_finds_a_verb_calling_a_low_level_loader(tmp_path):
     pkg = tmp_path / PACKAGE / "sudoku"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "report_jobs.py").write_text("def f():\n    from mdm_mi.sudoku.model import load_model\n")
+    (pkg / "report_jobs.py").write_text("def f():\n    from mdm_mi.sudoku.sudoku_model import load_model\n")
     assert low_level_loader_uses(tmp_path) == ["mdm_mi.sudoku.report_jobs: load_model"]

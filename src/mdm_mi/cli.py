@@ -26,11 +26,9 @@ from mdm_mi.antibody import antibody_jobs
 from mdm_mi.hf import hf_jobs
 from mdm_mi.infra.errors import USER_ERRORS, InputError
 from mdm_mi.mi import mi_jobs
-from mdm_mi.protein import compare_job as protein_compare_job, generate_job, protein_jobs, report_jobs
-from mdm_mi.protein.family import (column_jobs, family_jobs, figure_jobs as family_figure_jobs,
-                                   oracle_job as protein_oracle_job)
-from mdm_mi.sudoku import (compare_job as sudoku_compare_job, oracle_job, sudoku_jobs,
-                           report_jobs as sudoku_report_jobs)
+from mdm_mi.protein import protein_compare_job, generate_job, protein_jobs, protein_report_jobs as report_jobs
+from mdm_mi.protein.family import column_jobs, family_jobs, figure_jobs as family_figure_jobs, protein_oracle_job
+from mdm_mi.sudoku import sudoku_compare_job, sudoku_oracle_job as oracle_job, sudoku_jobs, sudoku_report_jobs
 from mdm_mi.infra.tracking import NullTracker, TrackingArgs, open_tracker
 from mdm_mi.user import check_config, infill, mi_map, solve
 

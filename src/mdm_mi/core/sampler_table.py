@@ -9,7 +9,7 @@ their swept settings' flags (:data:`SweptFlags`), :mod:`mdm_mi.evaluation.calibr
 its class and one entry (``docs/developing.md``).
 
 The classes live in :mod:`mdm_mi.core.samplers` (baselines), :mod:`mdm_mi.mi.guided` (Algorithm 1 and its
-oracle) and :mod:`mdm_mi.mi.rules` (rules beyond Algorithm 1); an entry names its class as
+oracle) and :mod:`mdm_mi.mi.decoding_rules` (rules beyond Algorithm 1); an entry names its class as
 ``"module:Class"``, imported on first use, so this module imports nothing heavy (the workflow reads it
 when it builds the DAG) and any module may use it.
 
@@ -124,11 +124,11 @@ def _gamma(**kw) -> Calibration:
 
 
 def _rule(name: str, cls: str, each: Setting, meaning: str) -> SamplerSpec:
-    """A rule beyond Algorithm 1 (class ``cls`` of :mod:`mdm_mi.mi.rules`): EB's entropy budget γ and
+    """A rule beyond Algorithm 1 (class ``cls`` of :mod:`mdm_mi.mi.decoding_rules`): EB's entropy budget γ and
     its own parameter ``each.flag`` (``meaning``, nats); the comparisons calibrate γ at each value of
     ``each`` (config list ``each.key``); it reads the MI head."""
     own = dataclasses.replace(each, help=f"{name}: {each.flag} values (nats), each calibrated; none: no {name}")
-    return SamplerSpec(f"mdm_mi.mi.rules:{cls}", ("gamma", each.flag), HEAD, style=Style(name, "tab:brown"),
+    return SamplerSpec(f"mdm_mi.mi.decoding_rules:{cls}", ("gamma", each.flag), HEAD, style=Style(name, "tab:brown"),
                        flag_help={each.flag: f"{meaning} (nats); default: the comparisons' {each.symbol}"},
                        calibration=_gamma(each=own))
 

@@ -25,7 +25,7 @@ def read_fasta(path: str | Path) -> list[Record]:
 
     Raises :class:`InputError` (one line) for a missing file, text before the first header, a record
     without sequence, or a file without records. Letters are not checked here (see
-    :func:`mdm_mi.protein.fasta.validate_sequence`).
+    :func:`mdm_mi.protein.sequences.validate_sequence`).
     """
     path = Path(path)
     text = read_text_input(path, "FASTA")

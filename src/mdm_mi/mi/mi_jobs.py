@@ -35,7 +35,7 @@ from mdm_mi.infra.io import atomic_path, read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.mi.contexts import ContextDraw, draw_evaluation, draw_training, load_label_shards, shard_slice, split_part
 from mdm_mi.mi.fidelity import fidelity, masked_pairs
-from mdm_mi.mi.figures import scatter_figure
+from mdm_mi.mi.mi_figures import scatter_figure
 from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
 from mdm_mi.mi.labeller import check_method, label_contexts
 

@@ -22,7 +22,7 @@ import numpy as np
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import AMINO_ACIDS, Record
 from mdm_mi.infra.io import write_npy
-from mdm_mi.protein.fasta import sample_reference
+from mdm_mi.protein.sequences import sample_reference
 from mdm_mi.protein.tokens import protein_tokens
 
 _AA = frozenset(AMINO_ACIDS)

@@ -7,7 +7,7 @@ import torch
 from mdm_mi.core.map_domain import MapDomain
 from mdm_mi.evaluation.plotting import sequence_map_figure
 from mdm_mi.infra.errors import InputError
-from mdm_mi.protein.fasta import validate_sequence
+from mdm_mi.protein.sequences import validate_sequence
 
 PROTEIN_MASK = "_"
 PROTEIN_MIN_LEN = 2

@@ -34,7 +34,7 @@ from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import h
 from mdm_mi.infra.io import atomic_path, read_text_input
 from mdm_mi.sudoku.grid import MASK_ID
-from mdm_mi.verb_common import ModelFlags, check_outputs, load_backbone_for, note, pairwise_from_args, start
+from mdm_mi.run_models import ModelFlags, check_outputs, load_backbone_for, note, pairwise_from_args, start
 
 MASK = "_"
 SUDOKU_BLANKS = "_.0"

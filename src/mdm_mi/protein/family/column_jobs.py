@@ -109,7 +109,7 @@ def column_pretrain(args: ColumnPretrainArgs, tracker) -> None:
 
 def figure_column_contacts(args: ColumnContactsArgs, tracker) -> None:
     """The column model's exact MI at the empty row beside ArDCA's couplings and the disulphide bonds."""
-    from mdm_mi.protein.family import ardca, contacts  # lazy: scipy, threadpoolctl (~1 s at every CLI start)
+    from mdm_mi.protein.family import ardca, contacts# lazy: scipy, threadpoolctl (~1 s at every CLI start)
     from mdm_mi.protein.family.alignment import column_profile, encode_columns  # lazy: scipy (~1 s at every CLI start)
 
     backbone, _ = load_model(args.model, "cpu", "protein")

@@ -48,15 +48,15 @@ from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import DeviceFlag, OutDir, TableOuts, h as _h
 from mdm_mi.infra.io import read_json, read_jsons, write_json, write_npy, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.protein.compare import run_fasta
-from mdm_mi.protein.data import write_contexts
-from mdm_mi.protein.family.compare import (FIELDS, METRICS, Reference, covariation_budgets, covariation_scale,
+from mdm_mi.protein.protein_compare import run_fasta
+from mdm_mi.protein.protein_data import write_contexts
+from mdm_mi.protein.family.covariation import (FIELDS, METRICS, Reference, covariation_budgets, covariation_scale,
                                            covariation_stats, markdown, run_scores)
 from mdm_mi.protein.family.loss import MASK_RATES, masked_loss
 from mdm_mi.protein.family.scores import (FAMILY_COLUMNS, family_markdown, family_rows, family_scores, hmm_frame,
                                           loss_lines, read_splits)
-from mdm_mi.protein.fasta import sample_reference, validate_sequence
-from mdm_mi.protein.flags import ProteinModelFlag
+from mdm_mi.protein.sequences import sample_reference, validate_sequence
+from mdm_mi.protein.protein_flags import ProteinModelFlag
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def _check_prepare(args: PrepareFamilyArgs) -> None:
 def _split_family(args: PrepareFamilyArgs) -> tuple[dict, list[dict], int]:
     """The A2M's standard records split by identity clusters → ``(splits by name, dropped records,
     number of clusters)``; :class:`InputError` when a split would hold fewer than 2 records."""
-    from mdm_mi.protein.family import alignment as fam  # lazy: scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family import alignment as fam# lazy: scipy (~1 s at every CLI start)
 
     kept, dropped = fam.drop_nonstandard(fam.parse_a2m(args.a2m))
     labels = fam.identity_clusters(fam.encode_columns([r.columns for r in kept]), args.identity)
@@ -135,7 +135,7 @@ def prepare_family(args: PrepareFamilyArgs, tracker) -> None:
     validation split, which holds too few to score sets of the reference's size), the *floor* ``n``
     site-independent draws from the training column profile
     (:func:`~mdm_mi.protein.family.sample_profile`), with ``n = min(n_score, training size)``."""
-    from mdm_mi.protein.family import alignment as fam  # lazy: scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family import alignment as fam# lazy: scipy (~1 s at every CLI start)
 
     _check_prepare(args)
     splits, dropped, n_clusters = _split_family(args)
@@ -173,7 +173,7 @@ def family_ardca(args: FamilyArdcaArgs, tracker) -> None:
     split with the paper's 80%-identity sequence weights, then ``n_score`` autoregressive draws (the
     size of every row), written like the floor (:func:`prepare_family`), so ``family-score`` reads them
     the same way."""
-    from mdm_mi.protein.family import ardca  # lazy: scipy, threadpoolctl (~1 s at every CLI start)
+    from mdm_mi.protein.family import ardca# lazy: scipy, threadpoolctl (~1 s at every CLI start)
     from mdm_mi.protein.family.alignment import encode_columns  # lazy: scipy (~1 s at every CLI start)
 
     train, _, _, summary = read_splits(args.data_dir)
@@ -273,8 +273,8 @@ class FamilyCompareArgs:
 
 def family_compare(args: FamilyCompareArgs, tracker) -> None:
     """Realign every calibrated run of protein-compare and the reference to the training HMM, score
-    them and write the co-variation budgets table (see :mod:`mdm_mi.protein.family.compare`)."""
-    from mdm_mi.protein.family import metrics as fm  # lazy: pyhmmer, scipy (~1 s at every CLI start)
+    them and write the co-variation budgets table (see :mod:`mdm_mi.protein.family.covariation`)."""
+    from mdm_mi.protein.family import family_metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
 
     budgets = Path(args.budgets_dir)
     if not (budgets / "runs.json").is_file():

@@ -29,7 +29,7 @@ from mdm_mi.evaluation.plotting import SAMPLER_STYLE, log_passes_axis, plt, save
 from mdm_mi.evaluation.stats import wilson_interval
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path, read_json
-from mdm_mi.protein.family.compare import FIELDS
+from mdm_mi.protein.family.covariation import FIELDS
 from mdm_mi.protein.family.scores import REFERENCE_ROWS
 
 METRIC_LABELS = {"corrected_mi_r": "corrected column-pair MI r", "c_ij_r": "C_ij r (20 × 20 residue pairs)",
