@@ -33,8 +33,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-
 DEFAULT_TIMEOUT = 3600.0
 POLL_SECONDS = 2.0
 
@@ -62,6 +60,7 @@ def visible_devices() -> int:
         if not simulated.isdigit():
             raise SlotError(f"MDM_MI_SIMULATED_GPUS must be a whole number, got {simulated!r}")
         return int(simulated)
+    import torch  # lazy: a slot claim (and the tests' slot holders) runs before any model, torch-free
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
