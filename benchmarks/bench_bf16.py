@@ -27,8 +27,8 @@ from mdm_mi.core.loading import load_model
 from mdm_mi.core.samplers import EntropyBounded, Sequential
 from mdm_mi.evaluation.paired import mcnemar_exact
 from mdm_mi.infra.flags import Decoding
-from mdm_mi.sudoku.compare import Decoder
-from mdm_mi.sudoku.data import load_puzzle_csv
+from mdm_mi.sudoku.sudoku_compare import Decoder
+from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
 
 SAMPLERS = [("sequential", Sequential("entropy")), ("eb γ=0.05", EntropyBounded(0.05)), ("eb γ=1", EntropyBounded(1.0))]
 

@@ -94,9 +94,9 @@ def setup_domain(args):
     cfg = load_config(args.config)[args.domain]
     compare = cfg["compare"]
     if args.domain == "sudoku":
-        from mdm_mi.sudoku.compare import Decoder
-        from mdm_mi.sudoku.compare_job import SUDOKU_CELLS
-        from mdm_mi.sudoku.data import load_puzzle_csv
+        from mdm_mi.sudoku.sudoku_compare import Decoder
+        from mdm_mi.sudoku.sudoku_compare_job import SUDOKU_CELLS
+        from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
         from mdm_mi.sudoku.grid import MASK_ID
 
         calib = load_puzzle_csv(args.puzzles)
@@ -107,8 +107,8 @@ def setup_domain(args):
         def measure(sampler):
             return float(decoder(calib, sampler)[1].mean()), {}
     else:
-        from mdm_mi.protein.compare_job import MAX_PROTEIN_TOKENS
-        from mdm_mi.protein.fasta import read_fasta
+        from mdm_mi.protein.protein_compare_job import MAX_PROTEIN_TOKENS
+        from mdm_mi.infra.fasta import read_fasta
         from mdm_mi.protein.generate import draw_lengths, generate
 
         gen_cfg = cfg["generate"]

@@ -118,7 +118,7 @@ def old_measure(self, keep: torch.Tensor):
 def run_case(name: str, label_out: str | None) -> dict:
     """Label one case in this process → its numbers (GB of peak RSS, seconds, passes, bound)."""
     from mdm_mi.mi import probe
-    from mdm_mi.mi.topk import topk_mi
+    from mdm_mi.mi.topk_probe import topk_mi
 
     vocab, masked, n, method, k, path = CASES[name]
     torch.set_num_threads(1)

@@ -1,7 +1,7 @@
 """Top-k probing vs the exact probe on the shipped protein model (ESM-C d128 L4, V = 20, Kunitz).
 
 Masks Kunitz sequences at ``t ~ U[0, 1]`` (fixed seed; BOS/EOS never masked), labels every context
-with :func:`mdm_mi.mi.probe.exact_mi` and with :func:`mdm_mi.mi.topk.topk_mi` for each k, and prints
+with :func:`mdm_mi.mi.probe.exact_mi` and with :func:`mdm_mi.mi.topk_probe.topk_mi` for each k, and prints
 one Markdown row per k: passes (sum over contexts, and as a share of exact), the largest and mean
 observed ``|top-k label - exact label|`` over masked pairs, the largest and mean proven bound, the
 same errors of the interval's lower end (the probed part alone), the mean unprobed mass eps of the masked positions, and whether every error lay within its bound.
@@ -19,9 +19,9 @@ from pathlib import Path
 import torch
 
 from mdm_mi.core.loading import load_model
+from mdm_mi.infra.fasta import AMINO_ACIDS, read_fasta
 from mdm_mi.mi.probe import exact_mi, mask_contexts
-from mdm_mi.mi.topk import topk_mi
-from mdm_mi.protein.fasta import AMINO_ACIDS, read_fasta
+from mdm_mi.mi.topk_probe import topk_mi
 
 MODEL = "resources/pretrained/protein-kunitz"
 FAMILY = "resources/data/protein/pf00014_kunitz_pfam_full.a2m"

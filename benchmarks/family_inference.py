@@ -1,6 +1,6 @@
 """Size and coverage of family-compare's co-variation intervals, by simulation on the Kunitz family
 (issue 24): the paired half-samples used until 2026-12-03 ("old") against the paired grouped
-jackknife of :mod:`mdm_mi.protein.family.compare` ("new", second-order corrected; its tables without
+jackknife of :mod:`mdm_mi.protein.family.covariation` ("new", second-order corrected; its tables without
 the correction are printed too). The log of the run quoted in docs/proteins.md is
 ``benchmarks/family_inference.log`` (200 old draws, 400 new, 300 sequences per set).
 
@@ -45,8 +45,8 @@ from mdm_mi.evaluation.paired import ALPHA
 from mdm_mi.evaluation.stats import jackknife_t
 from mdm_mi.protein.family import alignment as fam
 from mdm_mi.protein.family import jackknife as jk
-from mdm_mi.protein.family.compare import METRICS, Reference, SetStats, paired_difference, set_stats
-from mdm_mi.protein.family.metrics import MI_SHUFFLES
+from mdm_mi.protein.family.covariation import METRICS, Reference, SetStats, paired_difference, set_stats
+from mdm_mi.protein.family.family_metrics import MI_SHUFFLES
 
 KUNITZ = Path(__file__).resolve().parents[1] / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"
 SHUFFLED_FRACTION = 0.3
@@ -90,7 +90,7 @@ def _pair_counts(codes: np.ndarray) -> np.ndarray:
 
 
 def _residue_mi(joint: np.ndarray) -> np.ndarray:
-    """:func:`mdm_mi.protein.family.metrics.residue_mi` from pair counts ``(P, 20, 20)``."""
+    """:func:`mdm_mi.protein.family.family_metrics.residue_mi` from pair counts ``(P, 20, 20)``."""
     first, second = joint.sum(2), joint.sum(1)
     n = first.sum(1)
     t = jk._xlogx(int(n.max()))
@@ -280,7 +280,7 @@ def check() -> None:
     import sys
     import tempfile
 
-    src = subprocess.run(["git", "show", "8a5d215:src/mdm_mi/protein/family/compare.py"], capture_output=True,
+    src = subprocess.run(["git", "show", "8a5d215:src/mdm_mi/protein/family/covariation.py"], capture_output=True,
                          text=True, check=True, cwd=Path(__file__).parent).stdout
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(src)

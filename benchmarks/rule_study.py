@@ -32,8 +32,8 @@ from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, Sampler, S
 from mdm_mi.evaluation.calibrate import Family
 from mdm_mi.evaluation.paired import mcnemar_exact
 from mdm_mi.mi.guided import DensePairs, head_pairwise_fn
-from mdm_mi.sudoku.compare import Decoder, calibrate_families, decode_test
-from mdm_mi.sudoku.data import load_puzzle_csv
+from mdm_mi.sudoku.sudoku_compare import Decoder, calibrate_families, decode_test
+from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
 
 ERR_RANGE = (1e-6, 100.0)
 FRONTIER = [("sequential margin", Sequential("margin"))] + \

@@ -42,11 +42,11 @@ echo "test_cuda exit $? ($(tail -n 1 "$out/test_cuda.log"))" | tee -a "$log"
 solutions=${SOLUTIONS:-$work/data/train_solutions.npy}
 if [ ! -f "$solutions" ]; then
     echo "== 2. data ($work/data)" | tee -a "$log"
-    $py -m mdm_mi sudoku-data --radcliffe resources/data/sudoku/radcliffe_curated_5000.csv \
+    $py -m mdm_mi prepare-sudoku --radcliffe resources/data/sudoku/radcliffe_curated_5000.csv \
         --easy resources/data/sudoku/hkunlp_easy_1k.csv --out-dir "$work/data" --n-train-solutions 100000 \
         --hard-max-puzzles 1000 --easy-max-puzzles 1000 --levels-max-puzzles 1000 \
         --graded-givens 17 20 23 26 29 32 35 --graded-per-level 300 --oracle-max-puzzles 30 --seed 0 \
-        >> "$log" 2>&1 || { echo "sudoku-data failed" | tee -a "$log"; exit 1; }
+        >> "$log" 2>&1 || { echo "prepare-sudoku failed" | tee -a "$log"; exit 1; }
 fi
 
 echo "== 3. batch probe" | tee -a "$log"
@@ -82,7 +82,7 @@ elif [ -f "$model/resume/train_state.safetensors" ]; then
 import dataclasses, json, sys
 from safetensors import safe_open
 from mdm_mi.infra.checkpoint import save_checkpoint
-from mdm_mi.sudoku.model import DOMAIN, ModelConfig, SudokuMDM
+from mdm_mi.sudoku.sudoku_model import DOMAIN, ModelConfig, SudokuMDM
 path, out, init = sys.argv[1], sys.argv[2], sys.argv[3]
 with safe_open(path, "pt") as fh:
     meta = json.loads(fh.metadata()["state"])

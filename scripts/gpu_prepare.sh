@@ -14,7 +14,7 @@ py=${PYTHON:-.venv/bin/python}
 data=results/paper-backbone/data
 for d in /gpu_carry/ /.whl/; do grep -qxF "$d" .git/info/exclude 2>/dev/null || echo "$d" >> .git/info/exclude; done
 if [ ! -f "$data/train_solutions.npy" ]; then
-    "$py" -m mdm_mi sudoku-data --radcliffe resources/data/sudoku/radcliffe_curated_5000.csv \
+    "$py" -m mdm_mi prepare-sudoku --radcliffe resources/data/sudoku/radcliffe_curated_5000.csv \
         --easy resources/data/sudoku/hkunlp_easy_1k.csv --out-dir "$data" --n-train-solutions 100000 \
         --hard-max-puzzles 1000 --easy-max-puzzles 1000 --levels-max-puzzles 1000 \
         --graded-givens 17 20 23 26 29 32 35 --graded-per-level 300 --oracle-max-puzzles 30 --seed 0

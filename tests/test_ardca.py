@@ -12,8 +12,8 @@ import pytest
 
 from mdm_mi.cli import main
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import AMINO_ACIDS, read_fasta, write_fasta
 from mdm_mi.protein.family import alignment as fam, ardca
-from mdm_mi.protein.fasta import AMINO_ACIDS, read_fasta, write_fasta
 
 COPY_LETTERS = "ACDE"  # column 1 and its copy, column 3
 N_COPY = 300  # training rows of the copy alignment

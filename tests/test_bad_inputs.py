@@ -158,7 +158,7 @@ def label_shards(tmp: Path) -> dict:
 CSV_NO_COLUMN = f"grid,solution\n{P},\n"
 SOLVE = ["solve", "--quiet"]
 MAP = ["mi-map", "--quiet", "--out", "out/map.png"]
-EVAL = ["evaluate", "--quiet", "--out", "out/s.json", "--per-puzzle", "out/p.csv"]
+EVAL = ["sudoku-evaluate", "--quiet", "--out", "out/s.json", "--per-puzzle", "out/p.csv"]
 PROT = [*MAP, "--model", "{protein}"]
 GEN = ["generate", "--quiet", "--out", "out/g.fasta", "--summary", "out/g.json"]
 LABEL = ["label", "--model", "results/tiny/sudoku/model", "--sequences", "{file}", "--out", "out/s.safetensors",
@@ -233,13 +233,14 @@ CASES = [
     Case("protein-model-for-sudoku", [*SOLVE, P, "--model", "{bad}"], "is a 'protein' model",
          model_copy(set_meta(domain="protein"))),
     Case("head-as-model", [*SOLVE, P, "--model", "results/tiny/sudoku/head"], "is an MI head checkpoint"),
-    Case("model-as-head", [*SOLVE, P, "--sampler", "mi", "--head", "results/tiny/sudoku/model"], "not an MI head"),
-    Case("head-corrupt", [*SOLVE, P, "--sampler", "mi", "--head", "{bad}"], "corrupt or truncated",
+    Case("model-as-head", [*SOLVE, P, "--sampler", "mi", "--gamma", "0.3", "--head", "results/tiny/sudoku/model"], "not an MI head"),
+    Case("head-corrupt", [*SOLVE, P, "--sampler", "mi", "--gamma", "0.3", "--head", "{bad}"], "corrupt or truncated",
          model_copy(corrupt, "head")),
-    Case("head-pickle", [*SOLVE, P, "--sampler", "mi", "--head", "{bad}"], "corrupt or truncated",
+    Case("head-pickle", [*SOLVE, P, "--sampler", "mi", "--gamma", "0.3", "--head", "{bad}"], "corrupt or truncated",
          model_copy(pickled, "head")),
-    Case("head-other-width", [*SOLVE, P, "--sampler", "mi", "--head", "{bad}"], "width 8", narrow_head),
-    Case("head-missing", [*SOLVE, P, "--sampler", "mi", "--model", "{bad}"], "no sudoku MI head beside the model",
+    Case("head-other-width", [*SOLVE, P, "--sampler", "mi", "--gamma", "0.3", "--head", "{bad}"], "width 8", narrow_head),
+    Case("no-calibration", [*SOLVE, P, "--sampler", "mi"], "--gamma not given, and the model"),
+    Case("head-missing", [*SOLVE, P, "--sampler", "mi", "--gamma", "0.3", "--model", "{bad}"], "no sudoku MI head beside the model",
          model_copy(lambda d: None)),
     Case("evaluate-protein-model", [*EVAL, "--puzzles", "{file}", "--model", "{protein}"], "is a 'protein' model",
          lambda tmp: text_file("p.csv", f"puzzle\n{P}\n")(tmp) | protein_model(tmp)),
@@ -248,7 +249,7 @@ CASES = [
          text_file("p.csv", CSV_NO_COLUMN)),
     Case("evaluate-binary-csv", [*EVAL, "--puzzles", "{file}"], "not a readable text CSV",
          text_file("p.csv", b"puzzle\n\xff\xfe\n")),
-    Case("evaluate-out-folder", ["evaluate", "--puzzles", "{file}", "--out", "results"], "output results is a folder",
+    Case("evaluate-out-folder", ["sudoku-evaluate", "--puzzles", "{file}", "--out", "results"], "output results is a folder",
          text_file("p.csv", f"puzzle\n{P}\n")),
     Case("evaluate-missing-csv", [*EVAL, "--puzzles", "nope.csv"], "puzzle file not found"),
     # mi-map: cell, outputs, input

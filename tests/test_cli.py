@@ -1,4 +1,4 @@
-"""Properties of the command line (:func:`mdm_mi.cli.main`): ``evaluate`` writes its summary and
+"""Properties of the command line (:func:`mdm_mi.cli.main`): ``sudoku-evaluate`` writes its summary and
 per-puzzle files, bad input is one ``error:`` line with exit code 2 and no output, ``sudoku-table`` builds
 the table, and tracking mirrors a job into one MLflow run."""
 
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import write_csv
+from conftest import REPO, write_csv
 from mdm_mi.cli import main
 from mdm_mi.infra.tracking import NullTracker, TrackingArgs, open_tracker
-from mdm_mi.sudoku.report import COLUMNS
+from mdm_mi.sudoku.sudoku_report import COLUMNS
 
 SUMMARY_KEYS = {"sampler", "params", "set", "seconds", "levels"}
 LEVEL_KEYS = {"n", "accuracy", "acc_lo", "acc_hi", "mean_passes", "passes_ci", "mean_clues"}
@@ -29,7 +29,7 @@ SAMPLER_FLAGS = {
 
 
 def evaluate_argv(model, puzzles, out_dir: Path, sampler=("--sampler", "sequential"), extra=()) -> list[str]:
-    return ["evaluate", "--model", str(model), "--puzzles", str(puzzles), "--out", str(out_dir / "summary.json"),
+    return ["sudoku-evaluate", "--model", str(model), "--puzzles", str(puzzles), "--out", str(out_dir / "summary.json"),
             "--per-puzzle", str(out_dir / "per_puzzle.csv"), *sampler, "--device", "cpu", "--threads", "1",
             "--batch-size", "2", *extra]
 
@@ -43,7 +43,7 @@ def read_records(path: Path) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def evaluated(tmp_path_factory, tiny_checkpoint, easy_rows) -> dict[str, Path]:
-    """Sampler name → output folder of one ``evaluate`` run on 3 easy puzzles."""
+    """Sampler name → output folder of one ``sudoku-evaluate`` run on 3 easy puzzles."""
     root = tmp_path_factory.mktemp("eval")
     puzzles = write_csv(root / "three.csv", ["puzzle", "solution", "level"],
                         [[r["puzzle"], r["solution"], r["level"]] for r in easy_rows[:3]])
@@ -220,7 +220,7 @@ def test_cuda_without_gpu_is_a_user_error(tmp_path, capsys, tiny_checkpoint, eas
 
 def test_missing_required_flag_exits_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
-        main(["evaluate", "--model", str(tmp_path)])
+        main(["sudoku-evaluate", "--model", str(tmp_path)])
     assert info.value.code == 2
     assert "required" in capsys.readouterr().err
 
@@ -345,15 +345,43 @@ def test_tracking_accepts_the_graded_set_level_names(tmp_path, capsys, monkeypat
     assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"summary.json"}
 
 
-@pytest.mark.parametrize("domain", ["sudoku", "protein"])
-def test_omitted_sampler_parameters_are_the_domains_calibrated_ones(domain):
-    from mdm_mi.core.sampler_table import CALIBRATED, SAMPLERS, SamplerFlags, sampler_params
+@pytest.mark.parametrize("shipped", ["sudoku", "sudoku-paper", "protein-kunitz", "protein-kunitz-columns"])
+def test_omitted_sampler_parameters_are_the_models_calibrated_ones(shipped):
+    """Every sampler the shipped backbone's MANIFEST calibrated takes its values there when its flags
+    are omitted; one it did not calibrate is a one-line error naming the flag to give."""
+    from mdm_mi.core.calibrated import read_calibrated
+    from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, sampler_params
+    from mdm_mi.infra.errors import InputError
 
+    calibrated = read_calibrated(REPO / "resources" / "pretrained" / shipped)
     for name, spec in SAMPLERS.items():
-        omitted = sampler_params(SamplerFlags(sampler=name), domain)
+        own = calibrated.params(spec.settings_of or name)
+        if not spec.calibration and not spec.settings_of:
+            continue
+        if not own:
+            with pytest.raises(InputError, match="no calibrated"):
+                sampler_params(SamplerFlags(sampler=name), calibrated)
+            continue
+        omitted = sampler_params(SamplerFlags(sampler=name), calibrated)
         assert set(omitted) == set(spec.flags)
-        for flag, value in CALIBRATED[domain].get(name, {}).items():
-            assert omitted[flag] == value, (name, flag)
+        for flag in spec.flags:
+            if getattr(SamplerFlags(), flag) is None:  # omitted: the manifest's value
+                assert omitted[flag] == own[flag], (name, flag)
         assert None not in omitted.values(), name  # every parameter a sampler takes has a value
-    given = sampler_params(SamplerFlags(sampler="eb", gamma=0.7), domain)
+    given = sampler_params(SamplerFlags(sampler="eb", gamma=0.7))  # given: no model needed
     assert given == {"gamma": 0.7}
+
+
+def test_old_verb_names_still_run_with_one_note(tmp_path, capsys, tiny_checkpoint, easy_rows):
+    """``evaluate`` and ``sudoku-data`` (renamed in issue 40) run as ``sudoku-evaluate`` and
+    ``prepare-sudoku`` for one release, with one note on stderr."""
+    from mdm_mi.cli import RENAMED, VERBS, renamed
+
+    assert set(RENAMED.values()) <= set(VERBS) and not set(RENAMED) & set(VERBS)
+    assert renamed(["sudoku-data", "--help"]) == ["prepare-sudoku", "--help"]
+    capsys.readouterr()
+    puzzles = write_csv(tmp_path / "p.csv", ["puzzle"], [[easy_rows[0]["puzzle"]]])
+    argv = ["evaluate", *evaluate_argv(tiny_checkpoint, puzzles, tmp_path)[1:]]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "note: `evaluate` is now `sudoku-evaluate`" in err and (tmp_path / "summary.json").is_file()

@@ -216,7 +216,7 @@ def _has(cfg: dict, path: tuple) -> bool:
 # grid's mi_on_reject / mi_charge_first are the verbs' --on-reject / --charge-first. (label is left
 # out: its flags are the mi section's per split, renamed by the rule's label_options.)
 VERB_SECTIONS = {
-    "sudoku-data": ["sudoku.data"],
+    "prepare-sudoku": ["sudoku.data"],
     "sudoku-pretrain": ["sudoku.model", "sudoku.train"],
     "protein-data": ["protein.data"],
     "prepare-family": ["protein.data", "protein.family"],
@@ -224,7 +224,7 @@ VERB_SECTIONS = {
     "import-esmc": ["protein", "protein.model"],
     "train-head": ["sudoku.mi.head", "sudoku.mi.head_train", "protein.mi.head", "protein.mi.head_train",
                    "hf.mi.head", "hf.mi.head_train"],
-    "evaluate": ["sudoku.eval", "sudoku.samplers"],
+    "sudoku-evaluate": ["sudoku.eval", "sudoku.samplers"],
     "generate": ["protein.generate", "protein.samplers"],
     "sudoku-compare": ["sudoku.compare", "sudoku.samplers"],
     "protein-compare-part": ["protein.compare", "protein.generate", "protein.samplers"],
@@ -287,7 +287,7 @@ def test_each_protein_decoding_key_is_one_flags_field_and_tells_parts_apart():
     decodes), and each but batch_size is in the key that makes protein-compare's parts one comparison."""
     import dataclasses
 
-    from mdm_mi.protein.compare_job import PART_KEYS
+    from mdm_mi.protein.protein_compare_job import PART_KEYS
     from mdm_mi.protein.decode_flags import GenerateFlags
 
     fields = {f.name for f in dataclasses.fields(GenerateFlags)}

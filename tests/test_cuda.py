@@ -25,8 +25,8 @@ from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
 from mdm_mi.mi.head import HeadConfig, MIHead
 from mdm_mi.mi.probe import certified_mi, exact_mi
 from mdm_mi.sudoku.grid import MASK_ID
-from mdm_mi.sudoku.model import DOMAIN, ModelConfig, SudokuMDM, load_model
-from mdm_mi.sudoku.train import TrainConfig, train
+from mdm_mi.sudoku.sudoku_model import DOMAIN, ModelConfig, SudokuMDM, load_model
+from mdm_mi.sudoku.sudoku_train import TrainConfig, train
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -173,7 +173,7 @@ def test_bf16_training_on_gpu_learns_and_saves(tmp_path, puzzles):
 
 def test_evaluate_verb_on_gpu(tmp_path, tiny_checkpoint, easy_csv):
     out = tmp_path / "summary.json"
-    argv = ["evaluate", "--model", str(tiny_checkpoint), "--puzzles", str(easy_csv), "--out", str(out),
+    argv = ["sudoku-evaluate", "--model", str(tiny_checkpoint), "--puzzles", str(easy_csv), "--out", str(out),
             "--per-puzzle", str(tmp_path / "per.csv"), "--sampler", "eb", "--gamma", "0.3",
             "--device", "auto", "--threads", "1", "--batch-size", "2"]
     assert main(argv) == 0

@@ -15,10 +15,11 @@ from mdm_mi.core.sampler_table import build_sampler
 from mdm_mi.core.samplers import decode
 from mdm_mi.infra.checkpoint import CheckpointError
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import Decoding
 from mdm_mi.protein import esmc as esmc_mod
 from mdm_mi.protein.esmc import AMINO_ACIDS, ESMCBackbone, download_esmc_300m, esmc_tokenizer, load_esmc
-from mdm_mi.protein.fasta import read_fasta, sample_reference, validate_sequence, write_fasta
+from mdm_mi.protein.sequences import sample_reference, validate_sequence
 
 REPO = Path(__file__).resolve().parents[1]
 UNIREF = REPO / "resources" / "data" / "protein" / "uniref50_len50-100.fasta"

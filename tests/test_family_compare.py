@@ -13,7 +13,7 @@ import pytest
 from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL
 from mdm_mi.infra.errors import InputError
 from mdm_mi.protein.family import alignment as fam
-from mdm_mi.protein.family.compare import (
+from mdm_mi.protein.family.covariation import (
     METRICS,
     Reference,
     covariation_budgets,
@@ -132,7 +132,7 @@ def test_tost_t_matches_the_interval_rule():
 
 
 def test_covariation_verdicts_name_the_primary_contrast_and_need_tost_for_equivalence():
-    from mdm_mi.protein.family.compare import covariation_verdicts, primary_sentences
+    from mdm_mi.protein.family.covariation import covariation_verdicts, primary_sentences
 
     def row(d, second, metric, diff, se, p):
         return {"set": "family", "divisor": d, "metric": metric, "first": "mi*", "second": second, "diff": diff,

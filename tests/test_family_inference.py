@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from mdm_mi.protein.family import alignment as fam
-from mdm_mi.protein.family.compare import METRICS, Reference, covariation_stats, paired_difference
+from mdm_mi.protein.family.covariation import METRICS, Reference, covariation_stats, paired_difference
 
 KUNITZ = Path(__file__).resolve().parents[1] / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"
 DRAWS, N, COLUMNS = 200, 200, 26

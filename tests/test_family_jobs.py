@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from mdm_mi.cli import main
+from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.protein.family import alignment as fam
-from mdm_mi.protein.fasta import read_fasta, write_fasta
 
 pytest.importorskip("esm.models.esmc")  # the MI contexts are ESM-C token ids
 
@@ -280,7 +280,7 @@ def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
     """The workflow's split (one protein-compare-part job per family, then a merge) writes the same
     runs, tables and sequences as protein-compare decoding everything itself; bad parts are refused."""
     from mdm_mi.mi.head import HeadConfig, MIHead, save_head
-    from mdm_mi.protein.compare_job import ProteinComparePartArgs, part_names
+    from mdm_mi.protein.protein_compare_job import ProteinComparePartArgs, part_names
 
     model, head = tmp_path / "model", tmp_path / "head"
     assert main(_tiny_pretrain_argv(prepared, model)) == 0
@@ -324,7 +324,7 @@ def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
 
 
 def test_protein_generate_under_bf16_repeats_with_the_seed_and_draws_reference_lengths(prepared, tmp_path):
-    from mdm_mi.protein.fasta import read_fasta
+    from mdm_mi.infra.fasta import read_fasta
 
     model = tmp_path / "model"
     assert main(_tiny_pretrain_argv(prepared, model)) == 0

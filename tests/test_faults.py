@@ -299,11 +299,11 @@ def silent_server():
 
 def prepare_sudoku(workdir: Path, uri: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """A real, cheap CLI job (builds tiny evaluation sets) that tracks to ``uri``."""
-    argv = [*PYTHON_M, "sudoku-data", "--radcliffe", str(DATA / "radcliffe_curated_5000.csv"),
+    argv = [*PYTHON_M, "prepare-sudoku", "--radcliffe", str(DATA / "radcliffe_curated_5000.csv"),
             "--easy", str(DATA / "hkunlp_easy_1k.csv"), "--out-dir", "data", "--n-train-solutions", "4",
             "--hard-max-puzzles", "2", "--easy-max-puzzles", "2", "--levels-max-puzzles", "1",
             "--graded-givens", "35", "--graded-per-level", "1", "--oracle-max-puzzles", "1", "--seed", "0",
-            "--tracking-uri", uri, "--experiment", "faults", "--rule", "sudoku_data"]
+            "--tracking-uri", uri, "--experiment", "faults", "--rule", "prepare_sudoku"]
     return subprocess.run(argv, cwd=workdir, env=os.environ | (env or {}), capture_output=True, text=True,
                           timeout=300)
 

@@ -10,7 +10,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from hf_helpers import BERT_TOKENS, tiny_bert, tiny_esm, tiny_text_bert
 
 pytest.importorskip("transformers")
@@ -168,7 +167,7 @@ def test_a_sequence_past_the_position_table_is_one_line(text, tmp_path, capsys):
     backbone = load_model(text[0], "cpu", "hf")[0]
     with pytest.raises(InputError, match="exceed the model's 16 positions"):
         backbone(np_tokens(backbone, 20))
-    assert _main("generate", "--model", text[0], "--sampler", "eb", "--n", 1, "--min-length", 20,
+    assert _main("generate", "--model", text[0], "--sampler", "eb", "--gamma", 3, "--n", 1, "--min-length", 20,
                  "--max-length", 20, "--out", tmp_path / "g.fasta", "--quiet", "--device", "cpu") == 2
     assert "positions hold at most 14" in capsys.readouterr().err
 
@@ -181,7 +180,7 @@ def np_tokens(backbone, n: int):
 
 def test_generate_writes_lengths_in_tokens(text, tmp_path):
     out = tmp_path / "g.fasta"
-    assert _main("generate", "--model", text[0], "--sampler", "eb", "--n", 2, "--min-length", 6, "--max-length", 6,
+    assert _main("generate", "--model", text[0], "--sampler", "eb", "--gamma", 3, "--n", 2, "--min-length", 6, "--max-length", 6,
                  "--out", out, "--quiet", "--device", "cpu") == 0
     headers = [line for line in out.read_text().splitlines() if line.startswith(">")]
     assert headers and all(" length=6 " in h for h in headers), headers
@@ -189,18 +188,18 @@ def test_generate_writes_lengths_in_tokens(text, tmp_path):
 
 def test_generate_without_meta_hints_at_import_hf(tmp_path, capsys):
     folder = tiny_bert(tmp_path / "model")
-    assert _main("generate", "--model", folder, "--sampler", "eb", "--n", 1, "--min-length", 3, "--max-length", 3,
+    assert _main("generate", "--model", folder, "--sampler", "eb", "--gamma", 3, "--n", 1, "--min-length", 3, "--max-length", 3,
                  "--out", tmp_path / "g.fasta", "--quiet", "--device", "cpu") == 2
     assert "import-hf" in capsys.readouterr().err
 
 
 def test_mi_map_prints_small_mi_and_draws_whole_tokens(text, tmp_path, monkeypatch):
     from mdm_mi.core.map_domain import nats
-    from mdm_mi.protein import map as protein_map
+    from mdm_mi.hf import hf_map
 
     assert nats(1e-5) == "1.00e-05" and nats(0.25) == "0.250" and nats(0.0) == "0.000"
     drawn = {}
-    monkeypatch.setattr(protein_map, "protein_map_figure", lambda seq, *a: drawn.setdefault("seq", seq))
+    monkeypatch.setattr(hf_map, "sequence_map_figure", lambda seq, *a: drawn.setdefault("seq", seq))
     assert _main("mi-map", "the _ sat _ mat", "--model", text[0], "--head", text[1], "--out", tmp_path / "m.png",
                  "--quiet") == 0
     assert drawn["seq"] == ["the", "_", "sat", "_", "mat"]

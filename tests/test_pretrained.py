@@ -114,3 +114,72 @@ def test_the_default_config_states_the_shipped_sudoku_training():
     assert meta["model"] == {k: cfg["sudoku"]["model"][k] for k in meta["model"]}
     train = {k: v for k, v in meta["train"].items() if k not in BOOKKEEPING}
     assert train == {k: cfg["sudoku"]["train"][k] for k in train if k != "seed"} | {"seed": cfg["seed"]}
+
+
+# --- calibrated fallbacks: every shipped backbone carries its own (mdm_mi.core.calibrated) -------------
+
+PRETRAINED = sorted(p for p in (REPO / "resources" / "pretrained").iterdir() if (p / MANIFEST).is_file())
+
+
+def test_there_are_shipped_backbones():
+    assert {p.name for p in PRETRAINED} >= {"sudoku", "protein-kunitz", "protein-kunitz-columns"}
+
+
+@pytest.mark.parametrize("folder", PRETRAINED, ids=lambda p: p.name)
+def test_every_shipped_backbone_has_its_calibrated_fallbacks(folder):
+    """A shipped backbone without a ``calibrated`` block (at, source, Algorithm 1's γ at least) fails
+    here: the user verbs would have no defaults of its own."""
+    from mdm_mi.core.calibrated import KEY, block_problems
+    from mdm_mi.core.sampler_table import ALGORITHM_1, SAMPLERS
+
+    manifest = verify_manifest(folder)  # the block does not touch the hashed files
+    assert block_problems(manifest.get(KEY), SAMPLERS, ALGORITHM_1) == []
+
+
+def test_a_broken_calibrated_block_is_named():
+    from mdm_mi.core.calibrated import block_problems
+    from mdm_mi.core.sampler_table import SAMPLERS
+
+    assert block_problems(None, SAMPLERS, "mi") == ["no 'calibrated' block"]
+    problems = block_problems({"at": 1, "samplers": {"eb": {"tau": 0.5}, "beam": {}}}, SAMPLERS, "mi")
+    assert len(problems) == 5, problems  # at, source, no mi, eb's tau, beam
+
+
+def test_import_copies_the_calibration_and_retraining_drops_it(shipped, tmp_path, tiny_checkpoint):
+    from mdm_mi.core.calibrated import read_calibrated
+    from mdm_mi.infra.checkpoint import save_checkpoint
+
+    manifest = json.loads((shipped / MANIFEST).read_text())
+    manifest["calibrated"] = {"at": 3, "samplers": {"mi": {"gamma": 0.5}}, "source": "a test"}
+    (shipped / MANIFEST).write_text(json.dumps(manifest))
+    out = tmp_path / "run" / "model"
+    assert main(["import-pretrained", "--source", str(shipped), "--out", str(out)]) == 0
+    assert read_calibrated(out).params("mi") == {"gamma": 0.5}
+    state, meta = load_checkpoint(out)
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Linear(1, 1)
+    save_checkpoint(model, out, meta)  # retrained in place: the shipped calibration is not its own
+    assert not (out / MANIFEST).exists() and read_calibrated(out).params("mi") == {}
+
+
+def test_solve_and_generate_without_gamma_use_the_shipped_calibration():
+    """``solve --sampler mi`` and ``generate --sampler eb`` without γ take γ from the MANIFEST of the
+    model they decode with (here the shipped folders themselves)."""
+    from mdm_mi.protein.generate_job import GenerateArgs, generate_sampler
+    from mdm_mi.user.solve import SolveArgs, user_sampler
+
+    for folder in (SHIPPED, REPO / "resources" / "pretrained" / "sudoku-paper"):
+        gamma = json.loads((folder / MANIFEST).read_text())["calibrated"]["samplers"]["mi"]["gamma"]
+        assert user_sampler(SolveArgs(sampler="mi", model=folder)).gamma == gamma
+    for name in ("protein-kunitz", "protein-kunitz-columns"):
+        folder = REPO / "resources" / "pretrained" / name
+        gamma = json.loads((folder / MANIFEST).read_text())["calibrated"]["samplers"]["eb"]["gamma"]
+        assert generate_sampler(GenerateArgs(sampler="eb", model=folder)).gamma == gamma
+    assert user_sampler(SolveArgs(sampler="mi", model=SHIPPED, gamma=0.7)).gamma == 0.7  # given wins
+
+
+def test_a_model_without_calibration_asks_for_the_flag(tiny_checkpoint, capsys):
+    code = main(["solve", "--model", str(tiny_checkpoint), "--sampler", "eb", "--quiet",
+                 "53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "--gamma not given" in err and "pass --gamma" in err and "\n" not in err

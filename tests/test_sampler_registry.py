@@ -14,9 +14,10 @@ import pytest
 import torch
 
 from conftest import MockBackbone, seeded_logits
+from mdm_mi.core.calibrated import Calibrated
 from mdm_mi.core.sampler_table import SAMPLERS, Calibration, SamplerSpec, Setting, Style, decode_runs, sampler_params
 from mdm_mi.core.samplers import Sampler, StepView, decode
-from mdm_mi.sudoku.report import COLUMNS  # imported before any toy entry: the real table's columns
+from mdm_mi.sudoku.sudoku_report import COLUMNS  # imported before any toy entry: the real table's columns
 
 N, V = 40, 6
 
@@ -42,8 +43,7 @@ class Fraction(Sampler):
 
 TOY = SamplerSpec(Fraction, ("frac",), style=Style("fraction (toy)", "tab:pink"),
                   grid=(Setting("frac", "toy_frac", "f"),),
-                  calibration=Calibration("frac", "φ", 1e-3, 1.0, "log", increasing=False),
-                  calibrated={"sudoku": {"frac": 0.25}})
+                  calibration=Calibration("frac", "φ", 1e-3, 1.0, "log", increasing=False))
 
 
 @pytest.fixture
@@ -72,7 +72,8 @@ def test_toy_sampler_is_calibrated(toy):
     tokens = torch.full((8, N), V)
     point = calibrate(fam, target=N / 4, measure=_measure(tokens))
     assert point.on_target and 1e-3 <= point.value <= 1.0, point
-    assert sampler_params(SimpleNamespace(sampler="toy", frac=None), "sudoku") == {"frac": 0.25}
+    calibrated = Calibrated({"toy": {"frac": 0.25}}, at=3)  # a model's MANIFEST block
+    assert sampler_params(SimpleNamespace(sampler="toy", frac=None), calibrated) == {"frac": 0.25}
 
 
 def test_toy_baseline_is_compared_with_the_contenders_in_the_budgets_tables(toy):
@@ -95,8 +96,8 @@ def test_toy_baseline_is_compared_with_the_contenders_in_the_budgets_tables(toy)
 
 def test_toy_sampler_is_tabled_and_in_the_workflow_grid(toy, monkeypatch):
     from mdm_mi.evaluation.tables import setting_label, to_csv
-    from mdm_mi.protein.report import columns as protein_columns, protein_rows
-    from mdm_mi.sudoku.report import columns, tidy_rows
+    from mdm_mi.protein.protein_report import columns as protein_columns, protein_rows
+    from mdm_mi.sudoku.sudoku_report import columns, tidy_rows
 
     level = {"n": 8, "accuracy": 0.5, "acc_lo": 0.2, "acc_hi": 0.8, "mean_passes": 10.0, "passes_ci": 1.0,
              "mean_clues": 30.0}
@@ -124,8 +125,8 @@ def test_toy_sampler_is_tabled_and_in_the_workflow_grid(toy, monkeypatch):
 
 def test_toy_sampler_is_drawn(toy, monkeypatch):
     from mdm_mi.evaluation.plotting import SAMPLER_STYLE
-    from mdm_mi.protein.family.figures import style
-    from mdm_mi.sudoku import report
+    from mdm_mi.protein.family.family_figures import style
+    from mdm_mi.sudoku import sudoku_report as report
 
     assert SAMPLER_STYLE["toy"] == ("fraction (toy)", "tab:pink") and list(SAMPLER_STYLE)[-1] == "toy"
     assert style("toy") == ("fraction (toy)", "tab:pink", "-")
@@ -176,21 +177,39 @@ SWEPT_TOY = SamplerSpec(CappedFraction, ("frac", "width"), "head", style=Style("
                         flag_help={"frac": "toy: a fraction", "width": "toy: a width"},
                         grid=(Setting("frac", "toy_swept_frac", "f"), Setting("width", "toy_swept_width", "w")),
                         calibration=Calibration("frac", "φ", 1e-3, 1.0, "log", increasing=False,
-                                                each=Setting("width", "toy_widths", "w", "ω", "toy: widths, each calibrated")),
-                        calibrated={"sudoku": {"frac": 0.25, "width": 2.0}})
+                                                each=Setting("width", "toy_widths", "w", "ω", "toy: widths, each calibrated")))
 
 
-def test_toy_sampler_with_a_swept_setting_needs_one_entry(monkeypatch):
-    """One entry makes the comparisons' flags and families, the decoding flags, the workflow's per-set
-    rule lists and decode list, the results tables' columns and the figures' style."""
-    from mdm_mi.core.sampler_table import rule_keys, sampler_flags_class, swept_flags_class
+def test_every_flag_an_entry_names_is_a_written_field():
+    from mdm_mi.core.sampler_table import missing_fields
+
+    assert missing_fields() == []
+
+
+def test_toy_sampler_with_a_swept_setting_needs_one_entry_and_its_flag_fields(monkeypatch):
+    """One entry makes the comparisons' families, the workflow's per-set rule lists and decode list,
+    the results tables' columns and the figures' style; its new flags are fields written beside the
+    others (here subclasses standing for the edited ``SamplerFlags`` / ``SweptFlags``), and
+    :func:`missing_fields` names the ones not written yet."""
+    from mdm_mi.core.sampler_table import SamplerFlags, SweptFlags, missing_fields, rule_keys
     from mdm_mi.evaluation.calibrate import comparison_families
     from mdm_mi.evaluation.plotting import SAMPLER_STYLE
     from mdm_mi.evaluation.tables import param_columns
+    from mdm_mi.infra.flags import h
 
     monkeypatch.setitem(SAMPLERS, "toy-swept", SWEPT_TOY)
-    swept = {f.name: f for f in dataclasses.fields(swept_flags_class())}
-    assert list(swept)[-1] == "toy_widths" and swept["toy_widths"].metadata["empty"]  # a rule's list may be empty
+    assert missing_fields() == ["frac", "width", "toy_widths"]
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class ToyFlags(SamplerFlags):
+        frac: float | None = dataclasses.field(default=None, metadata=h("toy: a fraction"))
+        width: float | None = dataclasses.field(default=None, metadata=h("toy: a width"))
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class ToySwept(SweptFlags):
+        toy_widths: tuple[float, ...] = dataclasses.field(metadata=h("toy: widths, each calibrated", empty=True))
+
+    assert missing_fields(ToyFlags, ToySwept) == []
     assert rule_keys()[-1] == "toy_widths"  # turned off on the sudoku sets outside rule_sets
     args = SimpleNamespace(mi_lambda=[1.0], indep_cap=[], two_budget_delta=[], toy_widths=[2.0, 3.0],
                            on_reject="skip", charge_first=False)
@@ -198,8 +217,9 @@ def test_toy_sampler_with_a_swept_setting_needs_one_entry(monkeypatch):
     assert [f.label for f in fams][-2:] == ["toy-swept ω=2", "toy-swept ω=3"]
     assert fams[-1].slug == "toy-swept-w3" and fams[-1].fixed == {"width": 3.0}
     assert fams[-1].build(0.5).params() == {"frac": 0.5, "width": 3.0}
-    flags = sampler_flags_class()(sampler="toy-swept", frac=None, width=None)  # decoding flag made from flag_help
-    assert sampler_params(flags, "sudoku") == {"frac": 0.25, "width": 2.0}
+    flags = ToyFlags(sampler="toy-swept")
+    calibrated = Calibrated({"toy-swept": {"frac": 0.25, "width": 2.0}}, at=3)  # a model's MANIFEST block
+    assert sampler_params(flags, calibrated) == {"frac": 0.25, "width": 2.0}
     assert "frac" in param_columns() and "width" in param_columns()  # tabled
     assert SAMPLER_STYLE["toy-swept"] == ("swept (toy)", "tab:olive")  # drawn
     grid = {"toy_swept_frac": [0.5], "toy_swept_width": [2.0]}  # the workflow's decode list

@@ -2,7 +2,7 @@
 
 Val and test are the two parts of one seeded draw of distinct held-out contexts
 (:func:`mdm_mi.mi.contexts.draw_evaluation`): they must share no sequence and no context, for Sudoku
-(real Radcliffe solutions, as ``sudoku-data`` writes them) and proteins (held-out crops, as
+(real Radcliffe solutions, as ``prepare-sudoku`` writes them) and proteins (held-out crops, as
 ``protein-data`` writes them); ``train-head`` reports both, test as the reported split.
 """
 
@@ -59,8 +59,8 @@ def assert_disjoint(sequences: np.ndarray, val: ContextDraw, test: ContextDraw, 
 
 @pytest.fixture(scope="module")
 def radcliffe_solutions() -> np.ndarray:
-    """The Sudoku held-out sequences: the Radcliffe solutions, as sudoku-data writes them."""
-    from mdm_mi.sudoku.data import load_puzzle_csv
+    """The Sudoku held-out sequences: the Radcliffe solutions, as prepare-sudoku writes them."""
+    from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
 
     return np.asarray(load_puzzle_csv(RADCLIFFE).solutions)
 
@@ -227,7 +227,7 @@ def test_train_head_without_test_shards_is_a_user_error(labelled, tiny_checkpoin
 
 
 def test_scatter_reads_the_reported_split():
-    from mdm_mi.mi.figures import reported_fidelity
+    from mdm_mi.mi.mi_figures import reported_fidelity
 
     fid = {"reported": "test", "test": {"pearson": 0.9}, "val": {"pearson": 0.8}, "n_params": 10}
     assert reported_fidelity(fid) == ("test", {"pearson": 0.9})

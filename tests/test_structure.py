@@ -1,4 +1,4 @@
-"""The package's shape: imports run one way (no cycle; library → verbs → CLI; the two domains apart;
+"""The package's shape: imports run one way (no cycle; library → verbs → CLI; every domain apart;
 lazy imports included), and each of the verb, sampler and domain tables is one literal dict whose keys
 are unique and match their entries."""
 
@@ -99,9 +99,17 @@ def is_verb_module(mod: str) -> bool:
     return (last in ("cli", "__main__", "jobs") or last.endswith(("_job", "_jobs")) or "user" in parts[1:])
 
 
+# Every domain package: each entry of core.domain.DOMAINS (checked below) and antibody, which uses an
+# hf model. A domain never imports another; what two need lives below them (infra.fasta, evaluation.plotting).
+DOMAIN_PACKAGES = ("sudoku", "protein", "hf", "antibody")
+# Imports that still run from one domain into another, each to be moved below the domains (issue 40):
+# AntiBERTy's conversion lives in hf/ and the hf domain's name in hf.backbone, both used by antibody/.
+PENDING = {("mdm_mi.antibody.antibody_jobs", "mdm_mi.hf.antiberty"), ("mdm_mi.antibody.antibody_jobs", "mdm_mi.hf.backbone")}
+
+
 def _domain(mod: str) -> str | None:
     parts = mod.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in ("sudoku", "protein") else None
+    return parts[1] if len(parts) > 1 and parts[1] in DOMAIN_PACKAGES else None
 
 
 def wrong_way_imports(graph: dict[str, set[str]]) -> list[str]:
@@ -115,13 +123,23 @@ def wrong_way_imports(graph: dict[str, set[str]]) -> list[str]:
                 bad.append(f"library {mod} imports verb module {dep}")
             elif is_verb_module(dep) and mod.split(".")[-1] not in ("cli", "__main__"):
                 bad.append(f"verb module {mod} imports verb module {dep}")
-            if _domain(mod) and _domain(dep) and _domain(mod) != _domain(dep):
+            if _domain(mod) and _domain(dep) and _domain(mod) != _domain(dep) and (mod, dep) not in PENDING:
                 bad.append(f"{mod} imports the other domain's {dep}")
     return bad
 
 
 def test_imports_run_one_way_library_then_verbs_then_cli():
     assert wrong_way_imports(import_graph()) == []
+
+
+def test_every_domain_is_kept_apart_and_the_exceptions_still_exist():
+    """Each domain of the domain table is one of the packages kept apart, and each pending exception
+    is a real import (one that is gone must leave the list)."""
+    from mdm_mi.core.domain import DOMAINS
+
+    assert set(DOMAINS) <= set(DOMAIN_PACKAGES)
+    graph = import_graph()
+    assert all(dep in graph.get(mod, ()) for mod, dep in PENDING), PENDING
 
 
 def test_the_layering_check_fails_on_a_library_module_importing_a_verb(tmp_path):
@@ -216,10 +234,10 @@ def test_every_rule_is_named_after_the_verb_it_runs():
 # The low-level loaders, by the module that defines each; only core.loading (and the domain table's
 # ``load`` entries in core.domain, which it calls) may reach them; protein.model dispatches to the
 # column model by meta "kind".
-LOW_LEVEL_LOADERS = {"load_model": "mdm_mi.sudoku.model", "load_protein_model": "mdm_mi.protein.model",
+LOW_LEVEL_LOADERS = {"load_model": "mdm_mi.sudoku.sudoku_model", "load_protein_model": "mdm_mi.protein.protein_model",
                      "load_column_model": "mdm_mi.protein.family.columns", "load_hf_model": "mdm_mi.hf.backbone",
                      "load_head": "mdm_mi.mi.head"}
-MAY_CALL_LOW_LEVEL = {"mdm_mi.core.loading", "mdm_mi.core.domain", "mdm_mi.protein.model"}
+MAY_CALL_LOW_LEVEL = {"mdm_mi.core.loading", "mdm_mi.core.domain", "mdm_mi.protein.protein_model"}
 
 
 def low_level_loader_uses(src: Path = SRC) -> list[str]:
@@ -244,5 +262,5 @@ def test_the_loader_check_finds_a_verb_calling_a_low_level_loader(tmp_path):
     pkg = tmp_path / PACKAGE / "sudoku"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "report_jobs.py").write_text("def f():\n    from mdm_mi.sudoku.model import load_model\n")
+    (pkg / "report_jobs.py").write_text("def f():\n    from mdm_mi.sudoku.sudoku_model import load_model\n")
     assert low_level_loader_uses(tmp_path) == ["mdm_mi.sudoku.report_jobs: load_model"]

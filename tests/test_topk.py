@@ -1,4 +1,4 @@
-"""Top-k probing (:mod:`mdm_mi.mi.topk`): its proven bound holds against the exact probe, it costs
+"""Top-k probing (:mod:`mdm_mi.mi.topk_probe`): its proven bound holds against the exact probe, it costs
 ``1 + |M| k`` passes, and with k = V it is the exact probe."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from mdm_mi.mi.probe import exact_mi
-from mdm_mi.mi.topk import topk_mi
+from mdm_mi.mi.topk_probe import topk_mi
 from test_probe import MLPBackbone
 
 

@@ -1,5 +1,5 @@
 """The user verbs end to end on tiny models: ``solve`` (argument, file, CSV, stdin; exit 1 on an invalid
-answer), ``mi-map`` (PNG + CSV), ``evaluate`` with the model found by :mod:`mdm_mi.core.locate`, and
+answer), ``mi-map`` (PNG + CSV), ``sudoku-evaluate`` with the model found by :mod:`mdm_mi.core.locate`, and
 ``check-config``."""
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ def test_mi_map_of_a_protein_draws_positions(capsys, results, tmp_path, monkeypa
 
 def test_mi_map_of_a_protein_with_a_real_tiny_esmc(capsys, results, tmp_path):
     pytest.importorskip("esm")
-    from mdm_mi.protein.model import new_esmc, save_trained
+    from mdm_mi.protein.protein_model import new_esmc, save_trained
     from user_verb_helpers import save_tiny_head
 
     torch.manual_seed(0)
@@ -249,7 +249,7 @@ def puzzles_csv(tmp_path, easy_rows):
 
 def test_evaluate_with_defaults_prints_a_table_and_writes_nothing(capsys, results, puzzles_csv, tmp_path):
     before = sorted(p.name for p in tmp_path.iterdir())
-    code, out, _ = run(capsys, ["evaluate", "--puzzles", str(puzzles_csv), "--quiet"])
+    code, out, _ = run(capsys, ["sudoku-evaluate", "--puzzles", str(puzzles_csv), "--quiet"])
     assert code == 0
     assert "sampler sequential" in out and "results/tiny/sudoku/model" in out
     rows = {line.split()[0]: line.split() for line in out.splitlines()[2:]}
@@ -258,7 +258,7 @@ def test_evaluate_with_defaults_prints_a_table_and_writes_nothing(capsys, result
 
 
 def test_evaluate_mi_finds_the_head_beside_the_model(capsys, results, puzzles_csv, tmp_path):
-    argv = ["evaluate", "--puzzles", str(puzzles_csv), "--sampler", "mi", "--gamma", "0.3",
+    argv = ["sudoku-evaluate", "--puzzles", str(puzzles_csv), "--sampler", "mi", "--gamma", "0.3",
             "--out", "s.json", "--per-puzzle", "p.csv"]
     assert run(capsys, argv)[0] == 0
     summary = json.loads((tmp_path / "s.json").read_text())
@@ -268,10 +268,10 @@ def test_evaluate_mi_finds_the_head_beside_the_model(capsys, results, puzzles_cs
 
 def test_evaluate_run_flag_and_env_choose_the_run(capsys, results, puzzles_csv, tiny_checkpoint, monkeypatch):
     make_run(results, "newer", tiny_checkpoint)
-    out = run(capsys, ["evaluate", "--puzzles", str(puzzles_csv), "--run", "tiny"])[1]
+    out = run(capsys, ["sudoku-evaluate", "--puzzles", str(puzzles_csv), "--run", "tiny"])[1]
     assert "results/tiny/sudoku/model" in out
     monkeypatch.setenv(locate.RUN_ENV, "tiny")
-    assert "results/tiny/sudoku/model" in run(capsys, ["evaluate", "--puzzles", str(puzzles_csv)])[1]
+    assert "results/tiny/sudoku/model" in run(capsys, ["sudoku-evaluate", "--puzzles", str(puzzles_csv)])[1]
 
 
 # --- locate ----------------------------------------------------------------------------------------
@@ -306,6 +306,6 @@ def test_check_config_accepts_a_valid_config(capsys, tmp_path):
 
 def test_installed_entry_point_has_help_with_examples():
     exe = shutil.which("mdm-mi") or pytest.skip("mdm-mi is not installed on PATH")
-    for verb in ("solve", "mi-map", "evaluate"):
+    for verb in ("solve", "mi-map", "sudoku-evaluate"):
         proc = subprocess.run([exe, verb, "--help"], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0 and "examples:" in proc.stdout, proc.stderr

@@ -83,7 +83,7 @@ def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
     settings |= {("eb", "--gamma", str(g)) for g in samplers["eb_gamma"]}
     planned = Counter()
     for argv in shell_commands(proc.stdout + proc.stderr):
-        if argv[3] != "evaluate":
+        if argv[3] != "sudoku-evaluate":
             continue
         puzzles = Path(argv[argv.index("--puzzles") + 1]).stem
         sampler = argv[argv.index("--sampler") + 1]
@@ -95,7 +95,7 @@ def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
     counts = job_counts(proc.stdout + proc.stderr)
     family = cfg["protein"]["data"]["source"] == "family"
     data_rule = "prepare_family" if family else "protein_data"
-    for rule in ("init_tracking", "sudoku_data", "sudoku_table", "all", data_rule, "protein_table"):
+    for rule in ("init_tracking", "prepare_sudoku", "sudoku_table", "all", data_rule, "protein_table"):
         assert counts[rule] == 1, rule
     assert counts["protein_data" if family else "prepare_family"] == 0  # one data source per run
     backbone_rule = {"trained": "{}_pretrain", "pretrained": "import_pretrained", "esmc-300m": "import_esmc"}
@@ -135,7 +135,7 @@ def test_every_planned_command_parses_with_the_cli(dry_run):
 WHOLE_SECTIONS = {
     "sudoku-pretrain": [("sudoku.model", "", ()), ("sudoku.train", "", ())],
     "train-head": [("{domain}.mi.head", "", ()), ("{domain}.mi.head_train", "", ())],
-    "evaluate": [("sudoku.eval", "", ("sets",))],
+    "sudoku-evaluate": [("sudoku.eval", "", ("sets",))],
     "sudoku-compare": [("sudoku.compare", "", ("sets", "rule_sets", "test_puzzles", "graded_per_level", *rule_keys(),
                                                "oracle_"))],  # per set (their own test), the oracle's
     "sudoku-oracle-ceiling": [("sudoku.compare", "oracle_", ())],
@@ -181,7 +181,7 @@ def test_rules_pass_whole_config_sections(dry_run):
                 assert given, f"{argv[3]} lacks --{flag} ({dotted}.{key})"
                 got = getattr(ns, flag)
                 assert (list(got) if isinstance(got, tuple) else got) == value, (argv[3], key)
-    assert {"evaluate", "train-head", "sudoku-compare", "generate", "protein-compare", "protein-oracle-ceiling"} <= set(seen)
+    assert {"sudoku-evaluate", "train-head", "sudoku-compare", "generate", "protein-compare", "protein-oracle-ceiling"} <= set(seen)
 
 
 def test_rules_beyond_algorithm_1_are_calibrated_only_on_the_rule_sets(dry_run):

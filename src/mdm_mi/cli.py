@@ -26,11 +26,9 @@ from mdm_mi.antibody import antibody_jobs
 from mdm_mi.hf import hf_jobs
 from mdm_mi.infra.errors import USER_ERRORS, InputError
 from mdm_mi.mi import mi_jobs
-from mdm_mi.protein import compare_job as protein_compare_job, generate_job, protein_jobs, report_jobs
-from mdm_mi.protein.family import (column_jobs, family_jobs, figure_jobs as family_figure_jobs,
-                                   oracle_job as protein_oracle_job)
-from mdm_mi.sudoku import (compare_job as sudoku_compare_job, oracle_job, sudoku_jobs,
-                           report_jobs as sudoku_report_jobs)
+from mdm_mi.protein import protein_compare_job, generate_job, protein_jobs, protein_report_jobs as report_jobs
+from mdm_mi.protein.family import column_jobs, family_jobs, figure_jobs as family_figure_jobs, protein_oracle_job
+from mdm_mi.sudoku import sudoku_compare_job, sudoku_oracle_job as oracle_job, sudoku_jobs, sudoku_report_jobs
 from mdm_mi.infra.tracking import NullTracker, TrackingArgs, open_tracker
 from mdm_mi.user import check_config, infill, mi_map, solve
 
@@ -49,7 +47,7 @@ class Verb(NamedTuple):
 # THE verb table, by stage. Each workflow rule is named after the verb it runs (workflow/rules/).
 VERBS: dict[str, Verb] = {
     # data
-    "sudoku-data": Verb(sudoku_jobs.PrepareArgs, sudoku_jobs.prepare_sudoku,
+    "prepare-sudoku": Verb(sudoku_jobs.PrepareArgs, sudoku_jobs.prepare_sudoku,
                            "generate training grids and build the Sudoku evaluation sets"),
     "protein-data": Verb(protein_jobs.PrepareProteinArgs, protein_jobs.prepare_protein,
                             "split the protein data, draw the references and MI contexts"),
@@ -88,7 +86,7 @@ VERBS: dict[str, Verb] = {
     "train-head": Verb(mi_jobs.TrainHeadArgs, mi_jobs.train_head_job,
                        "train the MI head on probing labels and report its fidelity"),
     # decoding and comparisons
-    "evaluate": Verb(sudoku_jobs.EvaluateArgs, sudoku_jobs.evaluate, "decode a puzzle CSV with one sampler and score it",
+    "sudoku-evaluate": Verb(sudoku_jobs.EvaluateArgs, sudoku_jobs.evaluate, "decode a puzzle CSV with one sampler and score it",
                      examples=sudoku_jobs.EVAL_EXAMPLES),
     "generate": Verb(generate_job.GenerateArgs, generate_job.generate_job,
                      "generate proteins from fully masked sequences with a sampler",
@@ -208,7 +206,7 @@ def _add_tracking(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("tracking (MLflow mirror of the files this job writes)")
     g.add_argument("--tracking-uri", default="none", help="MLflow URI, or 'none' to skip tracking")
     g.add_argument("--experiment", default="mdm-mi")
-    g.add_argument("--rule", help="rule name tag (default: the workflow rule named after this verb, e.g. sudoku_data)")
+    g.add_argument("--rule", help="rule name tag (default: the workflow rule named after this verb, e.g. prepare_sudoku)")
     g.add_argument("--wildcard", action="append", default=[], metavar="KEY=VALUE", help="wildcard tag")
     g.add_argument("--config-hash", default="", help="tag value; default: hash of this job's arguments")
 
@@ -217,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with one sub-parser per verb of :data:`VERBS`."""
     parser = _Parser(prog="mdm-mi", description="Masked diffusion models with mutual-information heads.",
                      epilog="Using the trained models: mdm-mi solve --help, mdm-mi mi-map --help, "
-                            "mdm-mi evaluate --help.")
+                            "mdm-mi sudoku-evaluate --help.")
     sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for name, v in sorted(VERBS.items()):
         p = sub.add_parser(name, help=v.help, description=v.help, epilog=v.examples or None,
@@ -249,10 +247,23 @@ def args_hash(args) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+# Old verb names, kept for one release (CHANGELOG.md, issue 40): old → new. Each prints one note.
+RENAMED = {"evaluate": "sudoku-evaluate", "sudoku-data": "prepare-sudoku"}
+
+
+def renamed(argv: list[str]) -> list[str]:
+    """``argv`` with an old verb name replaced by its new one (and a one-line note on stderr)."""
+    if argv and argv[0] in RENAMED:
+        print(f"note: `{argv[0]}` is now `{RENAMED[argv[0]]}`; the old name goes in the next release",
+              file=sys.stderr)
+        return [RENAMED[argv[0]], *argv[1:]]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the verb → its exit code; expected errors become one line on stderr
     and exit code 2 (usage errors exit through argparse with the same one line)."""
-    ns = build_parser().parse_args(argv)
+    ns = build_parser().parse_args(renamed(sys.argv[1:] if argv is None else list(argv)))
     v = VERBS[ns.verb]
     args = v.args(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(v.args)})
     try:

@@ -16,6 +16,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mdm_mi.core.calibrated import KEY, block_problems
+from mdm_mi.core.sampler_table import ALGORITHM_1, SAMPLERS
 from mdm_mi.infra.checkpoint import MANIFEST, META, WEIGHTS, load_checkpoint, sha256_file, verify_manifest
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
@@ -35,7 +37,9 @@ class ExportPretrainedArgs:
     model: Path = field(metadata=h("checkpoint folder written by `sudoku-pretrain` or `protein-pretrain` (model.safetensors + meta.json)"))
     data: Path = field(metadata=h("the training data it was trained on (its sha256 goes in the manifest)"))
     out: Path = field(metadata=h("folder to ship, e.g. resources/pretrained/sudoku"))
-    about: Path = field(metadata=h("JSON with how it was made and measured: command, config, evaluation, ..."))
+    about: Path = field(metadata=h(
+        "JSON with how it was made and measured: command, config, evaluation, ..., and 'calibrated' (the "
+        "settings its calibration found: at, samplers, source; the user verbs' fallbacks, mdm_mi.core.calibrated)"))
 
 
 def export_pretrained(args: ExportPretrainedArgs, tracker) -> None:
@@ -44,6 +48,8 @@ def export_pretrained(args: ExportPretrainedArgs, tracker) -> None:
     about = read_json(args.about)
     if not isinstance(about, dict):
         raise InputError(f"--about {args.about} must hold a JSON object")
+    if KEY in about and (problems := block_problems(about[KEY], SAMPLERS, ALGORITHM_1)):
+        raise InputError(f"--about {args.about}: its '{KEY}' block is wrong: {'; '.join(problems)}")
     args.out.mkdir(parents=True, exist_ok=True)
     for name in SHIPPED:
         copy_atomic(args.model / name, args.out / name)
@@ -64,13 +70,16 @@ class ImportPretrainedArgs:
 
 
 def import_pretrained(args: ImportPretrainedArgs, tracker) -> None:
-    """Check the shipped files against the manifest, copy them (meta.json last) and check the copy."""
+    """Check the shipped files against the manifest, copy them and the manifest (meta.json last) and
+    check the copy. The manifest's ``calibrated`` block (:mod:`mdm_mi.core.calibrated`) gives the user
+    verbs their fallbacks for this backbone."""
     if not (args.source / MANIFEST).is_file():
         raise InputError(f"no {MANIFEST} in {args.source}: not a shipped backbone (see resources/pretrained/)")
     manifest = verify_manifest(args.source)
     if args.data is not None:
         check_training_data(manifest, args.data, args.source)
     args.out.mkdir(parents=True, exist_ok=True)
+    copy_atomic(args.source / MANIFEST, args.out / MANIFEST)  # its calibrated block: the user verbs' fallbacks
     for name in SHIPPED:  # meta.json last: the rule's output that marks the model as present
         copy_atomic(args.source / name, args.out / name)
     for name in SHIPPED:

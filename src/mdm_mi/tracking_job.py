@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import write_json
+from mdm_mi.infra.tracking import TrackingUnavailable, init_store
 
 
 @dataclass(frozen=True)
@@ -19,9 +21,6 @@ class InitTrackingArgs:
 def init_tracking(args: InitTrackingArgs, tracker) -> None:
     """Create the store and experiment (sqlite schema migrations run once, here), then the marker;
     an unreachable tracking server is a one-line error, before any GPU job starts."""
-    from mdm_mi.infra.errors import InputError
-    from mdm_mi.infra.tracking import TrackingUnavailable, init_store
-
     del tracker
     if args.uri not in ("", "none"):
         try:

@@ -5,7 +5,7 @@ wildcard_constraints:
     sudoku_run="|".join(map(re.escape, ALL_RUNS)),
 
 
-rule sudoku_data:
+rule prepare_sudoku:
     input:
         radcliffe=f"{DATA}/sudoku/radcliffe_curated_5000.csv",
         easy=f"{DATA}/sudoku/hkunlp_easy_1k.csv",
@@ -29,7 +29,7 @@ rule sudoku_data:
     conda:
         ENV
     shell:
-        "python -m mdm_mi sudoku-data --radcliffe {input.radcliffe} --easy {input.easy} "
+        "python -m mdm_mi prepare-sudoku --radcliffe {input.radcliffe} --easy {input.easy} "
         "--out-dir {params.out_dir} {params.options} {params.tracking} > {log} 2>&1"
 
 
@@ -37,7 +37,7 @@ if SUDOKU["backbone"] == "trained":
 
     rule sudoku_pretrain:
         input:
-            solutions=rules.sudoku_data.output.solutions,
+            solutions=rules.prepare_sudoku.output.solutions,
             tracking=TRACKING_READY,
         output:
             weights=f"{R}/sudoku/model/model.safetensors",
@@ -60,7 +60,7 @@ if SUDOKU["backbone"] == "trained":
             "python -m mdm_mi sudoku-pretrain --solutions {input.solutions} --out {params.out_dir} "
             "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
-rule evaluate:
+rule sudoku_evaluate:
     input:
         model=model_meta("sudoku"),
         puzzles=f"{R}/sudoku/data/{{sudoku_set}}.csv",
@@ -86,7 +86,7 @@ rule evaluate:
     conda:
         ENV
     shell:
-        "python -m mdm_mi evaluate --model {params.model_dir} --puzzles {input.puzzles} "
+        "python -m mdm_mi sudoku-evaluate --model {params.model_dir} --puzzles {input.puzzles} "
         "--out {output.summary} --per-puzzle {output.per_puzzle} {params.sampler} {params.head} {params.options} "
         "{params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 

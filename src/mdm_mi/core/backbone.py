@@ -17,7 +17,7 @@ acids are ids 4..23 of its 33-token tokenizer (mask 32); a Hugging Face masked L
 :func:`check_backbone` (the ids), :func:`check_output` (the first pass's shapes) and
 :func:`check_frame` (no masked BOS/EOS) enforce these rules where a backbone enters the library
 (probing, the MI head's features, :func:`mdm_mi.core.samplers.decode`), once per call, each broken rule
-one line of :class:`~mdm_mi.infra.errors.BackboneError`. The Sudoku MDM (:mod:`mdm_mi.sudoku.model`), the ESM-C adapter
+one line of :class:`~mdm_mi.infra.errors.BackboneError`. The Sudoku MDM (:mod:`mdm_mi.sudoku.sudoku_model`), the ESM-C adapter
 (:mod:`mdm_mi.protein.esmc`) and the Hugging Face adapter implement the protocol.
 """
 
@@ -107,6 +107,33 @@ class SequenceBackbone(Backbone, Protocol):
     def residues(self, tokens: torch.Tensor) -> torch.Tensor: ...
 
     def at_layer(self, layer: int | None): ...
+
+
+ALIGNED, SEQUENCE, GRID = "aligned", "sequence", "grid"  # a backbone's frame: what one row of tokens is
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backbone can do, which callers ask (:func:`capabilities`) instead of branching on which
+    model it is. ``frame``: one row of tokens is ``aligned`` (BOS + the family's L match columns +
+    EOS: a context is a row, ``decode_tokens`` drops gaps), a ``sequence`` (BOS + residues + EOS, any
+    length) or a Sudoku ``grid``; ``fixed_length``: the positions every row has (L columns, 81 cells;
+    ``None``: any length, generation draws lengths); ``embeds``: whether it embeds proteins for the
+    metrics (``at_layer``; otherwise the verbs take ``--embedder``). The alphabet is the protocol's
+    ``vocab_token_ids``."""
+
+    frame: str = SEQUENCE
+    fixed_length: int | None = None
+    embeds: bool = True
+
+
+def capabilities(backbone) -> Capabilities:
+    """The capabilities ``backbone`` declares (its ``capabilities`` attribute; a bf16 wrapper passes
+    its model's on), else those of a sequence model of any length that embeds when it has
+    ``at_layer``."""
+    inner = probe_backbone(backbone)
+    declared = getattr(inner, "capabilities", None)
+    return declared if isinstance(declared, Capabilities) else Capabilities(embeds=hasattr(inner, "at_layer"))
 
 
 def _fixed_ids(backbone) -> list[int]:
@@ -260,7 +287,7 @@ def embedder_of(backbone, layer: int | None):
     aligned rows rather than proteins — cannot embed proteins: one-line :class:`InputError` asking for
     ``--embedder``."""
     inner = probe_backbone(backbone)
-    if not hasattr(inner, "at_layer"):
+    if not capabilities(inner).embeds:
         raise InputError(f"the model ({type(inner).__name__}) cannot embed proteins for the cluster-JSD metric: "
                          "give --embedder, a sequence model folder (e.g. resources/pretrained/protein-kunitz)")
     return inner.at_layer(layer)

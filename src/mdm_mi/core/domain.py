@@ -48,13 +48,13 @@ class Domain:
 
 
 def _load_sudoku(directory, meta, device):
-    from mdm_mi.sudoku.model import load_model
+    from mdm_mi.sudoku.sudoku_model import load_model
 
     return load_model(directory, device, meta=meta)[0]
 
 
 def _load_protein(directory, meta, device):
-    from mdm_mi.protein.model import load_protein_model
+    from mdm_mi.protein.protein_model import load_protein_model
 
     return load_protein_model(directory, device, meta=meta)[0]
 
@@ -98,19 +98,19 @@ def _describe_hf(meta: dict) -> str:
 
 
 def _sudoku_mapper():
-    from mdm_mi.sudoku.map import SudokuMap
+    from mdm_mi.sudoku.sudoku_map import SudokuMap
 
     return SudokuMap()
 
 
 def _protein_mapper():
-    from mdm_mi.protein.map import ProteinMap
+    from mdm_mi.protein.protein_map import ProteinMap
 
     return ProteinMap()
 
 
 def _hf_mapper():
-    from mdm_mi.hf.map import HFMap
+    from mdm_mi.hf.hf_map import HFMap
 
     return HFMap()
 

@@ -1,6 +1,6 @@
 """THE table of samplers: one entry says everything about a sampler — its class, the flags it takes,
 the pairwise matrix it reads, its plot style, the workflow's fixed grid of it, what the calibrated
-comparisons search and the calibrated defaults. Everything else derives from :data:`SAMPLERS`: the
+comparisons search. Everything else derives from :data:`SAMPLERS`: the
 decoding verbs build their sampler here and take its flags (:data:`SamplerFlags`), the comparisons
 their swept settings' flags (:data:`SweptFlags`), :mod:`mdm_mi.evaluation.calibrate` its families,
 :mod:`mdm_mi.evaluation.budgets` its contenders and baselines (``mi*`` from :data:`ALGORITHM_1`),
@@ -9,7 +9,7 @@ their swept settings' flags (:data:`SweptFlags`), :mod:`mdm_mi.evaluation.calibr
 its class and one entry (``docs/developing.md``).
 
 The classes live in :mod:`mdm_mi.core.samplers` (baselines), :mod:`mdm_mi.mi.guided` (Algorithm 1 and its
-oracle) and :mod:`mdm_mi.mi.rules` (rules beyond Algorithm 1); an entry names its class as
+oracle) and :mod:`mdm_mi.mi.decoding_rules` (rules beyond Algorithm 1); an entry names its class as
 ``"module:Class"``, imported on first use, so this module imports nothing heavy (the workflow reads it
 when it builds the DAG) and any module may use it.
 
@@ -22,9 +22,10 @@ import dataclasses
 import importlib
 import itertools
 import math
-from dataclasses import KW_ONLY, dataclass, field, make_dataclass
-from typing import TYPE_CHECKING, Mapping
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING, Callable, Mapping
 
+from mdm_mi.core.calibrated import Calibrated
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
 
@@ -86,9 +87,11 @@ class SamplerSpec:
     ``style``: how figures draw it (``None``: grey). ``grid``: the workflow's fixed grid, one run per
     combination of these config lists; ``shared``: flags set from one config value (not a list) in the
     grid and the comparisons. ``calibration``: what the comparisons search (``None``: not calibrated);
-    ``calibrated``: domain → the parameters a user who omits them gets. ``flag_help``: the help text of
-    each flag that :class:`_CommonSamplerFlags` lacks (a number; omitted: calibrated), which becomes a
-    field of :data:`SamplerFlags`."""
+    the parameters a user who omits them gets are the model's own (:mod:`mdm_mi.core.calibrated`:
+    its MANIFEST.json), looked up under this entry's name or under ``settings_of`` (an entry whose
+    calibrated settings it shares). ``flag_help``: the help text of each number flag the entry adds
+    (omitted: calibrated); the flag itself is a field written in :class:`SamplerFlags`
+    (:func:`missing_fields` names any that is not)."""
 
     impl: type | str
     flags: tuple[str, ...]
@@ -100,7 +103,7 @@ class SamplerSpec:
     grid: tuple[Setting, ...] = ()
     shared: tuple[Setting, ...] = ()
     calibration: Calibration | None = None
-    calibrated: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    settings_of: str | None = None
 
     @property
     def cls(self) -> type[Sampler]:
@@ -120,27 +123,18 @@ def _gamma(**kw) -> Calibration:
     return Calibration("gamma", "γ", *GAMMA_RANGE, "log", increasing=False, **kw)
 
 
-def _rule(name: str, cls: str, each: Setting, meaning: str, calibrated: Mapping) -> SamplerSpec:
-    """A rule beyond Algorithm 1 (class ``cls`` of :mod:`mdm_mi.mi.rules`): EB's entropy budget γ and
+def _rule(name: str, cls: str, each: Setting, meaning: str) -> SamplerSpec:
+    """A rule beyond Algorithm 1 (class ``cls`` of :mod:`mdm_mi.mi.decoding_rules`): EB's entropy budget γ and
     its own parameter ``each.flag`` (``meaning``, nats); the comparisons calibrate γ at each value of
     ``each`` (config list ``each.key``); it reads the MI head."""
     own = dataclasses.replace(each, help=f"{name}: {each.flag} values (nats), each calibrated; none: no {name}")
-    return SamplerSpec(f"mdm_mi.mi.rules:{cls}", ("gamma", each.flag), HEAD, style=Style(name, "tab:brown"),
+    return SamplerSpec(f"mdm_mi.mi.decoding_rules:{cls}", ("gamma", each.flag), HEAD, style=Style(name, "tab:brown"),
                        flag_help={each.flag: f"{meaning} (nats); default: the comparisons' {each.symbol}"},
-                       calibration=_gamma(each=own), calibrated=calibrated)
+                       calibration=_gamma(each=own))
 
 
-# `calibrated`: each parallel sampler's parameters when a user omits them, the settings that
-# `sudoku-compare` and `protein-compare` calibrated to 1/CALIBRATED_AT of sequential decoding's mean
-# passes on the CPU default's backbones (Sudoku: the hard set's calibration puzzles; proteins: the
-# calibration lengths), with the rules' fixed cap / δ of those comparisons. Passes depend on the inputs:
-# easier puzzles need fewer passes at the same γ. Source:
-# results/cpu-default/{sudoku/budgets/hard,protein/budgets}/runs.json. Proteins: the 2026-12-02
-# backbone (mi: λ = 1, mi*'s choice at 1/3); mi-indep / mi-2b: the 2026-12-01 backbone.
-CALIBRATED_AT = 3  # sequential's passes ÷ this
 MI_FLAGS = ("gamma", "lam", "on_reject", "charge_first")
 MI_SHARED = (Setting("on_reject", "mi_on_reject"), Setting("charge_first", "mi_charge_first"))
-MI_CALIBRATED = {"sudoku": {"gamma": 0.42328}, "protein": {"gamma": 3.8680}}
 SAMPLERS: dict[str, SamplerSpec] = {
     "sequential": SamplerSpec(
         "mdm_mi.core.samplers:Sequential", ("order",), style=Style("sequential", "black"),
@@ -148,38 +142,30 @@ SAMPLERS: dict[str, SamplerSpec] = {
     "naive": SamplerSpec(
         "mdm_mi.core.samplers:TopK", ("k",), style=Style("naive top-k", "tab:orange"),
         grid=(Setting("k", "naive_k", "k"),),
-        calibration=Calibration("k", "k", 1.0, TOKENS, "log", increasing=False),
-        calibrated={"sudoku": {"k": 3.1321}, "protein": {"k": 3.0642}}),
+        calibration=Calibration("k", "k", 1.0, TOKENS, "log", increasing=False)),
     "eb": SamplerSpec(
         "mdm_mi.core.samplers:EntropyBounded", ("gamma",), style=Style("EB-Sampler", "tab:blue"),
-        grid=(Setting("gamma", "eb_gamma", "g"),), calibration=_gamma(),
-        calibrated={"sudoku": {"gamma": 0.13911}, "protein": {"gamma": 3.4457}}),
+        grid=(Setting("gamma", "eb_gamma", "g"),), calibration=_gamma()),
     "threshold": SamplerSpec(
         "mdm_mi.core.samplers:ConfidenceThreshold", ("tau",), style=Style("threshold", "tab:red"),
-        calibration=Calibration("tau", "τ", *TAU_RANGE, "log1m", increasing=True),
-        calibrated={"sudoku": {"tau": 0.91525}, "protein": {"tau": 0.34353}}),
+        calibration=Calibration("tau", "τ", *TAU_RANGE, "log1m", increasing=True)),
     "mi": SamplerSpec(
         "mdm_mi.mi.guided:MIGuided", MI_FLAGS, HEAD, style=Style("MI-guided (ours)", "tab:green"),
         grid=(Setting("gamma", "mi_gamma", "g"), Setting("lam", "mi_lambda", "l")), shared=MI_SHARED,
         calibration=_gamma(each=Setting("lam", "mi_lambda", "l", "λ", "MI-guided λ values, each calibrated"),
-                           against=("eb", "naive", "threshold", "sequential")),
-        calibrated=MI_CALIBRATED),
+                           against=("eb", "naive", "threshold", "sequential"))),
     "mi-indep": _rule("mi-indep", "IndependentSet", Setting("cap", "indep_cap", "cap", "cap"),
-                      "never unmask together two tokens with MI above this cap",
-                      {"sudoku": {"gamma": 0.11955, "cap": 0.05}, "protein": {"gamma": 3.4391, "cap": 0.05}}),
+                      "never unmask together two tokens with MI above this cap"),
     "mi-2b": _rule("mi-2b", "TwoBudget", Setting("delta", "two_budget_delta", "d", "δ"),
-                   "budget δ on the summed pairwise MI of one pass",
-                   {"sudoku": {"gamma": 0.13443, "delta": 0.1}, "protein": {"gamma": 3.3170, "delta": 0.25}}),
+                   "budget δ on the summed pairwise MI of one pass"),
     "mi-oracle": SamplerSpec(  # 1 + |M|·V extra passes per step; Algorithm 1 with the probed MI: mi's setting
         "mdm_mi.mi.guided:OracleMI", MI_FLAGS, ORACLE, user=False, style=Style("MI-guided, exact MI", "tab:purple"),
-        calibrated=MI_CALIBRATED),
+        settings_of="mi"),
 }
 ALGORITHM_1 = "mi"  # the paper's Algorithm 1: mi* picks its `each` value per budget; the budgets summary's contender
 HEAD_SAMPLERS = tuple(name for name, s in SAMPLERS.items() if s.pairwise == HEAD)
 USER_SAMPLERS = tuple(name for name, s in SAMPLERS.items() if s.user)
-CALIBRATED = {domain: {name: s.calibrated[domain] for name, s in SAMPLERS.items() if domain in s.calibrated}
-              for domain in dict.fromkeys(d for s in SAMPLERS.values() for d in s.calibrated)}
-CALIBRATED_HELP = f"default: calibrated to sequential's passes ÷ {CALIBRATED_AT} (sampler_table.CALIBRATED)"
+CALIBRATED_HELP = "default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.calibrated)"
 
 
 def build_sampler(name: str, **params) -> Sampler:
@@ -250,10 +236,18 @@ def _users(flag: str) -> str:
     return ", ".join(name for name, s in SAMPLERS.items() if s.user and flag in s.flags)
 
 
+def _own(flag: str) -> dict:
+    """The help of a flag one entry adds (its ``flag_help``), as field metadata."""
+    text = next(s.flag_help[flag] for s in SAMPLERS.values() if flag in s.flag_help)
+    return h(f"{_users(flag)}: {text}")
+
+
 @dataclass(frozen=True, kw_only=True)
-class _CommonSamplerFlags:
-    """The decoding flags several samplers share; :data:`SamplerFlags` adds each entry's own
-    (``flag_help``)."""
+class SamplerFlags:
+    """The decoding flags of ``sudoku-evaluate``, ``solve``, ``generate`` and ``infill`` (inherited by their
+    arguments): one field per flag an entry of :data:`SAMPLERS` takes (:func:`missing_fields` is
+    empty; a test checks it). Each sampler reads the ones its entry names; an omitted (``None``)
+    number takes the model's calibrated value (:mod:`mdm_mi.core.calibrated`)."""
 
     sampler: str = field(default="sequential", metadata=h(" | ".join(SAMPLERS)))
     order: str = field(default="entropy", metadata=h(f"{_users('order')}: entropy | margin"))
@@ -267,55 +261,59 @@ class _CommonSamplerFlags:
     charge_first: bool = field(default=False, metadata=h(f"{_users('charge_first')}: charge the first token's entropy to γ"))
     oracle_tol: float = field(default=1e-3, metadata=h(
         f"{', '.join(n for n, s in SAMPLERS.items() if s.pairwise == ORACLE)}: certified probing tolerance (nats)"))
+    cap: float | None = field(default=None, metadata=_own("cap"))  # mi-indep's flag_help
+    delta: float | None = field(default=None, metadata=_own("delta"))  # mi-2b's flag_help
 
 
-def sampler_flags_class() -> type:
-    """The decoding flags shared by ``evaluate``, ``solve`` and ``generate`` (inherited by their
-    arguments): :class:`_CommonSamplerFlags` plus a number flag (``None``: calibrated) for each
-    entry's ``flag_help``. Each sampler reads the ones its :data:`SAMPLERS` entry names, and an
-    omitted (``None``) parameter takes the domain's calibrated value."""
-    own = {f: text for s in SAMPLERS.values() for f, text in s.flag_help.items()}
-    extra = [(f, float | None, field(default=None, metadata=h(f"{_users(f)}: {text}"))) for f, text in own.items()]
-    return _here(make_dataclass("SamplerFlags", extra, bases=(_CommonSamplerFlags,), frozen=True, kw_only=True))
+def _swept(key: str) -> dict:
+    """The metadata of a swept setting's comparison flag: its ``Setting.help``; a rule's list
+    (:func:`rule_keys`) may be given empty (no such family)."""
+    setting = next(s for s in swept_settings() if s.key == key)
+    return h(setting.help, empty=key in rule_keys())
 
 
-def swept_flags_class() -> type:
-    """The comparison verbs' flags of the swept settings (:func:`swept_settings`): a tuple of values
-    each, required; a rule's (:func:`rule_keys`) may be given empty (no such family)."""
-    rules = set(rule_keys())
-    fields_ = [(s.key, tuple[float, ...], field(metadata=h(s.help, empty=s.key in rules))) for s in swept_settings()]
-    return _here(make_dataclass("SweptFlags", fields_, frozen=True, kw_only=True))
+@dataclass(frozen=True, kw_only=True)
+class SweptFlags:
+    """The comparison verbs' flags of the swept settings (:func:`swept_settings`, one field each, in
+    table order): a tuple of values each, required."""
+
+    mi_lambda: tuple[float, ...] = field(metadata=_swept("mi_lambda"))  # mi's calibration.each
+    indep_cap: tuple[float, ...] = field(metadata=_swept("indep_cap"))  # mi-indep's
+    two_budget_delta: tuple[float, ...] = field(metadata=_swept("two_budget_delta"))  # mi-2b's
 
 
-def _here(cls: type) -> type:
-    """A made dataclass as a class of this module (its name resolves here, as a written one's would)."""
-    cls.__module__ = __name__
-    return cls
+def missing_fields(decoding: type = SamplerFlags, swept: type = SweptFlags) -> list[str]:
+    """The flags an entry of :data:`SAMPLERS` names that the written flag classes lack: each entry's
+    ``flags`` in ``decoding`` and each swept setting's key in ``swept``, in table order (a test keeps
+    it empty: a new entry's flag is one field written here)."""
+    have = {f.name for f in dataclasses.fields(decoding)}
+    flags = [f for s in SAMPLERS.values() for f in s.flags if f not in have]
+    return list(dict.fromkeys(flags)) + [s.key for s in swept_settings() if s.key not in {
+        f.name for f in dataclasses.fields(swept)}]
 
 
-SamplerFlags = sampler_flags_class()
-SweptFlags = swept_flags_class()
-
-
-def sampler_params(args, domain: str) -> dict:
+def sampler_params(args, calibrated: Calibrated | Callable[[], Calibrated] = Calibrated()) -> dict:
     """The constructor arguments of ``args.sampler`` from ``args``; omitted (``None``) ones are the
-    domain's calibrated values (its entry's ``calibrated``)."""
+    model's calibrated values (``calibrated``, or a function reading them, called only when one is
+    omitted: :func:`mdm_mi.core.calibrated.read_calibrated`); InputError when the model has none."""
     spec = SAMPLERS[args.sampler]
     params = {f: getattr(args, f) for f in spec.flags}
     for name, value in params.items():
         if value is None:
-            params[name] = spec.calibrated[domain][name]
+            calibrated = calibrated() if callable(calibrated) else calibrated
+            params[name] = calibrated.value(args.sampler, name, spec.settings_of)
         elif not (isinstance(value, str) or math.isfinite(value)):
             raise InputError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
     return params
 
 
-def sampler_from_args(args, allowed: tuple[str, ...] = tuple(SAMPLERS), domain: str = "sudoku") -> Sampler:
+def sampler_from_args(args, allowed: tuple[str, ...] = tuple(SAMPLERS),
+                      calibrated: Calibrated | Callable[[], Calibrated] = Calibrated()) -> Sampler:
     """Build the sampler named by ``args.sampler`` from the flags it uses, omitted parameters at the
-    ``domain``'s calibrated values (InputError if invalid)."""
+    model's calibrated values (:func:`sampler_params`; InputError if invalid)."""
     if args.sampler not in allowed:
         raise InputError(f"unknown sampler {args.sampler!r}; choose one of {', '.join(allowed)}")
     try:
-        return build_sampler(args.sampler, **sampler_params(args, domain))
+        return build_sampler(args.sampler, **sampler_params(args, calibrated))
     except ValueError as exc:
         raise InputError(str(exc)) from None

@@ -21,6 +21,7 @@ from typing import Callable
 import torch
 
 from mdm_mi.core.sampler_table import SAMPLERS, swept_settings
+from mdm_mi.core.samplers import decode
 from mdm_mi.evaluation.calibrate import Family, calibrate, calibrated_families
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import Decoding
@@ -73,8 +74,6 @@ def fill(backbone, tokens: torch.Tensor, sampler, n: int, seed: int, temperature
     """``n`` fills of every template ``tokens (B, N)`` (masks at ``backbone.mask_id``) with ``sampler``,
     one seeded generator for the whole run (same seed → same fills); non-mask positions are never
     written (:func:`mdm_mi.core.samplers.decode`)."""
-    from mdm_mi.core.samplers import decode
-
     assert tokens.ndim == 2, tokens.shape
     gen = torch.Generator(device=tokens.device).manual_seed(seed)
     decoding = Decoding(temperature=temperature)

@@ -10,17 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from mdm_mi.infra.io import atomic_path  # noqa: E402
 from mdm_mi.core.sampler_table import SAMPLERS  # noqa: E402
 
-__all__ = ["MATCH_TOLERANCE", "SAMPLER_STYLE", "log_passes_axis", "matched_table", "nearest", "plain_ticks", "plt", "save"]
+__all__ = ["MATCH_TOLERANCE", "SAMPLER_STYLE", "log_passes_axis", "matched_table", "nearest", "plain_ticks", "plt", "save",
+           "sequence_map_figure"]
+
+if TYPE_CHECKING:
+    import torch
 
 MATCH_TOLERANCE = 0.10  # "matched mean passes": within ±10%
 
@@ -61,8 +67,6 @@ def plain_ticks(lo: float, hi: float) -> list[float]:
 
 def log_passes_axis(ax, ticks, label: str) -> None:
     """A log x axis of mean passes with plain tick labels at ``ticks`` (``10``, not ``10¹``; no minor labels)."""
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
-
     ax.set_xscale("log")
     ax.set_xticks(list(ticks))
     ax.xaxis.set_major_formatter(ScalarFormatter())
@@ -93,3 +97,23 @@ def matched_table(rows: list[dict], fmt: Callable[[dict | None], str], quality: 
             cells.append(f"{near['setting']}: {fmt(near)}" if ok else "none within ±10%")
         lines.append(f"| {mi['setting']} | {fmt(mi)} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines) + "\n"
+
+
+def sequence_map_figure(seq: Sequence[str], pred: torch.Tensor, label, cell: int, out, backbone_name: str) -> None:
+    """The MI map of one position of a sequence (a protein, your own model's tokens): bars of Î(cell, j)
+    (and the exact MI) over residue positions ``j = 1..L`` (token indices; BOS at
+    0), the sequence's tokens (a string's letters, or a list of whole tokens) as ticks."""
+    pos = np.arange(1, len(seq) + 1)
+    panels = [("MI head Î", pred)] + ([("exact probing MI", label)] if label is not None else [])
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.16 * len(seq)), 3.2))
+    width = 0.8 / len(panels)
+    for k, (name, mat) in enumerate(panels):
+        ax.bar(pos + (k - (len(panels) - 1) / 2) * width, mat[cell, 1 : len(seq) + 1].numpy(), width, label=name)
+    ax.axvline(cell, color="red", lw=1.5)
+    ax.set_xticks(pos, list(seq), fontsize=6)
+    ax.set_xlim(0.3, len(seq) + 0.7)
+    ax.set_xlabel("residue (_ = masked)")
+    ax.set_ylabel("nats")
+    ax.legend(fontsize=8)
+    ax.set_title(f"MI of position {cell} (red) with every other — backbone: {backbone_name}", fontsize=9)
+    save(fig, out)

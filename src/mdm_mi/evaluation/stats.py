@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 
 
@@ -46,8 +48,6 @@ def basic_bootstrap_interval(estimate: float, replicates, level: float = CI_LEVE
     ``(1 ± level)/2`` quantiles. Unlike the percentile interval it reflects the replicates' offset
     from ``θ̂`` back onto ``θ̂``, so a bias the bootstrap reproduces is removed. ``lower_bound`` (e.g.
     0 for a divergence) clips both ends from below."""
-    import numpy as np
-
     q_lo, q_hi = np.quantile(np.asarray(replicates, dtype=np.float64), [(1 - level) / 2, (1 + level) / 2])
     lo, hi = 2 * estimate - q_hi, 2 * estimate - q_lo
     if lower_bound is not None:
@@ -58,8 +58,6 @@ def basic_bootstrap_interval(estimate: float, replicates, level: float = CI_LEVE
 def bootstrap_bias_corrected(estimate: float, replicates, lower_bound: float | None = None) -> float:
     """Bias-corrected point estimate ``2·θ̂ − mean(replicates)`` (``replicates`` ``(B,)``), clipped below
     at ``lower_bound`` when given."""
-    import numpy as np
-
     value = 2 * estimate - float(np.mean(replicates))
     return float(value if lower_bound is None else max(lower_bound, value))
 
@@ -67,8 +65,6 @@ def bootstrap_bias_corrected(estimate: float, replicates, lower_bound: float | N
 def bootstrap_p_value(estimate: float, replicates) -> float:
     """Two-sided bootstrap p-value of ``θ = 0``: the fraction of ``replicates`` ``(B,)`` on the other
     side of zero from ``estimate`` (zero included), doubled and bounded to ``[1/B, 1]``."""
-    import numpy as np
-
     reps = np.asarray(replicates, dtype=np.float64)
     if estimate == 0:
         return 1.0
@@ -81,7 +77,7 @@ def bootstrap_p_value(estimate: float, replicates) -> float:
 
 def t_quantile(df: float, level: float = CI_LEVEL) -> float:
     """Two-sided ``level`` quantile of Student's t with ``df`` degrees of freedom (2.365 for df = 7)."""
-    from scipy.stats import t
+    from scipy.stats import t  # lazy: scipy adds ~1 s to every CLI start
 
     return float(t.ppf((1 + level) / 2, df))
 
@@ -104,8 +100,6 @@ def mean_t_ci(values, level: float = CI_LEVEL) -> tuple[float, float]:
 def _u_centre(matrix):
     """U-centring of a symmetric ``(G, G)`` matrix whose diagonal is ignored: what is left after
     removing every additive part ``x_g + x_h`` (Székely & Rizzo's U-centred distance matrices)."""
-    import numpy as np
-
     groups = len(matrix)
     off = ~np.eye(groups, dtype=bool)
     m = np.where(off, matrix, 0.0)
@@ -135,8 +129,7 @@ def jackknife_t(estimate: float, replicates, pairs=None, level: float = CI_LEVEL
     (G − 1)·(v/v_J)² degrees of freedom (Satterthwaite, the correction taken as fixed). The interval
     is ``estimate ± t·√v`` and p is Student's. A zero variance gives the zero-width interval and
     p = 1 at an estimate of 0, else 0."""
-    import numpy as np
-    from scipy.stats import t
+    from scipy.stats import t  # lazy: scipy adds ~1 s to every CLI start
 
     reps = np.asarray(replicates, dtype=np.float64)
     groups = len(reps)
@@ -161,7 +154,7 @@ def tost_t(estimate: float, se: float, df: float, margin: float) -> float:
     """p of the two one-sided Student tests (TOST) that θ lies inside ±``margin``, from an estimate,
     its standard error and degrees of freedom: the larger of P(T > (margin − d)/se) and
     P(T > (d + margin)/se). Equivalence at level α ⇔ the (1 − 2α) t-interval lies inside ±margin."""
-    from scipy.stats import t
+    from scipy.stats import t  # lazy: scipy adds ~1 s to every CLI start
 
     if se == 0:
         return 0.0 if abs(estimate) < margin else 1.0

@@ -32,8 +32,9 @@ import torch
 from torch import nn
 
 from mdm_mi.core.backbone import BackboneOutput
-from mdm_mi.infra.checkpoint import META, CheckpointError
+from mdm_mi.infra.checkpoint import CheckpointError, META
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import AMINO_ACIDS
 from mdm_mi.infra.io import read_json
 
 DOMAIN = "hf"
@@ -43,8 +44,6 @@ MAX_REASON = 240  # characters of a library's error kept in a one-line Checkpoin
 
 def protein_alphabet() -> list[str]:
     """The 20 standard amino acids, one token each (``--alphabet protein``)."""
-    from mdm_mi.protein.fasta import AMINO_ACIDS
-
     return list(AMINO_ACIDS)
 
 
@@ -214,7 +213,7 @@ def _token_ids(tokenizer, alphabet: Sequence[str]) -> list[int]:
 def _quiet_transformers():
     """transformers' loading chatter (e.g. the five-line ``GenerationMixin`` notice every BERT load
     prints) silenced, so a verb's one-line errors are not buried; warnings are restored after."""
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging  # lazy: transformers adds ~1 s to every CLI start
 
     level = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
@@ -260,7 +259,7 @@ def load_hf_model(directory: str | Path, device: str | torch.device = "cpu", hid
     ``hidden_layer`` overrides the layer in meta; ``meta``, read already by
     :func:`mdm_mi.core.loading.load_model` (the verbs' way in), is not read again. Missing or unreadable
     files raise one line."""
-    from transformers import AutoModelForMaskedLM, AutoTokenizer
+    from transformers import AutoModelForMaskedLM, AutoTokenizer  # lazy: transformers adds ~1 s to every CLI start
 
     meta = hf_meta(directory, meta)
     source = weights_dir(directory, meta)

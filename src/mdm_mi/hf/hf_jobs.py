@@ -16,10 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 
+from mdm_mi.core.backbone import check_backbone, check_output, token_fingerprint
+from mdm_mi.core.domain import FASTA_SUFFIXES
+from mdm_mi.core.loading import load_model
+from mdm_mi.hf.backbone import DOMAIN, MASK_CHAR, read_alphabet
+from mdm_mi.infra.checkpoint import META
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import OutDir, SeedFlag, h as _h
-from mdm_mi.infra.io import write_json
+from mdm_mi.infra.io import read_text_input, write_json
 
 SPLITS = ("train", "heldout")  # hf-data's token files: {split}_contexts.npy
 
@@ -40,9 +47,6 @@ class ImportHfArgs:
 def import_hf(args: ImportHfArgs, tracker) -> None:
     """Write ``meta.json`` (domain ``hf``) and, with ``--check``, load the model and run one pass
     through :func:`mdm_mi.core.backbone.check_backbone` / :func:`~mdm_mi.core.backbone.check_output`."""
-    from mdm_mi.hf.backbone import DOMAIN, read_alphabet
-    from mdm_mi.infra.checkpoint import META
-
     weights = Path(args.weights)
     if not (weights / "config.json").is_file():
         raise InputError(f"{weights} has no config.json: give the folder written by save_pretrained")
@@ -71,12 +75,6 @@ def _weights_note(weights: Path) -> str:
 def _check_model(directory: Path, meta: dict) -> None:
     """Load the model ``meta`` (not written yet) describes and run one pass of a 3-token masked sequence
     through it, checked against the rules."""
-    import torch
-
-    from mdm_mi.core.backbone import check_backbone, check_output
-    from mdm_mi.core.loading import load_model
-    from mdm_mi.hf.backbone import DOMAIN
-
     backbone, _ = load_model(directory, "cpu", DOMAIN, meta=meta)
     check_backbone(backbone)
     tokens = backbone.masked_sequence(3)[None]
@@ -97,10 +95,6 @@ class HfDataArgs(OutDir, SeedFlag):
 def read_sequences(path: Path) -> list[tuple[str, str]]:
     """``(name, sequence)`` of each record: a FASTA file's (name = the header's first word), or the
     non-empty lines of any other file (name = ``line k``, counted from 1)."""
-    from mdm_mi.core.domain import FASTA_SUFFIXES
-    from mdm_mi.infra.io import read_text_input
-    from mdm_mi.protein.fasta import read_fasta
-
     if Path(path).suffix.lower() in FASTA_SUFFIXES:
         return [((h.split() or [f"record {k}"])[0], s) for k, (h, s) in enumerate(read_fasta(path), start=1)]
     lines = read_text_input(path, "sequence").splitlines()
@@ -110,8 +104,6 @@ def read_sequences(path: Path) -> list[tuple[str, str]]:
 def _encode_split(backbone, records: list[tuple[str, str]], source: Path):
     """One split's records → ``(S, N)`` ids, each record checked first and named in any error: no mask
     character (``_`` would be read as a masked position), tokens in the alphabet, within the positions."""
-    from mdm_mi.hf.backbone import MASK_CHAR
-
     for name, seq in records:
         if MASK_CHAR in seq:
             raise InputError(f"{source}: record {name} holds {MASK_CHAR!r}, the mask character; sequences must be "
@@ -121,11 +113,6 @@ def _encode_split(backbone, records: list[tuple[str, str]], source: Path):
 
 def hf_data(args: HfDataArgs, tracker) -> None:
     """Split the sequences (seeded), encode each split with the model's tokenizer and write them."""
-    from mdm_mi.core.backbone import token_fingerprint
-    from mdm_mi.core.loading import load_model
-    from mdm_mi.hf.backbone import DOMAIN
-    from mdm_mi.protein.fasta import write_fasta
-
     if not 0 < args.heldout_fraction < 1:
         raise InputError(f"--heldout-fraction must lie in (0, 1), got {args.heldout_fraction}")
     records = read_sequences(Path(args.sequences))

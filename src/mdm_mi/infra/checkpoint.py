@@ -15,12 +15,11 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from mdm_mi.infra.errors import UserError
-from mdm_mi.infra.io import atomic_path, write_json
+from mdm_mi.infra.io import MANIFEST, atomic_path, write_json
 
 WEIGHTS = "model.safetensors"
 META = "meta.json"
 HF_CONFIG = "config.json"  # a Hugging Face save_pretrained folder (read_meta hints at import-hf)
-MANIFEST = "MANIFEST.json"  # a shipped checkpoint's sha256 per file (resources/pretrained/)
 HASH_CHUNK = 1 << 20
 
 
@@ -29,9 +28,12 @@ class CheckpointError(UserError):
 
 
 def save_checkpoint(model: torch.nn.Module, directory: str | Path, meta: dict) -> None:
-    """Write ``directory/model.safetensors`` and ``directory/meta.json`` atomically."""
+    """Write ``directory/model.safetensors`` and ``directory/meta.json`` atomically; a shipped
+    backbone's MANIFEST.json left there (an imported model retrained in place) is removed: its hashes
+    and calibration belong to the other weights."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    (directory / MANIFEST).unlink(missing_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     with atomic_path(directory / WEIGHTS) as tmp:
         save_file(state, str(tmp))

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from mdm_mi.infra.errors import InputError
 
+MANIFEST = "MANIFEST.json"  # a shipped checkpoint's sha256 per file and calibration (resources/pretrained/); torch-free here
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path):
@@ -70,7 +72,7 @@ def write_json(path: str | Path, obj) -> None:
 
 def write_npy(path: str | Path, array) -> None:
     """Write a numpy array as ``.npy`` atomically (never pickled; load with ``allow_pickle=False``)."""
-    import numpy as np
+    import numpy as np  # lazy: torch-free: the workflow imports this module to build its DAG
 
     with atomic_path(path) as tmp, tmp.open("wb") as fh:
         np.save(fh, array, allow_pickle=False)

@@ -60,7 +60,7 @@ def visible_devices() -> int:
         if not simulated.isdigit():
             raise SlotError(f"MDM_MI_SIMULATED_GPUS must be a whole number, got {simulated!r}")
         return int(simulated)
-    import torch
+    import torch  # lazy: a slot claim (and the tests' slot holders) runs before any model, torch-free
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 

@@ -13,8 +13,11 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from safetensors.torch import load_file
 
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.io import read_json
+from mdm_mi.mi.probe import mask_contexts
 
 LABEL_SPLITS = ("all", "val", "test")  # --split: the whole draw, or one of its two disjoint evaluation parts
 MAX_REMASK_ROUNDS = 100  # re-maskings of repeated contexts before an evaluation draw gives up
@@ -42,8 +45,6 @@ def draw_training(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: in
     and pads of protein sequences stay fixed. With ``maskable (S, N)`` bool (a row per sequence, e.g.
     an antibody's CDR positions: :func:`read_maskable`) only its True positions are: each of them is
     masked with probability t."""
-    from mdm_mi.mi.probe import mask_contexts
-
     gen = torch.Generator().manual_seed(seed)
     replace = n_contexts > len(sequences)
     idx = torch.randperm(len(sequences), generator=gen)[:n_contexts] if not replace else \
@@ -74,8 +75,6 @@ def read_maskable(sequences_path: Path, sequences: np.ndarray) -> np.ndarray | N
     (``antibody-data`` writes one: CDR positions): ``(S, N)`` bool beside ``sequences (S, N)``; None
     when the stamp names none (every vocabulary token maskable). One-line error on a missing file or
     a shape that does not match."""
-    from mdm_mi.infra.io import read_json
-
     stamp = Path(sequences_path).with_suffix(".json")
     name = read_json(stamp).get("maskable") if stamp.is_file() else None
     if name is None:
@@ -131,8 +130,6 @@ def draw_evaluation(sequences: np.ndarray, n_contexts: int, mask_id: int, seed: 
     fully masked grids) is masked again with a fresh t until all differ.
 
     Any two disjoint slices of the draw (val and test) therefore share neither a sequence nor a context."""
-    from mdm_mi.mi.probe import mask_contexts
-
     unique = distinct_rows(sequences)
     if n_contexts > len(unique):
         raise InputError(f"the val and test splits need {n_contexts} distinct sequences, "
@@ -159,8 +156,6 @@ def shard_slice(n: int, shard: int, n_shards: int) -> slice:
 
 def load_label_shards(paths) -> dict[str, torch.Tensor]:
     """Concatenate label shards → ``contexts (C, N)``, ``label (C, N, N)``, ``masked (C, N)``."""
-    from safetensors.torch import load_file
-
     parts = []
     for p in paths:
         if not Path(p).is_file():

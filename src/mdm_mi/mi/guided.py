@@ -29,6 +29,8 @@ import torch
 
 from mdm_mi.core.backbone import Backbone, BackboneOutput, probe_backbone
 from mdm_mi.core.samplers import PairwiseFn, Sampler, StepView
+from mdm_mi.mi import probe
+from mdm_mi.mi.labeller import probe_context
 
 ON_REJECT = ("skip", "stop")  # a rejected candidate: walk on to the next one, or end the pass
 ORACLE_METHODS = ("exact", "certified")
@@ -225,9 +227,6 @@ def oracle_pairwise_fn(
     ``decode`` passes the tokens of the pass; the probing passes (``1 + |M| V`` per sequence for
     ``exact``) are extra and not counted by decode.
     """
-    from mdm_mi.mi import probe  # lazy: only the oracle needs the labeller
-    from mdm_mi.mi.labeller import probe_context
-
     backbone = probe_backbone(backbone)  # a bf16-decoding wrapper's fp32 model: the probes stay fp32
     if method not in ORACLE_METHODS:
         raise ValueError(f"oracle method must be one of {ORACLE_METHODS}, got {method!r}")

@@ -16,7 +16,7 @@ from mdm_mi.core.backbone import Backbone
 from mdm_mi.infra.errors import InputError
 from mdm_mi.mi.probe import (DEFAULT_BATCH_SIZE, DEFAULT_TOL, ProbeResult, certified_mi, content_width, exact_mi,
                              padded_result)
-from mdm_mi.mi.topk import topk_mi
+from mdm_mi.mi.topk_probe import topk_mi
 
 METHODS = ("exact", "certified", "topk")  # exact: 1 + |M| V passes; certified: fewer, bound <= tol; topk: 1 + |M| k
 

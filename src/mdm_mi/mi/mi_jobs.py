@@ -24,13 +24,21 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors.torch import save_file
 
+from mdm_mi.core.backbone import check_known_ids, full_precision, token_fingerprint
+from mdm_mi.core.domain import backbone_name, get_domain
+from mdm_mi.core.loading import load_model
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
-from mdm_mi.infra.io import atomic_path, write_json, write_text
+from mdm_mi.infra.io import atomic_path, read_json, write_json, write_text
+from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.mi.contexts import (ContextDraw, draw_evaluation, draw_training, load_label_shards, read_maskable,
                                shard_slice, split_part)
-from mdm_mi.infra.runtime import resolve_device, setup
+from mdm_mi.mi.fidelity import fidelity, masked_pairs
+from mdm_mi.mi.mi_figures import scatter_figure
+from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
+from mdm_mi.mi.labeller import check_method, label_contexts
 
 
 @dataclass(frozen=True)
@@ -70,9 +78,6 @@ def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=N
 def check_encoded_for(backbone, path: Path, sequences: np.ndarray) -> None:
     """The token file was encoded for this model: its ``.json`` stamp (``hf-data`` writes one) names
     this model's token fingerprint, and every id in it is one the model reads; one line otherwise."""
-    from mdm_mi.core.backbone import check_known_ids, token_fingerprint
-    from mdm_mi.infra.io import read_json
-
     stamp = path.with_suffix(".json")
     data = read_json(stamp) if stamp.is_file() else {}
     found = data.get("model_fingerprint") if isinstance(data, dict) else None
@@ -90,12 +95,6 @@ def _mean_pair_bound(bound: torch.Tensor, masked: torch.Tensor) -> float:
 
 
 def label(args: LabelArgs, tracker) -> None:
-    from safetensors.torch import save_file
-
-    from mdm_mi.core.backbone import full_precision
-    from mdm_mi.core.loading import load_model
-    from mdm_mi.mi.labeller import check_method, label_contexts
-
     setup(args.threads, args.seed)
     split_part(args.split, args.n_contexts, args.val_contexts, args.skip_contexts)  # bad split flags fail before any loading
     check_method(args.method, args.k)
@@ -155,8 +154,6 @@ FEATURE_BATCH = 512  # contexts per backbone call when extracting features
 
 def _write_pairs(path, pred, label, masked, seed: int) -> None:
     """A seeded sample of (test) masked pairs i < j as CSV (label, prediction)."""
-    from mdm_mi.mi.fidelity import masked_pairs
-
     sel = masked_pairs(masked)
     lab, prd = label[sel], pred[sel]
     idx = torch.randperm(len(lab), generator=torch.Generator().manual_seed(seed))[:MAX_SCATTER_PAIRS]
@@ -173,8 +170,6 @@ def _predict(head, feats: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
 
 def split_fidelity(head, feats: torch.Tensor, split: dict, structure) -> tuple[torch.Tensor, dict]:
     """The head's prediction on one split's contexts and its fidelity there (plus ``contexts``)."""
-    from mdm_mi.mi.fidelity import fidelity
-
     pred = _predict(head, feats, split["masked"])
     return pred, fidelity(pred, split["label"], split["masked"], structure) | {"contexts": len(feats)}
 
@@ -190,10 +185,6 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
     """Train on ``--labels``; the history's val_mse and the ``val`` fidelity come from ``--val`` (the
     only held-out data any choice may look at), the reported ``test`` fidelity and the pairs CSV from
     ``--test``."""
-    from mdm_mi.core.domain import get_domain
-    from mdm_mi.core.loading import load_model
-    from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
-
     setup(args.threads, args.seed)
     device = resolve_device(args.device)
     splits = {"train": load_label_shards(args.labels), "val": load_label_shards(args.val),
@@ -234,9 +225,5 @@ class ScatterArgs(FigureOut):
 
 
 def figure_scatter(args: ScatterArgs, tracker) -> None:
-    from mdm_mi.core.domain import backbone_name
-    from mdm_mi.infra.io import read_json
-    from mdm_mi.mi.figures import scatter_figure
-
     scatter_figure(args.pairs, read_json(args.fidelity), args.out, backbone_name(args.model))
     tracker.log_artifact(args.out)

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Sequence
 from urllib.parse import urlparse
 
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
 from torch import nn
 
 from mdm_mi.core.backbone import BackboneOutput
@@ -87,7 +89,7 @@ def download_esmc_300m(dest_dir: str | Path) -> Path:
         if not _https_proxy():
             host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname or "huggingface.co"
             socket.getaddrinfo(host, 443)
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import hf_hub_download  # lazy: ~1 s, needed only to download weights
 
         dest_dir.mkdir(parents=True, exist_ok=True)
         hub_log.setLevel(logging.ERROR)
@@ -130,9 +132,6 @@ def _read_state_dict(path: Path) -> dict[str, torch.Tensor]:
     if not path.is_file():
         raise CheckpointError(f"ESM-C weights file missing: {path}")
     if path.suffix == ".safetensors":
-        from safetensors import SafetensorError
-        from safetensors.torch import load_file
-
         try:
             state = load_file(str(path))
         except (SafetensorError, OSError, RuntimeError, ValueError) as exc:

@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from mdm_mi.core.backbone import capabilities
 from mdm_mi.core.samplers import PairwiseFn, Sampler, decode
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import Decoding
@@ -37,9 +38,8 @@ def draw_lengths(reference_lengths: Sequence[int], n: int, rng: np.random.Genera
 def reference_lengths(backbone, reference: Sequence[str]) -> list[int]:
     """The lengths generation draws from: the reference's, or, for a column model (``fixed_length``),
     its L columns for every entry (its rows are aligned; gaps are dropped from the generated rows)."""
-    from mdm_mi.protein.family.columns import is_column_model
-
-    return [int(backbone.fixed_length)] * len(reference) if is_column_model(backbone) else [len(s) for s in reference]
+    fixed = capabilities(backbone).fixed_length
+    return [fixed] * len(reference) if fixed is not None else [len(s) for s in reference]
 
 
 def uniform_lengths(min_len: int, max_len: int, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -15,12 +15,20 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.core.sampler_table import SamplerFlags
+from mdm_mi.core.backbone import capabilities, embedder_of, for_decoding
+from mdm_mi.core.loading import SEQUENCES, load_model
+from mdm_mi.core.sampler_table import SamplerFlags, sampler_from_args
+from mdm_mi.evaluation.stats import mean_ci
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import h as _h
 from mdm_mi.infra.io import write_json
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
-from mdm_mi.verb_common import ModelFlags
+from mdm_mi.protein.sequences import validate_sequence
+from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
+from mdm_mi.protein.protein_metrics import score_sample
+from mdm_mi.run_models import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
+                                progress, start)
 
 
 @dataclass(frozen=True)
@@ -55,25 +63,20 @@ def _check(args: GenerateArgs) -> None:
 
 
 def _reference(path: Path | None):
-    from mdm_mi.protein.fasta import read_fasta, validate_sequence
-
     if path is None:
         return None
     return [validate_sequence(s, name=h) for h, s in read_fasta(path)]
 
 
-def generate_job(args: GenerateArgs, tracker) -> None:
-    from mdm_mi.core.backbone import for_decoding
-    from mdm_mi.core.loading import SEQUENCES
-    from mdm_mi.core.sampler_table import sampler_from_args
-    from mdm_mi.evaluation.stats import mean_ci
-    from mdm_mi.protein.family.columns import is_column_model
-    from mdm_mi.protein.fasta import write_fasta
-    from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
-    from mdm_mi.verb_common import check_outputs, load_backbone_for, pairwise_from_args, progress, start
+def generate_sampler(args: GenerateArgs):
+    """The sampler of ``--sampler``; omitted parameters are the model's calibrated values (its
+    MANIFEST.json: :mod:`mdm_mi.core.calibrated`)."""
+    return sampler_from_args(args, calibrated=calibrated_for(args, "protein"))
 
+
+def generate_job(args: GenerateArgs, tracker) -> None:
     _check(args)
-    sampler = sampler_from_args(args, domain="protein")
+    sampler = generate_sampler(args)
     check_outputs(args.out, args.summary)
     reference, reference2 = _reference(args.reference), _reference(args.reference2)
     device = start(args, args.seed)
@@ -82,8 +85,9 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     decoding = DecodeFlags.of(args)
     backbone = for_decoding(backbone, decoding.bf16)
     rng = np.random.default_rng(args.seed)
+    fixed = capabilities(backbone).fixed_length  # an aligned model's L columns: no lengths to draw
     lengths = (draw_lengths(reference_lengths(backbone, reference), args.n, rng) if reference
-               else np.full(args.n, backbone.fixed_length) if is_column_model(backbone)
+               else np.full(args.n, fixed) if fixed is not None
                else uniform_lengths(args.min_length, args.max_length, args.n, rng))
     gen = torch.Generator(device=device).manual_seed(args.seed)
     begin = time.time()
@@ -119,10 +123,6 @@ def _scores(args: GenerateArgs, backbone, seqs, reference, reference2, device) -
     """The protein metrics of ``seqs``; the embedder is ``--embedder`` or the backbone itself, read at
     block ``--embed-layer``. The JSD noise floor (``jsd_noise_floor``, ``jsd_floor_analytic``) needs only
     the reference; without a second reference its second-draw comparisons are left out."""
-    from mdm_mi.core.backbone import embedder_of
-    from mdm_mi.core.loading import SEQUENCES, load_model
-    from mdm_mi.protein.metrics import score_sample
-
     source = backbone if args.embedder is None else load_model(args.embedder, device, SEQUENCES)[0]
     embedder = embedder_of(source, args.embed_layer)
     scores = score_sample(seqs, reference, reference2 or reference, embedder, args.clusters, args.seed)

@@ -17,10 +17,16 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import ModelShapeFlags, OutDir, SeedFlag, h as _h
 from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.infra.train_loop import DiffusionTrainFlags
+from mdm_mi.infra.train_loop import DiffusionTrainFlags, RESUME, SNAPSHOTS, run_metrics
+from mdm_mi.protein.protein_data import PrepareConfig, crops_like, reference_pair, split_records, standard_only, write_contexts
+from mdm_mi.protein.esmc import ESMC_300M_DIMS, ensure_esmc_300m, load_esmc
+from mdm_mi.protein.sequences import validate_sequence
+from mdm_mi.protein.protein_model import save_trained, write_300m_meta
+from mdm_mi.protein.protein_train import ProteinTrainConfig, train_protein_mdm
 
 
 @dataclass(frozen=True)
@@ -36,9 +42,6 @@ class PrepareProteinArgs(OutDir, SeedFlag):
 
 
 def prepare_protein(args: PrepareProteinArgs, tracker) -> None:
-    from mdm_mi.protein.data import PrepareConfig, crops_like, reference_pair, split_records, standard_only, write_contexts
-    from mdm_mi.protein.fasta import read_fasta, write_fasta
-
     cfg = PrepareConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(PrepareConfig)})
     raw = read_fasta(args.train_fasta)
     train_all = standard_only(raw)
@@ -91,7 +94,7 @@ def _train_weights(args: PretrainProteinArgs, seqs: list[str]):
     The weights are computed here, from ``train.a2m`` beside ``train.fasta``, rather than written by
     prepare-family: the identity threshold is a training setting, and the check that the alignment
     holds exactly the FASTA's sequences makes a stale or foreign alignment an error."""
-    from mdm_mi.protein.family.alignment import encode_columns, parse_a2m, sequence_weights
+    from mdm_mi.protein.family.alignment import encode_columns, parse_a2m, sequence_weights  # lazy: scipy (~1 s at every CLI start)
 
     if not args.reweight_identity:
         return None
@@ -104,8 +107,6 @@ def _train_weights(args: PretrainProteinArgs, seqs: list[str]):
 
 
 def _val_sequences(args: PretrainProteinArgs) -> list[str] | None:
-    from mdm_mi.protein.fasta import read_fasta, validate_sequence
-
     if not args.eval_every:
         return None
     if args.val is None:
@@ -117,11 +118,6 @@ def _val_sequences(args: PretrainProteinArgs) -> list[str] | None:
 
 
 def pretrain_protein(args: PretrainProteinArgs, tracker) -> None:
-    from mdm_mi.infra.train_loop import RESUME, SNAPSHOTS, run_metrics
-    from mdm_mi.protein.fasta import read_fasta
-    from mdm_mi.protein.model import save_trained
-    from mdm_mi.protein.train import ProteinTrainConfig, train_protein_mdm
-
     setup(args.threads, args.seed)
     device = resolve_device(args.device)
     if args.loss_weight not in ("none", "elbo"):
@@ -164,8 +160,6 @@ class DownloadEsmcArgs:
 
 
 def download_esmc(args: DownloadEsmcArgs, tracker) -> None:
-    from mdm_mi.protein.esmc import ensure_esmc_300m
-
     path = ensure_esmc_300m(args.dest)
     print(f"ESM-C 300M weights at {path}", flush=True)
     tracker.log_params({"weights": str(path)})
@@ -181,9 +175,6 @@ class ImportEsmcArgs:
 
 
 def import_esmc(args: ImportEsmcArgs, tracker) -> None:
-    from mdm_mi.protein.esmc import ESMC_300M_DIMS, load_esmc
-    from mdm_mi.protein.model import write_300m_meta
-
     if not Path(args.weights).is_file():
         raise InputError(f"ESM-C weights file not found: {args.weights} (protein.esmc_weights)")
     if args.check:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from mdm_mi.infra.errors import InputError
-from mdm_mi.protein.fasta import AMINO_ACIDS
+from mdm_mi.infra.fasta import AMINO_ACIDS
 
 MASK_CHAR = "_"  # a masked position in :meth:`ProteinTokens.encode_batch` (``masks=True``) and decoded strings
 
@@ -68,7 +68,7 @@ class ProteinTokens:
 
 def esmc_tokenizer():
     """The ESM-C sequence tokenizer (``esm.tokenization.EsmSequenceTokenizer``)."""
-    from esm.tokenization import get_esmc_model_tokenizers
+    from esm.tokenization import get_esmc_model_tokenizers  # lazy: esm adds ~1 s to every CLI start
 
     return get_esmc_model_tokenizers()
 

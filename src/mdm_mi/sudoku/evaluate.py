@@ -1,7 +1,7 @@
 """Decode a puzzle set with one sampler and score it: accuracy (valid, clue-consistent grids) and
 forward passes, overall and per difficulty level.
 
-    python -m mdm_mi evaluate --model results/sudoku/model --puzzles my_puzzles.csv --sampler eb --gamma 0.2 ...
+    python -m mdm_mi sudoku-evaluate --model results/sudoku/model --puzzles my_puzzles.csv --sampler eb --gamma 0.2 ...
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 
 from mdm_mi.core.samplers import Sampler, decode
 from mdm_mi.evaluation.stats import mean_ci, wilson_interval
-from mdm_mi.sudoku.data import PuzzleSet
+from mdm_mi.sudoku.sudoku_data import PuzzleSet
 from mdm_mi.sudoku.grid import MASK_ID, consistent_with_clues, format_grid, is_valid_solution
 
 

@@ -18,7 +18,9 @@ import numpy as np
 
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import read_text_input
-from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, SIDE, PuzzleFormatError, cell_name, parse_puzzle, rule_break
+from mdm_mi.sudoku.sudoku_data import read_puzzle_csv
+from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, PuzzleFormatError, SIDE, cell_name, parse_puzzle, rule_break
+from mdm_mi.sudoku.puzzle_maker import SearchLimitError, count_solutions
 
 MAX_NODES = 100_000  # solver nodes spent deciding solvability (hard puzzles need ~2,000; ~0.3 s at most)
 
@@ -74,8 +76,6 @@ def parse_many(text: str, name: str) -> list[Puzzle]:
     if not lines:
         raise InputError(f"{name}: no puzzles (the input is empty)")
     if "," in lines[0][1] or lines[0][1].lower() == "puzzle":
-        from mdm_mi.sudoku.data import read_puzzle_csv
-
         ps = read_puzzle_csv(io.StringIO(text), name)
         return [Puzzle(p, f"{name} line {i + 2}") for i, p in enumerate(ps.puzzles)]  # line 1: the header
     return [Puzzle(_parse_one(line, f"{name} line {n}"), f"{name} line {n}") for n, line in lines]
@@ -84,8 +84,6 @@ def parse_many(text: str, name: str) -> list[Puzzle]:
 def check_puzzle(puzzle: Puzzle) -> int | None:
     """Refuse a puzzle whose clues break a rule or that has no solution (one-line errors) → the
     number of solutions capped at 2, or None when the solver gave up after :data:`MAX_NODES`."""
-    from mdm_mi.sudoku.puzzle_maker import SearchLimitError, count_solutions
-
     broken = rule_break(puzzle.tokens)
     if broken:
         raise InputError(f"{_where(puzzle.source)}the puzzle's clues already break a rule: {broken}")

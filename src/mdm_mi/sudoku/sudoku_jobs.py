@@ -1,4 +1,4 @@
-"""The Sudoku verbs of the CLI: ``sudoku-data``, ``sudoku-pretrain``, ``evaluate`` (also a user verb:
+"""The Sudoku verbs of the CLI: ``prepare-sudoku``, ``sudoku-pretrain``, ``sudoku-evaluate`` (also a user verb:
 with only ``--puzzles`` it finds the model in results/ and prints a table).
 
 Each verb is a frozen dataclass of arguments and one function ``(args, tracker)`` that writes files
@@ -7,6 +7,7 @@ first and then mirrors them to the tracker.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import time
 from dataclasses import dataclass, field
@@ -15,14 +16,20 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.core.domain import set_domain
-from mdm_mi.core.sampler_table import SamplerFlags
-from mdm_mi.infra.checkpoint import save_checkpoint
+from mdm_mi.core.sampler_table import SamplerFlags, sampler_from_args
+from mdm_mi.infra.checkpoint import load_checkpoint, save_checkpoint
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import SeedFlag, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_npy
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.infra.train_loop import RESUME, SNAPSHOTS, DiffusionTrainFlags
-from mdm_mi.verb_common import ModelFlags, start
+from mdm_mi.infra.train_loop import DiffusionTrainFlags, RESUME, SNAPSHOTS
+from mdm_mi.sudoku.sudoku_data import HARD_LEVELS, OTHER_LEVELS, graded, load_puzzle_csv, stratified, write_puzzle_csv
+from mdm_mi.sudoku.evaluate import decode_set, score, summarise
+from mdm_mi.sudoku.sudoku_model import DOMAIN, ModelConfig, n_params
+from mdm_mi.sudoku.puzzle_maker import random_solutions
+from mdm_mi.sudoku.sudoku_train import TrainConfig, train
+from mdm_mi.run_models import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
+                                progress, start)
 
 
 @dataclass(frozen=True)
@@ -40,9 +47,6 @@ class PrepareArgs(SeedFlag):
 
 
 def prepare_sudoku(args: PrepareArgs, tracker) -> None:
-    from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, graded, load_puzzle_csv, stratified, write_puzzle_csv
-    from mdm_mi.sudoku.puzzle_maker import random_solutions
-
     rng = np.random.default_rng(args.seed)
     radcliffe, easy = load_puzzle_csv(args.radcliffe), load_puzzle_csv(args.easy)
     hard_pool = radcliffe.subset([i for i, lvl in enumerate(radcliffe.levels) if lvl in HARD_LEVELS])
@@ -69,7 +73,7 @@ def prepare_sudoku(args: PrepareArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class PretrainArgs(DiffusionTrainFlags):
-    solutions: Path = field(metadata=_h("train_solutions.npy from sudoku-data"))
+    solutions: Path = field(metadata=_h("train_solutions.npy from prepare-sudoku"))
     out: Path = field(metadata=_h("output checkpoint folder"))
     d_model: int = field(metadata=_h("model width"))
     n_layers: int = field(metadata=_h("transformer blocks"))
@@ -86,9 +90,6 @@ class PretrainArgs(DiffusionTrainFlags):
 
 def _initial_weights(args: PretrainArgs, model_cfg) -> tuple[dict | None, int]:
     """``--init-from``'s state dict and the optimiser steps its weights have had → (state or None, steps)."""
-    from mdm_mi.infra.checkpoint import load_checkpoint
-    from mdm_mi.sudoku.model import DOMAIN
-
     if args.init_from is None:
         return None, 0
     state, meta = load_checkpoint(args.init_from, domain=DOMAIN)
@@ -99,9 +100,6 @@ def _initial_weights(args: PretrainArgs, model_cfg) -> tuple[dict | None, int]:
 
 
 def pretrain(args: PretrainArgs, tracker) -> None:
-    from mdm_mi.sudoku.model import DOMAIN, ModelConfig, n_params
-    from mdm_mi.sudoku.train import TrainConfig, train
-
     setup(args.threads, args.seed)
     device = resolve_device(args.device)
     if not Path(args.solutions).is_file():
@@ -148,8 +146,8 @@ class EvaluateArgs(SamplerFlags, ModelFlags):
 
 
 EVAL_EXAMPLES = """examples:
-  mdm-mi evaluate --puzzles my.csv                          # model found in results/, table printed
-  mdm-mi evaluate --puzzles my.csv --sampler mi --gamma 0.1 --out my.json --per-puzzle my_per_puzzle.csv"""
+  mdm-mi sudoku-evaluate --puzzles my.csv                          # model found in results/, table printed
+  mdm-mi sudoku-evaluate --puzzles my.csv --sampler mi --gamma 0.1 --out my.json --per-puzzle my_per_puzzle.csv"""
 
 
 def evaluate(args: EvaluateArgs, tracker) -> None:
@@ -157,12 +155,8 @@ def evaluate(args: EvaluateArgs, tracker) -> None:
     if set_domain(args.puzzles) != "sudoku":
         raise InputError(f"evaluate scores Sudoku puzzle CSVs; {args.puzzles} is a protein FASTA: "
                          f"`mdm-mi generate --reference {args.puzzles}` generates proteins and scores them against it")
-    from mdm_mi.core.sampler_table import sampler_from_args
-    from mdm_mi.sudoku.data import load_puzzle_csv
-    from mdm_mi.sudoku.evaluate import decode_set, score, summarise
-    from mdm_mi.verb_common import check_outputs, load_backbone_for, pairwise_from_args, progress
 
-    sampler = sampler_from_args(args)
+    sampler = sampler_from_args(args, calibrated=calibrated_for(args, "sudoku"))
     check_outputs(args.out, args.per_puzzle)
     ps = load_puzzle_csv(args.puzzles)  # bad input fails before the model loads
     device = start(args, args.seed)
@@ -184,8 +178,6 @@ def evaluate(args: EvaluateArgs, tracker) -> None:
 
 def _write_outputs(args: EvaluateArgs, records: list[dict], summary: dict) -> None:
     """The per-puzzle CSV and the summary JSON, each only when its flag was given."""
-    import csv
-
     if args.per_puzzle is not None:
         with atomic_path(args.per_puzzle) as tmp, tmp.open("w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(records[0]))

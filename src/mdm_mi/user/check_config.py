@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mdm_mi.infra.config import load_config
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
 
@@ -25,8 +26,6 @@ class CheckConfigArgs:
 
 
 def check_config(args: CheckConfigArgs, tracker) -> None:
-    from mdm_mi.infra.config import load_config
-
     del tracker
     if args.config is None:
         raise InputError("no config given: pass a YAML config file, e.g. config/config.yaml")

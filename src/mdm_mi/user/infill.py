@@ -9,7 +9,7 @@ A template is the backbone's input with ``_`` at every position to fill (a prote
 sequence; for a Sudoku model, 81 digits with ``_``, ``.`` or ``0`` blank). ``--file`` takes FASTA
 (records are templates) or a TSV with a ``template`` column, or ``sequence`` and ``mask`` columns
 (``mask``: as long as ``sequence``, ``_`` or ``1`` at the positions to fill). The sampler runs at the
-settings given (omitted: the domain's calibrated values) or, with ``--budget 1/d``, at the setting
+settings given (omitted: the model's calibrated values, :mod:`mdm_mi.core.calibrated`) or, with ``--budget 1/d``, at the setting
 whose passes on these templates are sequential's ÷ d (sequential takes one pass per ``_``). Output:
 FASTA, one record per fill, its header naming the template, the fill, the passes and the sampler.
 Every input is checked before anything is decoded or written.
@@ -24,11 +24,17 @@ from pathlib import Path
 
 import torch
 
-from mdm_mi.core.sampler_table import SAMPLERS, USER_SAMPLERS, SamplerFlags, sampler_from_args, swept_settings
+from mdm_mi.core.backbone import GRID, capabilities
+from mdm_mi.core.calibrated import read_calibrated
+from mdm_mi.core.loading import SEQUENCES, model_domain
+from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, USER_SAMPLERS, sampler_from_args, swept_settings
+from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked, parse_budget
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import h
 from mdm_mi.infra.io import atomic_path, read_text_input
-from mdm_mi.verb_common import ModelFlags, check_outputs, load_backbone_for, note, pairwise_from_args, start
+from mdm_mi.sudoku.grid import MASK_ID
+from mdm_mi.run_models import ModelFlags, check_outputs, load_backbone_for, note, pairwise_from_args, start
 
 MASK = "_"
 SUDOKU_BLANKS = "_.0"
@@ -66,7 +72,6 @@ def read_templates(args) -> list[tuple[str, str]]:
     path = Path(args.file)
     if path.suffix.lower() in (".tsv", ".txt", ".csv"):
         return _table_templates(path)
-    from mdm_mi.protein.fasta import read_fasta
 
     return [(name.split()[0] if name.split() else f"template{i + 1}", seq) for i, (name, seq) in enumerate(read_fasta(path))]
 
@@ -121,12 +126,10 @@ def _named(message: str, templates: list[tuple[str, str]]) -> str:
 
 
 def _is_grid(backbone) -> bool:
-    return not hasattr(backbone, "encode")  # the Sudoku model: 81 cells, digits 1..9
+    return capabilities(backbone).frame == GRID  # the Sudoku model: 81 cells, digits 1..9
 
 
 def _grid_tokens(backbone, templates, device) -> torch.Tensor:
-    from mdm_mi.sudoku.grid import MASK_ID
-
     rows = []
     for name, t in templates:
         t = "".join(t.split())
@@ -150,12 +153,10 @@ def _settings(args) -> dict:
                                                                "mi_charge_first": args.charge_first}
 
 
-def _sampler(args, backbone, tokens, pairwise, domain: str, quiet: bool):
+def _sampler(args, backbone, tokens, pairwise, model_dir: Path, quiet: bool):
     """The fixed-setting sampler, or the one calibrated to ``--budget`` on the templates → (sampler, note)."""
-    from mdm_mi.evaluation.infill import calibrate_to, family_of, max_masked, parse_budget
-
     if args.budget is None:
-        sampler = sampler_from_args(args, allowed=USER_SAMPLERS, domain="sudoku" if domain == "sudoku" else "protein")
+        sampler = sampler_from_args(args, allowed=USER_SAMPLERS, calibrated=read_calibrated(model_dir))
         return sampler, ""
     divisor = parse_budget(args.budget)
     fam = family_of(args.sampler, max_masked(backbone, tokens), _settings(args))
@@ -173,8 +174,6 @@ def _check_args(args) -> None:
     if args.sampler not in USER_SAMPLERS:
         raise InputError(f"unknown sampler {args.sampler!r}; choose one of {', '.join(USER_SAMPLERS)}")
     if args.budget is not None:
-        from mdm_mi.evaluation.infill import parse_budget
-
         parse_budget(args.budget)
         param = SAMPLERS[args.sampler].calibration and SAMPLERS[args.sampler].calibration.param
         if param and getattr(args, param, None) is not None:
@@ -184,9 +183,6 @@ def _check_args(args) -> None:
 
 def infill(args: InfillArgs, tracker) -> None:
     """Check the flags and templates, load the model, (calibrate,) fill, write FASTA."""
-    from mdm_mi.core.loading import SEQUENCES
-    from mdm_mi.evaluation.infill import fill
-
     del tracker
     _check_args(args)
     templates = read_templates(args)
@@ -195,7 +191,7 @@ def infill(args: InfillArgs, tracker) -> None:
     backbone, path, found = load_backbone_for(args, domain, device)
     tokens = encode_templates(backbone, templates, device)
     pairwise = pairwise_from_args(args, backbone, path, found, device)
-    sampler, calibrated = _sampler(args, backbone, tokens, pairwise, found, args.quiet)
+    sampler, calibrated = _sampler(args, backbone, tokens, pairwise, path, args.quiet)
     res = fill(backbone, tokens, sampler, args.n, args.seed, args.temperature, pairwise, args.batch_size)
     rows, params = decode_rows(backbone, res.tokens), " ".join(f"{k}={v}" for k, v in sampler.params().items())
     lines = []
@@ -208,8 +204,6 @@ def infill(args: InfillArgs, tracker) -> None:
 
 
 def _domain(model: Path) -> str:
-    from mdm_mi.core.loading import model_domain
-
     return model_domain(model)
 
 

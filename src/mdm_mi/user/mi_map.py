@@ -15,10 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mdm_mi.core.domain import DOMAINS, FASTA_SUFFIXES, backbone_name, guess_domain
+from mdm_mi.core.loading import load_model, model_domain
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import h
 from mdm_mi.infra.io import read_text_input
-from mdm_mi.verb_common import ModelFlags, check_outputs, load_head_for, model_path, note, start
+from mdm_mi.mi.mi_figures import mi_matrices, pick_cell, write_matrix_csv
+from mdm_mi.sudoku.grid import format_grid
+from mdm_mi.sudoku.puzzles import parse_many
+from mdm_mi.run_models import ModelFlags, check_outputs, load_head_for, model_path, note, start
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 EXAMPLES = """examples:
@@ -75,11 +80,7 @@ def _input_text(args) -> str:
 def _file_text(path: Path) -> str:
     """The first FASTA record's sequence, or the first puzzle of a puzzle file, as text."""
     if path.suffix.lower() in FASTA_SUFFIXES:
-        from mdm_mi.protein.fasta import read_fasta
-
         return read_fasta(path)[0][1]
-    from mdm_mi.sudoku.grid import format_grid
-    from mdm_mi.sudoku.puzzles import parse_many
 
     return format_grid(parse_many(read_text_input(path, "puzzle"), str(path))[0].tokens)
 
@@ -88,23 +89,18 @@ def _model_and_domain(args, text: str) -> tuple[Path | None, str]:
     """``--model`` and its recorded domain, or (None, the domain guessed from the input)."""
     if args.model is None:
         return None, guess_domain(text)
-    from mdm_mi.core.loading import model_domain
 
     return Path(args.model), model_domain(args.model)
 
 
 def _load_backbone(args, model: Path | None, domain: str, device: str):
     """The ``domain`` backbone (``--model`` or found in results/) → ``(backbone, its folder)``."""
-    from mdm_mi.core.loading import load_model
-
     path = model if model is not None else model_path(args, domain)
     return load_model(path, device, domain)[0], path
 
 
 def mi_map(args: MiMapArgs, tracker) -> None:
     """Check the input, cell and outputs before loading anything, then draw and write the CSV."""
-    from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
-
     del tracker
     csv_path = _check_outputs(args)
     text = _input_text(args)

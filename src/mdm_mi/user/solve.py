@@ -17,16 +17,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mdm_mi.core.sampler_table import HEAD_SAMPLERS, SAMPLERS, SamplerFlags, USER_SAMPLERS, sampler_from_args
+from mdm_mi.core.samplers import decode
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import Decoding, h
-from mdm_mi.core.sampler_table import (CALIBRATED_AT, HEAD_SAMPLERS, SAMPLERS, USER_SAMPLERS, SamplerFlags,
-                                  sampler_from_args)
+from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.sudoku.puzzles import MAX_NODES, Puzzle, answer_problem, check_puzzle, grid_lines, read_puzzles
-from mdm_mi.verb_common import ModelFlags, load_backbone_for, load_head_for, note, progress, start
+from mdm_mi.run_models import ModelFlags, calibrated_for, load_backbone_for, load_head_for, note, progress, start
 
 EXAMPLES = """examples:
   mdm-mi solve 53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79
-  mdm-mi solve --file puzzles.txt --sampler mi              # γ calibrated to 1/3 of sequential's passes
+  mdm-mi solve --file puzzles.txt --sampler mi              # γ: the model's calibrated value (its MANIFEST.json)
   cat puzzles.txt | mdm-mi solve - --sampler eb --gamma 0.2 --quiet
 
 exit code: 0 every answer valid, 1 an answer breaks a rule or a clue, 2 bad input"""
@@ -38,8 +39,8 @@ class SolveArgs(SamplerFlags, ModelFlags):
         "81 characters, 0 or . for blanks; - reads puzzles from stdin (one per line, or a CSV)", positional=True))
     file: Path | None = field(default=None, metadata=h("puzzles, one per line, or a CSV with a 'puzzle' column"))
     sampler: str = field(default="sequential", metadata=h(
-        f"{' | '.join(USER_SAMPLERS)} ({', '.join(HEAD_SAMPLERS)} use the MI head); parameters left out are "
-        f"calibrated to sequential's passes ÷ {CALIBRATED_AT} on hard puzzles"))
+        f"{' | '.join(USER_SAMPLERS)} ({', '.join(HEAD_SAMPLERS)} use the MI head); parameters left out take "
+        "the model's calibrated values (the calibrated block of its MANIFEST.json: a shipped backbone's)"))
     temperature: float = field(default=0.0, metadata=h("0 = the most likely digit; > 0 samples"))
     seed: int = field(default=0, metadata=h("random seed (used when temperature > 0)"))
     batch_size: int = field(default=256, metadata=h("puzzles decoded together"))
@@ -57,14 +58,12 @@ def user_sampler(args):
         value = getattr(args, name)
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise InputError(f"--{name} must be a finite number >= 0, got {value}")
-    return sampler_from_args(args, allowed=USER_SAMPLERS, domain="sudoku")
+    return sampler_from_args(args, allowed=USER_SAMPLERS, calibrated=calibrated_for(args, "sudoku"))
 
 
 @torch.inference_mode()
 def decode_puzzles(backbone, puzzles: list[Puzzle], sampler, pairwise, args, device: str):
     """Decode all puzzles in batches → grids ``(P, 81)`` and passes ``(P,)`` as numpy arrays."""
-    from mdm_mi.core.samplers import decode
-
     gen = torch.Generator(device=device).manual_seed(args.seed)
     tokens = torch.as_tensor(np.stack([p.tokens for p in puzzles]), device=device)
     grids, passes = [], []
@@ -96,8 +95,6 @@ def report(puzzle: Puzzle, grid: np.ndarray, passes: int, n_solutions: int | Non
 
 def solve(args: SolveArgs, tracker) -> int:
     """Check every input first (nothing is loaded for bad input), then decode and report."""
-    from mdm_mi.mi.guided import head_pairwise_fn
-
     del tracker
     sampler = user_sampler(args)
     if args.batch_size < 1:

@@ -31,8 +31,8 @@ from scipy.sparse import coo_matrix  # scipy comes with scikit-learn
 from scipy.sparse.csgraph import connected_components
 
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import AMINO_ACIDS
 from mdm_mi.infra.io import read_text_input
-from mdm_mi.protein.fasta import AMINO_ACIDS
 
 GAP = "-"
 PAD = "."

@@ -30,7 +30,7 @@ from scipy.sparse import csr_matrix  # scipy comes with scikit-learn
 from threadpoolctl import threadpool_limits  # so does threadpoolctl
 
 from mdm_mi.infra.errors import InputError
-from mdm_mi.protein.family.alignment import GAP_INDEX, N_LETTERS, FamilyRecord, identity_blocks, records_from_codes
+from mdm_mi.protein.family.alignment import FamilyRecord, GAP_INDEX, N_LETTERS, identity_blocks, records_from_codes
 
 LAMBDA_J = 1e-4  # L2 strength on the couplings per unit total weight: the weak setting used for sampling
 # (ArDCA.jl's default, 0.01, smooths more; a Python port, tferracina/ArDCA-Python, defaults to 1e-4)
@@ -84,7 +84,7 @@ def _fit_column(x: csr_matrix, y: np.ndarray, weights: np.ndarray, lam: float) -
 
     scikit-learn minimises ``C Σ w ℓ + ||J||² / 2``; with ``C = 1 / (2λ)`` that is the paper's
     ``Σ w ℓ + λ ||J||²`` over ``2λ``, the same minimum. A column with one letter in training is that letter."""
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import LogisticRegression  # lazy: scikit-learn adds ~1 s to every CLI start
 
     field = np.full(N_LETTERS, -np.inf)
     coupling = np.zeros((N_LETTERS, x.shape[1]))

@@ -19,9 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
+from mdm_mi.core.backbone import ALIGNED, capabilities
+from mdm_mi.core.domain import backbone_name
+from mdm_mi.core.loading import load_model
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import FigureOut, ModelShapeFlags, h as _h
-from mdm_mi.infra.train_loop import DiffusionTrainFlags
+from mdm_mi.infra.io import write_json
+from mdm_mi.infra.runtime import resolve_device, setup
+from mdm_mi.infra.train_loop import DiffusionTrainFlags, RESUME, run_metrics
+from mdm_mi.protein.family.scores import read_splits
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,7 @@ class ColumnContactsArgs(FigureOut):
 
 
 def _codes(path: Path) -> np.ndarray:
-    from mdm_mi.protein.family.alignment import encode_columns, parse_a2m
+    from mdm_mi.protein.family.alignment import encode_columns, parse_a2m  # lazy: scipy (~1 s at every CLI start)
 
     codes = encode_columns([r.columns for r in parse_a2m(path)])
     if not len(codes):
@@ -73,11 +79,9 @@ def _check(args: ColumnPretrainArgs) -> None:
 
 
 def column_pretrain(args: ColumnPretrainArgs, tracker) -> None:
-    from mdm_mi.infra.runtime import resolve_device, setup
-    from mdm_mi.infra.train_loop import RESUME, run_metrics
-    from mdm_mi.protein.family.ardca import identity_weights
-    from mdm_mi.protein.family.column_train import ColumnTrainConfig, train_column_mdm
-    from mdm_mi.protein.family.columns import ColumnDims, n_params, save_column_model
+    from mdm_mi.protein.family.ardca import identity_weights  # lazy: scipy, threadpoolctl (~1 s at every CLI start)
+    from mdm_mi.protein.family.column_train import ColumnTrainConfig, train_column_mdm  # lazy: scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family.columns import ColumnDims, n_params, save_column_model  # lazy: scipy (~1 s at every CLI start)
 
     _check(args)
     setup(args.threads, args.seed)
@@ -105,16 +109,11 @@ def column_pretrain(args: ColumnPretrainArgs, tracker) -> None:
 
 def figure_column_contacts(args: ColumnContactsArgs, tracker) -> None:
     """The column model's exact MI at the empty row beside ArDCA's couplings and the disulphide bonds."""
-    from mdm_mi.core.domain import backbone_name
-    from mdm_mi.core.loading import load_model
-    from mdm_mi.infra.io import write_json
-    from mdm_mi.protein.family import ardca, contacts
-    from mdm_mi.protein.family.alignment import column_profile, encode_columns
-    from mdm_mi.protein.family.columns import is_column_model
-    from mdm_mi.protein.family.scores import read_splits
+    from mdm_mi.protein.family import ardca, contacts# lazy: scipy, threadpoolctl (~1 s at every CLI start)
+    from mdm_mi.protein.family.alignment import column_profile, encode_columns  # lazy: scipy (~1 s at every CLI start)
 
     backbone, _ = load_model(args.model, "cpu", "protein")
-    if not is_column_model(backbone):
+    if capabilities(backbone).frame != ALIGNED:
         raise InputError(f"{args.model} is not a column model (figure-column-contacts needs one)")
     train, _, _, _ = read_splits(args.data_dir)
     codes = encode_columns([r.columns for r in train])

@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.core.backbone import ALIGNED, BackboneOutput, Capabilities
 from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from mdm_mi.infra.errors import InputError
 from mdm_mi.protein.family.alignment import COLUMN_ALPHABET, GAP, N_LETTERS
@@ -138,8 +138,9 @@ class ColumnBackbone(nn.Module):
 
     Besides the protocol it has what the protein code asks of a protein backbone: ``encode`` (aligned
     rows, ``_`` = masked), ``decode_tokens`` (a row → protein: gaps and specials dropped),
-    ``decode_rows`` (the aligned rows), ``masked_sequence``, ``pad_id``, ``bf16`` and ``fixed_length``
-    (generation draws no lengths: every row has L columns)."""
+    ``decode_rows`` (the aligned rows), ``masked_sequence``, ``pad_id``, ``bf16`` and ``fixed_length``;
+    its :class:`~mdm_mi.core.backbone.Capabilities` say so to the callers (frame ``aligned``: every row
+    has L columns, generation draws no lengths; it does not embed proteins)."""
 
     vocab_size = N_LETTERS
     mask_id = MASK_ID
@@ -150,6 +151,7 @@ class ColumnBackbone(nn.Module):
         super().__init__()
         self.model = model
         self.fixed_length = model.dims.length
+        self.capabilities = Capabilities(ALIGNED, fixed_length=model.dims.length, embeds=False)
         self.hidden_dim = model.dims.d_model + N_LETTERS
         self.register_buffer("vocab_token_ids", torch.arange(N_LETTERS), persistent=False)
 
@@ -185,11 +187,6 @@ class ColumnBackbone(nn.Module):
         return [row.replace(GAP, "") for row in self.decode_rows(tokens)]
 
 
-
-def is_column_model(backbone) -> bool:
-    """Whether ``backbone`` (bf16-wrapped or not) reads aligned rows of ``fixed_length`` columns, i.e. is
-    a column model: generation draws no lengths, its contexts are rows, and it cannot embed proteins."""
-    return getattr(backbone, "fixed_length", None) is not None
 
 def n_params(model: nn.Module) -> int:
     """Number of parameters (the coupling tensor counted once per unordered pair of letters' columns)."""

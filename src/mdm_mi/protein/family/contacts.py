@@ -20,8 +20,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from mdm_mi.evaluation.plotting import plt, save
+from mdm_mi.infra.fasta import AMINO_ACIDS
+from mdm_mi.mi.probe import exact_mi
 from mdm_mi.protein.family.alignment import GAP_INDEX, N_LETTERS
-from mdm_mi.protein.fasta import AMINO_ACIDS
 
 CYSTEINE_MIN = 0.5  # a column is a conserved cysteine when at least this fraction of its rows hold C
 KUNITZ_BONDS = ((0, 5), (1, 3), (2, 4))  # the six cysteines in column order: bonded 1–6, 2–4, 3–5
@@ -62,8 +64,6 @@ def disulphide_pairs(profile: np.ndarray) -> list[tuple[int, int]]:
 @torch.inference_mode()
 def empty_context_mi(backbone) -> np.ndarray:
     """Exact probing MI ``(L, L)`` of a column model at the fully masked row (its first pass)."""
-    from mdm_mi.mi.probe import exact_mi
-
     label = exact_mi(backbone, backbone.masked_sequence()).label.cpu().numpy()
     return label[1:-1, 1:-1]
 
@@ -97,8 +97,6 @@ def map_r(a: np.ndarray, b: np.ndarray) -> float:
 def contacts_figure(mi: np.ndarray, dca: np.ndarray, bonds: list[tuple[int, int]], out, title: str) -> None:
     """Two ``(L, L)`` maps side by side (the model's MI, ArDCA's scores), upper triangles' top-L pairs
     outlined below the diagonal, the disulphide pairs circled on both."""
-    from mdm_mi.evaluation.plotting import plt, save
-
     length = len(mi)
     fig, axes = plt.subplots(1, 2, figsize=(12, 5.4), layout="constrained")
     for ax, values, name in ((axes[0], mi, "column model: exact MI at the empty row (nats)"),

@@ -31,18 +31,32 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from mdm_mi.core.backbone import ALIGNED, capabilities
+from mdm_mi.core.domain import backbone_name
+from mdm_mi.core.loading import load_model
+from mdm_mi.evaluation.budgets import read_csv, write_csv
+from mdm_mi.evaluation.tables import setting_label, write_table
+from mdm_mi.evaluation.verdicts import side_by_side
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import DeviceFlag, OutDir, TableOuts, h as _h
-from mdm_mi.infra.io import read_json, read_jsons, write_json, write_text
+from mdm_mi.infra.io import read_json, read_jsons, write_json, write_npy, write_text
+from mdm_mi.infra.runtime import resolve_device, setup
+from mdm_mi.protein.protein_compare import run_fasta
+from mdm_mi.protein.protein_data import write_contexts
+from mdm_mi.protein.family.covariation import (FIELDS, METRICS, Reference, covariation_budgets, covariation_scale,
+                                           covariation_stats, markdown, run_scores)
 from mdm_mi.protein.family.loss import MASK_RATES, masked_loss
 from mdm_mi.protein.family.scores import (FAMILY_COLUMNS, family_markdown, family_rows, family_scores, hmm_frame,
                                           loss_lines, read_splits)
-from mdm_mi.protein.flags import ProteinModelFlag
+from mdm_mi.protein.sequences import sample_reference, validate_sequence
+from mdm_mi.protein.protein_flags import ProteinModelFlag
 
 
 @dataclass(frozen=True)
@@ -76,7 +90,7 @@ def _check_prepare(args: PrepareFamilyArgs) -> None:
 def _split_family(args: PrepareFamilyArgs) -> tuple[dict, list[dict], int]:
     """The A2M's standard records split by identity clusters → ``(splits by name, dropped records,
     number of clusters)``; :class:`InputError` when a split would hold fewer than 2 records."""
-    from mdm_mi.protein.family import alignment as fam
+    from mdm_mi.protein.family import alignment as fam# lazy: scipy (~1 s at every CLI start)
 
     kept, dropped = fam.drop_nonstandard(fam.parse_a2m(args.a2m))
     labels = fam.identity_clusters(fam.encode_columns([r.columns for r in kept]), args.identity)
@@ -91,9 +105,6 @@ def _split_family(args: PrepareFamilyArgs) -> tuple[dict, list[dict], int]:
 def _write_family_contexts(out: Path, splits: dict, args: PrepareFamilyArgs) -> dict:
     """MI label contexts (protein-data's format, one width for both files): seeded draws of distinct
     whole sequences of the train split and of the validation + reference splits → their counts."""
-    from mdm_mi.protein.data import write_contexts
-    from mdm_mi.protein.fasta import sample_reference
-
     width = max(len(r.sequence) for records in splits.values() for r in records) + 2
     pools = {"train": _distinct(splits["train"]), "heldout": _distinct(splits["val"] + splits["reference"])}
     counts = {}
@@ -108,9 +119,7 @@ def _write_family_contexts(out: Path, splits: dict, args: PrepareFamilyArgs) -> 
 def _write_column_contexts(out: Path, splits: dict, args: PrepareFamilyArgs) -> None:
     """The column model's MI label contexts (its token ids, :func:`~mdm_mi.protein.family.columns.encode_rows`):
     seeded draws of distinct aligned rows of the same pools, ``{train,heldout}_column_contexts.npy``."""
-    from mdm_mi.infra.io import write_npy
-    from mdm_mi.protein.family.columns import encode_rows
-    from mdm_mi.protein.fasta import sample_reference
+    from mdm_mi.protein.family.columns import encode_rows  # lazy: scipy (~1 s at every CLI start)
 
     pools = {"train": splits["train"], "heldout": splits["val"] + splits["reference"]}
     for name, k in (("train", args.n_train_contexts), ("heldout", args.n_heldout_contexts)):
@@ -126,8 +135,7 @@ def prepare_family(args: PrepareFamilyArgs, tracker) -> None:
     validation split, which holds too few to score sets of the reference's size), the *floor* ``n``
     site-independent draws from the training column profile
     (:func:`~mdm_mi.protein.family.sample_profile`), with ``n = min(n_score, training size)``."""
-    from mdm_mi.protein.family import alignment as fam
-    from mdm_mi.protein.fasta import sample_reference, write_fasta
+    from mdm_mi.protein.family import alignment as fam# lazy: scipy (~1 s at every CLI start)
 
     _check_prepare(args)
     splits, dropped, n_clusters = _split_family(args)
@@ -165,11 +173,8 @@ def family_ardca(args: FamilyArdcaArgs, tracker) -> None:
     split with the paper's 80%-identity sequence weights, then ``n_score`` autoregressive draws (the
     size of every row), written like the floor (:func:`prepare_family`), so ``family-score`` reads them
     the same way."""
-    import time
-
-    from mdm_mi.protein.family import ardca
-    from mdm_mi.protein.family.alignment import encode_columns
-    from mdm_mi.protein.fasta import write_fasta
+    from mdm_mi.protein.family import ardca# lazy: scipy, threadpoolctl (~1 s at every CLI start)
+    from mdm_mi.protein.family.alignment import encode_columns  # lazy: scipy (~1 s at every CLI start)
 
     train, _, _, summary = read_splits(args.data_dir)
     codes = encode_columns([r.columns for r in train])
@@ -206,8 +211,6 @@ class FamilyScoreArgs:
 
 def _scored_sequences(fasta: Path, n: int) -> list[str]:
     """The first ``n`` sequences of ``fasta`` (every row of the table is scored at the same size)."""
-    from mdm_mi.protein.fasta import read_fasta, validate_sequence
-
     seqs = [validate_sequence(s, name=h) for h, s in read_fasta(fasta)]
     if len(seqs) < n:
         raise InputError(f"{fasta} has {len(seqs)} sequences; the family rows are scored at {n} (summary.json n_score)")
@@ -216,8 +219,6 @@ def _scored_sequences(fasta: Path, n: int) -> list[str]:
 
 def _row_labels(row: str, summary: Path | None) -> dict:
     """Sampler, setting, params and mean passes of a row: from generate's summary, or the row name."""
-    from mdm_mi.evaluation.tables import setting_label
-
     if summary is None:
         return {"row": row, "sampler": row, "setting": "", "params": {}, "mean_passes": None}
     if not Path(summary).is_file():
@@ -251,9 +252,6 @@ class FamilyTableArgs(TableOuts):
 
 
 def family_table(args: FamilyTableArgs, tracker) -> None:
-    from mdm_mi.core.domain import backbone_name
-    from mdm_mi.evaluation.tables import write_table
-
     rows = family_rows(read_jsons(args.inputs, "family score"))
     text = family_markdown(rows, backbone_name(args.model) if args.model else "not named")
     if args.loss is not None:
@@ -275,18 +273,8 @@ class FamilyCompareArgs:
 
 def family_compare(args: FamilyCompareArgs, tracker) -> None:
     """Realign every calibrated run of protein-compare and the reference to the training HMM, score
-    them and write the co-variation budgets table (see :mod:`mdm_mi.protein.family.compare`)."""
-    from mdm_mi.evaluation.budgets import write_csv
-    from mdm_mi.protein.compare import run_fasta
-    from mdm_mi.protein.family import metrics as fm
-    from mdm_mi.protein.family.compare import (
-        FIELDS,
-        Reference,
-        covariation_budgets,
-        covariation_stats,
-        markdown,
-        run_scores,
-    )
+    them and write the co-variation budgets table (see :mod:`mdm_mi.protein.family.covariation`)."""
+    from mdm_mi.protein.family import family_metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
 
     budgets = Path(args.budgets_dir)
     if not (budgets / "runs.json").is_file():
@@ -323,10 +311,6 @@ class FamilyVerdictsArgs:
 
 def family_verdicts(args: FamilyVerdictsArgs, tracker) -> None:
     """The verdicts of several family-compare runs (e.g. two calibration seeds) side by side, in r."""
-    from mdm_mi.evaluation.budgets import read_csv
-    from mdm_mi.evaluation.verdicts import side_by_side
-    from mdm_mi.protein.family.compare import METRICS, covariation_scale
-
     if len(args.runs) < 2 or (args.names and len(args.names) != len(args.runs)):
         raise InputError("--runs needs two or more folders, and --names one name per folder")
     if args.metric not in METRICS:
@@ -354,11 +338,6 @@ class FamilyLossArgs(ProteinModelFlag, DeviceFlag):
 
 
 def family_loss(args: FamilyLossArgs, tracker) -> None:
-    from mdm_mi.core.loading import load_model
-    from mdm_mi.infra.runtime import resolve_device, setup
-    from mdm_mi.protein.family.columns import is_column_model
-    from mdm_mi.protein.fasta import read_fasta, validate_sequence
-
     data = Path(args.data_dir)
     if not (data / "summary.json").is_file() or not (data / "reference.fasta").is_file():
         raise InputError(f"{data} lacks summary.json or reference.fasta: run prepare-family first")
@@ -368,7 +347,7 @@ def family_loss(args: FamilyLossArgs, tracker) -> None:
     seqs = [validate_sequence(s, name=n) for n, s in read_fasta(data / "reference.fasta")]
     backbone, _ = load_model(args.model, resolve_device(args.device), "protein")
     backbone.eval()
-    if is_column_model(backbone):
+    if capabilities(backbone).frame == ALIGNED:  # masked loss per match column
         return _column_loss(args, backbone, tracker)
     base = read_json(data / "summary.json")["baselines"]
     losses = {}
@@ -386,8 +365,8 @@ def _column_loss(args: FamilyLossArgs, backbone, tracker) -> None:
     """family-loss of a column model: its masked loss per column (21 letters, gap included) on the
     reference split's aligned rows, beside the training column profile on the same masks
     (:func:`~mdm_mi.protein.family.column_train.masked_column_loss`)."""
-    from mdm_mi.protein.family.alignment import column_profile, encode_columns
-    from mdm_mi.protein.family.column_train import fixed_masks, masked_column_loss, profile_column_loss
+    from mdm_mi.protein.family.alignment import column_profile, encode_columns  # lazy: scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family.column_train import fixed_masks, masked_column_loss, profile_column_loss  # lazy: scipy (~1 s at every CLI start)
 
     train, _, reference, _ = read_splits(args.data_dir)
     codes, profile = encode_columns([r.columns for r in reference]), column_profile(train)

@@ -1,18 +1,22 @@
 """The protein-family figure verbs: ``figure-family-covariation``, ``figure-family-pass-rate`` and
-``figure-family-mi`` (drawing in :mod:`mdm_mi.protein.family.figures`)."""
+``figure-family-mi`` (drawing in :mod:`mdm_mi.protein.family.family_figures`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mdm_mi.core.backbone import ALIGNED, capabilities
+from mdm_mi.core.domain import backbone_name
+from mdm_mi.core.loading import load_model_and_head
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import FigureOut, h as _h
-from mdm_mi.protein.family.figures import (calibrated_points, covariation_figure, fixed_grid_points, head_matrix,
+from mdm_mi.infra.runtime import resolve_device
+from mdm_mi.protein.family.family_figures import (calibrated_points, covariation_figure, fixed_grid_points, head_matrix,
                                            map_agreement, match_positions, mi_map_figure, pass_rate_figure,
-                                           read_covariation, read_input_json, square, to_match_columns,
-                                           write_map_csv)
-from mdm_mi.protein.flags import ProteinMiMapFlags
+                                           read_covariation, read_input_json, square, to_match_columns, write_map_csv)
+from mdm_mi.protein.family.scores import REFERENCE_ROWS, hmm_frame, read_splits
+from mdm_mi.protein.protein_flags import ProteinMiMapFlags
 
 
 @dataclass(frozen=True)
@@ -33,8 +37,6 @@ def _calibrated(scores_path: Path, runs_path: Path) -> tuple[list[dict], int]:
 def _reference_rows(scores: list[dict], flag: str) -> dict[str, dict]:
     """The reference rows (``scores.REFERENCE_ROWS``) of family-score JSONs, by row; a one-line error
     naming the flag when one is missing."""
-    from mdm_mi.protein.family.scores import REFERENCE_ROWS
-
     refs = {s["row"]: s for s in scores if s["row"] in REFERENCE_ROWS}
     if sorted(refs) != sorted(REFERENCE_ROWS):
         raise InputError(f"{flag} need the reference rows {', '.join(REFERENCE_ROWS)}; got {', '.join(sorted(refs)) or 'none'}")
@@ -78,12 +80,7 @@ class FamilyMiArgs(ProteinMiMapFlags):
 
 
 def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
-    from mdm_mi.core.domain import backbone_name
-    from mdm_mi.core.loading import load_model_and_head
-    from mdm_mi.infra.runtime import resolve_device
-    from mdm_mi.protein.family import metrics as fm
-    from mdm_mi.protein.family.columns import is_column_model
-    from mdm_mi.protein.family.scores import hmm_frame, read_splits
+    from mdm_mi.protein.family import family_metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
 
     if not 0 < args.mask_fraction <= 1:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
@@ -93,7 +90,7 @@ def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "protein")
     record = reference[args.index]
-    if is_column_model(backbone):  # it reads the Pfam match columns themselves
+    if capabilities(backbone).frame == ALIGNED:  # it reads the Pfam match columns themselves
         ref_cols, frame = [r.columns for r in reference], "the alignment's"
         natural = square(fm.corrected_mi(ref_cols, args.seed, residues_only=True), len(record.columns))
         head_map, hidden = head_matrix(backbone, head, record.columns, args.mask_fraction, args.seed)

@@ -18,6 +18,8 @@ import math
 import numpy as np
 import torch
 
+from mdm_mi.protein.esmc import AMINO_ACIDS, MASK_CHAR
+
 MASK_RATES = (0.15, 0.5, 0.9)
 LOSS_BATCH = 64
 
@@ -25,8 +27,6 @@ LOSS_BATCH = 64
 @torch.inference_mode()
 def masked_loss(backbone, seqs: list[str], t: float, seed: int, batch_size: int = LOSS_BATCH) -> tuple[float, int]:
     """Mean cross-entropy (nats) over residues masked at rate ``t`` → (loss, masked residues)."""
-    from mdm_mi.protein.esmc import AMINO_ACIDS, MASK_CHAR
-
     rng = np.random.default_rng([seed, round(1000 * t)])
     masks = [rng.random(len(s)) < t for s in seqs]
     total, count = 0.0, 0

@@ -3,7 +3,7 @@
 Every parallel sampler is calibrated on *calibration* lengths (drawn from the reference, seeded) to
 sequential's mean passes ÷ each divisor; then each generates the *test* lengths (another draw, as
 many as the reference holds). Generated sets are compared with the cluster JSD, and differences
-between samplers by :func:`mdm_mi.protein.metrics.bootstrap_jsd_differences` (generated sequences and
+between samplers by :func:`mdm_mi.protein.protein_metrics.bootstrap_jsd_differences` (generated sequences and
 reference resampled, k-means refit in every replicate). Lower JSD is better.
 
     runs = run_part(backbone, pairwise_fn, scorer, families, spec, reference_lengths, sequential=True)
@@ -22,11 +22,14 @@ import numpy as np
 import torch
 
 from mdm_mi.core.samplers import Sequential
+from mdm_mi.evaluation.budgets import BEST_MI, by_budget, is_contender
 from mdm_mi.evaluation.calibrate import Family, calibrate_grid
+from mdm_mi.evaluation.paired import ALPHA
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import read_json, write_json
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.generate import draw_lengths, generate
+from mdm_mi.protein.protein_metrics import bootstrap_jsd_differences, cluster_histogram, embed, fit_clusters, jsd_with_interval
 
 SEQUENTIAL = "sequential"
 
@@ -55,21 +58,15 @@ class Scorer:
     """Cluster JSD against the reference with one k-means fitted on the reference embeddings."""
 
     def __init__(self, embedder, reference: list[str], k: int, seed: int):
-        from mdm_mi.protein.metrics import embed, fit_clusters
-
         self.embedder, self.k, self.seed = embedder, k, seed
         self.ref_emb = embed(embedder, reference)
         self.km = fit_clusters(self.ref_emb, k, seed)
 
     def embed(self, seqs: list[str]) -> np.ndarray:
-        from mdm_mi.protein.metrics import embed
-
         return embed(self.embedder, seqs)
 
     def jsd(self, emb: np.ndarray) -> dict:
         """Plug-in, bias-corrected and basic-bootstrap interval of one set's cluster JSD."""
-        from mdm_mi.protein.metrics import cluster_histogram, jsd_with_interval
-
         return jsd_with_interval(cluster_histogram(self.km, self.ref_emb), cluster_histogram(self.km, emb), self.seed)
 
 
@@ -137,10 +134,6 @@ def jsd_rows(runs: dict[str, dict], scorer: Scorer, n_boot: int, seed: int) -> l
     """Per budget: every contender (``mi…``, ``mi*``) minus every baseline in cluster JSD, with the
     whole-metric bootstrap (basic 95% interval, two-sided p). Negative = the contender is closer to
     the reference."""
-    from mdm_mi.evaluation.budgets import BEST_MI, by_budget, is_contender
-    from mdm_mi.evaluation.paired import ALPHA
-    from mdm_mi.protein.metrics import bootstrap_jsd_differences
-
     rows = []
     for d, fams in by_budget(runs).items():
         sets = {f: r["emb"] for f, r in fams.items()} | {SEQUENTIAL: runs[SEQUENTIAL]["emb"]}

@@ -20,8 +20,10 @@ from typing import Sequence
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import AMINO_ACIDS, Record
 from mdm_mi.infra.io import write_npy
-from mdm_mi.protein.fasta import AMINO_ACIDS, Record, sample_reference
+from mdm_mi.protein.sequences import sample_reference
+from mdm_mi.protein.tokens import protein_tokens
 
 _AA = frozenset(AMINO_ACIDS)
 
@@ -88,6 +90,4 @@ def reference_pair(records: Sequence[Record], n: int, seed: int, min_len: int, m
 def write_contexts(path: Path, seqs: list[str], width: int) -> None:
     """MI label contexts: ``(S, width)`` token ids (BOS, residues, EOS, pads), the ``--sequences`` of
     ``label``."""
-    from mdm_mi.protein.tokens import protein_tokens
-
     write_npy(path, protein_tokens().encode_batch(seqs, width).numpy())

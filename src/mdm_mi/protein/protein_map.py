@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Sequence
-
-import numpy as np
 import torch
 
 from mdm_mi.core.map_domain import MapDomain
+from mdm_mi.evaluation.plotting import sequence_map_figure
 from mdm_mi.infra.errors import InputError
+from mdm_mi.protein.sequences import validate_sequence
 
 PROTEIN_MASK = "_"
 PROTEIN_MIN_LEN = 2
@@ -20,8 +19,6 @@ class ProteinMap(MapDomain):
     1-based residue position. The backbone must offer ``encode([seq])`` (BOS + residues + EOS)."""
 
     def check(self, text: str) -> str:
-        from mdm_mi.protein.fasta import validate_sequence
-
         seq = "".join(text.split()).upper()
         residues = seq.replace(PROTEIN_MASK, "").replace("-", "")  # '-': a gap column of an aligned row (column model)
         if residues:
@@ -51,25 +48,4 @@ class ProteinMap(MapDomain):
         return f"position {i}"
 
     def draw(self, context, pred, label, cell, out, backbone_name) -> None:
-        protein_map_figure(context, pred, label, cell, out, backbone_name)
-
-
-def protein_map_figure(seq: Sequence[str], pred: torch.Tensor, label, cell: int, out, backbone_name: str) -> None:
-    """Bars of Î(cell, j) (and the exact MI) over residue positions ``j = 1..L`` (token indices; BOS at
-    0), the sequence's tokens (a string's letters, or a list of whole tokens) as ticks."""
-    from mdm_mi.evaluation.plotting import plt, save
-
-    pos = np.arange(1, len(seq) + 1)
-    panels = [("MI head Î", pred)] + ([("exact probing MI", label)] if label is not None else [])
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.16 * len(seq)), 3.2))
-    width = 0.8 / len(panels)
-    for k, (name, mat) in enumerate(panels):
-        ax.bar(pos + (k - (len(panels) - 1) / 2) * width, mat[cell, 1 : len(seq) + 1].numpy(), width, label=name)
-    ax.axvline(cell, color="red", lw=1.5)
-    ax.set_xticks(pos, list(seq), fontsize=6)
-    ax.set_xlim(0.3, len(seq) + 0.7)
-    ax.set_xlabel("residue (_ = masked)")
-    ax.set_ylabel("nats")
-    ax.legend(fontsize=8)
-    ax.set_title(f"MI of position {cell} (red) with every other — backbone: {backbone_name}", fontsize=9)
-    save(fig, out)
+        sequence_map_figure(context, pred, label, cell, out, backbone_name)

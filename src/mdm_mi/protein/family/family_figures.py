@@ -22,11 +22,15 @@ import json
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL
 from mdm_mi.evaluation.plotting import SAMPLER_STYLE, log_passes_axis, plt, save
+from mdm_mi.evaluation.stats import wilson_interval
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path, read_json
+from mdm_mi.protein.family.covariation import FIELDS
+from mdm_mi.protein.family.scores import REFERENCE_ROWS
 
 METRIC_LABELS = {"corrected_mi_r": "corrected column-pair MI r", "c_ij_r": "C_ij r (20 × 20 residue pairs)",
                  "hmm_pass_rate": "HMM pass rate"}
@@ -66,8 +70,6 @@ def calibrated_points(scores: dict, runs: dict) -> list[dict]:
 
 def read_covariation(path: Path) -> list[dict]:
     """covariation.csv → its rows with numeric cells; one-line error when a column is missing."""
-    from mdm_mi.protein.family.compare import FIELDS
-
     if not Path(path).is_file():
         raise InputError(f"covariation table not found: {path}")
     with Path(path).open(newline="") as fh:
@@ -188,8 +190,6 @@ def covariation_figure(points: list[dict], rows: list[dict], refs: dict[str, dic
 
 def fixed_grid_points(scores: list[dict]) -> tuple[list[dict], dict[str, dict]]:
     """family-score JSONs → (sampler rows with a group ``sampler`` or ``mi λ=…``, {reference row: its JSON})."""
-    from mdm_mi.protein.family.scores import REFERENCE_ROWS
-
     refs = {s["row"]: s for s in scores if s["row"] in REFERENCE_ROWS}
     rows = []
     for s in scores:
@@ -205,8 +205,6 @@ def fixed_grid_points(scores: list[dict]) -> tuple[list[dict], dict[str, dict]]:
 
 def wilson(p: dict) -> tuple[float, float]:
     """Wilson 95% interval of a point's HMM pass rate over its ``n`` sequences."""
-    from mdm_mi.evaluation.stats import wilson_interval
-
     return wilson_interval(round(p["hmm_pass_rate"] * p["n"]), p["n"])
 
 
@@ -272,8 +270,6 @@ def map_agreement(a: np.ndarray, b: np.ndarray) -> tuple[float, int]:
 def head_matrix(backbone, head, seq: str, mask_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The head's Î ``(L, L)`` (nats) over ``seq`` with a seeded ``mask_fraction`` of it masked, NaN at
     pairs with an unmasked position (their MI given the context is 0), and the mask ``(L,)``."""
-    import torch
-
     tokens = backbone.encode([seq])[0]
     hide = torch.rand(len(seq), generator=torch.Generator().manual_seed(seed)) < mask_fraction
     tokens[1 : len(seq) + 1][hide.to(tokens.device)] = backbone.mask_id

@@ -9,9 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from mdm_mi.core.domain import backbone_name
-from mdm_mi.infra.flags import BackboneFlag, DeviceFlag, FigureOut, HeadFlag, MarkdownOut, PaperOverlay, TidyCsvOut, h as _h
+from mdm_mi.core.loading import load_model_and_head
+from mdm_mi.evaluation.tables import write_table
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import (BackboneFlag, DeviceFlag, FigureOut, HeadFlag, MarkdownOut, PaperOverlay, TidyCsvOut,
+                                h as _h)
 from mdm_mi.infra.io import read_json, write_text
+from mdm_mi.infra.runtime import resolve_device
+from mdm_mi.mi.mi_figures import mi_matrices, pick_cell, write_matrix_csv
+from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
+from mdm_mi.sudoku.sudoku_report import (columns, matched_table, mi_map_figure, paper_table, read_table, speed_quality,
+                                  tidy_rows, to_markdown)
 
 
 @dataclass(frozen=True)
@@ -22,8 +33,6 @@ class SpeedQualityArgs(FigureOut, PaperOverlay):
 
 
 def figure_speed_quality(args: SpeedQualityArgs, tracker) -> None:
-    from mdm_mi.sudoku.report import read_table, speed_quality
-
     title = f"Sudoku '{args.set}' set — {backbone_name(args.model)}"
     speed_quality(read_table(args.table), args.set, args.out, title, args.paper)
     tracker.log_artifact(args.out)
@@ -37,8 +46,6 @@ class PaperTableArgs(MarkdownOut):
 
 
 def paper_table_job(args: PaperTableArgs, tracker) -> None:
-    from mdm_mi.sudoku.report import matched_table, paper_table, read_table
-
     caption = (f"Sudoku, set '{args.set}', backbone: {backbone_name(args.model)}; paper: 1000 hard puzzles, "
                "4.16M-parameter MDM.")
     rows = read_table(args.table)
@@ -56,15 +63,6 @@ class MiMapArgs(BackboneFlag, HeadFlag, FigureOut, DeviceFlag):
 
 
 def figure_mi_map(args: MiMapArgs, tracker) -> None:
-    import torch
-
-    from mdm_mi.core.loading import load_model_and_head
-    from mdm_mi.infra.errors import InputError
-    from mdm_mi.infra.runtime import resolve_device
-    from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
-    from mdm_mi.sudoku.data import load_puzzle_csv
-    from mdm_mi.sudoku.report import mi_map_figure
-
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "sudoku")
     ps = load_puzzle_csv(args.puzzles)
@@ -86,9 +84,6 @@ class GatherArgs(TidyCsvOut):
 
 
 def gather(args: GatherArgs, tracker) -> None:
-    from mdm_mi.evaluation.tables import write_table
-    from mdm_mi.sudoku.report import columns, tidy_rows, to_markdown
-
     rows = tidy_rows([read_json(p) for p in args.inputs])
     write_table(rows, columns(rows), args.out, to_markdown(rows), args.markdown, tracker)
     tracker.log_metrics({"n_rows": len(rows)})

@@ -22,11 +22,14 @@ redrawn).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget, is_contender
+from mdm_mi.evaluation.stats import jackknife_t, t_quantile, tost_t
+from mdm_mi.evaluation.verdicts import Scale, classify, primary_sentences as sentences, role
 from mdm_mi.infra.errors import InputError
 
 METRICS = ("corrected_mi_r", "c_ij_r")  # with intervals; higher is better
@@ -41,7 +44,7 @@ FIELDS = ["set", "divisor", "metric", "first", "second", "n", "passes_first", "p
 class Reference:
     """The reference's side of every comparison, computed once with the sets' own estimators: its
     realigned match columns, its bias-corrected residue MI ``(P,)`` (block shuffles of its own
-    jackknife groups, :data:`~mdm_mi.protein.family.metrics.MI_SHUFFLES` of them) and its residue
+    jackknife groups, :data:`~mdm_mi.protein.family.family_metrics.MI_SHUFFLES` of them) and its residue
     connected correlations ``(P·400,)``."""
 
     columns: list[str]
@@ -50,9 +53,9 @@ class Reference:
 
     @classmethod
     def of(cls, columns: list[str], seed: int) -> "Reference":
-        from mdm_mi.protein.family import jackknife as jk
-        from mdm_mi.protein.family.alignment import encode_columns
-        from mdm_mi.protein.family.metrics import MI_SHUFFLES
+        from mdm_mi.protein.family import jackknife as jk# lazy: scipy (~1 s at every CLI start)
+        from mdm_mi.protein.family.alignment import encode_columns  # lazy: scipy (~1 s at every CLI start)
+        from mdm_mi.protein.family.family_metrics import MI_SHUFFLES  # lazy: pyhmmer, scipy (~1 s at every CLI start)
 
         codes = encode_columns(columns)
         mi = jk.corrected_mi(codes, jk.group_labels(len(codes), seed), seed, MI_SHUFFLES)
@@ -75,9 +78,9 @@ def set_stats(cols: list[str], ref: Reference, seed: int) -> SetStats:
     ``MI_SHUFFLES`` shuffles within the groups, :func:`~mdm_mi.protein.family.jackknife.corrected_mi_jackknife`)
     and C_ij r, each with its leave-one-group-out and leave-two-groups-out replicates. Groups and
     shuffles depend on ``seed`` and the set's size only, so sets of one size are paired."""
-    from mdm_mi.protein.family import jackknife as jk
-    from mdm_mi.protein.family.alignment import encode_columns
-    from mdm_mi.protein.family.metrics import MI_SHUFFLES
+    from mdm_mi.protein.family import jackknife as jk# lazy: scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family.alignment import encode_columns  # lazy: scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family.family_metrics import MI_SHUFFLES  # lazy: pyhmmer, scipy (~1 s at every CLI start)
 
     codes = encode_columns(cols)
     labels = jk.group_labels(len(codes), seed)
@@ -112,9 +115,8 @@ def _map(fn, tasks: list, workers: int) -> list:
 
         with threadpool_limits(1):
             return [fn(t) for t in tasks]
-    import multiprocessing
-    import os
-    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing  # lazy: multiprocessing adds ~1 s to every CLI start
+    from concurrent.futures import ProcessPoolExecutor  # lazy: concurrent.futures adds ~1 s to every CLI start
 
     saved = {k: os.environ.get(k) for k in BLAS_THREAD_VARS}
     os.environ.update({k: "1" for k in BLAS_THREAD_VARS})  # inherited by the spawned workers
@@ -151,8 +153,6 @@ def paired_difference(stats: dict[str, SetStats], a: str, b: str) -> dict[str, d
     ``diff ± t·SE`` and p from Student's t. No replicate duplicates a sequence, which would read as
     coupling. ``benchmarks/family_inference.py`` measures size and coverage, against the paired
     half-samples used until 2026-12-03."""
-    from mdm_mi.evaluation.stats import jackknife_t
-
     out = {}
     for m in METRICS:
         first, second = stats[a].value[m], stats[b].value[m]
@@ -192,8 +192,6 @@ def covariation_budgets(runs: dict[str, dict], stats: dict[str, SetStats]) -> li
 def covariation_role(row: dict) -> str:
     """``primary``: mi* − EB in corrected-MI r; ``secondary``: mi*'s other contrasts in it and all of
     mi*'s in C_ij r; ``exploratory``: every other row."""
-    from mdm_mi.evaluation.verdicts import role
-
     base = role(row)
     return "secondary" if base == "primary" and row["metric"] != PRIMARY_METRIC else base
 
@@ -201,9 +199,6 @@ def covariation_role(row: dict) -> str:
 def covariation_verdicts(rows: list[dict]) -> list[dict]:
     """``rows`` with role, Holm-adjusted p within (set, role), Student TOST p at ±0.05 r (raw and
     Holm) and the verdict word: better / worse / equivalent / not resolved (:mod:`mdm_mi.evaluation.verdicts`)."""
-    from mdm_mi.evaluation.stats import tost_t
-    from mdm_mi.evaluation.verdicts import classify
-
     return classify(rows, role_of=covariation_role,
                     equivalence_p=lambda r: tost_t(r["diff"], r["se"], r["df"], EQUIVALENCE_MARGIN_R))
 
@@ -211,9 +206,6 @@ def covariation_verdicts(rows: list[dict]) -> list[dict]:
 def covariation_scale():
     """How co-variation contrasts are written (:class:`mdm_mi.evaluation.verdicts.Scale`): r to three places,
     the band ±0.05 r, the 90% Student interval of the jackknife (the TOST's)."""
-    from mdm_mi.evaluation.stats import t_quantile
-    from mdm_mi.evaluation.verdicts import Scale
-
     def interval90(r: dict) -> tuple[float, float]:
         half = t_quantile(r["df"], 0.90) * r["se"]
         return r["diff"] - half, r["diff"] + half
@@ -223,15 +215,13 @@ def covariation_scale():
 
 def primary_sentences(rows: list[dict]) -> list[str]:
     """One sentence per primary row of classified co-variation ``rows``, with its numbers."""
-    from mdm_mi.evaluation.verdicts import primary_sentences as sentences
-
     return sentences(rows, covariation_scale())
 
 
 def run_scores(stats: SetStats, cols: list[str], ref: Reference, scores: np.ndarray, threshold: float) -> dict:
     """One run's scores: its co-variation r's exactly as :func:`covariation_budgets` compares them
     (``stats``), f_i r and the HMM pass rate."""
-    from mdm_mi.protein.family import metrics as fm
+    from mdm_mi.protein.family import family_metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
 
     return {**{m: stats.value[m] for m in METRICS}, "f_i_r": fm.frequency_r(cols, ref.columns),
             "hmm_pass_rate": fm.pass_rate(scores, threshold)}

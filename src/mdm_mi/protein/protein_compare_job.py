@@ -1,6 +1,6 @@
 """The ``protein-compare`` verb: every parallel sampler calibrated to sequential's passes ÷ 2…10, then
 as many proteins as the reference holds generated at each budget and compared by cluster JSD with a
-whole-metric bootstrap (see :mod:`mdm_mi.protein.compare`).
+whole-metric bootstrap (see :mod:`mdm_mi.protein.protein_compare`).
 
     python -m mdm_mi protein-compare --model results/x/protein/model --head results/x/protein/head \
         --reference results/x/protein/data/reference.fasta --out-dir results/x/protein/budgets ...
@@ -22,15 +22,23 @@ from pathlib import Path
 
 import numpy as np
 
+from mdm_mi.core.backbone import embedder_of, for_decoding
+from mdm_mi.core.loading import SEQUENCES, load_model, load_model_and_head
 from mdm_mi.core.sampler_table import SweptFlags
+from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.protein.compare import PART_FILE, read_parts, run_fasta, write_part
+from mdm_mi.mi.guided import head_pairwise_fn
+from mdm_mi.protein.protein_compare import (PART_FILE, ProteinCompareSpec, SEQUENTIAL, Scorer, calibration_lengths, jsd_rows,
+                                    read_parts, run_fasta, run_part, write_part)
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
-from mdm_mi.protein.flags import ProteinDecodeJobFlags
+from mdm_mi.protein.sequences import validate_sequence
+from mdm_mi.protein.protein_flags import ProteinDecodeJobFlags
+from mdm_mi.protein.generate import reference_lengths
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",
               "lo", "hi", "p_value", "verdict"]
@@ -79,8 +87,6 @@ class ProteinComparePartArgs(ProteinCompareBase):
 
 def _check(args: ProteinCompareBase) -> list[str]:
     """One-line errors for bad arguments → the reference sequences."""
-    from mdm_mi.protein.fasta import read_fasta, validate_sequence
-
     if args.n < 2 or args.calib_n < 1 or not args.divisors or min(args.divisors) < 1:
         raise InputError(f"need --n >= 2, --calib-n >= 1 and divisors >= 1, got {args.n}, {args.calib_n}, {args.divisors}")
     if not Path(args.reference).is_file():
@@ -89,8 +95,6 @@ def _check(args: ProteinCompareBase) -> list[str]:
 
 
 def _spec(args: ProteinCompareBase):
-    from mdm_mi.protein.compare import ProteinCompareSpec
-
     return ProteinCompareSpec(args.n, args.calib_n, tuple(args.divisors), DecodeFlags.of(args), args.clusters,
                               args.batch_size, args.seed, args.calib_seed)
 
@@ -101,20 +105,11 @@ def _families(args: ProteinCompareBase):
 
 def part_names(args: ProteinCompareBase) -> list[str]:
     """The parts of this comparison: sequential, then every calibrated family's slug."""
-    from mdm_mi.protein.compare import SEQUENTIAL
-
     return [SEQUENTIAL] + [f.slug for f in _families(args)]
 
 
 def _load(args: ProteinCompareBase, reference: list[str]):
     """Backbone, the head's pairwise function and the JSD scorer (k-means fitted on the reference)."""
-    from mdm_mi.core.backbone import for_decoding
-    from mdm_mi.core.backbone import embedder_of
-    from mdm_mi.core.loading import load_model_and_head
-    from mdm_mi.core.loading import SEQUENCES, load_model
-    from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.protein.compare import Scorer
-
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, SEQUENCES)
     source = backbone if args.embedder is None else load_model(args.embedder, device, SEQUENCES)[0]
@@ -124,10 +119,7 @@ def _load(args: ProteinCompareBase, reference: list[str]):
 
 def _run_parts(args: ProteinCompareBase, names: list[str], reference: list[str], loaded) -> dict[str, dict]:
     """The runs of the named parts, decoded here with ``loaded`` (:func:`_load`'s triple) → run id →
-    run (see :func:`mdm_mi.protein.compare.run_part`)."""
-    from mdm_mi.protein.compare import SEQUENTIAL, run_part
-    from mdm_mi.protein.generate import reference_lengths
-
+    run (see :func:`mdm_mi.protein.protein_compare.run_part`)."""
     backbone, pairwise, scorer = loaded
     by_slug = {f.slug: f for f in _families(args)}
     families = [by_slug[n] for n in names if n != SEQUENTIAL]
@@ -154,9 +146,6 @@ def protein_compare_part(args: ProteinComparePartArgs, tracker) -> None:
 def protein_compare(args: ProteinCompareArgs, tracker) -> None:
     """Every part decoded here, or (``--parts``) the parts' runs read back; then the JSD bootstrap of
     every contender against every baseline, and the tables."""
-    from mdm_mi.protein.compare import calibration_lengths, jsd_rows
-    from mdm_mi.protein.generate import reference_lengths
-
     setup(args.threads, args.seed)
     reference = _check(args)
     t0 = time.time()
@@ -190,9 +179,6 @@ def _part_key(args: ProteinCompareBase) -> dict:
 
 def _write(out: Path, runs: dict, rows: list[dict], meta: dict) -> None:
     """runs.json, budgets.csv, budgets.md and one FASTA per run."""
-    from mdm_mi.evaluation.budgets import write_csv
-    from mdm_mi.protein.fasta import write_fasta
-
     summary = {k: {f: v for f, v in r.items() if f not in ("seqs", "passes", "emb")}
                | {"mean_passes": float(np.mean(r["passes"])), "n": len(r["seqs"])} for k, r in runs.items()}
     write_json(out / "runs.json", meta | {"runs": summary})
@@ -206,8 +192,6 @@ def _write(out: Path, runs: dict, rows: list[dict], meta: dict) -> None:
 def protein_markdown(summary: dict, rows: list[dict]) -> str:
     """Cluster JSD (bits; plug-in [basic 95%]) @ mean passes of every family at each budget, then
     ``mi*`` minus each baseline (whole-metric bootstrap; negative = closer to the reference)."""
-    from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE
-
     def cell(r):
         mark = "" if r.get("on_target", True) else OFF_TARGET
         return f"{r['jsd']:.3f} [{r['jsd_lo']:.3f}, {r['jsd_hi']:.3f}] @ {r['mean_passes']:.1f}{mark}"

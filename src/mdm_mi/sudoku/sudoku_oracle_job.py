@@ -22,11 +22,18 @@ from pathlib import Path
 
 import numpy as np
 
+from mdm_mi.core.loading import load_model
+from mdm_mi.core.sampler_table import build_sampler
+from mdm_mi.evaluation.budgets import best_mi_run
+from mdm_mi.evaluation.paired import paired_difference
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
 from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.sudoku.flags import SudokuDecodeFlags
+from mdm_mi.mi.guided import oracle_pairwise_fn
+from mdm_mi.sudoku.sudoku_compare import Decoder
+from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
+from mdm_mi.sudoku.sudoku_flags import SudokuDecodeFlags
 
 CEILING_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
 
@@ -50,14 +57,6 @@ def _load_compare(folder: Path):
 
 
 def sudoku_oracle_ceiling(args: CeilingArgs, tracker) -> None:
-    from mdm_mi.core.loading import load_model
-    from mdm_mi.core.sampler_table import build_sampler
-    from mdm_mi.evaluation.budgets import best_mi_run
-    from mdm_mi.evaluation.paired import paired_difference
-    from mdm_mi.mi.guided import oracle_pairwise_fn
-    from mdm_mi.sudoku.compare import Decoder
-    from mdm_mi.sudoku.data import load_puzzle_csv
-
     setup(args.threads, args.seed)
     folder = Path(args.compare_dir)
     runs, outcomes = _load_compare(folder)

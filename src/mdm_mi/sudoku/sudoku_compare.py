@@ -18,10 +18,11 @@ from typing import Callable
 import numpy as np
 import torch
 
+from mdm_mi.core.loading import load_model
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid
 from mdm_mi.evaluation.matched import bracket_settings, mixture, settings_summary
-from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
+from mdm_mi.sudoku.sudoku_data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
 from mdm_mi.sudoku.evaluate import decode_set, solved_mask
 from mdm_mi.sudoku.grid import MASK_ID
 
@@ -99,8 +100,6 @@ def sequential_solved(model_dir, puzzles: PuzzleSet, batch_size: int, device: st
     """Greedy sequential decoding (entropy order, seed 0) of ``puzzles`` with the checkpoint in
     ``model_dir``: the backbone-strength measure of the benchmarks → (solved ``(P,)`` bool, decode
     seconds, the checkpoint's meta)."""
-    from mdm_mi.core.loading import load_model
-
     model, meta = load_model(str(model_dir), device, "sudoku")
     t0 = time.time()
     solved, _ = Decoder(model, None, batch_size, seed=0)(puzzles, Sequential("entropy"))

@@ -27,14 +27,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 
+from mdm_mi.core.backbone import for_decoding
+from mdm_mi.core.loading import load_model_and_head
+from mdm_mi.core.sampler_table import build_sampler
+from mdm_mi.core.samplers import Sequential
+from mdm_mi.evaluation.budgets import best_mi_run
 from mdm_mi.evaluation.stats import mean_t_ci
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
 from mdm_mi.infra.io import read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
+from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
+from mdm_mi.protein.protein_compare import PART_FILE
 from mdm_mi.protein.decode_flags import DecodeFlags
-from mdm_mi.protein.flags import ProteinDecodeJobFlags
+from mdm_mi.protein.family.scores import hmm_threshold, read_splits
+from mdm_mi.protein.sequences import sample_reference
+from mdm_mi.protein.protein_flags import ProteinDecodeJobFlags
+from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths
 
 ARM_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
 PER_SEQUENCE = ("bit_score", "pair_score")  # per-sequence scores compared by paired differences
@@ -56,18 +68,17 @@ class SequenceScorer:
     """Per-sequence family scores: HMM bit score, pass at the threshold, pair log-odds score."""
 
     def __init__(self, train, val):
-        from mdm_mi.protein.family.alignment import encode_columns
-        from mdm_mi.protein.family.pair_score import pair_weights
-        from mdm_mi.protein.family.scores import hmm_threshold
+        from mdm_mi.protein.family.alignment import encode_columns  # lazy: scipy (~1 s at every CLI start)
+        from mdm_mi.protein.family.pair_score import pair_weights  # lazy: scipy (~1 s at every CLI start)
 
         self.hmm, self.threshold = hmm_threshold(train, val)
         self.weights = pair_weights(encode_columns([r.columns for r in train]))
 
     def __call__(self, seqs: list[str]) -> dict[str, np.ndarray]:
         """→ ``bit_score``, ``pair_score`` ``(n,)`` float64 and ``passes_hmm`` ``(n,)`` bool."""
-        from mdm_mi.protein.family import metrics as fm
-        from mdm_mi.protein.family.alignment import encode_columns
-        from mdm_mi.protein.family.pair_score import pair_scores
+        from mdm_mi.protein.family import family_metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
+        from mdm_mi.protein.family.alignment import encode_columns  # lazy: scipy (~1 s at every CLI start)
+        from mdm_mi.protein.family.pair_score import pair_scores  # lazy: scipy (~1 s at every CLI start)
 
         bits = np.asarray(fm.hmm_scores(self.hmm, seqs), dtype=np.float64)
         pair = pair_scores(self.weights, encode_columns(fm.align_columns(self.hmm, seqs)))
@@ -95,8 +106,6 @@ def paired(a: np.ndarray, b: np.ndarray) -> dict:
 
 def validation_draw(val, n: int, seed: int) -> list[str]:
     """A seeded draw of ``min(n, len(val))`` validation sequences (nested in ``n``)."""
-    from mdm_mi.protein.fasta import sample_reference
-
     return [s for _, s in sample_reference([(r.name, r.sequence) for r in val], min(n, len(val)), seed)]
 
 
@@ -104,8 +113,6 @@ def comparison_runs(args: ProteinCeilingArgs) -> dict[str, dict]:
     """The calibrated runs the oracle copies its settings from: ``--budgets-dir``'s runs.json, or the
     runs of the ``--parts`` folders in the order given (:func:`mdm_mi.evaluation.budgets.best_mi_run` keeps the
     first of tied λ, as the merge does with the parts in the same order). One-line errors."""
-    from mdm_mi.protein.compare import PART_FILE
-
     if (args.budgets_dir is None) == (not args.parts):
         raise InputError("give either --budgets-dir (a merged comparison) or --parts (its MI-guided parts)")
     if args.parts:
@@ -122,18 +129,6 @@ def comparison_runs(args: ProteinCeilingArgs) -> dict[str, dict]:
 
 
 def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
-    import torch
-
-    from mdm_mi.core.backbone import for_decoding
-    from mdm_mi.core.loading import load_model_and_head
-    from mdm_mi.core.sampler_table import build_sampler
-    from mdm_mi.core.samplers import Sequential
-    from mdm_mi.evaluation.budgets import best_mi_run
-    from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
-    from mdm_mi.protein.family.scores import read_splits
-    from mdm_mi.protein.fasta import read_fasta
-    from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths
-
     setup(args.threads, args.seed)
     if args.n < 2 or not args.divisors or min(args.divisors) < 1 or not args.tol > 0:
         raise InputError(f"need --n >= 2, divisors >= 1 and --tol > 0, got {args.n}, {args.divisors}, {args.tol}")

@@ -21,7 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.evaluation import paper
-from mdm_mi.evaluation.plotting import SAMPLER_STYLE, log_passes_axis, matched_table as matched, nearest, plain_ticks, plt, save
+from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget
+from mdm_mi.evaluation.paired import bootstrap_curves
+from mdm_mi.evaluation.plotting import (SAMPLER_STYLE, log_passes_axis, matched_table as matched, nearest, plain_ticks,
+                                        plt, save)
 from mdm_mi.evaluation.tables import param_columns, setting_label
 from mdm_mi.sudoku.grid import MASK_ID, SIDE
 
@@ -177,9 +180,6 @@ def mi_map_figure(puzzle: np.ndarray, pred, label, cell: int, out, backbone_name
 
 def curve_figure(runs: dict, out: Path, set_name: str, n_boot: int, seed: int) -> None:
     """Accuracy at budget (interpolated between calibrated points, paired-bootstrap 95% bands)."""
-    from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget
-    from mdm_mi.evaluation.paired import bootstrap_curves
-
     table = by_budget(runs)
     families = [f for f in dict.fromkeys(f for fams in table.values() for f in fams)]
     solved = {f: np.stack([table[d][f]["solved"] for d in table]) for f in families}

@@ -1,6 +1,6 @@
 """Domain-neutral MI figures and their data: the head's and the exact MI matrices of one context,
 the cell to map, the matrices as CSV, and the head-vs-label scatter (each domain draws its own map:
-:func:`mdm_mi.sudoku.report.mi_map_figure`, :func:`mdm_mi.protein.map.protein_map_figure`).
+:func:`mdm_mi.sudoku.sudoku_report.mi_map_figure`, :func:`mdm_mi.evaluation.plotting.sequence_map_figure`).
 
     pred, label = mi_matrices(backbone, head, tokens, exact=True)     # (N, N) each
     python -m mdm_mi figure-scatter --pairs pairs.csv --fidelity fidelity.json --model M --out scatter.png
@@ -16,13 +16,12 @@ import torch
 
 from mdm_mi.evaluation.plotting import plt, save
 from mdm_mi.infra.io import atomic_path
+from mdm_mi.mi.probe import exact_mi
 
 
 @torch.inference_mode()
 def mi_matrices(backbone, head, tokens: torch.Tensor, exact: bool):
     """For one context ``tokens (N,)``: head Î ``(N, N)`` and, if ``exact``, the probing label ``(N, N)``."""
-    from mdm_mi.mi.probe import exact_mi
-
     masked = tokens == backbone.mask_id
     out = backbone(tokens[None])
     pred = head(out.hidden, masked[None])[0].float().cpu()

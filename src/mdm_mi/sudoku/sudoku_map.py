@@ -8,14 +8,14 @@ import torch
 from mdm_mi.core.map_domain import MapDomain
 from mdm_mi.infra.errors import InputError
 from mdm_mi.sudoku.grid import MASK_ID, SIDE, cell_name
+from mdm_mi.sudoku.puzzles import check_puzzle, read_puzzles
+from mdm_mi.sudoku.sudoku_report import mi_map_figure
 
 
 class SudokuMap(MapDomain):
     """A puzzle on the 9×9 grid; ``--cell row,column`` (1-based)."""
 
     def check(self, text: str) -> np.ndarray:
-        from mdm_mi.sudoku.puzzles import check_puzzle, read_puzzles
-
         (puzzle,) = read_puzzles(text, None)
         check_puzzle(puzzle)
         if (puzzle.tokens == MASK_ID).sum() < 2:
@@ -43,6 +43,4 @@ class SudokuMap(MapDomain):
         return cell_name(i)
 
     def draw(self, context, pred, label, cell, out, backbone_name) -> None:
-        from mdm_mi.sudoku.report import mi_map_figure
-
         mi_map_figure(context, pred, label, cell, out, backbone_name)

@@ -5,6 +5,7 @@ alphabet of longer tokens), drawn as bars over positions like a protein."""
 from __future__ import annotations
 
 from mdm_mi.core.map_domain import MapDomain
+from mdm_mi.evaluation.plotting import sequence_map_figure
 from mdm_mi.hf.backbone import MASK_CHAR
 from mdm_mi.infra.errors import InputError
 
@@ -44,6 +45,4 @@ class HFMap(MapDomain):
         return f"position {i}"
 
     def draw(self, context, pred, label, cell, out, backbone_name) -> None:
-        from mdm_mi.protein.map import protein_map_figure
-
-        protein_map_figure(_positions(context), pred, label, cell, out, backbone_name)  # whole tokens as ticks
+        sequence_map_figure(_positions(context), pred, label, cell, out, backbone_name)  # whole tokens as ticks

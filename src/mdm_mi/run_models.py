@@ -13,12 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
+from mdm_mi.core.calibrated import Calibrated, read_calibrated
+from mdm_mi.core.loading import SEQUENCES, load_mi_head, load_model
 from mdm_mi.core.locate import DEFAULT_RESULTS, find_head, find_model
 from mdm_mi.core.sampler_table import HEAD, ORACLE, SAMPLERS
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
 from mdm_mi.infra.runtime import resolve_device
+from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
 
 MODEL_GROUP = "model (found in the workflow's results/ unless given)"
 
@@ -55,12 +59,17 @@ def model_path(args, domain: str) -> Path:
     return Path(args.model) if args.model is not None else find_model(domain, args.results, args.run)
 
 
+def calibrated_for(args, domain: str):
+    """A function reading the calibrated settings of the model ``args`` names (``--model``, else the
+    one found in results/), for :func:`mdm_mi.core.sampler_table.sampler_from_args`: called only when
+    a sampler parameter is omitted, so bad flags fail before any model is looked for."""
+    return lambda: read_calibrated(model_path(args, domain))
+
+
 def load_backbone_for(args, domain: str, device: str):
     """Load the ``domain`` backbone of ``args`` (``--model``, else found in results/) → ``(backbone, its
     folder, its domain)``, through :func:`mdm_mi.core.loading.load_model`; ``domain`` may be
     :data:`~mdm_mi.core.loading.SEQUENCES` (any sequence model; a protein model when none is given)."""
-    from mdm_mi.core.loading import SEQUENCES, load_model
-
     path = model_path(args, "protein" if domain == SEQUENCES else domain)
     backbone, meta = load_model(path, device, domain)
     return backbone, path, meta["domain"]
@@ -69,8 +78,6 @@ def load_backbone_for(args, domain: str, device: str):
 def load_head_for(args, backbone, model: Path, domain: str, device: str):
     """The MI head of ``args`` (``--head``, else the one trained beside ``model``), checked to read
     hidden states of the backbone's width ``D`` (:func:`mdm_mi.core.loading.load_mi_head`)."""
-    from mdm_mi.core.loading import load_mi_head
-
     path = Path(args.head) if args.head is not None else find_head(domain, args.results, args.run, model=model)
     return load_mi_head(path, device, backbone, model)
 
@@ -78,8 +85,6 @@ def load_head_for(args, backbone, model: Path, domain: str, device: str):
 def pairwise_from_args(args, backbone, model_dir, domain: str, device):
     """The pairwise matrix of MI samplers: ``HEAD`` samplers read the trained head (``--head``, else
     the one beside ``model_dir``; no extra pass), ``mi-oracle`` probes the model exactly; else ``None``."""
-    from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
-
     source = SAMPLERS[args.sampler].pairwise
     if source == HEAD:
         return head_pairwise_fn(load_head_for(args, backbone, model_dir, domain, device))
@@ -90,8 +95,6 @@ def pairwise_from_args(args, backbone, model_dir, domain: str, device):
 
 def progress(total: int, desc: str, quiet: bool, unit: str = "puzzle"):
     """A tqdm bar on stderr; off with ``--quiet`` or when stderr is not a terminal."""
-    from tqdm import tqdm
-
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False,
                 disable=quiet or not sys.stderr.isatty())
 

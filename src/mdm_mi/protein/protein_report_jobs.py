@@ -11,11 +11,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
+from mdm_mi.core.backbone import ALIGNED, capabilities
 from mdm_mi.core.domain import backbone_name
+from mdm_mi.core.loading import load_model_and_head
+from mdm_mi.evaluation.tables import write_table
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import FigureOut, MarkdownOut, PaperOverlay, TableOuts, h as _h
-from mdm_mi.infra.io import read_jsons, write_text
-from mdm_mi.protein.flags import ProteinMiMapFlags, ProteinModelFlag
+from mdm_mi.infra.io import atomic_path, read_jsons, write_text
+from mdm_mi.infra.runtime import resolve_device
+from mdm_mi.mi.contexts import load_label_shards
+from mdm_mi.protein.protein_flags import ProteinMiMapFlags, ProteinModelFlag
+from mdm_mi.protein.protein_report import (columns, distance_profile, matched_table, mi_map, paper_table, protein_rows,
+                                   read_rows, speed_quality, to_markdown)
 
 
 @dataclass(frozen=True)
@@ -25,9 +35,6 @@ class ProteinTableArgs(TableOuts):
 
 
 def protein_table(args: ProteinTableArgs, tracker) -> None:
-    from mdm_mi.evaluation.tables import write_table
-    from mdm_mi.protein.report import columns, protein_rows, to_markdown
-
     rows = protein_rows(read_jsons(args.inputs, "summary"))
     write_table(rows, columns(rows), args.out, to_markdown(rows, backbone_name(args.model)), args.markdown, tracker)
 
@@ -38,8 +45,6 @@ class ProteinPaperTableArgs(MarkdownOut, ProteinModelFlag):
 
 
 def protein_paper_table(args: ProteinPaperTableArgs, tracker) -> None:
-    from mdm_mi.protein.report import matched_table, paper_table, read_rows
-
     rows = read_rows(args.table)
     write_text(args.out, paper_table(rows, backbone_name(args.model)) + "\n" + matched_table(rows))
     tracker.log_artifact(args.out)
@@ -52,8 +57,6 @@ class ProteinSpeedQualityArgs(FigureOut, PaperOverlay):
 
 
 def figure_protein_speed_quality(args: ProteinSpeedQualityArgs, tracker) -> None:
-    from mdm_mi.protein.report import read_rows, speed_quality
-
     speed_quality(read_rows(args.table), args.out, f"Proteins — {backbone_name(args.model)}", args.paper)
     tracker.log_artifact(args.out)
 
@@ -69,22 +72,12 @@ class ProteinMiArgs(ProteinMiMapFlags):
 
 
 def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
-    import torch
-
-    from mdm_mi.core.loading import load_model_and_head
-    from mdm_mi.infra.io import atomic_path
-    from mdm_mi.infra.runtime import resolve_device
-    from mdm_mi.mi.contexts import load_label_shards
-    from mdm_mi.protein.family.columns import is_column_model
-    from mdm_mi.protein.fasta import read_fasta
-    from mdm_mi.protein.report import distance_profile, mi_map
-
     if not 0 < args.mask_fraction <= 1:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "protein")
     test = load_label_shards(args.test)
-    if is_column_model(backbone):  # the first test context, an aligned row (_ = masked)
+    if capabilities(backbone).frame == ALIGNED:  # the first test context, an aligned row (_ = masked)
         tokens = test["contexts"][0].to(device)
         seq = backbone.decode_rows(tokens[None].cpu())[0]
     else:

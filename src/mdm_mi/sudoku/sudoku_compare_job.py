@@ -24,14 +24,21 @@ from pathlib import Path
 
 import numpy as np
 
+from mdm_mi.core.loading import load_model_and_head
 from mdm_mi.core.sampler_table import SweptFlags
+from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, read_csv, summary_markdown, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
-from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify
+from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
+from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify, side_by_side, verdict_markdown
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.sudoku.flags import SudokuDecodeFlags
+from mdm_mi.mi.guided import head_pairwise_fn
+from mdm_mi.sudoku.sudoku_compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_matched
+from mdm_mi.sudoku.sudoku_data import load_puzzle_csv, write_puzzle_csv
+from mdm_mi.sudoku.sudoku_flags import SudokuDecodeFlags
+from mdm_mi.sudoku.sudoku_report import curve_figure
 
 SUDOKU_CELLS = 81
 
@@ -53,14 +60,6 @@ class CompareArgs(SudokuDecodeFlags, ComparisonFlags, SweptFlags, HeadFlag):
 
 
 def sudoku_compare(args: CompareArgs, tracker) -> None:
-    from mdm_mi.core.loading import load_model_and_head
-    from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, write_csv
-    from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
-    from mdm_mi.mi.guided import head_pairwise_fn
-    from mdm_mi.sudoku.compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_matched
-    from mdm_mi.sudoku.data import load_puzzle_csv, write_puzzle_csv
-    from mdm_mi.sudoku.report import curve_figure
-
     setup(args.threads, args.seed)
     if not args.divisors or min(args.divisors) < 1:
         raise InputError(f"--divisors must be integers >= 1, got {args.divisors}")
@@ -131,9 +130,6 @@ class SummaryArgs:
 
 
 def budgets_summary(args: SummaryArgs, tracker) -> None:
-    from mdm_mi.evaluation.budgets import summary_markdown
-    from mdm_mi.evaluation.verdicts import verdict_markdown
-
     rows = _read_budgets(args.inputs)
     write_text(args.out, summary_markdown(rows) + "\n" + verdict_markdown(rows))
     tracker.log_artifact(args.out)
@@ -142,8 +138,6 @@ def budgets_summary(args: SummaryArgs, tracker) -> None:
 def _read_budgets(paths) -> list[dict]:
     """Every row of the budgets tables ``paths``, classified again from their numbers (roles, Holm,
     TOST, verdict words); one-line errors for a missing table or no rows."""
-    from mdm_mi.evaluation.budgets import read_csv
-
     for path in paths:
         if not Path(path).is_file():
             raise InputError(f"budgets table not found: {path}")
@@ -163,8 +157,6 @@ class VerdictsArgs:
 
 
 def sudoku_verdicts(args: VerdictsArgs, tracker) -> None:
-    from mdm_mi.evaluation.verdicts import side_by_side
-
     if len(args.runs) < 2 or (args.names and len(args.names) != len(args.runs)):
         raise InputError("--runs needs two or more folders, and --names one name per folder")
     names = list(args.names) or [str(r) for r in args.runs]

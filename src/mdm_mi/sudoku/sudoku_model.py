@@ -16,7 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.core.backbone import BackboneOutput, Capabilities, GRID
+from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, SIDE
 
 
@@ -60,6 +61,7 @@ class SudokuMDM(nn.Module):
 
     vocab_size = N_DIGITS
     mask_id = MASK_ID
+    capabilities = Capabilities(GRID, fixed_length=N_CELLS, embeds=False)  # 81 cells, no protein embedding
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -109,8 +111,6 @@ DOMAIN = "sudoku"
 def load_model(directory, device: str = "cpu", meta: dict | None = None) -> tuple[SudokuMDM, dict]:
     """Load a Sudoku checkpoint (safetensors, never unpickled) → (model in eval mode, meta). Verbs reach
     it through :func:`mdm_mi.core.loading.load_model`, which passes the ``meta`` it read."""
-    from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint
-
     state, meta = load_checkpoint(directory, domain=DOMAIN, meta=meta)
     try:
         model = SudokuMDM(ModelConfig(**meta["model"]))

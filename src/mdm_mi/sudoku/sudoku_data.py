@@ -5,7 +5,7 @@ A puzzle CSV has a ``puzzle`` column (81 chars, ``0``/``.`` blank) and optional 
 ``easy`` (HKUNLP test split), ``levels`` (Radcliffe Beginner/Easy/Medium) and ``graded`` (hard puzzles
 with extra solution cells revealed up to a number of givens, RRN-style).
 
-    python -m mdm_mi sudoku-data --radcliffe resources/data/sudoku/radcliffe_curated_5000.csv ...
+    python -m mdm_mi prepare-sudoku --radcliffe resources/data/sudoku/radcliffe_curated_5000.csv ...
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path
 from mdm_mi.sudoku.grid import MASK_ID, PuzzleFormatError, format_grid, parse_puzzle, rule_break
+from mdm_mi.sudoku.puzzle_maker import reveal_cells
 
 HARD_LEVELS = ("Hard", "Expert")
 OTHER_LEVELS = ("Beginner", "Easy", "Medium")
@@ -115,8 +116,6 @@ def stratified(ps: PuzzleSet, levels, n_total: int, rng: np.random.Generator) ->
 def graded(ps: PuzzleSet, givens, per_level: int, rng: np.random.Generator) -> PuzzleSet:
     """RRN-style difficulty grading: for each target g, take puzzles with ≤ g clues and reveal solution
     cells (seeded) until each has exactly g givens; the level is ``givens=g``."""
-    from mdm_mi.sudoku.puzzle_maker import reveal_cells
-
     clues = (ps.puzzles != MASK_ID).sum(1)
     puzzles, solutions, levels = [], [], []
     for g in givens:

@@ -3,7 +3,7 @@
 A protein model folder always holds ``meta.json`` with ``domain: protein``:
 
 - ``kind: trained`` — a small ``ESMC(d_model, n_heads, n_layers)`` trained with the masked-diffusion
-  objective (:mod:`mdm_mi.protein.train`); weights in ``model.safetensors`` beside it.
+  objective (:mod:`mdm_mi.protein.protein_train`); weights in ``model.safetensors`` beside it.
 - ``kind: columns`` — a :class:`~mdm_mi.protein.family.columns.ColumnMDM` over one family's alignment
   columns (Potts term + small transformer, :mod:`mdm_mi.protein.family.column_jobs`); it loads into a
   :class:`~mdm_mi.protein.family.columns.ColumnBackbone`, which decodes rows to proteins by dropping gaps.
@@ -22,8 +22,9 @@ from pathlib import Path
 
 import torch
 
-from mdm_mi.infra.checkpoint import META, CheckpointError, load_checkpoint, read_meta, save_checkpoint
+from mdm_mi.infra.checkpoint import CheckpointError, META, load_checkpoint, read_meta, save_checkpoint
 from mdm_mi.infra.io import write_json
+from mdm_mi.protein.esmc import ESMCBackbone, ESMC_300M_DIMS, esmc_tokenizer, load_esmc
 
 DOMAIN = "protein"
 KIND_TRAINED = "trained"
@@ -33,9 +34,8 @@ KIND_COLUMNS = "columns"  # a masked model over a family's alignment columns (pr
 
 def new_esmc(d_model: int, n_heads: int, n_layers: int):
     """A randomly initialised ``esm`` ESMC (plain SDPA attention, which runs on CPU)."""
-    from esm.models.esmc import ESMC
+    from esm.models.esmc import ESMC  # lazy: esm adds ~1 s to every CLI start
 
-    from mdm_mi.protein.esmc import esmc_tokenizer
 
     if d_model % n_heads:
         raise ValueError(f"d_model {d_model} is not divisible by n_heads {n_heads}")
@@ -51,8 +51,6 @@ def save_trained(model, directory: str | Path, dims: dict, hidden_layer: int, ex
 def write_300m_meta(directory: str | Path, weights: str | Path, hidden_layer: int, bf16: bool) -> None:
     """Record ESM-C 300M at ``weights`` as this folder's model (kind ``esmc-300m``); the weights file
     is referenced, not copied (1.2 GB)."""
-    from mdm_mi.protein.esmc import ESMC_300M_DIMS
-
     write_json(Path(directory) / META, {"domain": DOMAIN, "kind": KIND_300M, "esmc": dict(ESMC_300M_DIMS),
                                         "weights": str(Path(weights).resolve()), "hidden_layer": hidden_layer,
                                         "bf16": bf16})
@@ -74,12 +72,10 @@ def load_protein_model(directory: str | Path, device: str | torch.device = "cpu"
     ``meta``, read already by :func:`mdm_mi.core.loading.load_model` (the verbs' way in), is not read again.
     Missing, corrupt or mismatched files raise :class:`CheckpointError` with one line.
     """
-    from mdm_mi.protein.esmc import ESMCBackbone, load_esmc
-
     directory = Path(directory)
     meta = _meta(directory) if meta is None else meta
     if meta.get("kind") == KIND_COLUMNS:
-        from mdm_mi.protein.family.columns import load_column_model
+        from mdm_mi.protein.family.columns import load_column_model  # lazy: scipy (~1 s at every CLI start)
 
         return load_column_model(directory, meta, device), meta
     try:
