@@ -170,6 +170,24 @@ SAMPLERS: dict[str, SamplerSpec] = {
     "mi-2b": _rule("mi-2b", "TwoBudget", Setting("delta", "two_budget_delta", "d", "δ"),
                    "budget δ on the summed pairwise MI of one pass",
                    {"sudoku": {"gamma": 0.13443, "delta": 0.1}, "protein": {"gamma": 3.3170, "delta": 0.25}}),
+    # the rivals of docs/rivals.md; `calibrated` not yet measured for them: the nearest calibrated
+    # sampler's value (unit-disjoint: EB's γ; demask-mi: threshold's τ) with the comparisons' default
+    "unit-disjoint": SamplerSpec(
+        "mdm_mi.sudoku.unit_disjoint:UnitDisjoint", ("gamma", "peers"), style=Style("unit-disjoint", "tab:cyan"),
+        flag_help={"peers": "at most this many peers (same row, column or box) admitted with a cell in one pass; "
+                            "default: the comparisons' peers"},
+        calibration=_gamma(each=Setting("peers", "unit_disjoint_peers", "p", "peers",
+                                        "unit-disjoint: peer caps (0: no two peers in a pass), each calibrated; "
+                                        "none: no unit-disjoint")),
+        calibrated={"sudoku": {"gamma": 0.13911, "peers": 0}}),
+    "demask-mi": SamplerSpec(
+        "mdm_mi.mi.demask:DemaskMI", ("tau", "eps"), HEAD, style=Style("DEMASK rule, MI head", "tab:pink"),
+        flag_help={"eps": "DEMASK's budget ε on the summed pairwise dependence of one pass (nats); "
+                          "default: the comparisons' ε"},
+        calibration=Calibration("tau", "τ", *TAU_RANGE, "log1m", increasing=True,
+                                each=Setting("eps", "demask_eps", "e", "ε",
+                                             "demask-mi: dependence budgets ε (nats), each calibrated; none: no demask-mi")),
+        calibrated={"sudoku": {"tau": 0.91525, "eps": 0.1}, "protein": {"tau": 0.34353, "eps": 0.1}}),
     "mi-oracle": SamplerSpec(  # 1 + |M|·V extra passes per step; Algorithm 1 with the probed MI: mi's setting
         "mdm_mi.mi.guided:OracleMI", MI_FLAGS, ORACLE, user=False, style=Style("MI-guided, exact MI", "tab:purple"),
         calibrated=MI_CALIBRATED),

@@ -50,6 +50,8 @@ class ProteinCompareFlags(GenerateFlags, ComparisonFlags, SweptFlags):
     calib_n: int = field(metadata=_h("calibration sequences (their lengths drawn apart from the test's)"))
     indep_cap: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["indep_cap"], empty=True))
     two_budget_delta: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["two_budget_delta"], empty=True))
+    unit_disjoint_peers: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["unit_disjoint_peers"], empty=True))
+    demask_eps: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["demask_eps"], empty=True))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,117 @@
+"""The rivals of Algorithm 1 (docs/rivals.md) on hand-built cases: the Sudoku unit-disjoint rule and
+DEMASK's greedy selection rule."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from mdm_mi.core.sampler_table import build_sampler
+from mdm_mi.core.samplers import ConfidenceThreshold, StepView, decode
+from mdm_mi.infra.errors import InputError
+from mdm_mi.mi.demask import DemaskMI, demask_select, demask_walk
+from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, peer_matrix
+from mdm_mi.sudoku.unit_disjoint import UnitDisjoint
+
+PEERS = torch.from_numpy(peer_matrix())
+
+
+def _view(entropy, masked, confidence=None, pairwise=None) -> StepView:
+    entropy = torch.as_tensor(entropy, dtype=torch.float32).masked_fill(~masked, math.inf)
+    conf = None if confidence is None else torch.as_tensor(confidence, dtype=torch.float32).masked_fill(~masked, -math.inf)
+    return StepView(masked=masked, entropy=entropy, margin=torch.zeros_like(entropy), confidence=conf, pairwise=pairwise)
+
+
+def _cells(chosen: torch.Tensor) -> list[list[int]]:
+    return [row.nonzero().flatten().tolist() for row in chosen]
+
+
+def test_unit_disjoint_skips_a_peer_and_admits_a_cell_of_another_row_column_and_box():
+    masked = torch.zeros(1, N_CELLS, dtype=torch.bool)
+    masked[0, [0, 1, 40]] = True  # r1c1, r1c2 (its row peer), r5c5 (no unit shared with r1c1)
+    entropy = torch.zeros(1, N_CELLS)
+    entropy[0, [0, 1, 40]] = torch.tensor([0.1, 0.2, 0.3])
+    assert _cells(UnitDisjoint(gamma=10.0, peers=0).select(_view(entropy, masked))) == [[0, 40]]
+    assert _cells(UnitDisjoint(gamma=10.0, peers=1).select(_view(entropy, masked))) == [[0, 1, 40]]
+    assert _cells(UnitDisjoint(gamma=0.05, peers=0).select(_view(entropy, masked))) == [[0]]  # γ spent by r1c1
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_unit_disjoint_never_admits_two_peers_in_one_pass(seed):
+    gen = torch.Generator().manual_seed(seed)
+    masked = torch.rand(8, N_CELLS, generator=gen) < torch.rand(8, 1, generator=gen)
+    masked[:, 0] = True
+    entropy = torch.rand(8, N_CELLS, generator=gen)
+    chosen = UnitDisjoint(gamma=1e9, peers=0).select(_view(entropy, masked))
+    assert not (chosen & ~masked).any() and chosen.any(1).all()
+    together = chosen[:, :, None] & chosen[:, None, :] & PEERS
+    assert not together.any()
+    # with γ unbounded the set is maximal: every masked cell left out has a peer in it
+    left_out = masked & ~chosen
+    assert ((PEERS[None].float() @ chosen[:, :, None].float()).squeeze(-1)[left_out] >= 1).all()
+
+
+@pytest.mark.parametrize("peers", [1, 2])
+def test_unit_disjoint_admits_no_cell_with_more_peers_than_its_cap(peers):
+    gen = torch.Generator().manual_seed(peers)
+    masked = torch.ones(4, N_CELLS, dtype=torch.bool)
+    chosen = UnitDisjoint(gamma=1e9, peers=peers).select(_view(torch.rand(4, N_CELLS, generator=gen), masked))
+    # every admitted cell had at most `peers` admitted peers when it was admitted, so the peer graph
+    # restricted to the pass has at most `peers` · |U| edges
+    edges = (chosen[:, :, None] & chosen[:, None, :] & PEERS).sum((1, 2)) / 2
+    assert (edges <= peers * chosen.sum(1)).all()
+
+
+def test_unit_disjoint_decodes_a_grid_in_at_least_a_ninth_of_its_masks_passes(mock_backbone):
+    logits = 3 * torch.randn(N_CELLS, N_DIGITS, generator=torch.Generator().manual_seed(0))
+    backbone = mock_backbone(logits, MASK_ID)
+    tokens = torch.full((2, N_CELLS), MASK_ID)
+    result = decode(backbone, tokens, build_sampler("unit-disjoint", gamma=1e9, peers=0))
+    assert (result.tokens != MASK_ID).all()
+    assert (result.passes >= math.ceil(N_CELLS / 9)).all()
+
+
+def test_unit_disjoint_refuses_a_sequence_that_is_not_a_sudoku_grid():
+    masked = torch.ones(1, 10, dtype=torch.bool)
+    with pytest.raises(InputError, match="81 cells"):
+        UnitDisjoint(gamma=1.0, peers=0).select(_view(torch.rand(1, 10), masked))
+    with pytest.raises(ValueError, match="whole number"):
+        UnitDisjoint(gamma=1.0, peers=0.5)
+
+
+def test_demask_rule_hand_built():
+    conf = [0.99, 0.98, 0.97, 0.5]
+    dep = [[0, 0.08, 0.01, 0], [0.08, 0, 0.01, 0], [0.01, 0.01, 0, 0], [0, 0, 0, 0]]
+    # 0 first; 1 would add 0.08 > ε = 0.05: skipped; 2 adds 0.01; 3 is under τ
+    assert demask_select(conf, [True] * 4, dep, tau=0.9, eps=0.05) == [0, 2]
+    assert demask_select(conf, [True] * 4, dep, tau=0.9, eps=0.09) == [0, 1]  # 1 fits (0.08), then 2 would bring 0.10
+    assert demask_select(conf, [True] * 4, dep, tau=0.995, eps=1.0) == [0]  # none over τ: the most confident
+    assert demask_select(conf, [False, True, True, True], dep, tau=0.9, eps=0.0) == [1]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_demask_walk_is_the_rule_as_written(seed):
+    gen = torch.Generator().manual_seed(seed)
+    b, n = 6, 12
+    masked = torch.rand(b, n, generator=gen) < 0.7
+    masked[:, 0] = True
+    conf = torch.rand(b, n, generator=gen)
+    dep = torch.rand(b, n, n, generator=gen) * 0.1
+    dep = (dep + dep.transpose(1, 2)) / 2
+    tau, eps = 0.3, 0.15
+    got = _cells(demask_walk(conf.masked_fill(~masked, -math.inf), masked, dep, tau, eps))
+    want = [demask_select(conf[r].tolist(), masked[r].tolist(), dep[r].double().tolist(), tau, eps) for r in range(b)]
+    assert got == want
+
+
+def test_demask_with_unbounded_budget_is_the_confidence_threshold():
+    gen = torch.Generator().manual_seed(3)
+    masked = torch.rand(5, 20, generator=gen) < 0.8
+    masked[:, 3] = True
+    conf = torch.rand(5, 20, generator=gen)
+    view = _view(torch.zeros(5, 20), masked, confidence=conf, pairwise=torch.rand(5, 20, 20, generator=gen))
+    assert torch.equal(DemaskMI(tau=0.5, eps=math.inf).select(view), ConfidenceThreshold(tau=0.5).select(view))
+    alone = DemaskMI(tau=0.0, eps=0.0).select(view)  # every pair depends: one position per pass
+    assert (alone.sum(1) == 1).all()
