@@ -115,3 +115,31 @@ def test_demask_with_unbounded_budget_is_the_confidence_threshold():
     assert torch.equal(DemaskMI(tau=0.5, eps=math.inf).select(view), ConfidenceThreshold(tau=0.5).select(view))
     alone = DemaskMI(tau=0.0, eps=0.0).select(view)  # every pair depends: one position per pass
     assert (alone.sum(1) == 1).all()
+
+
+def test_the_comparisons_feed_each_family_the_matrix_its_entry_names(tiny_model, easy_puzzles):
+    """sudoku-compare's decoder: demask and mi-tv (``TV_HEAD``) read the TV head's matrix, demask-mi and
+    mi (``HEAD``) the MI head's, unit-disjoint none."""
+    import numpy as np
+
+    from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD
+    from mdm_mi.sudoku.compare import Decoder
+    from mdm_mi.sudoku.data import PuzzleSet
+
+    seen = []
+
+    def source(name):
+        def fn(output, masked, tokens=None):
+            seen.append(name)
+            b, n = masked.shape
+            return torch.zeros(b, n, n)
+        return fn
+
+    puzzles = PuzzleSet(np.asarray(easy_puzzles[0][:2]), np.asarray(easy_puzzles[1][:2]), ["easy"] * 2)
+    decoder = Decoder(tiny_model, source("mi"), 2, 0, source("tv"))
+    for name, params in [("demask", {"tau": 0.9, "eps": 0.1}), ("mi-tv", {"gamma": 0.5, "lam": 1.0, "on_reject": "skip",
+                          "charge_first": False}), ("demask-mi", {"tau": 0.9, "eps": 0.1}), ("unit-disjoint", {"gamma": 0.5, "peers": 0})]:
+        seen.clear()
+        decoder(puzzles, build_sampler(name, **params))
+        want = {"tv"} if SAMPLERS[name].pairwise == TV_HEAD else {"mi"} if SAMPLERS[name].pairwise else set()
+        assert set(seen) == want, name

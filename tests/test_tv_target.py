@@ -13,6 +13,7 @@ from mdm_mi.mi.labeller import label_contexts
 from mdm_mi.mi.probe import certified_mi, exact_mi
 from mdm_mi.mi.topk import topk_mi
 from test_probe import TOKEN_OFFSET, JointBackbone, MLPBackbone, all_masked, f64
+from test_splits import labelled, shards  # noqa: F401 (a fixture: label shards of the tiny Sudoku model)
 
 ATOL = 1e-9
 MASK_ID = 0  # JointBackbone's mask
@@ -100,3 +101,26 @@ def test_label_shards_hold_tv_beside_the_mi(tmp_path):
         assert torch.allclose(shard["tv"][c].double(), plain_tv(backbone, tokens), atol=1e-6)
     assert (shard["tv_bound"] == 0).all()
     assert math.isclose(float(shard["passes"].sum()), (1 + 3 * 3) * 2)
+
+
+def test_a_tv_head_trains_on_the_same_shards_and_is_refused_where_an_mi_head_is_read(labelled, tiny_checkpoint, tmp_path):
+    """``train-head --target tv`` learns the symmetrised TV target of the MI label shards; the loader
+    tells the two heads apart (a TV head is no MI head, and back)."""
+    from mdm_mi.cli import main
+    from mdm_mi.core.loading import load_mi_head
+    from mdm_mi.infra.checkpoint import CheckpointError
+    from mdm_mi.mi.contexts import load_label_shards
+
+    out = tmp_path / "tv_head"
+    argv = ["train-head", "--target", "tv", "--model", str(tiny_checkpoint), "--labels", *shards(labelled, "train"),
+            "--val", *shards(labelled, "val"), "--test", *shards(labelled, "test"), "--out", str(out),
+            "--fidelity", str(tmp_path / "fidelity.json"), "--pairs", str(tmp_path / "pairs.csv"),
+            "--hidden", "4", "--heads", "2", "--rank", "2", "--unary", "--distance-buckets", "0", "--steps", "4",
+            "--batch-size", "2", "--lr", "0.01", "--weight-decay", "0", "--seed", "0", "--device", "cpu", "--threads", "1"]
+    assert main(argv) == 0
+    tv = load_label_shards(shards(labelled, "train"), "tv")
+    assert torch.equal(tv["label"], tv["label"].transpose(1, 2)) and tv["label"].max() <= 1
+    assert not torch.equal(tv["label"], load_label_shards(shards(labelled, "train"))["label"])
+    assert load_mi_head(out, target="tv").in_dim > 0
+    with pytest.raises(CheckpointError, match="'tv' target, not 'mi'"):
+        load_mi_head(out)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from mdm_mi.core.samplers import Sampler
 
 HEAD, ORACLE = "head", "oracle"  # where a sampler's pairwise matrix comes from
+TV_HEAD = "tv-head"  # a head of the same architecture trained on DEMASK's TV target (docs/rivals.md)
 GAMMA_RANGE = (1e-9, 1e3)  # nats: from one token per pass (near-deterministic cells sit below 1e-3) to all at once
 TAU_RANGE = (0.0, 1 - 1e-6)
 TOKENS = None  # a search range's upper end: the domain's number of tokens (naive k)
@@ -81,8 +82,8 @@ class Style:
 class SamplerSpec:
     """One sampler. ``impl``: its class, or ``"module:Class"`` imported on first use (:attr:`cls`);
     ``flags``: its constructor arguments, which are also its table columns; ``pairwise``: the matrix
-    it reads (``None``, the trained ``HEAD`` or the probing ``ORACLE``; one that reads MI is a
-    contender of the comparisons, the others are baselines); ``user``: whether users may pick it.
+    it reads (``None``, the trained ``HEAD``, the ``TV_HEAD`` or the probing ``ORACLE``; one that reads a
+    pairwise matrix is a contender of the comparisons, the others are baselines); ``user``: whether users may pick it.
     ``style``: how figures draw it (``None``: grey). ``grid``: the workflow's fixed grid, one run per
     combination of these config lists; ``shared``: flags set from one config value (not a list) in the
     grid and the comparisons. ``calibration``: what the comparisons search (``None``: not calibrated);
@@ -180,14 +181,25 @@ SAMPLERS: dict[str, SamplerSpec] = {
                                         "unit-disjoint: peer caps (0: no two peers in a pass), each calibrated; "
                                         "none: no unit-disjoint")),
         calibrated={"sudoku": {"gamma": 0.13911, "peers": 0}}),
-    "demask-mi": SamplerSpec(
-        "mdm_mi.mi.demask:DemaskMI", ("tau", "eps"), HEAD, style=Style("DEMASK rule, MI head", "tab:pink"),
-        flag_help={"eps": "DEMASK's budget ε on the summed pairwise dependence of one pass (nats); "
-                          "default: the comparisons' ε"},
+    "demask": SamplerSpec(  # the TV head is trained beside the MI head on the same label shards
+        "mdm_mi.mi.demask:Demask", ("tau", "eps"), TV_HEAD, user=False, style=Style("DEMASK", "tab:pink"),
+        flag_help={"eps": "DEMASK's budget ε on the summed pairwise dependence of one pass (TV, or nats for "
+                          "demask-mi); default: the comparisons' ε"},
         calibration=Calibration("tau", "τ", *TAU_RANGE, "log1m", increasing=True,
                                 each=Setting("eps", "demask_eps", "e", "ε",
+                                             "demask: TV budgets ε, each calibrated; none: no demask")),
+        calibrated={"sudoku": {"tau": 0.91525, "eps": 0.05}}),
+    "demask-mi": SamplerSpec(
+        "mdm_mi.mi.demask:DemaskMI", ("tau", "eps"), HEAD, style=Style("DEMASK rule, MI head", "tab:olive"),
+        calibration=Calibration("tau", "τ", *TAU_RANGE, "log1m", increasing=True,
+                                each=Setting("eps", "demask_mi_eps", "e", "ε",
                                              "demask-mi: dependence budgets ε (nats), each calibrated; none: no demask-mi")),
         calibrated={"sudoku": {"tau": 0.91525, "eps": 0.1}, "protein": {"tau": 0.34353, "eps": 0.1}}),
+    "mi-tv": SamplerSpec(
+        "mdm_mi.mi.tv_guided:TVGuided", MI_FLAGS, TV_HEAD, user=False, style=Style("Algorithm 1, TV head", "tab:gray"),
+        shared=MI_SHARED,
+        calibration=_gamma(each=Setting("lam", "mi_tv_lambda", "l", "λ", "mi-tv: λ values, each calibrated; none: no mi-tv")),
+        calibrated=MI_CALIBRATED),
     "mi-oracle": SamplerSpec(  # 1 + |M|·V extra passes per step; Algorithm 1 with the probed MI: mi's setting
         "mdm_mi.mi.guided:OracleMI", MI_FLAGS, ORACLE, user=False, style=Style("MI-guided, exact MI", "tab:purple"),
         calibrated=MI_CALIBRATED),

@@ -108,3 +108,11 @@ class DemaskMI(Sampler):
 
     def params(self) -> dict:
         return {"tau": self.tau, "eps": self.eps}
+
+
+class Demask(DemaskMI):
+    """DEMASK as published: its greedy rule on the TV head's T̂ (a head of the MI head's architecture
+    trained on the TV target, ``train-head --target tv``). The rule is :class:`DemaskMI`'s; only the
+    matrix the caller feeds differs (the table entry's ``pairwise``)."""
+
+    name = "demask"

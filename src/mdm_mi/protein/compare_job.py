@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.core.sampler_table import SweptFlags
+from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, SweptFlags
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
@@ -52,6 +52,8 @@ class ProteinCompareFlags(GenerateFlags, ComparisonFlags, SweptFlags):
     two_budget_delta: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["two_budget_delta"], empty=True))
     unit_disjoint_peers: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["unit_disjoint_peers"], empty=True))
     demask_eps: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["demask_eps"], empty=True))
+    demask_mi_eps: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["demask_mi_eps"], empty=True))
+    mi_tv_lambda: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["mi_tv_lambda"], empty=True))
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,11 @@ def _spec(args: ProteinCompareBase):
 
 
 def _families(args: ProteinCompareBase):
-    return comparison_families(MAX_PROTEIN_TOKENS, args)
+    families = comparison_families(MAX_PROTEIN_TOKENS, args)
+    tv = [f.label for f in families if SAMPLERS[f.sampler].pairwise == TV_HEAD]
+    if tv:  # the protein comparison feeds one head (the MI head) to every family
+        raise InputError(f"families {', '.join(tv)} read a TV head, which the protein comparison does not load yet")
+    return families
 
 
 def part_names(args: ProteinCompareBase) -> list[str]:

@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid
 from mdm_mi.evaluation.matched import bracket_settings, mixture, settings_summary
@@ -81,16 +82,20 @@ def compare_splits(radcliffe: PuzzleSet, easy: PuzzleSet, sets, spec: SplitSpec)
 
 @dataclass
 class Decoder:
-    """Decodes a puzzle set with a sampler on one model (the MI head's Î for samplers that use it)."""
+    """Decodes a puzzle set with a sampler on one model (the MI head's Î for samplers that use it, the
+    TV head's T̂, ``tv_pairwise_fn``, for those whose table entry reads ``TV_HEAD``)."""
 
     model: torch.nn.Module
     pairwise_fn: Callable | None
     batch_size: int
     seed: int
+    tv_pairwise_fn: Callable | None = None
 
     def __call__(self, ps: PuzzleSet, sampler) -> tuple[np.ndarray, np.ndarray]:
         """→ solved ``(P,)`` bool, passes ``(P,)`` int."""
-        fn = self.pairwise_fn if sampler.uses_pairwise else None
+        spec = SAMPLERS.get(sampler.name)
+        tv = spec is not None and spec.pairwise == TV_HEAD
+        fn = (self.tv_pairwise_fn if tv else self.pairwise_fn) if sampler.uses_pairwise else None
         grids, passes = decode_set(self.model, ps, sampler, self.batch_size, self.seed, fn)
         return solved_mask(ps, grids).numpy(), passes.numpy()
 
