@@ -122,7 +122,7 @@ def test_the_comparisons_feed_each_family_the_matrix_its_entry_names(tiny_model,
     mi (``HEAD``) the MI head's, unit-disjoint none."""
     import numpy as np
 
-    from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD
+    from mdm_mi.core.sampler_table import HEAD, SAMPLERS, TV_HEAD
     from mdm_mi.sudoku.compare import Decoder
     from mdm_mi.sudoku.data import PuzzleSet
 
@@ -138,8 +138,53 @@ def test_the_comparisons_feed_each_family_the_matrix_its_entry_names(tiny_model,
     puzzles = PuzzleSet(np.asarray(easy_puzzles[0][:2]), np.asarray(easy_puzzles[1][:2]), ["easy"] * 2)
     decoder = Decoder(tiny_model, source("mi"), 2, 0, source("tv"))
     for name, params in [("demask", {"tau": 0.9, "eps": 0.1}), ("mi-tv", {"gamma": 0.5, "lam": 1.0, "on_reject": "skip",
-                          "charge_first": False}), ("demask-mi", {"tau": 0.9, "eps": 0.1}), ("unit-disjoint", {"gamma": 0.5, "peers": 0})]:
+                          "charge_first": False}), ("demask-mi", {"tau": 0.9, "eps": 0.1}), ("unit-disjoint", {"gamma": 0.5, "peers": 0}),
+                         ("dapd", {"gamma": 0.5, "theta": 1.0})]:
         seen.clear()
         decoder(puzzles, build_sampler(name, **params))
-        want = {"tv"} if SAMPLERS[name].pairwise == TV_HEAD else {"mi"} if SAMPLERS[name].pairwise else set()
+        want = {TV_HEAD: {"tv"}, HEAD: {"mi"}}.get(SAMPLERS[name].pairwise, set())  # dapd: the model's attention
         assert set(seen) == want, name
+
+
+def test_dapd_never_admits_two_positions_joined_in_the_attention_graph():
+    from mdm_mi.mi.dapd import Dapd
+
+    gen = torch.Generator().manual_seed(0)
+    b, n = 6, 30
+    att = torch.rand(b, n, n, generator=gen).softmax(-1)
+    att = (att + att.transpose(1, 2)) / 2
+    masked = torch.rand(b, n, generator=gen) < 0.8
+    masked[:, 0] = True
+    chosen = Dapd(gamma=1e9, theta=1.0).select(_view(torch.rand(b, n, generator=gen), masked, pairwise=att))
+    edges = (att > 1.0 / n) & ~torch.eye(n, dtype=torch.bool)
+    assert not (chosen[:, :, None] & chosen[:, None, :] & edges).any() and chosen.any(1).all()
+    left_out = masked & ~chosen  # maximal: each left-out masked position has an edge into the set
+    assert ((edges.float() @ chosen[:, :, None].float()).squeeze(-1)[left_out] >= 1).all()
+    free = Dapd(gamma=1e9, theta=1e9).select(_view(torch.rand(b, n, generator=gen), masked, pairwise=att))
+    assert torch.equal(free, masked)  # no edge: every masked position at once
+
+
+def test_dapd_reads_the_attention_of_the_same_pass_and_costs_no_extra_pass(tiny_model):
+    from mdm_mi.mi.dapd import Dapd, attention_source
+
+    tokens = torch.full((3, N_CELLS), MASK_ID)
+    tokens[:, :20] = torch.randint(0, N_DIGITS, (3, 20), generator=torch.Generator().manual_seed(1))
+    calls = []
+    with attention_source(tiny_model) as fn:
+        def spy(output, masked, sub):
+            att = fn(output, masked, sub)
+            calls.append(att)
+            return att
+        result = decode(tiny_model, tokens, Dapd(gamma=1.0, theta=1.0), pairwise_fn=spy)
+    assert len(calls) == int(result.passes.max())  # one attention matrix per pass, from that pass
+    first = calls[0]
+    with torch.inference_mode():
+        x = tiny_model.tok(tokens) + tiny_model.row(tiny_model.row_id) + tiny_model.col(tiny_model.col_id)
+        for block in tiny_model.blocks[:-1]:
+            x = block(x)
+        att = tiny_model.blocks[-1].attention(x)
+    assert torch.allclose(first, (att + att.transpose(1, 2)) / 2, atol=1e-6)
+    assert torch.allclose(att.sum(-1), torch.ones(3, N_CELLS), atol=1e-5)
+    with pytest.raises(InputError, match="does not expose its attention"):
+        with attention_source(object()):
+            pass

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 HEAD, ORACLE = "head", "oracle"  # where a sampler's pairwise matrix comes from
 TV_HEAD = "tv-head"  # a head of the same architecture trained on DEMASK's TV target (docs/rivals.md)
+ATTENTION = "attention"  # the backbone's own attention of the same pass (DAPD; docs/rivals.md)
 GAMMA_RANGE = (1e-9, 1e3)  # nats: from one token per pass (near-deterministic cells sit below 1e-3) to all at once
 TAU_RANGE = (0.0, 1 - 1e-6)
 TOKENS = None  # a search range's upper end: the domain's number of tokens (naive k)
@@ -82,7 +83,7 @@ class Style:
 class SamplerSpec:
     """One sampler. ``impl``: its class, or ``"module:Class"`` imported on first use (:attr:`cls`);
     ``flags``: its constructor arguments, which are also its table columns; ``pairwise``: the matrix
-    it reads (``None``, the trained ``HEAD``, the ``TV_HEAD`` or the probing ``ORACLE``; one that reads a
+    it reads (``None``, the trained ``HEAD``, the ``TV_HEAD``, the backbone's ``ATTENTION`` or the probing ``ORACLE``; one that reads a
     pairwise matrix is a contender of the comparisons, the others are baselines); ``user``: whether users may pick it.
     ``style``: how figures draw it (``None``: grey). ``grid``: the workflow's fixed grid, one run per
     combination of these config lists; ``shared``: flags set from one config value (not a list) in the
@@ -174,7 +175,7 @@ SAMPLERS: dict[str, SamplerSpec] = {
     # the rivals of docs/rivals.md; `calibrated` not yet measured for them: the nearest calibrated
     # sampler's value (unit-disjoint: EB's γ; demask-mi: threshold's τ) with the comparisons' default
     "unit-disjoint": SamplerSpec(
-        "mdm_mi.sudoku.unit_disjoint:UnitDisjoint", ("gamma", "peers"), style=Style("unit-disjoint", "tab:cyan"),
+        "mdm_mi.sudoku.unit_disjoint:UnitDisjoint", ("gamma", "peers"), style=Style("unit-disjoint", "xkcd:teal"),
         flag_help={"peers": "at most this many peers (same row, column or box) admitted with a cell in one pass; "
                             "default: the comparisons' peers"},
         calibration=_gamma(each=Setting("peers", "unit_disjoint_peers", "p", "peers",
@@ -200,6 +201,11 @@ SAMPLERS: dict[str, SamplerSpec] = {
         shared=MI_SHARED,
         calibration=_gamma(each=Setting("lam", "mi_tv_lambda", "l", "λ", "mi-tv: λ values, each calibrated; none: no mi-tv")),
         calibrated=MI_CALIBRATED),
+    "dapd": SamplerSpec(
+        "mdm_mi.mi.dapd:Dapd", ("gamma", "theta"), ATTENTION, user=False, style=Style("DAPD", "tab:cyan"),
+        calibration=_gamma(each=Setting("theta", "dapd_theta", "t", "θ",
+                                        "dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd")),
+        calibrated={"sudoku": {"gamma": 0.13911, "theta": 1.0}}),
     "mi-oracle": SamplerSpec(  # 1 + |M|·V extra passes per step; Algorithm 1 with the probed MI: mi's setting
         "mdm_mi.mi.guided:OracleMI", MI_FLAGS, ORACLE, user=False, style=Style("MI-guided, exact MI", "tab:purple"),
         calibrated=MI_CALIBRATED),

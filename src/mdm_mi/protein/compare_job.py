@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, SweptFlags
+from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD, SweptFlags
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
@@ -54,6 +54,7 @@ class ProteinCompareFlags(GenerateFlags, ComparisonFlags, SweptFlags):
     demask_eps: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["demask_eps"], empty=True))
     demask_mi_eps: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["demask_mi_eps"], empty=True))
     mi_tv_lambda: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["mi_tv_lambda"], empty=True))
+    dapd_theta: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["dapd_theta"], empty=True))
 
 
 @dataclass(frozen=True)
@@ -101,9 +102,10 @@ def _spec(args: ProteinCompareBase):
 
 def _families(args: ProteinCompareBase):
     families = comparison_families(MAX_PROTEIN_TOKENS, args)
-    tv = [f.label for f in families if SAMPLERS[f.sampler].pairwise == TV_HEAD]
-    if tv:  # the protein comparison feeds one head (the MI head) to every family
-        raise InputError(f"families {', '.join(tv)} read a TV head, which the protein comparison does not load yet")
+    other = [f.label for f in families if SAMPLERS[f.sampler].pairwise in (TV_HEAD, ATTENTION)]
+    if other:  # the protein comparison feeds one matrix (the MI head's) to every family
+        raise InputError(f"families {', '.join(other)} read a TV head or the attention, which the protein "
+                         "comparison does not provide yet")
     return families
 
 
