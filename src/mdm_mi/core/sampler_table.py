@@ -173,7 +173,7 @@ SAMPLERS: dict[str, SamplerSpec] = {
                    "budget δ on the summed pairwise MI of one pass",
                    {"sudoku": {"gamma": 0.13443, "delta": 0.1}, "protein": {"gamma": 3.3170, "delta": 0.25}}),
     # the rivals of docs/rivals.md; `calibrated` not yet measured for them: the nearest calibrated
-    # sampler's value (unit-disjoint: EB's γ; demask-mi: threshold's τ) with the comparisons' default
+    # sampler's value (EB's γ, threshold's τ, Algorithm 1's γ) with the comparisons' default setting
     "unit-disjoint": SamplerSpec(
         "mdm_mi.sudoku.unit_disjoint:UnitDisjoint", ("gamma", "peers"), style=Style("unit-disjoint", "xkcd:teal"),
         flag_help={"peers": "at most this many peers (same row, column or box) admitted with a cell in one pass; "
@@ -181,7 +181,7 @@ SAMPLERS: dict[str, SamplerSpec] = {
         calibration=_gamma(each=Setting("peers", "unit_disjoint_peers", "p", "peers",
                                         "unit-disjoint: peer caps (0: no two peers in a pass), each calibrated; "
                                         "none: no unit-disjoint")),
-        calibrated={"sudoku": {"gamma": 0.13911, "peers": 0}}),
+        calibrated={"sudoku": {"gamma": 0.13911, "peers": 0}, "protein": {"gamma": 3.4457, "peers": 0}}),
     "demask": SamplerSpec(  # the TV head is trained beside the MI head on the same label shards
         "mdm_mi.mi.demask:Demask", ("tau", "eps"), TV_HEAD, user=False, style=Style("DEMASK", "tab:pink"),
         flag_help={"eps": "DEMASK's budget ε on the summed pairwise dependence of one pass (TV, or nats for "
@@ -189,7 +189,7 @@ SAMPLERS: dict[str, SamplerSpec] = {
         calibration=Calibration("tau", "τ", *TAU_RANGE, "log1m", increasing=True,
                                 each=Setting("eps", "demask_eps", "e", "ε",
                                              "demask: TV budgets ε, each calibrated; none: no demask")),
-        calibrated={"sudoku": {"tau": 0.91525, "eps": 0.05}}),
+        calibrated={"sudoku": {"tau": 0.91525, "eps": 0.05}, "protein": {"tau": 0.34353, "eps": 0.05}}),
     "demask-mi": SamplerSpec(
         "mdm_mi.mi.demask:DemaskMI", ("tau", "eps"), HEAD, style=Style("DEMASK rule, MI head", "tab:olive"),
         calibration=Calibration("tau", "τ", *TAU_RANGE, "log1m", increasing=True,
@@ -203,9 +203,10 @@ SAMPLERS: dict[str, SamplerSpec] = {
         calibrated=MI_CALIBRATED),
     "dapd": SamplerSpec(
         "mdm_mi.mi.dapd:Dapd", ("gamma", "theta"), ATTENTION, user=False, style=Style("DAPD", "tab:cyan"),
+        flag_help={"theta": "attention-edge threshold θ (× the uniform 1/N); default: the comparisons' θ"},
         calibration=_gamma(each=Setting("theta", "dapd_theta", "t", "θ",
                                         "dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd")),
-        calibrated={"sudoku": {"gamma": 0.13911, "theta": 1.0}}),
+        calibrated={"sudoku": {"gamma": 0.13911, "theta": 1.0}, "protein": {"gamma": 3.4457, "theta": 1.0}}),
     "mi-oracle": SamplerSpec(  # 1 + |M|·V extra passes per step; Algorithm 1 with the probed MI: mi's setting
         "mdm_mi.mi.guided:OracleMI", MI_FLAGS, ORACLE, user=False, style=Style("MI-guided, exact MI", "tab:purple"),
         calibrated=MI_CALIBRATED),
