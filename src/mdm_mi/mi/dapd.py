@@ -27,7 +27,7 @@ import torch
 
 from mdm_mi.core.samplers import Sampler, StepView
 from mdm_mi.infra.errors import InputError
-from mdm_mi.mi.rules import eb_walk
+from mdm_mi.mi.rules import _check, eb_walk
 
 
 class Dapd(Sampler):
@@ -38,10 +38,7 @@ class Dapd(Sampler):
     uses_pairwise = True
 
     def __init__(self, gamma: float, theta: float):
-        if not gamma >= 0:
-            raise ValueError(f"{self.name} gamma must be >= 0, got {gamma}")
-        if not theta >= 0:
-            raise ValueError(f"{self.name} theta must be >= 0, got {theta}")
+        _check(self.name, gamma=gamma, theta=theta)
         self.gamma, self.theta = float(gamma), float(theta)
 
     def select(self, view: StepView) -> torch.Tensor:

@@ -36,7 +36,7 @@ from typing import Sequence
 import torch
 
 from mdm_mi.core.samplers import Sampler, StepView
-from mdm_mi.mi.guided import DensePairs
+from mdm_mi.mi.rules import eb_walk
 
 
 def demask_select(confidence: Sequence[float], masked: Sequence[bool], dependence: Sequence[Sequence[float]],
@@ -60,29 +60,13 @@ def demask_select(confidence: Sequence[float], masked: Sequence[bool], dependenc
 def demask_walk(confidence: torch.Tensor, masked: torch.Tensor, pairwise, tau: float, eps: float) -> torch.Tensor:
     """:func:`demask_select` batched: confidence ``(B, N)`` (any value off ``masked``), masked ``(B, N)``
     bool, pairwise ``(B, N, N)`` T̂ ≥ 0 or an object with ``among(idx (B, k)) → (B, k, k)``
-    (:class:`~mdm_mi.mi.guided.HeadPairs`: T̂ is formed only among the candidates). → ``(B, N)`` bool U.
-    Dependence sums are float64."""
-    source = pairwise if hasattr(pairwise, "among") else DensePairs(pairwise)
-    b, n = masked.shape
-    conf = confidence.double().masked_fill(~masked, -math.inf)
-    order = (-conf).argsort(dim=1, stable=True)  # masked first, most confident first
-    n_masked = masked.sum(1)
-    n_cand = ((conf > tau) & masked).sum(1).clamp_min(1).minimum(n_masked)  # (B,) the walk's length
-    steps = int(n_cand.max()) if b else 0
-    sub = source.among(order[:, :steps]).double() if steps > 1 else None
-    rows = torch.arange(b, device=masked.device)
-    took = torch.zeros(b, steps, dtype=torch.bool, device=masked.device)
-    total = torch.zeros(b, dtype=torch.float64, device=masked.device)
-    chosen = torch.zeros_like(masked)
-    for r in range(steps):
-        live = r < n_cand
-        added = (sub[:, r, :r] * took[:, :r]).sum(1) if r else torch.zeros_like(total)
-        ok = live & (total + added <= eps) if r else live
-        pos = order[:, r]
-        chosen[rows[ok], pos[ok]] = True
-        took[:, r] = ok
-        total = torch.where(ok, total + added, total)
-    return chosen
+    (:class:`~mdm_mi.mi.guided.HeadPairs`). → ``(B, N)`` bool U. It is :func:`mdm_mi.mi.rules.eb_walk`
+    with no entropy budget and the dependence budget ε, walking the candidates (confidence > τ, or the
+    most confident masked position) by decreasing confidence."""
+    conf = confidence.masked_fill(~masked, -math.inf)
+    top = torch.zeros_like(masked).scatter_(1, conf.argmax(1, keepdim=True), True)
+    candidates = masked & ((conf > tau) | top)
+    return eb_walk(-conf, candidates, pairwise, math.inf, dependence_budget=eps)
 
 
 class DemaskMI(Sampler):
