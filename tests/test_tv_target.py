@@ -88,7 +88,7 @@ def test_skipped_probes_keep_tv_within_its_bound(method):
     exact = exact_mi(backbone, tokens)
     res = certified_mi(backbone, tokens, tol=0.05) if method == "certified" else topk_mi(backbone, tokens, k=2)
     assert res.passes < exact.passes
-    assert ((res.tv - exact.tv).abs() <= res.tv_bound + ATOL).all()
+    assert ((exact.tv - res.tv >= -ATOL) & (exact.tv - res.tv <= res.tv_bound + ATOL)).all()  # one-sided
     assert res.tv_bound.max() > 0  # something was skipped, and said so
 
 

@@ -23,9 +23,12 @@ running sum beside the MI's two (:meth:`_Context._stream`). Its reference is the
 marginal ``p_j``, as DEMASK's "influence on the marginal" reads; for a self-consistent model
 (``p_j = q_ij``) ``tv[i, j] = 0`` exactly when ``I_joint[i, j] = 0`` and, by Pinsker and Jensen,
 ``tv[i, j] <= sqrt(I_joint[i, j] / 2)``. Where probes are skipped (certified, top-k) the unprobed mass
-``eps_i`` of row i contributes between 0 and ``eps_i`` (a TV is at most 1), so ``tv`` is the midpoint
-and ``tv_bound = eps_i / 2`` its proven error: *not* planned to stay under ``tol`` (the planner
-bounds the MI), reported instead.
+``eps_i`` of row i contributes between 0 and ``eps_i`` (a TV is at most 1): ``tv`` is the probed part,
+the interval's lower end, and ``tv_bound = eps_i`` its proven error (one-sided: the exact value lies in
+``[tv, tv + tv_bound]``). Not the midpoint: the certified planner leaves a near-deterministic row
+unprobed (``H(p_i) <= 2 tol``, so ``eps_i = 1``), whose midpoint would read 0.5 while, for a
+self-consistent model, its true value is at most twice the mass off its top value. The bound is *not*
+planned to stay under ``tol`` (the planner bounds the MI); it is reported instead.
 :func:`probing_equation` is the paper's equation written as plain code, one pass at a time;
 :func:`exact_mi` computes the same batched and spends the same ``1 + |M| V`` passes; :func:`certified_mi` skips the probes that cannot matter
 and returns a label provably within ``tol`` of the exact one (the bound is proved in its docstring).
@@ -75,9 +78,9 @@ class ProbeResult:
     gap_mean, gap_max: mean / max of ``|I_ent - I_joint|`` over probed masked pairs.
     asymmetry:    max ``|I_joint - I_joint.T|`` over masked pairs.
     tv:           DEMASK's directed target ``tv[i, j] = sum_v p_i(v) TV(c_iv,j, p_j)`` in ``[0, 1]``
-                  (module docstring; certified / top-k: midpoint of its proven interval).
-    tv_bound:     proven max abs error of ``tv`` against the exact one: ``eps_i / 2`` by row i, the
-                  unprobed mass (zeros for exact).
+                  (module docstring; certified / top-k: the probed part, its proven interval's lower end).
+    tv_bound:     proven max abs error of ``tv`` against the exact one, one-sided (exact in
+                  ``[tv, tv + tv_bound]``): ``eps_i`` by row i, the unprobed mass (zeros for exact).
     """
 
     label: torch.Tensor
@@ -252,8 +255,7 @@ class _Context:
         masked[self.cols] = True
         probed = torch.zeros(n, self.probed.shape[1], dtype=torch.bool, device=self.tokens.device)
         probed[self.cols] = self.probed
-        unprobed = (self.logp.exp() * ~keep).sum(-1)[:, None]  # (m, 1) eps_i: 0 when every value is probed
-        tv_radius = unprobed / 2 * off
+        unprobed = (self.logp.exp() * ~keep).sum(-1)[:, None] * off  # (m, m) eps_i: 0 when every value is probed
         return ProbeResult(
             label=_scatter(n, self.cols, (joint + joint.T) / 2),
             joint=_scatter(n, self.cols, joint),
@@ -265,8 +267,8 @@ class _Context:
             gap_mean=float(gaps.mean()) if gaps.numel() else 0.0,
             gap_max=float(gaps.max()) if gaps.numel() else 0.0,
             asymmetry=float((joint - joint.T).abs().max()) if m else 0.0,
-            tv=_scatter(n, self.cols, (self.tv + tv_radius) * off),
-            tv_bound=_scatter(n, self.cols, tv_radius + ROUND_OFF * off if certified else tv_radius),
+            tv=_scatter(n, self.cols, self.tv * off),
+            tv_bound=_scatter(n, self.cols, unprobed + ROUND_OFF * off if certified else unprobed),
         )
 
 
