@@ -319,7 +319,8 @@ def test_compare_size_flags_are_checked_before_any_work(tmp_path, capsys, extra,
     argv = ["sudoku-compare", "--model", str(tmp_path / "m"), "--head", str(tmp_path / "h"), "--radcliffe",
             str(tmp_path / "r.csv"), "--easy", str(tmp_path / "e.csv"), "--out-dir", str(tmp_path / "out"),
             "--calib-puzzles", "5", "--divisors", "2", "--mi-lambda", "1", "--on-reject", "skip", "--no-charge-first",
-            "--indep-cap", "--two-budget-delta", "--bootstrap", "10", "--batch-size", "10", "--tracking-uri", "none",
+            "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps", "--demask-mi-eps",
+            "--mi-tv-lambda", "--dapd-theta", "--bootstrap", "10", "--batch-size", "10", "--tracking-uri", "none",
             *extra]
     assert main(argv) == 2
     assert message in capsys.readouterr().err

@@ -184,8 +184,11 @@ def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoi
     from mdm_mi.mi.head import HeadConfig, MIHead, save_head
 
     save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / "head", {})
+    save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / "tv_head", {"target": "tv"})
     out = tmp_path / "hard"
-    argv = ["sudoku-compare", "--model", str(tiny_checkpoint), "--head", str(tmp_path / "head"),
+    rivals = ["--unit-disjoint-peers", "0", "--demask-eps", "0.05", "--demask-mi-eps", "0.1", "--mi-tv-lambda", "1",
+              "--dapd-theta", "1", "--tv-head", str(tmp_path / "tv_head")]  # every rival of docs/rivals.md
+    argv = ["sudoku-compare", "--model", str(tiny_checkpoint), "--head", str(tmp_path / "head"), *rivals,
             "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
             "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
             "--test-puzzles", "6", "--divisors", "3", "--mi-lambda", "1", "--on-reject", "skip", "--no-charge-first", "--indep-cap",
@@ -194,6 +197,8 @@ def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoi
     assert main(argv) == 0
     runs = json.loads((out / "runs.json").read_text())
     assert runs["args"]["calib_seed"] == 1
+    assert {r["family"] for r in runs["runs"].values()} >= {"unit-disjoint peers=0", "demask ε=0.05", "demask-mi ε=0.1",
+                                                             "mi-tv λ=1", "dapd θ=1"}
     budget = runs["runs"]["sequential"]["mean_passes"] / 3
     for name, run in runs["runs"].items():
         if name != "sequential":

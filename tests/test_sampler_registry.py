@@ -151,8 +151,12 @@ def test_the_real_entries_give_the_workflows_run_names_and_families():
     assert runs["mi-g0.3-l2.0"] == {"sampler": "mi", "gamma": 0.3, "lam": 2.0, "on_reject": "skip",
                                     "charge_first": False}
     fams = calibrated_families(81, {"mi_lambda": [0.5, 1.0], "mi_on_reject": "stop", "mi_charge_first": True,
-                                    "indep_cap": [0.05], "two_budget_delta": [0.1]})
-    assert [f.slug for f in fams] == ["naive", "eb", "threshold", "mi-l0.5", "mi-l1", "mi-indep-cap0.05", "mi-2b-d0.1"]
+                                    "indep_cap": [0.05], "two_budget_delta": [0.1], "unit_disjoint_peers": [0],
+                                    "demask_eps": [0.05], "demask_mi_eps": [0.1], "mi_tv_lambda": [1.0], "dapd_theta": [1.0]})
+    assert [f.slug for f in fams] == ["naive", "eb", "threshold", "mi-l0.5", "mi-l1", "mi-indep-cap0.05", "mi-2b-d0.1",
+                                      "unit-disjoint-p0", "demask-e0.05", "demask-mi-e0.1", "mi-tv-l1", "dapd-t1"]
+    assert fams[7].fixed == {"peers": 0} and fams[9].fixed == {"eps": 0.1} and fams[8].increasing
+    assert fams[10].fixed == {"lam": 1.0, "on_reject": "stop", "charge_first": True}
     assert fams[0].hi == 81.0 and fams[2].scale == "log1m" and fams[2].increasing
     assert fams[4].fixed == {"lam": 1.0, "on_reject": "stop", "charge_first": True}
     assert fams[5].fixed == {"cap": 0.05} and math.isclose(fams[6].lo, 1e-9)
@@ -211,7 +215,8 @@ def test_toy_sampler_with_a_swept_setting_needs_one_entry_and_its_flag_fields(mo
 
     assert missing_fields(ToyFlags, ToySwept) == []
     assert rule_keys()[-1] == "toy_widths"  # turned off on the sudoku sets outside rule_sets
-    args = SimpleNamespace(mi_lambda=[1.0], indep_cap=[], two_budget_delta=[], toy_widths=[2.0, 3.0],
+    args = SimpleNamespace(mi_lambda=[1.0], indep_cap=[], two_budget_delta=[], unit_disjoint_peers=[], demask_eps=[],
+                           demask_mi_eps=[], mi_tv_lambda=[], dapd_theta=[], toy_widths=[2.0, 3.0],
                            on_reject="skip", charge_first=False)
     fams = comparison_families(N, args)  # calibrated
     assert [f.label for f in fams][-2:] == ["toy-swept ω=2", "toy-swept ω=3"]

@@ -21,7 +21,7 @@ import pytest
 
 from conftest import REPO
 from mdm_mi.cli import build_parser
-from mdm_mi.core.sampler_table import rule_keys
+from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, rule_keys
 from mdm_mi.infra.config import load_config
 from mdm_mi.protein.family.scores import REFERENCE_ROWS
 
@@ -107,7 +107,10 @@ def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
     assert counts["protein_compare_part"] == 4 + sum(len(compare[k]) for k in ("mi_lambda", "indep_cap", "two_budget_delta"))
     assert counts["sudoku_compare"] == len(cfg["sudoku"]["compare"]["sets"])  # one calibrated comparison per set
     assert counts["sudoku_budgets"] == counts["protein_compare"] == 1
-    assert counts["train_head"] == 2  # one rule for both domains
+    sudoku_compare = cfg["sudoku"]["compare"]  # DEMASK's TV head beside the MI head when a set calibrates a rule reading it
+    tv_keys = [s.calibration.each.key for s in SAMPLERS.values() if s.pairwise == TV_HEAD]
+    tv_head = any(c in sudoku_compare["rule_sets"] and any(sudoku_compare[k] for k in tv_keys) for c in sudoku_compare["sets"])
+    assert counts["train_head"] == 2 + tv_head  # one rule for both domains and both heads
     assert counts["generate"] == len(
         [*cfg["protein"]["samplers"]["sequential"], *cfg["protein"]["samplers"]["naive_k"],
          *cfg["protein"]["samplers"]["eb_gamma"]]) + len(cfg["protein"]["samplers"]["mi_gamma"]) * len(

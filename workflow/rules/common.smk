@@ -4,7 +4,7 @@ import dataclasses
 import os
 import re
 
-from mdm_mi.core.sampler_table import HEAD_SAMPLERS, decode_runs, rule_keys  # torch-free: the fixed grid's runs, the rules' lists
+from mdm_mi.core.sampler_table import HEAD_SAMPLERS, SAMPLERS, TV_HEAD, decode_runs, rule_keys  # torch-free: the fixed grid's runs, the rules' lists
 from mdm_mi.evaluation.calibrate import calibrated_families  # torch-free: the protein comparison's part names
 from mdm_mi.protein.decode_flags import DecodeFlags  # torch-free: the keys of protein.generate the oracle takes
 
@@ -32,6 +32,8 @@ def head_file(domain):
 
 
 HEAD, PROTEIN_HEAD = head_file("sudoku"), head_file("protein")
+TV_HEAD_META = f"{R}/sudoku/tv_head/meta.json"  # DEMASK's TV head (rule train_tv_head; docs/rivals.md)
+TV_HEAD_KEYS = tuple(s.calibration.each.key for s in SAMPLERS.values() if s.pairwise == TV_HEAD)
 
 
 def label_shards(domain, split):
@@ -163,6 +165,17 @@ def set_size_flags(cset):
         return {"graded_per_level": compare["graded_per_level"], "graded_givens": SUDOKU["data"]["graded_givens"],
                 "test_puzzles": compare["test_puzzles"]["hard"]}
     return {"test_puzzles": compare["test_puzzles"][cset]}
+
+
+def tv_head_input(cset):
+    """The TV head's meta.json when a family reading it (demask, mi-tv) is calibrated on set ``cset``."""
+    flags = rule_family_flags(cset)
+    return [TV_HEAD_META] if any(flags[k] for k in TV_HEAD_KEYS) else []
+
+
+def tv_head_flag(wildcards, input):
+    """``--tv-head`` of ``sudoku-compare`` when its set reads the TV head."""
+    return f"--tv-head {os.path.dirname(input.tv_head[0])}" if input.tv_head else ""
 
 
 SUDOKU_COMPARE_PER_SET = ("sets", "rule_sets", "test_puzzles", "graded_per_level", *rule_keys())

@@ -6,6 +6,7 @@
 MI_CONFIG = {"sudoku": SUDOKU["mi"], "protein": PROTEIN["mi"], "hf": config["hf"]["mi"]}
 LABEL_SOURCE = {"sudoku": "{part}_solutions.npy",  # in {R}/{domain}/data/; a column model's contexts are aligned rows
                 "protein": "{part}_column_contexts.npy" if COLUMNS else "{part}_contexts.npy", "hf": "{part}_contexts.npy"}
+HEAD_TARGETS = {"head": "mi", "tv_head": "tv"}  # rule train_head's folders: the MI head, DEMASK's TV head (docs/rivals.md)
 LABEL_RESOURCES = {"sudoku": {"mem_mb": 4000, "runtime": 240}, "protein": {"mem_mb": 8000, "runtime": 480},
                    "hf": {"mem_mb": 8000, "runtime": 480}}
 
@@ -50,20 +51,22 @@ rule train_head:
         test=lambda w: label_shards(w.domain, "test"),
         tracking=TRACKING_READY,
     output:
-        head=f"{R}/{{domain}}/head/model.safetensors",
-        meta=f"{R}/{{domain}}/head/meta.json",
-        fidelity=report(f"{R}/{{domain}}/head_fidelity.json", caption="../report/head_fidelity.rst", category="MI"),
-        pairs=f"{R}/{{domain}}/head_pairs.csv",
+        head=f"{R}/{{domain}}/{{head}}/model.safetensors",
+        meta=f"{R}/{{domain}}/{{head}}/meta.json",
+        fidelity=report(f"{R}/{{domain}}/{{head}}_fidelity.json", caption="../report/head_fidelity.rst", category="MI"),
+        pairs=f"{R}/{{domain}}/{{head}}_pairs.csv",
     log:
-        f"{L}/{{domain}}/train_head.log",
+        f"{L}/{{domain}}/train_{{head}}.log",
     params:
         options=lambda w: cli_flags(MI_CONFIG[w.domain]["head"] | MI_CONFIG[w.domain]["head_train"]),
+        target=lambda w: HEAD_TARGETS[w.head],
         job=job_flags(),
         tracking=tracking_flags,
         model_dir=parent_dir("model"),
         out_dir=parent_dir("meta"),
     wildcard_constraints:
         domain=DOMAINS,
+        head="|".join(HEAD_TARGETS),
     priority: 20  # the labels and heads gate every comparison: scheduled before the fixed grid
     threads: 1  # a small model: runs beside another job rather than holding both cores of a 2-core machine
     resources:
@@ -73,7 +76,7 @@ rule train_head:
     conda:
         ENV
     shell:
-        "python -m mdm_mi train-head --model {params.model_dir} --labels {input.train} "
+        "python -m mdm_mi train-head --target {params.target} --model {params.model_dir} --labels {input.train} "
         "--val {input.val} --test {input.test} --out {params.out_dir} --fidelity {output.fidelity} "
         "--pairs {output.pairs} {params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 

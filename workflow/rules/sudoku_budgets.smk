@@ -10,6 +10,7 @@ rule sudoku_compare:
     input:
         model=model_meta("sudoku"),
         head=HEAD,
+        tv_head=lambda w: tv_head_input(w.cset),
         radcliffe=f"{DATA}/sudoku/radcliffe_curated_5000.csv",
         easy=f"{DATA}/sudoku/hkunlp_easy_1k.csv",
         tracking=TRACKING_READY,
@@ -28,6 +29,7 @@ rule sudoku_compare:
         tracking=tracking_flags,
         model_dir=parent_dir("model"),
         head_dir=parent_dir("head"),
+        tv_head=tv_head_flag,
         out_dir=parent_dir("budgets"),
     wildcard_constraints:
         cset="|".join(COMPARE["sets"]),
@@ -40,7 +42,7 @@ rule sudoku_compare:
     conda:
         ENV
     shell:
-        "python -m mdm_mi sudoku-compare --model {params.model_dir} --head {params.head_dir} "
+        "python -m mdm_mi sudoku-compare --model {params.model_dir} --head {params.head_dir} {params.tv_head} "
         "--radcliffe {input.radcliffe} --easy {input.easy} --set {wildcards.cset} --out-dir {params.out_dir} "
         "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 

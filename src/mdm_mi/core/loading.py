@@ -60,13 +60,19 @@ def load_model(folder: str | Path, device="cpu", domain: str | None = None, meta
     return DOMAINS[found].load(Path(folder), meta, device), meta
 
 
-def load_mi_head(folder: str | Path, device="cpu", backbone=None, model: str | Path | None = None):
+def load_mi_head(folder: str | Path, device="cpu", backbone=None, model: str | Path | None = None,
+                 target: str = "mi"):
     """The MI head in ``folder`` (eval mode, on ``device``); with ``backbone``, refused unless it reads
-    hidden states of that backbone's width (``model``: the backbone's folder, for the message)."""
+    hidden states of that backbone's width (``model``: the backbone's folder, for the message); refused
+    unless it learned ``target`` (``mi``, or ``tv``: DEMASK's TV target; a head saved before targets
+    existed learned ``mi``)."""
     from mdm_mi.mi.head import load_head
 
     meta = read_meta(folder)
     check_meta(folder, meta, HEAD_DOMAIN)
+    if meta.get("target", "mi") != target:
+        raise CheckpointError(f"head {folder} learned the {meta.get('target')!r} target, not {target!r}: "
+                              f"pass a head trained with train-head --target {target}")
     head, _ = load_head(folder, device, meta=meta)
     if backbone is not None and head.in_dim != backbone.hidden_dim:
         raise CheckpointError(f"MI head {folder} reads hidden states of width {head.in_dim}, but model "

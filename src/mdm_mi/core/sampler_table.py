@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from mdm_mi.core.samplers import Sampler
 
 HEAD, ORACLE = "head", "oracle"  # where a sampler's pairwise matrix comes from
+TV_HEAD = "tv-head"  # a head of the same architecture trained on DEMASK's TV target (docs/rivals.md)
+ATTENTION = "attention"  # the backbone's own attention of the same pass (DAPD; docs/rivals.md)
 GAMMA_RANGE = (1e-9, 1e3)  # nats: from one token per pass (near-deterministic cells sit below 1e-3) to all at once
 TAU_RANGE = (0.0, 1 - 1e-6)
 TOKENS = None  # a search range's upper end: the domain's number of tokens (naive k)
@@ -82,8 +84,8 @@ class Style:
 class SamplerSpec:
     """One sampler. ``impl``: its class, or ``"module:Class"`` imported on first use (:attr:`cls`);
     ``flags``: its constructor arguments, which are also its table columns; ``pairwise``: the matrix
-    it reads (``None``, the trained ``HEAD`` or the probing ``ORACLE``; one that reads MI is a
-    contender of the comparisons, the others are baselines); ``user``: whether users may pick it.
+    it reads (``None``, the trained ``HEAD``, the ``TV_HEAD``, the backbone's ``ATTENTION`` or the probing ``ORACLE``; one that reads a
+    pairwise matrix is a contender of the comparisons, the others are baselines); ``user``: whether users may pick it.
     ``style``: how figures draw it (``None``: grey). ``grid``: the workflow's fixed grid, one run per
     combination of these config lists; ``shared``: flags set from one config value (not a list) in the
     grid and the comparisons. ``calibration``: what the comparisons search (``None``: not calibrated);
@@ -158,6 +160,35 @@ SAMPLERS: dict[str, SamplerSpec] = {
                       "never unmask together two tokens with MI above this cap"),
     "mi-2b": _rule("mi-2b", "TwoBudget", Setting("delta", "two_budget_delta", "d", "δ"),
                    "budget δ on the summed pairwise MI of one pass"),
+    # the rivals of docs/rivals.md (no calibrated fallbacks in any MANIFEST yet: a user passes their flags)
+    "unit-disjoint": SamplerSpec(
+        "mdm_mi.sudoku.unit_disjoint:UnitDisjoint", ("gamma", "peers"), style=Style("unit-disjoint", "xkcd:teal"),
+        flag_help={"peers": "at most this many peers (same row, column or box) admitted with a cell in one pass; "
+                            "default: the comparisons' peers"},
+        calibration=_gamma(each=Setting("peers", "unit_disjoint_peers", "p", "peers",
+                                        "unit-disjoint: peer caps (0: no two peers in a pass), each calibrated; "
+                                        "none: no unit-disjoint"))),
+    "demask": SamplerSpec(  # the TV head is trained beside the MI head on the same label shards
+        "mdm_mi.mi.demask:Demask", ("tau", "eps"), TV_HEAD, user=False, style=Style("DEMASK", "tab:pink"),
+        flag_help={"eps": "DEMASK's budget ε on the summed pairwise dependence of one pass (TV, or nats for "
+                          "demask-mi); default: the comparisons' ε"},
+        calibration=Calibration("tau", "τ", *TAU_RANGE, "log1m", increasing=True,
+                                each=Setting("eps", "demask_eps", "e", "ε",
+                                             "demask: TV budgets ε, each calibrated; none: no demask"))),
+    "demask-mi": SamplerSpec(
+        "mdm_mi.mi.demask:DemaskMI", ("tau", "eps"), HEAD, style=Style("DEMASK rule, MI head", "tab:olive"),
+        calibration=Calibration("tau", "τ", *TAU_RANGE, "log1m", increasing=True,
+                                each=Setting("eps", "demask_mi_eps", "e", "ε",
+                                             "demask-mi: dependence budgets ε (nats), each calibrated; none: no demask-mi"))),
+    "mi-tv": SamplerSpec(
+        "mdm_mi.mi.tv_guided:TVGuided", MI_FLAGS, TV_HEAD, user=False, style=Style("Algorithm 1, TV head", "tab:gray"),
+        shared=MI_SHARED,
+        calibration=_gamma(each=Setting("lam", "mi_tv_lambda", "l", "λ", "mi-tv: λ values, each calibrated; none: no mi-tv"))),
+    "dapd": SamplerSpec(
+        "mdm_mi.mi.dapd:Dapd", ("gamma", "theta"), ATTENTION, user=False, style=Style("DAPD", "tab:cyan"),
+        flag_help={"theta": "attention-edge threshold θ (× the uniform 1/N); default: the comparisons' θ"},
+        calibration=_gamma(each=Setting("theta", "dapd_theta", "t", "θ",
+                                        "dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd"))),
     "mi-oracle": SamplerSpec(  # 1 + |M|·V extra passes per step; Algorithm 1 with the probed MI: mi's setting
         "mdm_mi.mi.guided:OracleMI", MI_FLAGS, ORACLE, user=False, style=Style("MI-guided, exact MI", "tab:purple"),
         settings_of="mi"),
@@ -263,6 +294,9 @@ class SamplerFlags:
         f"{', '.join(n for n, s in SAMPLERS.items() if s.pairwise == ORACLE)}: certified probing tolerance (nats)"))
     cap: float | None = field(default=None, metadata=_own("cap"))  # mi-indep's flag_help
     delta: float | None = field(default=None, metadata=_own("delta"))  # mi-2b's flag_help
+    peers: float | None = field(default=None, metadata=_own("peers"))  # unit-disjoint's flag_help
+    eps: float | None = field(default=None, metadata=_own("eps"))  # demask's and demask-mi's flag_help
+    theta: float | None = field(default=None, metadata=_own("theta"))  # dapd's flag_help
 
 
 def _swept(key: str) -> dict:
@@ -280,6 +314,11 @@ class SweptFlags:
     mi_lambda: tuple[float, ...] = field(metadata=_swept("mi_lambda"))  # mi's calibration.each
     indep_cap: tuple[float, ...] = field(metadata=_swept("indep_cap"))  # mi-indep's
     two_budget_delta: tuple[float, ...] = field(metadata=_swept("two_budget_delta"))  # mi-2b's
+    unit_disjoint_peers: tuple[float, ...] = field(metadata=_swept("unit_disjoint_peers"))  # unit-disjoint's
+    demask_eps: tuple[float, ...] = field(metadata=_swept("demask_eps"))  # demask's
+    demask_mi_eps: tuple[float, ...] = field(metadata=_swept("demask_mi_eps"))  # demask-mi's
+    mi_tv_lambda: tuple[float, ...] = field(metadata=_swept("mi_tv_lambda"))  # mi-tv's
+    dapd_theta: tuple[float, ...] = field(metadata=_swept("dapd_theta"))  # dapd's
 
 
 def missing_fields(decoding: type = SamplerFlags, swept: type = SweptFlags) -> list[str]:

@@ -154,11 +154,25 @@ def shard_slice(n: int, shard: int, n_shards: int) -> slice:
     return slice(n * shard // n_shards, n * (shard + 1) // n_shards)
 
 
-def load_label_shards(paths) -> dict[str, torch.Tensor]:
-    """Concatenate label shards → ``contexts (C, N)``, ``label (C, N, N)``, ``masked (C, N)``."""
+TARGETS = ("mi", "tv")  # what a head learns: the MI label, or DEMASK's TV target (docs/rivals.md)
+
+
+def load_label_shards(paths, target: str = "mi") -> dict[str, torch.Tensor]:
+    """Concatenate label shards → ``contexts (C, N)``, ``label (C, N, N)``, ``masked (C, N)``.
+
+    ``target`` (one of :data:`TARGETS`): ``mi`` reads the MI label; ``tv`` reads the shards' directed
+    TV target ``tv`` and returns its symmetric part ``(tv + tvᵀ) / 2`` as ``label`` (the head is
+    symmetric, and DEMASK's rule sums a pair's two directions)."""
+    if target not in TARGETS:
+        raise InputError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
     parts = []
     for p in paths:
         if not Path(p).is_file():
             raise InputError(f"label shard not found: {p}")
-        parts.append(load_file(str(p)))
+        part = load_file(str(p))
+        if target == "tv":
+            if "tv" not in part:
+                raise InputError(f"label shard {p} has no TV target (labelled before it existed): label it again")
+            part["label"] = (part["tv"] + part["tv"].transpose(1, 2)) / 2
+        parts.append(part)
     return {k: torch.cat([part[k] for part in parts]) for k in ("contexts", "label", "masked")}

@@ -37,14 +37,16 @@ def _check(name: str, **values) -> None:
 
 
 def eb_walk(entropy: torch.Tensor, masked: torch.Tensor, pairwise, gamma: float, *, pair_cap: float = math.inf,
-            dependence_budget: float = math.inf) -> torch.Tensor:
+            dependence_budget: float = math.inf, candidate_cap: float = math.inf) -> torch.Tensor:
     """Entropy-ordered walk with EB's confidence budget and a dependence constraint.
 
     entropy ``(B, N)`` nats, masked ``(B, N)`` bool, pairwise ``(B, N, N)`` Î ≥ 0 or an object with
     ``among(idx (B, k)) → (B, k, k)`` (:class:`~mdm_mi.mi.guided.HeadPairs`). Walking masked positions
     by increasing entropy (stable), candidate ``i`` is admitted when the entropies already admitted
     sum to ≤ γ (so ``Σ_{U∪i} h − max h ≤ γ``, as in EB), ``max_{j∈U} Î_ij ≤ pair_cap`` and
-    ``D(U) + Σ_{j∈U} Î_ij ≤ dependence_budget`` with ``D(U) = Σ_{j<k∈U} Î_jk``; a candidate failing a
+    ``D(U) + Σ_{j∈U} Î_ij ≤ dependence_budget`` with ``D(U) = Σ_{j<k∈U} Î_jk`` and
+    ``Σ_{j∈U} Î_ij ≤ candidate_cap`` (with a 0/1 adjacency for Î: at most that many admitted
+    neighbours, :mod:`mdm_mi.sudoku.unit_disjoint`); a candidate failing a
     dependence test is skipped, and the walk ends once the entropy budget is spent. The first
     candidate is always admitted. Returns ``(B, N)`` bool U.
     """
@@ -72,7 +74,8 @@ def eb_walk(entropy: torch.Tensor, masked: torch.Tensor, pairwise, gamma: float,
         else:
             pairs = sub[:, r, :r] * took[:, :r]
             added = pairs.sum(1)
-            ok = live & (spent <= gamma) & (pairs.max(1).values <= pair_cap) & (dependence + added <= dependence_budget)
+            ok = (live & (spent <= gamma) & (pairs.max(1).values <= pair_cap) & (dependence + added <= dependence_budget)
+                  & (added <= candidate_cap))
         pos = order[:, r]
         chosen[rows[ok], pos[ok]] = True
         took[:, r] = ok

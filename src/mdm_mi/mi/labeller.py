@@ -4,6 +4,7 @@ top-k, each with its proven bound), stacked into safetensors-ready tensors.
     shard = label_contexts(model, contexts, method="certified", tol=1e-3)   # dict of (C, ...) tensors
     shard = label_contexts(model, contexts, method="topk", k=512)           # large V: 1 + |M| k passes
     assert (shard["bound"] >= 0).all()                                       # the proven error, per pair
+    shard["tv"]                                # DEMASK's TV target from the same probes, (C, N, N), directed
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ def label_contexts(
     Returns safetensors-ready tensors: ``label`` and ``bound`` ``(C, N, N)`` float32 (bound rounded
     up; float32 storage of the label adds a relative rounding of at most 2**-24), ``masked (C, N)``
     bool, ``passes (C,)`` long and the diagnostics ``gap_mean``, ``gap_max``, ``asymmetry (C,)``
-    float32. ``progress(done, total)`` is called after each context.
+    float32; beside the MI, from the same probes, DEMASK's directed TV target ``tv`` and its proven
+    error ``tv_bound`` ``(C, N, N)`` float32 (:class:`~mdm_mi.mi.probe.ProbeResult`; the bound rounded
+    up). ``progress(done, total)`` is called after each context.
     """
     check_method(method, k)
     n_ctx, n = contexts.shape
@@ -57,6 +60,8 @@ def label_contexts(
     return {
         "label": torch.stack([r.label for r in results]).float() if results else empty.float(),
         "bound": _round_up_f32(torch.stack([r.bound for r in results]) if results else empty),
+        "tv": torch.stack([r.tv for r in results]).float() if results else empty.float(),
+        "tv_bound": _round_up_f32(torch.stack([r.tv_bound for r in results]) if results else empty),
         "masked": contexts == backbone.mask_id,
         "passes": torch.tensor([r.passes for r in results], dtype=torch.long, device=contexts.device),
         **{name: torch.tensor(vals, dtype=torch.float32, device=contexts.device) for name, vals in stats.items()},

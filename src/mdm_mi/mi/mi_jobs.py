@@ -143,6 +143,8 @@ class TrainHeadArgs(SeededTrainRunFlags):
     lr: float = field(metadata=_h("learning rate"))
     weight_decay: float = field(metadata=_h("AdamW weight decay"))
     distance_buckets: int = field(metadata=_h("learned score per separation |i-j| < K (0 = none)"))
+    target: str = field(default="mi", metadata=_h(
+        "mi: the MI labels | tv: DEMASK's TV target from the same shards, symmetrised (docs/rivals.md)"))
 
 
 MAX_SCATTER_PAIRS = 20000  # test pairs written for the scatter figure
@@ -187,8 +189,8 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
     ``--test``."""
     setup(args.threads, args.seed)
     device = resolve_device(args.device)
-    splits = {"train": load_label_shards(args.labels), "val": load_label_shards(args.val),
-              "test": load_label_shards(args.test)}
+    splits = {"train": load_label_shards(args.labels, args.target), "val": load_label_shards(args.val, args.target),
+              "test": load_label_shards(args.test, args.target)}
     backbone, meta = load_model(args.model, device)
     feats = {name: backbone_features(backbone, split["contexts"].to(device), FEATURE_BATCH).clone()
              for name, split in splits.items()}
@@ -206,8 +208,8 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
     for name in EVAL_SPLITS:
         preds[name], fid[name] = split_fidelity(head, feats[name], splits[name], structure)
     fid |= {"n_params": count_params(head), "train_contexts": len(feats["train"]), "train_minutes": minutes,
-            "backbone_domain": meta["domain"]}
-    save_head(head, args.out, {"backbone": str(args.model), "history": history, "fidelity": fid})
+            "backbone_domain": meta["domain"], "target": args.target}
+    save_head(head, args.out, {"backbone": str(args.model), "history": history, "fidelity": fid, "target": args.target})
     write_json(args.fidelity, fid)
     test = splits[REPORTED_SPLIT]
     _write_pairs(args.pairs, preds[REPORTED_SPLIT], test["label"], test["masked"], args.seed)

@@ -12,6 +12,23 @@ ground-truth MI by probing then reads, for ``i != j`` in ``M``:
 * label ``(I_joint + I_joint.T) / 2``: symmetric, zero diagonal, zero off ``M x M``.
 
 ``I_ent - I_joint = H(p_j) - H(q_ij)`` is the self-consistency gap reported as a diagnostic.
+
+The same probes give DEMASK's dependence target (arXiv 2604.02560; ``docs/rivals.md``) at no extra
+pass: the expected total-variation influence of revealing ``X_i`` on ``X_j``'s marginal,
+
+* ``tv[i, j] = sum_v p_i(v) TV(c_iv,j, p_j)``, ``TV(a, b) = sum_w |a(w) - b(w)| / 2``, in ``[0, 1]``;
+
+directed (row i revealed, column j influenced; ``tv != tv.T`` in general), streamed as a third
+running sum beside the MI's two (:meth:`_Context._stream`). Its reference is the model's own
+marginal ``p_j``, as DEMASK's "influence on the marginal" reads; for a self-consistent model
+(``p_j = q_ij``) ``tv[i, j] = 0`` exactly when ``I_joint[i, j] = 0`` and, by Pinsker and Jensen,
+``tv[i, j] <= sqrt(I_joint[i, j] / 2)``. Where probes are skipped (certified, top-k) the unprobed mass
+``eps_i`` of row i contributes between 0 and ``eps_i`` (a TV is at most 1): ``tv`` is the probed part,
+the interval's lower end, and ``tv_bound = eps_i`` its proven error (one-sided: the exact value lies in
+``[tv, tv + tv_bound]``). Not the midpoint: the certified planner leaves a near-deterministic row
+unprobed (``H(p_i) <= 2 tol``, so ``eps_i = 1``), whose midpoint would read 0.5 while, for a
+self-consistent model, its true value is at most twice the mass off its top value. The bound is *not*
+planned to stay under ``tol`` (the planner bounds the MI); it is reported instead.
 :func:`probing_equation` is the paper's equation written as plain code, one pass at a time;
 :func:`exact_mi` computes the same batched and spends the same ``1 + |M| V`` passes; :func:`certified_mi` skips the probes that cannot matter
 and returns a label provably within ``tol`` of the exact one (the bound is proved in its docstring).
@@ -60,6 +77,10 @@ class ProbeResult:
     probed:       ``(N, V)`` bool, the values ``v`` whose probe ``X_i = v`` was run.
     gap_mean, gap_max: mean / max of ``|I_ent - I_joint|`` over probed masked pairs.
     asymmetry:    max ``|I_joint - I_joint.T|`` over masked pairs.
+    tv:           DEMASK's directed target ``tv[i, j] = sum_v p_i(v) TV(c_iv,j, p_j)`` in ``[0, 1]``
+                  (module docstring; certified / top-k: the probed part, its proven interval's lower end).
+    tv_bound:     proven max abs error of ``tv`` against the exact one, one-sided (exact in
+                  ``[tv, tv + tv_bound]``): ``eps_i`` by row i, the unprobed mass (zeros for exact).
     """
 
     label: torch.Tensor
@@ -72,6 +93,8 @@ class ProbeResult:
     gap_mean: float
     gap_max: float
     asymmetry: float
+    tv: torch.Tensor
+    tv_bound: torch.Tensor
 
 
 def _log_probs(logits: torch.Tensor) -> torch.Tensor:
@@ -164,6 +187,7 @@ class _Context:
         m, v = len(self.cols), backbone.vocab_size
         self.probed = torch.zeros(m, v, dtype=torch.bool, device=tokens.device)
         self.logp = torch.zeros(m, v, dtype=torch.float64, device=tokens.device)
+        self.tv = torch.zeros(m, m, dtype=torch.float64, device=tokens.device)  # probed part of tv, rows i
         self.passes = 0
 
     def run_marginals(self) -> None:
@@ -185,23 +209,29 @@ class _Context:
         """Probe the values ``keep (m, V)``, rows in groups of ``batch_size``; returns ``(lower, width,
         gap)``, each ``(m, m)`` (rows i, columns j). Memory is ``O(batch_size m V)`` for any V: the
         probes stream (:meth:`_stream`), never a ``(V, m, V)`` block per row."""
-        p, m, out = self.logp.exp(), len(self.cols), []
+        p, m, out, tv = self.logp.exp(), len(self.cols), [], []
         for start in range(0, m, self.batch_size):
             rows = torch.arange(start, min(m, start + self.batch_size), device=keep.device)
-            mix, cond_kl = self._stream(rows, keep[rows], p[rows])
+            mix, cond_kl, tv_rows = self._stream(rows, keep[rows], p[rows])
             out.append(_row_intervals(p[rows], keep[rows], mix, cond_kl, self.logp))
+            tv.append(tv_rows)
+        if tv:
+            self.tv = torch.cat(tv)
         self.probed = keep.clone()
         if not out:
             return (self.logp.new_zeros(0, 0),) * 3
         return tuple(torch.cat(parts) for parts in zip(*out))
 
     def _stream(self, rows: torch.Tensor, keep: torch.Tensor, p: torch.Tensor):
-        """Run the probes ``keep (G, V)`` of ``rows (G,)`` in chunks of ``batch_size`` and keep two
-        running sums: ``mix (G, m, V) = sum_K p_i(v) c_iv,j`` and ``cond_kl (G, m) = sum_K p_i(v)
-        KL(c_iv,j || p_j)``, float64 (every sum and the bound's ``ROUND_OFF`` stay float64)."""
+        """Run the probes ``keep (G, V)`` of ``rows (G,)`` in chunks of ``batch_size`` and keep three
+        running sums: ``mix (G, m, V) = sum_K p_i(v) c_iv,j``, ``cond_kl (G, m) = sum_K p_i(v)
+        KL(c_iv,j || p_j)`` and ``tv (G, m) = sum_K p_i(v) TV(c_iv,j, p_j)``, float64 (every sum and the
+        bound's ``ROUND_OFF`` stay float64)."""
         m, v = self.logp.shape
         mix = self.logp.new_zeros(len(rows), m, v)
         cond_kl = self.logp.new_zeros(len(rows), m)
+        tv = self.logp.new_zeros(len(rows), m)
+        marginal = self.logp.exp()
         for chunk in keep.nonzero().split(self.batch_size):  # (P, 2): row in the group, value
             local, values = chunk[:, 0], chunk[:, 1]
             log_cond = self._probe(rows[local], values)  # (P, m, V) log c_iv,j
@@ -209,7 +239,8 @@ class _Context:
             weight = p[local, values]  # (P,) p_i(v)
             mix.index_add_(0, local, weight[:, None, None] * cond)
             cond_kl.index_add_(0, local, weight[:, None] * (cond * (log_cond - self.logp)).sum(-1))
-        return mix, cond_kl
+            tv.index_add_(0, local, weight[:, None] * (cond - marginal).abs().sum(-1) / 2)
+        return mix, cond_kl, tv
 
     def result(self, keep, lower, width, gap, certified: bool) -> ProbeResult:
         """Assemble the (N, N) matrices and the diagnostics from ``(m, m)`` row intervals."""
@@ -224,6 +255,7 @@ class _Context:
         masked[self.cols] = True
         probed = torch.zeros(n, self.probed.shape[1], dtype=torch.bool, device=self.tokens.device)
         probed[self.cols] = self.probed
+        unprobed = (self.logp.exp() * ~keep).sum(-1)[:, None] * off  # (m, m) eps_i: 0 when every value is probed
         return ProbeResult(
             label=_scatter(n, self.cols, (joint + joint.T) / 2),
             joint=_scatter(n, self.cols, joint),
@@ -235,6 +267,8 @@ class _Context:
             gap_mean=float(gaps.mean()) if gaps.numel() else 0.0,
             gap_max=float(gaps.max()) if gaps.numel() else 0.0,
             asymmetry=float((joint - joint.T).abs().max()) if m else 0.0,
+            tv=_scatter(n, self.cols, self.tv * off),
+            tv_bound=_scatter(n, self.cols, unprobed + ROUND_OFF * off if certified else unprobed),
         )
 
 
@@ -414,7 +448,8 @@ def padded_result(result: ProbeResult, n: int) -> ProbeResult:
     if w == n:
         return result
     grow = n - w
-    sq = {k: F.pad(getattr(result, k), (0, grow, 0, grow)) for k in ("label", "joint", "entropy_form", "bound")}
+    sq = {k: F.pad(getattr(result, k), (0, grow, 0, grow))
+          for k in ("label", "joint", "entropy_form", "bound", "tv", "tv_bound")}
     return dataclasses.replace(result, **sq, masked=F.pad(result.masked, (0, grow)),
                                probed=F.pad(result.probed, (0, 0, 0, grow)))
 

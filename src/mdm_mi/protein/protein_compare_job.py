@@ -24,7 +24,7 @@ import numpy as np
 
 from mdm_mi.core.backbone import embedder_of, for_decoding
 from mdm_mi.core.loading import SEQUENCES, load_model, load_model_and_head
-from mdm_mi.core.sampler_table import SweptFlags
+from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD, SweptFlags
 from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.errors import InputError
@@ -58,6 +58,11 @@ class ProteinCompareFlags(GenerateFlags, ComparisonFlags, SweptFlags):
     calib_n: int = field(metadata=_h("calibration sequences (their lengths drawn apart from the test's)"))
     indep_cap: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["indep_cap"], empty=True))
     two_budget_delta: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["two_budget_delta"], empty=True))
+    unit_disjoint_peers: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["unit_disjoint_peers"], empty=True))
+    demask_eps: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["demask_eps"], empty=True))
+    demask_mi_eps: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["demask_mi_eps"], empty=True))
+    mi_tv_lambda: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["mi_tv_lambda"], empty=True))
+    dapd_theta: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["dapd_theta"], empty=True))
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,12 @@ def _spec(args: ProteinCompareBase):
 
 
 def _families(args: ProteinCompareBase):
-    return comparison_families(MAX_PROTEIN_TOKENS, args)
+    families = comparison_families(MAX_PROTEIN_TOKENS, args)
+    other = [f.label for f in families if SAMPLERS[f.sampler].pairwise in (TV_HEAD, ATTENTION)]
+    if other:  # the protein comparison feeds one matrix (the MI head's) to every family
+        raise InputError(f"families {', '.join(other)} read a TV head or the attention, which the protein "
+                         "comparison does not provide yet")
+    return families
 
 
 def part_names(args: ProteinCompareBase) -> list[str]:

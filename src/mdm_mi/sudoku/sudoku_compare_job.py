@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.core.loading import load_model_and_head
-from mdm_mi.core.sampler_table import SweptFlags
+from mdm_mi.core.loading import load_mi_head, load_model_and_head
+from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, SweptFlags
 from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, read_csv, summary_markdown, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
@@ -57,6 +57,8 @@ class CompareArgs(SudokuDecodeFlags, ComparisonFlags, SweptFlags, HeadFlag):
     seed: int = field(default=0, metadata=_h("random seed (test split, test decoding, bootstrap)"))
     calib_seed: int = field(default=0, metadata=_h(
         "seed of the calibration puzzles (drawn from the pool the test split leaves) and of their decoding"))
+    tv_head: Path | None = field(default=None, metadata=_h(
+        "TV head checkpoint folder (train-head --target tv): needed by the families that read it (demask, mi-tv)"))
 
 
 def sudoku_compare(args: CompareArgs, tracker) -> None:
@@ -70,13 +72,18 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
         calib, test = compare_splits(load_puzzle_csv(args.radcliffe), load_puzzle_csv(args.easy), [args.set], spec)[args.set]
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    model, head = load_model_and_head(args.model, args.head, resolve_device(args.device), "sudoku")
+    families = comparison_families(SUDOKU_CELLS, args)
+    tv_families = [f.label for f in families if SAMPLERS[f.sampler].pairwise == TV_HEAD]
+    if tv_families and args.tv_head is None:
+        raise InputError(f"families {', '.join(tv_families)} read the TV head: pass --tv-head (or no values for them)")
+    device = resolve_device(args.device)
+    model, head = load_model_and_head(args.model, args.head, device, "sudoku")
+    tv_fn = head_pairwise_fn(load_mi_head(args.tv_head, device, model, args.model, target="tv")) if tv_families else None
     out = Path(args.out_dir)
     write_puzzle_csv(out / "calib.csv", calib)
     write_puzzle_csv(out / "test.csv", test)
-    families = comparison_families(SUDOKU_CELLS, args)
-    decoder = Decoder(model, head_pairwise_fn(head), args.batch_size, args.seed)
-    calib_decoder = Decoder(model, decoder.pairwise_fn, args.batch_size, args.calib_seed)
+    decoder = Decoder(model, head_pairwise_fn(head), args.batch_size, args.seed, tv_fn)
+    calib_decoder = Decoder(model, decoder.pairwise_fn, args.batch_size, args.calib_seed, tv_fn)
     t0 = time.time()
     seq_passes, points, caches = calibrate_families(calib_decoder, calib, families, args.divisors)
     t_calib = time.time() - t0

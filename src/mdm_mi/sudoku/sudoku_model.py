@@ -10,6 +10,8 @@ so any structure the MI head recovers was learned by the model.
 
 from __future__ import annotations
 
+import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -46,6 +48,15 @@ class Block(nn.Module):
         self.proj = nn.Linear(d, d)
         self.ff = nn.Sequential(nn.Linear(d, ff_mult * d), nn.GELU(), nn.Linear(ff_mult * d, d))
         self.drop = nn.Dropout(dropout)
+
+    def attention(self, x: torch.Tensor) -> torch.Tensor:
+        """The attention weights this block computes on its input ``x (B, N, D)``, averaged over heads:
+        ``(B, N, N)``, rows (queries) summing to 1. Recomputed from ``x`` (one linear and a softmax,
+        no backbone pass): the fused kernel of :meth:`forward` does not return them."""
+        b, n, d = x.shape
+        q, k, _ = self.qkv(self.ln1(x)).view(b, n, 3, self.n_heads, d // self.n_heads).unbind(2)
+        scores = q.transpose(1, 2) @ k.transpose(1, 2).transpose(2, 3) / math.sqrt(d // self.n_heads)
+        return scores.float().softmax(-1).mean(1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, N, D) → (B, N, D)``."""
@@ -93,6 +104,18 @@ class SudokuMDM(nn.Module):
             x = block(x)
             hidden.append(x)
         return self.out(self.ln_f(x)), hidden
+
+    @contextmanager
+    def capture_attention(self):
+        """While open, every forward appends the last block's head-averaged attention ``(B, 81, 81)`` to
+        the yielded list (DAPD's dependency graph, :mod:`mdm_mi.mi.dapd`): the backbone states that it
+        exposes its attention, and a caller takes it from the same pass."""
+        seen: list[torch.Tensor] = []
+        hook = self.blocks[-1].register_forward_hook(lambda block, args, out: seen.append(block.attention(args[0])))
+        try:
+            yield seen
+        finally:
+            hook.remove()
 
     def forward(self, tokens: torch.Tensor) -> BackboneOutput:
         """Backbone protocol: logits ``(B, 81, 9)`` and the chosen layer's hidden ``(B, 81, D)``."""
