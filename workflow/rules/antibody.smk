@@ -22,17 +22,6 @@ ANTIBODY_TARGETS = [*expand(f"{A}/{{set}}/budgets.md", set=AB["sets"]), *ANTIBOD
 
 
 
-def compare_options(set_name):
-    """antibody.compare with the set's own antibody.set_compare keys, as flags; the oracle only for the
-    sets in oracle_sets."""
-    unknown = set(AB["set_compare"][set_name]) - set(AB["compare"])
-    if unknown:
-        raise ValueError(f"antibody.set_compare.{set_name} has keys that antibody.compare lacks: {sorted(unknown)}")
-    opts = {k: v for k, v in (AB["compare"] | AB["set_compare"][set_name]).items() if k != "oracle_sets"}
-    if set_name not in AB["compare"]["oracle_sets"]:
-        opts["oracle_contexts"] = 0
-    return cli_flags(opts | {"seed": config["seed"]})
-
 
 if not HF_ON:
 
@@ -98,7 +87,7 @@ if not HF_ON:
         log:
             f"{AL}/{{set}}/compare.log",
         params:
-            options=lambda w: compare_options(w.set),
+            options=lambda w: antibody_compare_options(w.set),
             tracking=tracking_flags,
             model_dir=parent_dir("model"),
             head_dir=parent_dir("head"),

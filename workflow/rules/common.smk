@@ -206,3 +206,17 @@ def protein_compare_parts():
 def embedder_flag(wildcards, input):
     """``--embedder`` of a column model's decoding jobs (the sequence model embeds their proteins)."""
     return f"--embedder {os.path.dirname(input.embedder[0])}" if input.embedder else ""
+
+
+def antibody_compare_options(set_name):
+    """Rule antibody_compare's flags: antibody.compare with the set's own antibody.set_compare keys;
+    the oracle only for the sets in oracle_sets."""
+    ab = config["antibody"]
+    own = ab["set_compare"][set_name]
+    unknown = set(own) - set(ab["compare"])
+    if unknown:
+        raise ValueError(f"antibody.set_compare.{set_name} has keys that antibody.compare lacks: {sorted(unknown)}")
+    opts = {k: v for k, v in (ab["compare"] | own).items() if k != "oracle_sets"}
+    if set_name not in ab["compare"]["oracle_sets"]:
+        opts["oracle_contexts"] = 0
+    return cli_flags(opts | {"seed": config["seed"]})
