@@ -66,6 +66,16 @@ def test_conversion_writes_safetensors_and_a_manifest_with_hashes(antiberty_dir)
     assert "cls.species.weight" in manifest["dropped"] and len(manifest["source_sha256"]["pytorch_model.bin"]) == 64
 
 
+def test_the_imported_model_carries_its_measured_calibration(antiberty_dir):
+    """`infill --sampler eb` without γ on AntiBERTy takes the CDR-H3 comparison's ÷ 3 setting."""
+    from mdm_mi.core.calibrated import block_problems, read_calibrated
+    from mdm_mi.core.sampler_table import ALGORITHM_1, SAMPLERS
+
+    manifest = json.loads((antiberty_dir / "MANIFEST.json").read_text())
+    assert block_problems(manifest["calibrated"], SAMPLERS, ALGORITHM_1) == []
+    assert read_calibrated(antiberty_dir).value("eb", "gamma") == pytest.approx(4.8232)
+
+
 def test_special_tokens_are_never_probed_or_sampled(antiberty_dir):
     from mdm_mi.core.loading import load_model
 

@@ -43,6 +43,12 @@ ABOUT = {
     "parameters": "25.8M; BERT, 8 layers x 512, 8 heads, 25 tokens (20 amino acids + [PAD] [UNK] [CLS] [SEP] [MASK])",
     "training_data": "~558M antibody sequences of the Observed Antibody Space",
 }
+# the samplers' fallbacks for `infill` without a setting (mdm_mi.core.calibrated): the CDR-H3 comparison's
+# settings at sequential's passes ÷ 3 (16 test VH, 6 calibration VH; docs/antibody.md, 2026-12-04)
+CALIBRATED = {"at": 3, "source": "snakemake antibody (config/antibody.yaml), CDR-H3 comparison of 2026-12-04, "
+                                 "runs.json at divisor 3 (docs/figures/antibody/cdr3)",
+              "samplers": {"naive": {"k": 3.3357}, "eb": {"gamma": 4.8232}, "threshold": {"tau": 0.22414},
+                           "mi": {"gamma": 5.3970, "lam": 1.0}}}
 
 
 @dataclass(frozen=True)
@@ -140,7 +146,7 @@ def convert_antiberty(source: Source, out: Path) -> dict:
                                           "config.json": hashlib.sha256(source.config).hexdigest(),
                                           "vocab.txt": hashlib.sha256(source.vocab).hexdigest()},
                         "read_with": "torch.load(weights_only=True), written once as safetensors",
-                        "dropped": dropped, "files": files}
+                        "dropped": dropped, "files": files, "calibrated": CALIBRATED}
     write_json(out / MANIFEST, manifest)
     return manifest
 
