@@ -253,7 +253,8 @@ def test_compare_pairs_every_sampler_by_context_with_verdicts(bert_dir, antibody
 
 
 def test_diversity_and_composition_on_hand_built_fills():
-    from mdm_mi.antibody.compare import composition, diversity, jsd
+    from mdm_mi.antibody.compare import composition, diversity
+    from mdm_mi.evaluation.stats import jsd_bits as jsd
 
     pos = torch.tensor([[False, True, True, True, True]] * 2)
     fills = torch.tensor([[0, 5, 6, 7, 8], [0, 5, 6, 7, 8], [0, 5, 6, 9, 9], [0, 5, 6, 7, 8]])  # fill k of context p: row k·2 + p

@@ -60,17 +60,6 @@ def composition(tokens: torch.Tensor, positions: torch.Tensor, vocab_ids: torch.
     return (counts / counts.sum().clamp(min=1)).numpy()
 
 
-def jsd(p: np.ndarray, q: np.ndarray) -> float:
-    """Jensen–Shannon divergence of two distributions, in bits (0 = equal, 1 = disjoint)."""
-    m = (p + q) / 2
-
-    def kl(a: np.ndarray) -> float:
-        nz = a > 0
-        return float((a[nz] * np.log2(a[nz] / m[nz])).sum())
-
-    return (kl(p) + kl(q)) / 2
-
-
 def diversity(filled: torch.Tensor, positions: torch.Tensor, n_contexts: int) -> np.ndarray:
     """``(P,)`` per context: the mean share of filled positions at which two of its fills differ (over
     every pair of its fills; fill ``k`` of context ``p`` at row ``k·P + p`` of ``filled (k·P, N)``)."""

@@ -16,12 +16,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.antibody.compare import (METRICS, composition, diversity, jsd, paired_t, per_context, pll_per_residue,
-                                     pll_scale, recovery)
+from mdm_mi.antibody.compare import (METRICS, composition, diversity, paired_t, per_context, pll_per_residue, pll_scale,
+                                     recovery)
 from mdm_mi.antibody.data import read_vh, template
 from mdm_mi.core.sampler_table import build_sampler
 from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget
 from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked
+from mdm_mi.evaluation.stats import jsd_bits
 from mdm_mi.evaluation.verdicts import WORDS, verdict
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import write_json, write_text
@@ -58,8 +59,9 @@ class InfillSet:
         k = filled.shape[0] // len(self.ids)
         vocab = backbone.vocab_token_ids.cpu()
         native = composition(self.native, self.positions, vocab)
-        return {"jsd": jsd(composition(filled, self.positions.repeat(k, 1), vocab), native),
-                "diversity": diversity(filled, self.positions.repeat(k, 1), len(self.ids)).tolist()}
+        positions = self.positions.repeat(k, 1)
+        return {"jsd": jsd_bits(composition(filled, positions, vocab), native),
+                "diversity": diversity(filled, positions, len(self.ids)).tolist()}
 
     def first(self, n: int) -> "InfillSet":
         """The first ``n`` contexts."""

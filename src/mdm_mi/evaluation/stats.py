@@ -159,3 +159,16 @@ def tost_t(estimate: float, se: float, df: float, margin: float) -> float:
     if se == 0:
         return 0.0 if abs(estimate) < margin else 1.0
     return float(max(t.sf((margin - estimate) / se, df), t.sf((estimate + margin) / se, df)))
+
+
+def jsd_bits(p: np.ndarray, q: np.ndarray) -> float:
+    """Jensen–Shannon divergence of two histograms (normalised here), in bits, in [0, 1]."""
+    p = np.asarray(p, dtype=np.float64) / np.sum(p)
+    q = np.asarray(q, dtype=np.float64) / np.sum(q)
+    m = (p + q) / 2
+
+    def kl(a):
+        nz = a > 0
+        return float(np.sum(a[nz] * np.log2(a[nz] / m[nz])))
+
+    return max(0.0, (kl(p) + kl(q)) / 2)

@@ -22,7 +22,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from mdm_mi.evaluation.stats import CI_LEVEL, basic_bootstrap_interval, bootstrap_bias_corrected, bootstrap_p_value
+from mdm_mi.evaluation.stats import (CI_LEVEL, basic_bootstrap_interval, bootstrap_bias_corrected, bootstrap_p_value,
+                                    jsd_bits)
 from mdm_mi.infra.fasta import AMINO_ACIDS
 
 EMBED_BATCH = 64
@@ -33,19 +34,6 @@ DIFF_BOOTSTRAP_REPLICATES = 200  # full-metric replicates (k-means refit each) f
 DIFF_KMEANS_RESTARTS = 1  # k-means restarts inside that bootstrap, to keep it cheap
 JSD_INTERVAL_KIND = "basic bootstrap {level:.0%}, clipped at 0 (labels redrawn, clusters fixed)"
 JSD_FLOOR_KIND = "parametric: n_gen and n_ref labels drawn from the reference histogram"
-
-
-def jsd_bits(p: np.ndarray, q: np.ndarray) -> float:
-    """Jensen–Shannon divergence of two histograms (normalised here), in bits, in [0, 1]."""
-    p = np.asarray(p, dtype=np.float64) / np.sum(p)
-    q = np.asarray(q, dtype=np.float64) / np.sum(q)
-    m = (p + q) / 2
-
-    def kl(a):
-        nz = a > 0
-        return float(np.sum(a[nz] * np.log2(a[nz] / m[nz])))
-
-    return max(0.0, (kl(p) + kl(q)) / 2)
 
 
 @torch.inference_mode()
