@@ -25,13 +25,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.core.sampler_table import build_sampler
 from mdm_mi.protein.family import ardca
 from mdm_mi.protein.family.alignment import column_profile, encode_columns
 from mdm_mi.protein.family.column_train import ColumnTrainConfig, column_losses, train_column_mdm
 from mdm_mi.protein.family.columns import ColumnDims
 from mdm_mi.protein.family.scores import family_scores, read_splits
 from mdm_mi.protein.generate import generate
+from mdm_mi.sampler_classes import build_sampler
 
 KEYS = ("hmm_pass_rate", "c_ij_r", "corrected_mi_r", "f_i_r", "train_identity_median", "train_identity_max")
 

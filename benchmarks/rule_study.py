@@ -31,7 +31,7 @@ from mdm_mi.core.sampler_table import GAMMA_RANGE, HEAD, SAMPLERS, SamplerSpec
 from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, Sampler, Sequential, StepView
 from mdm_mi.evaluation.calibrate import Family
 from mdm_mi.evaluation.paired import mcnemar_exact
-from mdm_mi.mi.guided import DensePairs, head_pairwise_fn
+from mdm_mi.mi.guided import DensePairs, MIGuided, head_pairwise_fn
 from mdm_mi.sudoku.sudoku_compare import Decoder, calibrate_families, decode_test
 from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
 
@@ -99,13 +99,13 @@ class ScheduledEB(Sampler):
 
 def families() -> list[Family]:
     mi = {"on_reject": "skip", "charge_first": False}
-    return [Family("eb", "eb", "gamma", *GAMMA_RANGE, "log", increasing=False)] + \
-        [Family(f"mi λ={lam:g}", "mi", "gamma", *GAMMA_RANGE, "log", increasing=False, fixed={"lam": lam} | mi)
-         for lam in (1.0, 4.0, 16.0)] + \
-        [Family(f"mi-err λ={lam:g}", "mi-err", "gamma", *ERR_RANGE, "log", increasing=False, fixed={"lam": lam})
-         for lam in (0.0, 1.0, 4.0)] + \
-        [Family(f"eb-sched a={a:g}", "eb-sched", "gamma", *GAMMA_RANGE, "log", increasing=False, fixed={"a": a})
-         for a in (1.0, -1.0)]
+    return [Family("eb", "eb", "gamma", *GAMMA_RANGE, "log", increasing=False, cls=EntropyBounded)] + \
+        [Family(f"mi λ={lam:g}", "mi", "gamma", *GAMMA_RANGE, "log", increasing=False, fixed={"lam": lam} | mi,
+                cls=MIGuided) for lam in (1.0, 4.0, 16.0)] + \
+        [Family(f"mi-err λ={lam:g}", "mi-err", "gamma", *ERR_RANGE, "log", increasing=False, fixed={"lam": lam},
+                cls=ErrorBudget) for lam in (0.0, 1.0, 4.0)] + \
+        [Family(f"eb-sched a={a:g}", "eb-sched", "gamma", *GAMMA_RANGE, "log", increasing=False, fixed={"a": a},
+                cls=ScheduledEB) for a in (1.0, -1.0)]
 
 
 def paired(name: str, solved, passes, seq, seq_passes) -> str:
@@ -123,8 +123,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    SAMPLERS["mi-err"] = SamplerSpec(ErrorBudget, ("gamma", "lam"), HEAD)  # study-only entries
-    SAMPLERS["eb-sched"] = SamplerSpec(ScheduledEB, ("gamma", "a"))
+    SAMPLERS["mi-err"] = SamplerSpec(("gamma", "lam"), HEAD)  # study-only entries
+    SAMPLERS["eb-sched"] = SamplerSpec(("gamma", "a"))
     calib, test = load_puzzle_csv(f"{args.budgets}/calib.csv"), load_puzzle_csv(f"{args.budgets}/test.csv")
     model, _ = load_model(args.model, "cpu", "sudoku")
     decoder = Decoder(model, head_pairwise_fn(load_mi_head(args.head, "cpu")), 500, 0)

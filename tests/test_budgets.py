@@ -15,17 +15,18 @@ from mdm_mi.evaluation.budgets import BEST_MI, budget_rows, by_budget, markdown,
 from mdm_mi.evaluation.calibrate import DIVISORS, Family, calibrate, calibrate_grid, next_guess, targets
 from mdm_mi.evaluation.paired import (bootstrap_curves, detectable_difference, interpolate_curve, mcnemar_exact,
                            newcombe_interval, paired_difference)
-from mdm_mi.core.sampler_table import build_sampler
-from mdm_mi.core.samplers import INF, StepView, TopK, decode
+
+from mdm_mi.core.samplers import INF, ConfidenceThreshold, EntropyBounded, NaiveTopK, StepView, decode
+from mdm_mi.sampler_classes import SAMPLER_CLASSES, build_sampler
 
 N, V = 30, 6
 
 
 def test_fractional_k_unmasks_k_on_average_and_integer_k_exactly():
-    frac = TopK(2.5)
+    frac = NaiveTopK(2.5)
     assert [frac.per_pass(s) for s in range(4)] == [2, 3, 2, 3]
-    assert all(TopK(3).per_pass(s) == 3 for s in range(10))
-    assert sum(TopK(1.3).per_pass(s) for s in range(10)) == 13
+    assert all(NaiveTopK(3).per_pass(s) == 3 for s in range(10))
+    assert sum(NaiveTopK(1.3).per_pass(s) for s in range(10)) == 13
 
 
 def test_threshold_admits_exactly_the_confident_positions_and_at_least_one():
@@ -55,9 +56,9 @@ def _toy_measure(backbone, tokens):
 
 
 @pytest.mark.parametrize("family", [
-    Family("naive", "naive", "k", 1.0, float(2 * N), "linear", increasing=False),
-    Family("eb", "eb", "gamma", 1e-3, 100.0, "log", increasing=False),
-    Family("threshold", "threshold", "tau", 0.0, 1 - 1e-6, "log1m", increasing=True),
+    Family("naive", "naive", "k", 1.0, float(2 * N), "linear", increasing=False, cls=NaiveTopK),
+    Family("eb", "eb", "gamma", 1e-3, 100.0, "log", increasing=False, cls=EntropyBounded),
+    Family("threshold", "threshold", "tau", 0.0, 1 - 1e-6, "log1m", increasing=True, cls=ConfidenceThreshold),
 ])
 @pytest.mark.parametrize("divisor", [2, 3, 5, 8])
 def test_calibration_reaches_its_target_within_5_percent(family, divisor):
@@ -271,7 +272,7 @@ def test_calibration_grid_reaches_every_budget_and_reuses_brackets():
     for row in range(32):
         tokens[row, torch.randperm(n, generator=gen)[:20 + row * (n - 20) // 31]] = V
     sequential = float((tokens == V).sum(1).float().mean())
-    families = [f for f in calibrated_families(n, {"mi_lambda": [1.0], "mi_on_reject": "skip", "mi_charge_first": False}) if not f.sampler.startswith("mi")]
+    families = [f for f in calibrated_families(n, {"mi_lambda": [1.0], "mi_on_reject": "skip", "mi_charge_first": False}, SAMPLER_CLASSES) if not f.sampler.startswith("mi")]
     points = calibrate_grid(families, sequential, DIVISORS, _toy_measure(backbone, tokens), log=lambda m: None)
     assert [p.extra["divisor"] for p in points] == list(DIVISORS) * len(families)
     assert all(p.on_target for p in points), [(p.family, p.target, p.passes) for p in points if not p.on_target]
@@ -292,7 +293,7 @@ def test_next_u_interpolates_inside_the_bracket_and_bisects_without_measured_end
 def test_a_shared_cache_starts_the_search_from_its_tightest_bracket():
     """Passes = 100 / value (decreasing): after one target, the next starts between cached points
     and needs fewer decodes than from scratch; a cache entry on target costs no decode at all."""
-    fam = Family("toy", "naive", "k", 1.0, 100.0, "log", increasing=False)
+    fam = Family("toy", "naive", "k", 1.0, 100.0, "log", increasing=False, cls=NaiveTopK)
     calls = []
 
     def measure(sampler):
@@ -336,8 +337,8 @@ def _power_law_measure(calls: list):
 
 
 def test_the_search_decodes_the_cheap_end_first_never_the_middle_of_the_range():
-    dec = Family("toy", "naive", "k", 1.0, 100.0, "log", increasing=False)
-    inc = Family("tau", "threshold", "tau", 0.0, 1 - 1e-6, "log1m", increasing=True)
+    dec = Family("toy", "naive", "k", 1.0, 100.0, "log", increasing=False, cls=NaiveTopK)
+    inc = Family("tau", "threshold", "tau", 0.0, 1 - 1e-6, "log1m", increasing=True, cls=ConfidenceThreshold)
     assert next_guess(dec, 25.0, {}) == 100.0  # passes fall with k: the largest k is cheapest
     assert next_guess(inc, 25.0, {}) == 0.0  # passes rise with τ: the smallest τ is cheapest
     calls: list = []
@@ -349,7 +350,7 @@ def test_the_search_decodes_the_cheap_end_first_never_the_middle_of_the_range():
 def test_a_target_the_range_cannot_reach_stops_after_one_decode():
     """A rule whose fastest setting still needs 8 passes: the target 5 is out of reach, and the search
     says so after decoding that setting once instead of bisecting toward it."""
-    fam = Family("floor", "naive", "k", 1.0, 100.0, "log", increasing=False)
+    fam = Family("floor", "naive", "k", 1.0, 100.0, "log", increasing=False, cls=NaiveTopK)
     calls = []
 
     def measure(sampler):
@@ -364,7 +365,7 @@ def test_a_target_the_range_cannot_reach_stops_after_one_decode():
 def test_the_grid_costs_little_more_than_decoding_each_budget_once():
     """Σ passes decoded over all budgets of a power-law family, against Σ targets (the least any
     search can decode: one decode per budget): cheapest budgets first, each from the previous ones."""
-    fam = Family("toy", "naive", "k", 1.0, 100.0, "log", increasing=False)
+    fam = Family("toy", "naive", "k", 1.0, 100.0, "log", increasing=False, cls=NaiveTopK)
     calls: list = []
     points = calibrate_grid([fam], 100.0, DIVISORS, _power_law_measure(calls), log=lambda m: None)
     assert [p.extra["divisor"] for p in points] == list(DIVISORS)

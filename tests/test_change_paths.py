@@ -14,9 +14,10 @@ from mdm_mi.core.backbone import GRID, SEQUENCE, BackboneOutput, Capabilities, c
 from mdm_mi.core.domain import DOMAINS, Domain, register_domain
 from mdm_mi.core.loading import load_model
 from mdm_mi.core.map_domain import MapDomain
-from mdm_mi.core.sampler_table import build_sampler
+
 from mdm_mi.core.samplers import decode
 from mdm_mi.mi.probe import exact_mi
+from mdm_mi.sampler_classes import build_sampler
 
 V, N = 4, 6
 

@@ -19,8 +19,9 @@ from mdm_mi.protein.family.alignment import COLUMN_ALPHABET, GAP_INDEX, N_LETTER
 from mdm_mi.protein.family.column_train import ColumnTrainConfig, column_losses, train_column_mdm
 from mdm_mi.protein.family.columns import (BOS_ID, EOS_ID, MASK_ID, ColumnBackbone, ColumnDims, ColumnMDM,
                                            load_column_model, save_column_model)
-from mdm_mi.core.sampler_table import build_sampler
+
 from mdm_mi.core.samplers import decode
+from mdm_mi.sampler_classes import build_sampler
 
 DIMS = ColumnDims(length=5, d_model=16, n_heads=2, n_layers=1)
 

@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from conftest import EASY_CSV, REPO, MockBackbone, seeded_logits
-from mdm_mi.core.samplers import decode
+from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, NaiveTopK, decode
 from mdm_mi.evaluation.calibrate import Family, calibrate, targets
 from mdm_mi.evaluation.matched import BUDGET_RTOL, bracket_settings, mixture
+from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
 N, V = 60, 6
 
@@ -42,9 +43,9 @@ def _decoder(backbone, tokens):
 
 
 @pytest.mark.parametrize("family", [
-    Family("naive", "naive", "k", 1.0, float(N), "log", increasing=False),
-    Family("eb", "eb", "gamma", 1e-3, 100.0, "log", increasing=False),
-    Family("threshold", "threshold", "tau", 0.0, 1 - 1e-6, "log1m", increasing=True),
+    Family("naive", "naive", "k", 1.0, float(N), "log", increasing=False, cls=NaiveTopK),
+    Family("eb", "eb", "gamma", 1e-3, 100.0, "log", increasing=False, cls=EntropyBounded),
+    Family("threshold", "threshold", "tau", 0.0, 1 - 1e-6, "log1m", increasing=True, cls=ConfidenceThreshold),
 ])
 @pytest.mark.parametrize("divisor", [3, 5])
 def test_the_mixture_spends_the_test_budget_exactly_where_calibration_misses_it(family, divisor):
@@ -72,7 +73,7 @@ def test_the_mixture_spends_the_test_budget_exactly_where_calibration_misses_it(
 
 def test_without_a_bracket_the_closest_setting_is_kept_and_marked():
     """A family whose fastest setting needs 8 passes cannot reach a budget of 5: one setting, off budget."""
-    fam = Family("floor", "naive", "k", 1.0, 100.0, "log", increasing=False)
+    fam = Family("floor", "naive", "k", 1.0, 100.0, "log", increasing=False, cls=NaiveTopK)
 
     def test_decode(sampler):
         return np.zeros(10, dtype=bool), np.full(10, max(100.0 / sampler.k, 8.0))
@@ -119,7 +120,7 @@ def test_sudoku_runs_are_matched_to_sequentials_test_passes(tiny_model, easy_puz
     puzzles, solutions = easy_puzzles
     calib = PuzzleSet(puzzles[:10], solutions[:10], ["easy"] * 10)
     test = PuzzleSet(puzzles[10:], solutions[10:], ["easy"] * 10)
-    families = [f for f in calibrated_families(81, {"mi_lambda": [1.0], "mi_on_reject": "skip", "mi_charge_first": False}) if f.label in ("naive", "eb")]
+    families = [f for f in calibrated_families(81, {"mi_lambda": [1.0], "mi_on_reject": "skip", "mi_charge_first": False}, SAMPLER_CLASSES) if f.label in ("naive", "eb")]
     decoder, calib_decoder = Decoder(tiny_model, None, 10, 0), Decoder(tiny_model, None, 10, 1)
     seq, points, caches = calibrate_families(calib_decoder, calib, families, (3,), log=lambda m: None)
     runs = decode_matched(decoder, test, calib_decoder, calib, families, points, caches, seq, log=lambda m: None)

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from mdm_mi.cli import main
-from mdm_mi.core.sampler_table import build_sampler
+
 from mdm_mi.core.samplers import decode
 from mdm_mi.infra.checkpoint import save_checkpoint
 from mdm_mi.infra.flags import Decoding
@@ -27,6 +27,7 @@ from mdm_mi.mi.probe import certified_mi, exact_mi
 from mdm_mi.sudoku.grid import MASK_ID
 from mdm_mi.sudoku.sudoku_model import DOMAIN, ModelConfig, SudokuMDM, load_model
 from mdm_mi.sudoku.sudoku_train import TrainConfig, train
+from mdm_mi.sampler_classes import build_sampler
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

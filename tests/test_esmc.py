@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from mdm_mi.core.backbone import Backbone
-from mdm_mi.core.sampler_table import build_sampler
+
 from mdm_mi.core.samplers import decode
 from mdm_mi.infra.checkpoint import CheckpointError
 from mdm_mi.infra.errors import InputError
@@ -20,6 +20,7 @@ from mdm_mi.infra.flags import Decoding
 from mdm_mi.protein import esmc as esmc_mod
 from mdm_mi.protein.esmc import AMINO_ACIDS, ESMCBackbone, download_esmc_300m, esmc_tokenizer, load_esmc
 from mdm_mi.protein.sequences import sample_reference, validate_sequence
+from mdm_mi.sampler_classes import build_sampler
 
 REPO = Path(__file__).resolve().parents[1]
 UNIREF = REPO / "resources" / "data" / "protein" / "uniref50_len50-100.fasta"

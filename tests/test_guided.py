@@ -6,10 +6,11 @@ import pytest
 import torch
 
 from mdm_mi.core.backbone import BackboneOutput
-from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, build_sampler
+from mdm_mi.core.sampler_table import SamplerFlags
 from mdm_mi.core.samplers import StepView, decode
 from mdm_mi.mi.guided import MIGuided, OracleMI, admit, algorithm1, head_pairwise_fn, oracle_pairwise_fn
 from mdm_mi.mi.head import HeadConfig, MIHead
+from mdm_mi.sampler_classes import SAMPLER_CLASSES, build_sampler
 
 INF = float("inf")
 
@@ -101,7 +102,7 @@ def test_default_mi_sampler_is_the_papers_algorithm_1(seed):
 
 
 def test_registry_params_and_validation():
-    assert SAMPLERS["mi"].cls is MIGuided and SAMPLERS["mi-oracle"].cls is OracleMI
+    assert SAMPLER_CLASSES["mi"] is MIGuided and SAMPLER_CLASSES["mi-oracle"] is OracleMI
     s = build_sampler("mi-oracle", gamma=0.5, lam=2, on_reject="skip", charge_first=False)
     assert isinstance(s, OracleMI) and s.uses_pairwise
     assert s.params() == {"gamma": 0.5, "lam": 2.0, "on_reject": "skip", "charge_first": False}

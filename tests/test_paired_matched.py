@@ -9,6 +9,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
+from mdm_mi.core.samplers import NaiveTopK
 from mdm_mi.evaluation.calibrate import Family, calibrate
 from mdm_mi.evaluation.matched import bracket_settings, mixing_weight, mixture
 from mdm_mi.evaluation.paired import holm, mcnemar_exact, newcombe_interval, paired_cells, paired_difference, sign_flip_p, tost_p
@@ -104,7 +105,7 @@ def test_mixing_weight_spends_the_budget_exactly():
 
 # --- a simulated Sudoku comparison with no true difference ------------------------------------------------
 
-TOY = Family("toy", "naive", "k", 1.0, 81.0, "log", increasing=False)
+TOY = Family("toy", "naive", "k", 1.0, 81.0, "log", increasing=False, cls=NaiveTopK)
 
 
 def _toy_sampler(blanks, difficulty, noise, power):

@@ -23,7 +23,8 @@ from mdm_mi.protein.generate import generate  # noqa: E402
 from mdm_mi.protein.protein_model import load_protein_model, new_esmc, save_trained, write_300m_meta  # noqa: E402
 from mdm_mi.protein.tokens import protein_tokens  # noqa: E402
 from mdm_mi.protein.protein_train import ProteinTrainConfig, sample_batch  # noqa: E402
-from mdm_mi.core.sampler_table import build_sampler  # noqa: E402
+from mdm_mi.sampler_classes import build_sampler
+  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 UNIREF = REPO / "resources" / "data" / "protein" / "uniref50_len50-100.fasta"

@@ -1,4 +1,5 @@
-"""The sampler table is the one place a sampler is described: a toy sampler added in ONE entry is
+"""The sampler table is the one place a sampler is described: a toy sampler added in ONE entry (and its
+class under the same key in ``SAMPLER_CLASSES``) is
 calibrated (the comparisons search its parameter and the budgets table sets it against the
 contenders), tabled (its columns and settings in the results tables, its runs in the workflow's grid)
 and drawn (its style in the figures); the real entries still give the workflow's run names."""
@@ -17,6 +18,7 @@ from conftest import MockBackbone, seeded_logits
 from mdm_mi.core.calibrated import Calibrated
 from mdm_mi.core.sampler_table import SAMPLERS, Calibration, SamplerSpec, Setting, Style, decode_runs, sampler_params
 from mdm_mi.core.samplers import Sampler, StepView, decode
+from mdm_mi.sampler_classes import SAMPLER_CLASSES
 from mdm_mi.sudoku.sudoku_report import COLUMNS  # imported before any toy entry: the real table's columns
 
 N, V = 40, 6
@@ -41,15 +43,16 @@ class Fraction(Sampler):
         return {"frac": self.frac}
 
 
-TOY = SamplerSpec(Fraction, ("frac",), style=Style("fraction (toy)", "tab:pink"),
+TOY = SamplerSpec(("frac",), style=Style("fraction (toy)", "tab:pink"),
                   grid=(Setting("frac", "toy_frac", "f"),),
                   calibration=Calibration("frac", "φ", 1e-3, 1.0, "log", increasing=False))
 
 
 @pytest.fixture
 def toy(monkeypatch):
-    """The sampler table with the toy entry added (removed again after the test)."""
+    """The sampler tables with the toy entry and its class added (removed again after the test)."""
     monkeypatch.setitem(SAMPLERS, "toy", TOY)
+    monkeypatch.setitem(SAMPLER_CLASSES, "toy", Fraction)
 
 
 def _measure(tokens: torch.Tensor):
@@ -64,7 +67,7 @@ def _measure(tokens: torch.Tensor):
 def test_toy_sampler_is_calibrated(toy):
     from mdm_mi.evaluation.calibrate import calibrate, calibrated_families
 
-    fams = calibrated_families(N, {"mi_lambda": [1.0], "mi_on_reject": "skip", "mi_charge_first": False})
+    fams = calibrated_families(N, {"mi_lambda": [1.0], "mi_on_reject": "skip", "mi_charge_first": False}, SAMPLER_CLASSES)
     assert [f.label for f in fams] == ["naive", "eb", "threshold", "mi λ=1", "toy"]
     fam = fams[-1]
     assert (fam.sampler, fam.param, fam.lo, fam.hi, fam.scale, fam.increasing) == ("toy", "frac", 1e-3, 1.0, "log", False)
@@ -102,7 +105,7 @@ def test_toy_sampler_is_tabled_and_in_the_workflow_grid(toy, monkeypatch):
     level = {"n": 8, "accuracy": 0.5, "acc_lo": 0.2, "acc_hi": 0.8, "mean_passes": 10.0, "passes_ci": 1.0,
              "mean_clues": 30.0}
     summaries = [{"set": "hard", "sampler": name, "params": sampler.params(), "levels": {"all": level}}
-                 for name, sampler in (("sequential", SAMPLERS["sequential"].cls()), ("toy", Fraction(0.25)))]
+                 for name, sampler in (("sequential", SAMPLER_CLASSES["sequential"]()), ("toy", Fraction(0.25)))]
     rows = tidy_rows(summaries)
     toy_row = next(r for r in rows if r["sampler"] == "toy")
     assert toy_row["frac"] == 0.25 and toy_row["setting"] == setting_label({"frac": 0.25}) == "frac=0.25"
@@ -152,7 +155,8 @@ def test_the_real_entries_give_the_workflows_run_names_and_families():
                                     "charge_first": False}
     fams = calibrated_families(81, {"mi_lambda": [0.5, 1.0], "mi_on_reject": "stop", "mi_charge_first": True,
                                     "indep_cap": [0.05], "two_budget_delta": [0.1], "unit_disjoint_peers": [0],
-                                    "demask_eps": [0.05], "demask_mi_eps": [0.1], "mi_tv_lambda": [1.0], "dapd_theta": [1.0]})
+                                    "demask_eps": [0.05], "demask_mi_eps": [0.1], "mi_tv_lambda": [1.0], "dapd_theta": [1.0]},
+                               SAMPLER_CLASSES)
     assert [f.slug for f in fams] == ["naive", "eb", "threshold", "mi-l0.5", "mi-l1", "mi-indep-cap0.05", "mi-2b-d0.1",
                                       "unit-disjoint-p0", "demask-e0.05", "demask-mi-e0.1", "mi-tv-l1", "dapd-t1"]
     assert fams[7].fixed == {"peers": 0} and fams[9].fixed == {"eps": 0.1} and fams[8].increasing
@@ -177,7 +181,7 @@ class CappedFraction(Fraction):
         return {"frac": self.frac, "width": self.width}
 
 
-SWEPT_TOY = SamplerSpec(CappedFraction, ("frac", "width"), "head", style=Style("swept (toy)", "tab:olive"),
+SWEPT_TOY = SamplerSpec(("frac", "width"), "head", style=Style("swept (toy)", "tab:olive"),
                         flag_help={"frac": "toy: a fraction", "width": "toy: a width"},
                         grid=(Setting("frac", "toy_swept_frac", "f"), Setting("width", "toy_swept_width", "w")),
                         calibration=Calibration("frac", "φ", 1e-3, 1.0, "log", increasing=False,
@@ -202,6 +206,7 @@ def test_toy_sampler_with_a_swept_setting_needs_one_entry_and_its_flag_fields(mo
     from mdm_mi.infra.flags import h
 
     monkeypatch.setitem(SAMPLERS, "toy-swept", SWEPT_TOY)
+    monkeypatch.setitem(SAMPLER_CLASSES, "toy-swept", CappedFraction)
     assert missing_fields() == ["frac", "width", "toy_widths"]
 
     @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -218,7 +223,7 @@ def test_toy_sampler_with_a_swept_setting_needs_one_entry_and_its_flag_fields(mo
     args = SimpleNamespace(mi_lambda=[1.0], indep_cap=[], two_budget_delta=[], unit_disjoint_peers=[], demask_eps=[],
                            demask_mi_eps=[], mi_tv_lambda=[], dapd_theta=[], toy_widths=[2.0, 3.0],
                            on_reject="skip", charge_first=False)
-    fams = comparison_families(N, args)  # calibrated
+    fams = comparison_families(N, args, SAMPLER_CLASSES)  # calibrated
     assert [f.label for f in fams][-2:] == ["toy-swept ω=2", "toy-swept ω=3"]
     assert fams[-1].slug == "toy-swept-w3" and fams[-1].fixed == {"width": 3.0}
     assert fams[-1].build(0.5).params() == {"frac": 0.5, "width": 3.0}

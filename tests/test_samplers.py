@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from mdm_mi.core.sampler_table import SAMPLERS, build_sampler
+from mdm_mi.core.sampler_table import SAMPLERS
 from mdm_mi.infra.flags import Decoding
 from mdm_mi.core.samplers import (
     eb_prefix,
@@ -18,11 +18,12 @@ from mdm_mi.core.samplers import (
     Sampler,
     Sequential,
     StepView,
-    TopK,
+    NaiveTopK,
     choose_tokens,
     decode,
 )
 from mdm_mi.sudoku.grid import MASK_ID, consistent_with_clues
+from mdm_mi.sampler_classes import build_sampler
 from conftest import MockBackbone, seeded_logits
 
 N, V, OFFSET, MASK = 12, 5, 1, 0  # token ids 1..5, mask 0: exercises vocab_token_ids
@@ -105,7 +106,7 @@ def test_decode_does_not_modify_its_input():
     logits = seeded_logits(N, V)
     tokens = mixed_batch(logits)
     before = tokens.clone()
-    decode(MockBackbone(logits, MASK, OFFSET), tokens, TopK(2))
+    decode(MockBackbone(logits, MASK, OFFSET), tokens, NaiveTopK(2))
     assert torch.equal(tokens, before)
 
 
@@ -137,7 +138,7 @@ def test_different_seeds_give_different_samples():
     logits = seeded_logits(N, V, seed=3) / 3
     tokens = mixed_batch(logits, seed=3)
     runs = [
-        decode(MockBackbone(logits, MASK, OFFSET), tokens, TopK(2), torch.Generator().manual_seed(seed),
+        decode(MockBackbone(logits, MASK, OFFSET), tokens, NaiveTopK(2), torch.Generator().manual_seed(seed),
                decoding=Decoding(temperature=1.0)).tokens
         for seed in (7, 8)
     ]
@@ -158,7 +159,7 @@ def test_temperature_sampling_follows_softmax_of_scaled_logits():
     logits = torch.tensor([[2.0, 1.0, 0.0, -1.0, 0.5]])
     temperature, b = 0.7, 20000
     tokens = torch.full((b, 1), MASK)
-    out = decode(MockBackbone(logits, MASK, OFFSET), tokens, TopK(1), torch.Generator().manual_seed(0),
+    out = decode(MockBackbone(logits, MASK, OFFSET), tokens, NaiveTopK(1), torch.Generator().manual_seed(0),
                  decoding=Decoding(temperature=temperature))
     freq = torch.bincount(out.tokens[:, 0] - OFFSET, minlength=V).float() / b
     expected = torch.softmax(logits[0] / temperature, -1)
@@ -196,7 +197,7 @@ def test_naive_k_takes_ceil_masks_over_k_passes(k):
     logits = seeded_logits(N, V)
     model = MockBackbone(logits, MASK, OFFSET)
     tokens = mixed_batch(logits)
-    out = decode(model, tokens, TopK(k))
+    out = decode(model, tokens, NaiveTopK(k))
     expected = [math.ceil(m / k) for m in masks_per_row(tokens).tolist()]
     assert out.passes.tolist() == expected
     assert model.calls == [sum(e > j for e in expected) for j in range(max(expected))]
@@ -298,8 +299,8 @@ def test_eb_never_selects_unmasked_positions():
 
 def test_topk_selects_k_lowest_entropy_masked():
     view = view_from_entropy([[0.5, INF, 0.1, 0.9, 0.3, INF]])
-    assert TopK(2).select(view)[0].nonzero().squeeze(1).tolist() == [2, 4]
-    assert TopK(10).select(view)[0].nonzero().squeeze(1).tolist() == [0, 2, 3, 4]
+    assert NaiveTopK(2).select(view)[0].nonzero().squeeze(1).tolist() == [2, 4]
+    assert NaiveTopK(10).select(view)[0].nonzero().squeeze(1).tolist() == [0, 2, 3, 4]
 
 
 def test_sequential_entropy_picks_lowest_entropy():
@@ -375,7 +376,7 @@ class _PairwiseTopOne(Sampler):
 
     def select(self, view):
         assert view.pairwise is not None and view.pairwise.shape[1:] == (N, N)
-        return TopK(1).select(view)
+        return NaiveTopK(1).select(view)
 
 
 def test_pairwise_sampler_needs_a_pairwise_fn_and_adds_no_pass():

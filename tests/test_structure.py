@@ -194,7 +194,7 @@ def _literal_keys(path: Path, name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("module, table", [("cli.py", "VERBS"), ("core/sampler_table.py", "SAMPLERS"),
-                                           ("core/domain.py", "DOMAINS")])
+                                           ("sampler_classes.py", "SAMPLER_CLASSES"), ("core/domain.py", "DOMAINS")])
 def test_each_table_is_one_literal_without_repeated_names(module, table):
     keys = _literal_keys(SRC / PACKAGE / module, table)
     assert keys and len(keys) == len(set(keys)), [k for k in keys if keys.count(k) > 1]
@@ -206,8 +206,10 @@ def test_table_entries_match_their_names():
     from mdm_mi.cli import VERBS
     from mdm_mi.core.domain import DOMAINS
     from mdm_mi.core.sampler_table import SAMPLERS
+    from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
-    assert all(s.cls.name == name for name, s in SAMPLERS.items())
+    assert list(SAMPLER_CLASSES) == list(SAMPLERS)  # the settings and the class of each sampler, in one order
+    assert all(cls.name == name for name, cls in SAMPLER_CLASSES.items())
     assert all(d.name == name for name, d in DOMAINS.items())
     assert all(dataclasses.is_dataclass(v.args) and callable(v.run) and v.help for v in VERBS.values())
 

@@ -61,7 +61,7 @@ def model_path(args, domain: str) -> Path:
 
 def calibrated_for(args, domain: str):
     """A function reading the calibrated settings of the model ``args`` names (``--model``, else the
-    one found in results/), for :func:`mdm_mi.core.sampler_table.sampler_from_args`: called only when
+    one found in results/), for :func:`mdm_mi.sampler_classes.sampler_from_args`: called only when
     a sampler parameter is omitted, so bad flags fail before any model is looked for."""
     return lambda: read_calibrated(model_path(args, domain))
 

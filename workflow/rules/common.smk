@@ -4,8 +4,8 @@ import dataclasses
 import os
 import re
 
-from mdm_mi.core.sampler_table import HEAD_SAMPLERS, SAMPLERS, TV_HEAD, decode_runs, rule_keys  # torch-free: the fixed grid's runs, the rules' lists
-from mdm_mi.evaluation.calibrate import calibrated_families  # torch-free: the protein comparison's part names
+from mdm_mi.core.sampler_table import (HEAD_SAMPLERS, SAMPLERS, TV_HEAD, calibrated_variants, decode_runs, rule_keys,
+                                       slug)  # torch-free: the fixed grid's runs, the rules' lists, the protein comparison's part names
 from mdm_mi.protein.decode_flags import DecodeFlags  # torch-free: the keys of protein.generate the oracle takes
 
 NAME = config["name"]
@@ -199,8 +199,8 @@ def protein_compare_flags(merge):
 
 def protein_compare_parts():
     """The protein comparison's jobs: sequential, then each calibrated family by its slug."""
-    families = calibrated_families(2, PROTEIN["samplers"] | PROTEIN["compare"])  # by config key; the comparison's λ grid wins
-    return ["sequential"] + [f.slug for f in families]
+    variants = calibrated_variants(PROTEIN["samplers"] | PROTEIN["compare"])  # by config key; the comparison's λ grid wins
+    return ["sequential"] + [slug(label) for label, _, _ in variants]
 
 
 def embedder_flag(wildcards, input):

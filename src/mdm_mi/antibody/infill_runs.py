@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import platform
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,13 +20,15 @@ import torch
 from mdm_mi.antibody.compare import (METRICS, composition, diversity, paired_t, per_context, pll_per_residue, pll_scale,
                                      recovery)
 from mdm_mi.antibody.data import read_vh, template
-from mdm_mi.core.sampler_table import build_sampler
+from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget
 from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked
 from mdm_mi.evaluation.stats import jsd_bits
 from mdm_mi.evaluation.verdicts import WORDS, verdict
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import write_json, write_text
+from mdm_mi.mi.guided import OracleMI, oracle_pairwise_fn
+from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ def _run(test: InfillSet, backbone, filled, family: str, divisor: int, params: d
 def sequential_run(backbone, test: InfillSet, args, order: str = "entropy") -> dict:
     """Sequential decoding (one position per pass: lowest entropy first, or with ``order="margin"`` the
     largest top-1/top-2 margin, Kim et al. 2025) on the test templates."""
-    filled = fill(backbone, test.tokens, build_sampler("sequential", order=order), args.fills, args.seed,
+    filled = fill(backbone, test.tokens, Sequential(order=order), args.fills, args.seed,
                   args.temperature, None, args.batch_size)
     name = SEQUENTIAL if order == "entropy" else f"{SEQUENTIAL} ({order} order)"
     return _run(test, backbone, filled, name, 1, {"order": order}, {"calib_score": 0.0})
@@ -103,17 +106,13 @@ def oracle_runs(backbone, test: InfillSet, runs: dict, args) -> dict[int, dict]:
     mi*'s calibrated setting of each of ``args.oracle_divisors``, on the first ``args.oracle_contexts``
     test contexts; paired by context with the head (mi*) and sequential on the same contexts. The
     oracle's probing passes (``≤ 1 + |M|·20`` per step) are not counted, as in the Sudoku ceiling."""
-    import time
-
-    from mdm_mi.mi.guided import oracle_pairwise_fn
-
     sub, n = test.first(args.oracle_contexts), args.oracle_contexts
     oracle = oracle_pairwise_fn(backbone, method="certified", tol=args.oracle_tol)
     table, out = by_budget(runs), {}
     for d in args.oracle_divisors:
         head = table[d][BEST_MI]
         t0 = time.time()
-        filled = fill(backbone, sub.tokens, build_sampler("mi-oracle", **head["params"]), args.fills, args.seed,
+        filled = fill(backbone, sub.tokens, OracleMI(**head["params"]), args.fills, args.seed,
                       args.temperature, oracle, args.batch_size)
         run = _run(sub, backbone, filled, "mi-oracle", d, head["params"], {"seconds": time.time() - t0})
         arms = {"head": head, "sequential": runs[SEQUENTIAL]}
@@ -128,9 +127,9 @@ def oracle_runs(backbone, test: InfillSet, runs: dict, args) -> dict[int, dict]:
 
 def _families(args, with_head: bool, most: int) -> list:
     shared = {"mi_on_reject": args.mi_on_reject, "mi_charge_first": args.mi_charge_first}
-    fams = [family_of(s, most, {}) for s in args.samplers]
+    fams = [family_of(s, most, {}, SAMPLER_CLASSES) for s in args.samplers]
     if with_head:
-        fams += [family_of("mi", most, {"mi_lambda": lam, **shared}) for lam in args.mi_lambda]
+        fams += [family_of("mi", most, {"mi_lambda": lam, **shared}, SAMPLER_CLASSES) for lam in args.mi_lambda]
     return fams
 
 

@@ -1,36 +1,34 @@
-"""THE table of samplers: one entry says everything about a sampler — its class, the flags it takes,
-the pairwise matrix it reads, its plot style, the workflow's fixed grid of it, what the calibrated
+"""THE table of samplers: one entry says everything about a sampler but its class — the flags it
+takes, the pairwise matrix it reads, its plot style, the workflow's fixed grid of it, what the calibrated
 comparisons search. Everything else derives from :data:`SAMPLERS`: the
-decoding verbs build their sampler here and take its flags (:data:`SamplerFlags`), the comparisons
+decoding verbs take its flags (:data:`SamplerFlags`), the comparisons
 their swept settings' flags (:data:`SweptFlags`), :mod:`mdm_mi.evaluation.calibrate` its families,
 :mod:`mdm_mi.evaluation.budgets` its contenders and baselines (``mi*`` from :data:`ALGORITHM_1`),
 :mod:`mdm_mi.evaluation.tables` its columns, :mod:`mdm_mi.evaluation.plotting` its style and the workflow its decode list
 (:func:`decode_runs`) and its per-set rule lists (:func:`rule_keys`). A sampler with a swept setting is
 its class and one entry (``docs/developing.md``).
 
-The classes live in :mod:`mdm_mi.core.samplers` (baselines), :mod:`mdm_mi.mi.guided` (Algorithm 1 and its
-oracle) and :mod:`mdm_mi.mi.decoding_rules` (rules beyond Algorithm 1); an entry names its class as
-``"module:Class"``, imported on first use, so this module imports nothing heavy (the workflow reads it
-when it builds the DAG) and any module may use it.
+The classes live in :mod:`mdm_mi.core.samplers` (baselines), :mod:`mdm_mi.mi` (Algorithm 1, its
+oracle, the rules beyond it and the rivals) and :mod:`mdm_mi.sudoku.unit_disjoint`, all above this
+module; the class of each entry is in :data:`mdm_mi.sampler_classes.SAMPLER_CLASSES` under the same key
+(a test checks both tables have the same keys), which builds them. This module imports nothing heavy:
+the workflow reads it when it builds the DAG, and :mod:`mdm_mi.evaluation` reads it.
 
-    sampler = build_sampler("eb", gamma=0.2)
+    spec = SAMPLERS["eb"]                  # flags ("gamma",), calibration of γ, plot style, ...
+    runs = decode_runs(config["sudoku"]["samplers"])
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import itertools
 import math
 from dataclasses import KW_ONLY, dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import Callable, Mapping
 
 from mdm_mi.core.calibrated import Calibrated
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
-
-if TYPE_CHECKING:
-    from mdm_mi.core.samplers import Sampler
 
 HEAD, ORACLE = "head", "oracle"  # where a sampler's pairwise matrix comes from
 TV_HEAD = "tv-head"  # a head of the same architecture trained on DEMASK's TV target (docs/rivals.md)
@@ -82,7 +80,7 @@ class Style:
 
 @dataclass(frozen=True)
 class SamplerSpec:
-    """One sampler. ``impl``: its class, or ``"module:Class"`` imported on first use (:attr:`cls`);
+    """One sampler (its class: :data:`mdm_mi.sampler_classes.SAMPLER_CLASSES` under the same key).
     ``flags``: its constructor arguments, which are also its table columns; ``pairwise``: the matrix
     it reads (``None``, the trained ``HEAD``, the ``TV_HEAD``, the backbone's ``ATTENTION`` or the probing ``ORACLE``; one that reads a
     pairwise matrix is a contender of the comparisons, the others are baselines); ``user``: whether users may pick it.
@@ -95,7 +93,6 @@ class SamplerSpec:
     (omitted: calibrated); the flag itself is a field written in :class:`SamplerFlags`
     (:func:`missing_fields` names any that is not)."""
 
-    impl: type | str
     flags: tuple[str, ...]
     pairwise: str | None = None
     user: bool = True
@@ -108,13 +105,6 @@ class SamplerSpec:
     settings_of: str | None = None
 
     @property
-    def cls(self) -> type[Sampler]:
-        if isinstance(self.impl, str):
-            module, name = self.impl.split(":")
-            return getattr(importlib.import_module(module), name)
-        return self.impl
-
-    @property
     def contender(self) -> bool:
         """Whether the comparisons set it against the baselines: it reads pairwise MI."""
         return self.pairwise is not None
@@ -125,12 +115,12 @@ def _gamma(**kw) -> Calibration:
     return Calibration("gamma", "γ", *GAMMA_RANGE, "log", increasing=False, **kw)
 
 
-def _rule(name: str, cls: str, each: Setting, meaning: str) -> SamplerSpec:
-    """A rule beyond Algorithm 1 (class ``cls`` of :mod:`mdm_mi.mi.decoding_rules`): EB's entropy budget γ and
+def _rule(name: str, each: Setting, meaning: str) -> SamplerSpec:
+    """A rule beyond Algorithm 1 (a class of :mod:`mdm_mi.mi.decoding_rules`): EB's entropy budget γ and
     its own parameter ``each.flag`` (``meaning``, nats); the comparisons calibrate γ at each value of
     ``each`` (config list ``each.key``); it reads the MI head."""
     own = dataclasses.replace(each, help=f"{name}: {each.flag} values (nats), each calibrated; none: no {name}")
-    return SamplerSpec(f"mdm_mi.mi.decoding_rules:{cls}", ("gamma", each.flag), HEAD, style=Style(name, "tab:brown"),
+    return SamplerSpec(("gamma", each.flag), HEAD, style=Style(name, "tab:brown"),
                        flag_help={each.flag: f"{meaning} (nats); default: the comparisons' {each.symbol}"},
                        calibration=_gamma(each=own))
 
@@ -138,72 +128,56 @@ def _rule(name: str, cls: str, each: Setting, meaning: str) -> SamplerSpec:
 MI_FLAGS = ("gamma", "lam", "on_reject", "charge_first")
 MI_SHARED = (Setting("on_reject", "mi_on_reject"), Setting("charge_first", "mi_charge_first"))
 SAMPLERS: dict[str, SamplerSpec] = {
-    "sequential": SamplerSpec(
-        "mdm_mi.core.samplers:Sequential", ("order",), style=Style("sequential", "black"),
+    "sequential": SamplerSpec(("order",), style=Style("sequential", "black"),
         grid=(Setting("order", "sequential"),)),
-    "naive": SamplerSpec(
-        "mdm_mi.core.samplers:TopK", ("k",), style=Style("naive top-k", "tab:orange"),
+    "naive": SamplerSpec(("k",), style=Style("naive top-k", "tab:orange"),
         grid=(Setting("k", "naive_k", "k"),),
         calibration=Calibration("k", "k", 1.0, TOKENS, "log", increasing=False)),
-    "eb": SamplerSpec(
-        "mdm_mi.core.samplers:EntropyBounded", ("gamma",), style=Style("EB-Sampler", "tab:blue"),
+    "eb": SamplerSpec(("gamma",), style=Style("EB-Sampler", "tab:blue"),
         grid=(Setting("gamma", "eb_gamma", "g"),), calibration=_gamma()),
-    "threshold": SamplerSpec(
-        "mdm_mi.core.samplers:ConfidenceThreshold", ("tau",), style=Style("threshold", "tab:red"),
+    "threshold": SamplerSpec(("tau",), style=Style("threshold", "tab:red"),
         calibration=Calibration("tau", "τ", *TAU_RANGE, "log1m", increasing=True)),
-    "mi": SamplerSpec(
-        "mdm_mi.mi.guided:MIGuided", MI_FLAGS, HEAD, style=Style("MI-guided (ours)", "tab:green"),
+    "mi": SamplerSpec(MI_FLAGS, HEAD, style=Style("MI-guided (ours)", "tab:green"),
         grid=(Setting("gamma", "mi_gamma", "g"), Setting("lam", "mi_lambda", "l")), shared=MI_SHARED,
         calibration=_gamma(each=Setting("lam", "mi_lambda", "l", "λ", "MI-guided λ values, each calibrated"),
                            against=("eb", "naive", "threshold", "sequential"))),
-    "mi-indep": _rule("mi-indep", "IndependentSet", Setting("cap", "indep_cap", "cap", "cap"),
+    "mi-indep": _rule("mi-indep", Setting("cap", "indep_cap", "cap", "cap"),
                       "never unmask together two tokens with MI above this cap"),
-    "mi-2b": _rule("mi-2b", "TwoBudget", Setting("delta", "two_budget_delta", "d", "δ"),
+    "mi-2b": _rule("mi-2b", Setting("delta", "two_budget_delta", "d", "δ"),
                    "budget δ on the summed pairwise MI of one pass"),
     # the rivals of docs/rivals.md (no calibrated fallbacks in any MANIFEST yet: a user passes their flags)
-    "unit-disjoint": SamplerSpec(
-        "mdm_mi.sudoku.unit_disjoint:UnitDisjoint", ("gamma", "peers"), style=Style("unit-disjoint", "xkcd:teal"),
+    "unit-disjoint": SamplerSpec(("gamma", "peers"), style=Style("unit-disjoint", "xkcd:teal"),
         flag_help={"peers": "at most this many peers (same row, column or box) admitted with a cell in one pass; "
                             "default: the comparisons' peers"},
         calibration=_gamma(each=Setting("peers", "unit_disjoint_peers", "p", "peers",
                                         "unit-disjoint: peer caps (0: no two peers in a pass), each calibrated; "
                                         "none: no unit-disjoint"))),
     "demask": SamplerSpec(  # the TV head is trained beside the MI head on the same label shards
-        "mdm_mi.mi.demask:Demask", ("tau", "eps"), TV_HEAD, user=False, style=Style("DEMASK", "tab:pink"),
+        ("tau", "eps"), TV_HEAD, user=False, style=Style("DEMASK", "tab:pink"),
         flag_help={"eps": "DEMASK's budget ε on the summed pairwise dependence of one pass (TV, or nats for "
                           "demask-mi); default: the comparisons' ε"},
         calibration=Calibration("tau", "τ", *TAU_RANGE, "log1m", increasing=True,
                                 each=Setting("eps", "demask_eps", "e", "ε",
                                              "demask: TV budgets ε, each calibrated; none: no demask"))),
-    "demask-mi": SamplerSpec(
-        "mdm_mi.mi.demask:DemaskMI", ("tau", "eps"), HEAD, style=Style("DEMASK rule, MI head", "tab:olive"),
+    "demask-mi": SamplerSpec(("tau", "eps"), HEAD, style=Style("DEMASK rule, MI head", "tab:olive"),
         calibration=Calibration("tau", "τ", *TAU_RANGE, "log1m", increasing=True,
                                 each=Setting("eps", "demask_mi_eps", "e", "ε",
                                              "demask-mi: dependence budgets ε (nats), each calibrated; none: no demask-mi"))),
-    "mi-tv": SamplerSpec(
-        "mdm_mi.mi.tv_guided:TVGuided", MI_FLAGS, TV_HEAD, user=False, style=Style("Algorithm 1, TV head", "tab:gray"),
+    "mi-tv": SamplerSpec(MI_FLAGS, TV_HEAD, user=False, style=Style("Algorithm 1, TV head", "tab:gray"),
         shared=MI_SHARED,
         calibration=_gamma(each=Setting("lam", "mi_tv_lambda", "l", "λ", "mi-tv: λ values, each calibrated; none: no mi-tv"))),
-    "dapd": SamplerSpec(
-        "mdm_mi.mi.dapd:Dapd", ("gamma", "theta"), ATTENTION, user=False, style=Style("DAPD", "tab:cyan"),
+    "dapd": SamplerSpec(("gamma", "theta"), ATTENTION, user=False, style=Style("DAPD", "tab:cyan"),
         flag_help={"theta": "attention-edge threshold θ (× the uniform 1/N); default: the comparisons' θ"},
         calibration=_gamma(each=Setting("theta", "dapd_theta", "t", "θ",
                                         "dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd"))),
     "mi-oracle": SamplerSpec(  # 1 + |M|·V extra passes per step; Algorithm 1 with the probed MI: mi's setting
-        "mdm_mi.mi.guided:OracleMI", MI_FLAGS, ORACLE, user=False, style=Style("MI-guided, exact MI", "tab:purple"),
+        MI_FLAGS, ORACLE, user=False, style=Style("MI-guided, exact MI", "tab:purple"),
         settings_of="mi"),
 }
 ALGORITHM_1 = "mi"  # the paper's Algorithm 1: mi* picks its `each` value per budget; the budgets summary's contender
 HEAD_SAMPLERS = tuple(name for name, s in SAMPLERS.items() if s.pairwise == HEAD)
 USER_SAMPLERS = tuple(name for name, s in SAMPLERS.items() if s.user)
 CALIBRATED_HELP = "default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.calibrated)"
-
-
-def build_sampler(name: str, **params) -> Sampler:
-    """Instantiate a sampler of :data:`SAMPLERS` by name, e.g. ``build_sampler("naive", k=4)``."""
-    if name not in SAMPLERS:
-        raise ValueError(f"unknown sampler {name!r}; known: {', '.join(sorted(SAMPLERS))}")
-    return SAMPLERS[name].cls(**params)
 
 
 def sampler_of(family: str) -> str:
@@ -247,6 +221,24 @@ def rule_keys() -> tuple[str, ...]:
     :data:`ALGORITHM_1`'s): the lists ``sudoku.compare.rule_sets`` turns off on the other sets."""
     algorithm_1 = SAMPLERS[ALGORITHM_1].calibration.each
     return tuple(s.key for s in swept_settings() if s is not algorithm_1)
+
+
+def calibrated_variants(settings: Mapping) -> list[tuple[str, str, dict]]:
+    """Every calibrated family of the table, in table order, as ``(label, sampler, fixed keywords)``:
+    one per value of an entry's ``each`` setting in ``settings`` (a comparison's arguments, by config
+    key: none without values) with its ``shared`` flags, or one named after the sampler. The workflow
+    names the protein comparison's parts by their :func:`slug`;
+    :func:`mdm_mi.evaluation.calibrate.calibrated_families` makes them families."""
+    variants = []
+    for name, spec in SAMPLERS.items():
+        cal = spec.calibration
+        if cal is None:
+            continue
+        own = [(name, {})] if cal.each is None else [
+            (f"{name} {cal.each.symbol}={v:g}", {cal.each.flag: v}) for v in settings.get(cal.each.key, ())]
+        shared = {s.flag: settings[s.key] for s in spec.shared} if own else {}
+        variants += [(label, name, fixed | shared) for label, fixed in own]
+    return variants
 
 
 def is_algorithm_1(family: str) -> bool:
@@ -344,15 +336,3 @@ def sampler_params(args, calibrated: Calibrated | Callable[[], Calibrated] = Cal
         elif not (isinstance(value, str) or math.isfinite(value)):
             raise InputError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
     return params
-
-
-def sampler_from_args(args, allowed: tuple[str, ...] = tuple(SAMPLERS),
-                      calibrated: Calibrated | Callable[[], Calibrated] = Calibrated()) -> Sampler:
-    """Build the sampler named by ``args.sampler`` from the flags it uses, omitted parameters at the
-    model's calibrated values (:func:`sampler_params`; InputError if invalid)."""
-    if args.sampler not in allowed:
-        raise InputError(f"unknown sampler {args.sampler!r}; choose one of {', '.join(allowed)}")
-    try:
-        return build_sampler(args.sampler, **sampler_params(args, calibrated))
-    except ValueError as exc:
-        raise InputError(str(exc)) from None

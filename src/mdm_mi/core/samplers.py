@@ -116,7 +116,7 @@ class Sequential(Sampler):
         return {"order": self.order}
 
 
-class TopK(Sampler):
+class NaiveTopK(Sampler):
     """Naive parallel decoding: the ``k`` lowest-entropy masked positions per pass.
 
     ``k`` may be fractional (k ≥ 1), so that its passes can be calibrated to any budget: pass ``s``

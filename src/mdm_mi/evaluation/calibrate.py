@@ -5,7 +5,7 @@ Only passes are comparable across samplers; their parameters (naive k, EB γ, MI
 threshold τ) are not. So every sampler is set to the same pass budgets — sequential's passes divided
 by 2, 3, 4, 5, 6, 8 and 10 — and compared there.
 
-    fam = Family("eb", "eb", "gamma", lo=1e-3, hi=50.0, scale="log", increasing=False)
+    fam = Family("eb", "eb", "gamma", lo=1e-3, hi=50.0, scale="log", increasing=False, cls=EntropyBounded)
     point = calibrate(fam, target=11.4, measure=lambda s: mean_passes_on_calibration_split(s))
 """
 
@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from mdm_mi.core.sampler_table import SAMPLERS, TOKENS, build_sampler, comparison_settings, slug
+from mdm_mi.core.sampler_table import SAMPLERS, TOKENS, calibrated_variants, comparison_settings, slug
 
-if TYPE_CHECKING:  # torch-free at import: the workflow reads the family slugs when it builds the DAG
+if TYPE_CHECKING:  # annotations only: the search itself needs no torch
     from mdm_mi.core.samplers import Sampler
 
 SCALES = ("linear", "log", "log1m")  # search on p, log p, or −log(1 − p) (for τ near 1)
@@ -46,6 +46,7 @@ class Family:
     scale:      the search coordinate (``linear``, ``log`` or ``log1m``).
     increasing: whether mean passes rise with the parameter (τ) or fall (k, γ).
     fixed:      the other keywords of the sampler (λ, on_reject, ...).
+    cls:        the sampler's class (:data:`mdm_mi.sampler_classes.SAMPLER_CLASSES` holds each entry's).
     """
 
     label: str
@@ -56,6 +57,7 @@ class Family:
     scale: str
     increasing: bool
     fixed: dict = field(default_factory=dict)
+    cls: type[Sampler] = field(kw_only=True)
 
     def __post_init__(self):
         if self.scale not in SCALES:
@@ -70,7 +72,7 @@ class Family:
 
     def build(self, value: float) -> Sampler:
         """The sampler at parameter ``value``."""
-        return build_sampler(self.sampler, **self.fixed, **{self.param: value})
+        return self.cls(**self.fixed, **{self.param: value})
 
     def to_u(self, value: float) -> float:
         """The search coordinate, increasing with ``value``."""
@@ -245,32 +247,24 @@ def calibrate_grid(families: list[Family], sequential_passes: float, divisors, m
     return points
 
 
-def calibrated_families(max_tokens: int, settings: Mapping) -> list[Family]:
+def calibrated_families(max_tokens: int, settings: Mapping, classes: Mapping[str, type[Sampler]]) -> list[Family]:
     """The family of every calibrated sampler of :data:`mdm_mi.core.sampler_table.SAMPLERS`, in table
-    order: its entry's ``calibration`` gives the parameter, range, scale and direction (a range up to
-    ``TOKENS`` ends at ``max_tokens``), ``settings`` (a comparison's arguments, by config key) the
-    values of its ``each`` setting (one family per value; none without values) and its ``shared``
-    flags. Contenders (samplers reading MI) are compared with the others by :mod:`mdm_mi.evaluation.budgets`."""
-    return [fam for name, spec in SAMPLERS.items() if spec.calibration
-            for fam in _sampler_families(name, spec, max_tokens, settings)]
+    order (:func:`mdm_mi.core.sampler_table.calibrated_variants` of ``settings``, a comparison's arguments
+    by config key): its entry's ``calibration`` gives the parameter, range, scale and direction (a range
+    up to ``TOKENS`` ends at ``max_tokens``), ``classes`` (the caller's
+    :data:`mdm_mi.sampler_classes.SAMPLER_CLASSES`) its class. Contenders (samplers reading MI) are
+    compared with the others by :mod:`mdm_mi.evaluation.budgets`."""
+    families = []
+    for label, name, fixed in calibrated_variants(settings):
+        cal = SAMPLERS[name].calibration
+        hi = float(max_tokens) if cal.hi is TOKENS else cal.hi
+        families.append(Family(label, name, cal.param, cal.lo, hi, cal.scale, cal.increasing, fixed, cls=classes[name]))
+    return families
 
 
-def _sampler_families(name: str, spec, max_tokens: int, settings: Mapping) -> list[Family]:
-    """One sampler's families (see :func:`calibrated_families`)."""
-    cal = spec.calibration
-    hi = float(max_tokens) if cal.hi is TOKENS else cal.hi
-    if cal.each is None:
-        variants = [(name, {})]
-    else:
-        variants = [(f"{name} {cal.each.symbol}={v:g}", {cal.each.flag: v}) for v in settings.get(cal.each.key, ())]
-    shared = {s.flag: settings[s.key] for s in spec.shared} if variants else {}
-    return [Family(label, name, cal.param, cal.lo, hi, cal.scale, cal.increasing, fixed | shared)
-            for label, fixed in variants]
-
-
-def comparison_families(max_tokens: int, args) -> list[Family]:
+def comparison_families(max_tokens: int, args, classes: Mapping[str, type[Sampler]]) -> list[Family]:
     """:func:`calibrated_families` of a comparison verb's arguments (``sudoku-compare``,
     ``protein-compare``: :func:`mdm_mi.core.sampler_table.comparison_settings`): naive top-k (fractional k
     ≤ ``max_tokens``), EB-Sampler, the Fast-dLLM confidence threshold, MI-guided (Algorithm 1) at each
     λ and every other entry with a calibration at each value of its swept setting."""
-    return calibrated_families(max_tokens, comparison_settings(args))
+    return calibrated_families(max_tokens, comparison_settings(args), classes)

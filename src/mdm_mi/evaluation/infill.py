@@ -8,7 +8,7 @@ the same templates, found by :func:`mdm_mi.evaluation.calibrate.calibrate` (its 
 the calibration templates given).
 
     d = parse_budget("1/4")                                            # 4
-    fam = family_of("eb", max_masked=16, settings={})                  # EB's γ, searched on a log scale
+    fam = family_of("eb", max_masked=16, settings={}, classes=SAMPLER_CLASSES)  # EB's γ, on a log scale
     point = calibrate_to(backbone, calib_tokens, fam, d, seed=0)       # γ giving mean |M| / 4 passes
     filled = fill(backbone, tokens, fam.build(point.value), n=2, seed=0)  # tokens (2B, N), passes (2B,)
 """
@@ -16,7 +16,7 @@ the calibration templates given).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 import torch
 
@@ -42,11 +42,12 @@ def parse_budget(text: str) -> int:
     return divisor
 
 
-def family_of(sampler: str, max_masked: int, settings: dict) -> Family:
+def family_of(sampler: str, max_masked: int, settings: dict, classes: Mapping[str, type]) -> Family:
     """The calibration family of ``sampler`` (its :data:`SAMPLERS` entry's search; a range up to the
     number of tokens, naive k's, ends at ``max_masked``, the most masks a template has), its swept setting
     (MI-guided's λ, ...) and shared flags from ``settings`` (config key → value); one-line error for a
-    sampler without a calibration (sequential is the budget's reference)."""
+    sampler without a calibration (sequential is the budget's reference). ``classes``: the caller's
+    :data:`mdm_mi.sampler_classes.SAMPLER_CLASSES`."""
     spec = SAMPLERS.get(sampler)
     if spec is None or spec.calibration is None:
         calibrated = ", ".join(n for n, s in SAMPLERS.items() if s.calibration and s.user)
@@ -55,7 +56,7 @@ def family_of(sampler: str, max_masked: int, settings: dict) -> Family:
     own = {s.key for s in spec.calibration.each and (spec.calibration.each,) or ()}
     # only this sampler's swept setting gets a value: the other entries then have no family to build
     lists = {k: ((v,) if k in swept else v) for k, v in settings.items() if k not in swept or k in own}
-    families = [f for f in calibrated_families(max(2, max_masked), lists) if f.sampler == sampler]
+    families = [f for f in calibrated_families(max(2, max_masked), lists, classes) if f.sampler == sampler]
     if not families:
         raise InputError(f"--budget with {sampler!r} needs its setting {spec.calibration.each.key}")
     return families[0]

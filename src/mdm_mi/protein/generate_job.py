@@ -17,7 +17,7 @@ import torch
 
 from mdm_mi.core.backbone import capabilities, embedder_of, for_decoding
 from mdm_mi.core.loading import SEQUENCES, load_model
-from mdm_mi.core.sampler_table import SamplerFlags, sampler_from_args
+from mdm_mi.core.sampler_table import SamplerFlags
 from mdm_mi.evaluation.stats import mean_ci
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta
@@ -29,6 +29,7 @@ from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, u
 from mdm_mi.protein.protein_metrics import score_sample
 from mdm_mi.run_models import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
                                 progress, start)
+from mdm_mi.sampler_classes import sampler_from_args
 
 
 @dataclass(frozen=True)

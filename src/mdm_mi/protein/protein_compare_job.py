@@ -39,6 +39,7 @@ from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
 from mdm_mi.protein.sequences import validate_sequence
 from mdm_mi.protein.protein_flags import ProteinDecodeJobFlags
 from mdm_mi.protein.generate import reference_lengths
+from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",
               "lo", "hi", "p_value", "verdict"]
@@ -105,7 +106,7 @@ def _spec(args: ProteinCompareBase):
 
 
 def _families(args: ProteinCompareBase):
-    families = comparison_families(MAX_PROTEIN_TOKENS, args)
+    families = comparison_families(MAX_PROTEIN_TOKENS, args, SAMPLER_CLASSES)
     other = [f.label for f in families if SAMPLERS[f.sampler].pairwise in (TV_HEAD, ATTENTION)]
     if other:  # the protein comparison feeds one matrix (the MI head's) to every family
         raise InputError(f"families {', '.join(other)} read a TV head or the attention, which the protein "

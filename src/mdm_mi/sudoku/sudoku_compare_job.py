@@ -39,6 +39,7 @@ from mdm_mi.sudoku.sudoku_compare import Decoder, SplitSpec, calibrate_families,
 from mdm_mi.sudoku.sudoku_data import load_puzzle_csv, write_puzzle_csv
 from mdm_mi.sudoku.sudoku_flags import SudokuDecodeFlags
 from mdm_mi.sudoku.sudoku_report import curve_figure
+from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
 SUDOKU_CELLS = 81
 
@@ -72,7 +73,7 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
         calib, test = compare_splits(load_puzzle_csv(args.radcliffe), load_puzzle_csv(args.easy), [args.set], spec)[args.set]
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    families = comparison_families(SUDOKU_CELLS, args)
+    families = comparison_families(SUDOKU_CELLS, args, SAMPLER_CLASSES)
     tv_families = [f.label for f in families if SAMPLERS[f.sampler].pairwise == TV_HEAD]
     if tv_families and args.tv_head is None:
         raise InputError(f"families {', '.join(tv_families)} read the TV head: pass --tv-head (or no values for them)")

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.core.domain import set_domain
-from mdm_mi.core.sampler_table import SamplerFlags, sampler_from_args
+from mdm_mi.core.sampler_table import SamplerFlags
 from mdm_mi.infra.checkpoint import load_checkpoint, save_checkpoint
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import SeedFlag, h as _h
@@ -30,6 +30,7 @@ from mdm_mi.sudoku.puzzle_maker import random_solutions
 from mdm_mi.sudoku.sudoku_train import TrainConfig, train
 from mdm_mi.run_models import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
                                 progress, start)
+from mdm_mi.sampler_classes import sampler_from_args
 
 
 @dataclass(frozen=True)

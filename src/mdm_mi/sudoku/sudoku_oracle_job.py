@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.core.loading import load_model
-from mdm_mi.core.sampler_table import build_sampler
+
 from mdm_mi.evaluation.budgets import best_mi_run
 from mdm_mi.evaluation.paired import paired_difference
 from mdm_mi.infra.errors import InputError
@@ -34,6 +34,7 @@ from mdm_mi.mi.guided import oracle_pairwise_fn
 from mdm_mi.sudoku.sudoku_compare import Decoder
 from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
 from mdm_mi.sudoku.sudoku_flags import SudokuDecodeFlags
+from mdm_mi.sampler_classes import build_sampler
 
 CEILING_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
 

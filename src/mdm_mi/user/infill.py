@@ -27,7 +27,7 @@ import torch
 from mdm_mi.core.backbone import GRID, capabilities
 from mdm_mi.core.calibrated import read_calibrated
 from mdm_mi.core.loading import SEQUENCES, model_domain
-from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, USER_SAMPLERS, sampler_from_args, swept_settings
+from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, USER_SAMPLERS, swept_settings
 from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked, parse_budget
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta
@@ -35,6 +35,7 @@ from mdm_mi.infra.flags import h
 from mdm_mi.infra.io import atomic_path, read_text_input
 from mdm_mi.sudoku.grid import MASK_ID
 from mdm_mi.run_models import ModelFlags, check_outputs, load_backbone_for, note, pairwise_from_args, start
+from mdm_mi.sampler_classes import SAMPLER_CLASSES, sampler_from_args
 
 MASK = "_"
 SUDOKU_BLANKS = "_.0"
@@ -159,7 +160,7 @@ def _sampler(args, backbone, tokens, pairwise, model_dir: Path, quiet: bool):
         sampler = sampler_from_args(args, allowed=USER_SAMPLERS, calibrated=read_calibrated(model_dir))
         return sampler, ""
     divisor = parse_budget(args.budget)
-    fam = family_of(args.sampler, max_masked(backbone, tokens), _settings(args))
+    fam = family_of(args.sampler, max_masked(backbone, tokens), _settings(args), SAMPLER_CLASSES)
     point = calibrate_to(backbone, tokens, fam, divisor, args.seed, args.temperature, pairwise,
                          log=lambda s: note(s, quiet), batch_size=args.batch_size)
     return fam.build(point.value), f" budget=1/{divisor}"

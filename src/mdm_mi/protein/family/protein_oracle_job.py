@@ -31,7 +31,7 @@ import torch
 
 from mdm_mi.core.backbone import for_decoding
 from mdm_mi.core.loading import load_model_and_head
-from mdm_mi.core.sampler_table import build_sampler
+
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.budgets import best_mi_run
 from mdm_mi.evaluation.stats import mean_t_ci
@@ -47,6 +47,7 @@ from mdm_mi.protein.family.scores import hmm_threshold, read_splits
 from mdm_mi.protein.sequences import sample_reference
 from mdm_mi.protein.protein_flags import ProteinDecodeJobFlags
 from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths
+from mdm_mi.sampler_classes import build_sampler
 
 ARM_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
 PER_SEQUENCE = ("bit_score", "pair_score")  # per-sequence scores compared by paired differences

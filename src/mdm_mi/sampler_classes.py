@@ -1,0 +1,62 @@
+"""The class of each sampler, under its key in :data:`mdm_mi.core.sampler_table.SAMPLERS` (which holds
+everything else about it: flags, pairwise matrix, style, grid, calibration). Built here by name:
+
+    sampler = build_sampler("eb", gamma=0.2)
+    sampler = sampler_from_args(args, allowed=USER_SAMPLERS, calibrated=calibrated_for(args, "sudoku"))
+
+The classes are plain imports (an editor goes from a key to its class in one hop), which puts this
+module above :mod:`mdm_mi.mi` and the domains; the settings table stays in :mod:`mdm_mi.core` because
+:mod:`mdm_mi.evaluation` and the workflow (at DAG build, without torch) read it. Verbs build samplers
+here and hand the table to the library that builds its own (the calibrated families of
+:func:`mdm_mi.evaluation.calibrate.calibrated_families`).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from mdm_mi.core.calibrated import Calibrated
+from mdm_mi.core.sampler_table import SAMPLERS, sampler_params
+from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, NaiveTopK, Sampler, Sequential
+from mdm_mi.infra.errors import InputError
+from mdm_mi.mi.dapd import Dapd
+from mdm_mi.mi.decoding_rules import IndependentSet, TwoBudget
+from mdm_mi.mi.demask import Demask, DemaskMI
+from mdm_mi.mi.guided import MIGuided, OracleMI
+from mdm_mi.mi.tv_guided import TVGuided
+from mdm_mi.sudoku.unit_disjoint import UnitDisjoint
+
+SAMPLER_CLASSES: dict[str, type[Sampler]] = {
+    "sequential": Sequential,
+    "naive": NaiveTopK,
+    "eb": EntropyBounded,
+    "threshold": ConfidenceThreshold,
+    "mi": MIGuided,
+    "mi-indep": IndependentSet,
+    "mi-2b": TwoBudget,
+    "unit-disjoint": UnitDisjoint,
+    "demask": Demask,
+    "demask-mi": DemaskMI,
+    "mi-tv": TVGuided,
+    "dapd": Dapd,
+    "mi-oracle": OracleMI,
+}
+
+
+def build_sampler(name: str, **params) -> Sampler:
+    """Instantiate a sampler of :data:`SAMPLER_CLASSES` by name, e.g. ``build_sampler("naive", k=4)``."""
+    if name not in SAMPLER_CLASSES:
+        raise ValueError(f"unknown sampler {name!r}; known: {', '.join(sorted(SAMPLER_CLASSES))}")
+    return SAMPLER_CLASSES[name](**params)
+
+
+def sampler_from_args(args, allowed: tuple[str, ...] = tuple(SAMPLERS),
+                      calibrated: Calibrated | Callable[[], Calibrated] = Calibrated()) -> Sampler:
+    """Build the sampler named by ``args.sampler`` from the flags it uses, omitted parameters at the
+    model's calibrated values (:func:`mdm_mi.core.sampler_table.sampler_params`; InputError if invalid)."""
+    if args.sampler not in allowed:
+        raise InputError(f"unknown sampler {args.sampler!r}; choose one of {', '.join(allowed)}")
+    try:
+        return build_sampler(args.sampler, **sampler_params(args, calibrated))
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
