@@ -22,7 +22,7 @@ import torch
 from safetensors.torch import load_file
 
 from mdm_mi.antibody.data import CDRS, read_vh
-from mdm_mi.core.loading import load_model
+from mdm_mi.loading import load_model
 from mdm_mi.infra.config import load_config
 from mdm_mi.mi.contexts import load_label_shards
 from mdm_mi.mi.fidelity import fidelity

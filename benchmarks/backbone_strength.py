@@ -17,13 +17,15 @@ import argparse
 import torch
 
 from mdm_mi.evaluation.paired import paired_difference
+from mdm_mi.loading import load_model
 from mdm_mi.sudoku.sudoku_compare import sequential_solved
 from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
 
 
 def decode(model_dir: str, puzzles, batch_size: int) -> tuple:
     """Sequential greedy decoding of ``puzzles`` → (solved (P,) bool, training minutes, decode s)."""
-    solved, secs, meta = sequential_solved(model_dir, puzzles, batch_size)
+    model, meta = load_model(model_dir, "cpu", "sudoku")
+    solved, secs = sequential_solved(model, puzzles, batch_size)
     return solved, meta.get("metrics", {}).get("train_minutes", float("nan")), secs
 
 

@@ -23,7 +23,7 @@ import time
 import torch
 
 from mdm_mi.core.backbone import Bf16Backbone
-from mdm_mi.core.loading import load_model
+from mdm_mi.loading import load_model
 from mdm_mi.core.samplers import EntropyBounded, Sequential
 from mdm_mi.evaluation.paired import mcnemar_exact
 from mdm_mi.infra.flags import Decoding

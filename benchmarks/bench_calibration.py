@@ -85,8 +85,8 @@ def legacy_grid(families, seq_passes, divisors, measure) -> list[Point]:
 def setup_domain(args):
     """→ (measure(sampler) → (mean passes, {}), sequential's mean passes, families), with the
     families, batch sizes and calibration size of the comparison job under ``args.config``."""
-    from mdm_mi.core.loading import load_model
-    from mdm_mi.core.loading import load_mi_head
+    from mdm_mi.loading import load_model
+    from mdm_mi.loading import load_mi_head
     from mdm_mi.mi.guided import head_pairwise_fn
 
     backbone, _ = load_model(args.model, torch.device("cpu"), domain=args.domain)

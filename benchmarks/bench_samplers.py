@@ -12,8 +12,8 @@ import time
 
 import torch
 
-from mdm_mi.core.loading import load_mi_head
-from mdm_mi.core.loading import load_model
+from mdm_mi.loading import load_mi_head
+from mdm_mi.loading import load_model
 
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.sudoku.sudoku_data import load_puzzle_csv

@@ -25,8 +25,8 @@ import time
 
 import torch
 
-from mdm_mi.core.loading import load_model
-from mdm_mi.core.loading import load_mi_head
+from mdm_mi.loading import load_model
+from mdm_mi.loading import load_mi_head
 from mdm_mi.core.sampler_table import GAMMA_RANGE, HEAD, SAMPLERS, SamplerSpec
 from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, Sampler, Sequential, StepView
 from mdm_mi.evaluation.calibrate import Family

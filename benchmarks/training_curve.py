@@ -27,6 +27,7 @@ from mdm_mi.evaluation.plotting import plt
 from mdm_mi.evaluation.stats import wilson_interval
 from mdm_mi.infra.config import load_config
 from mdm_mi.infra.train_loop import SNAPSHOTS
+from mdm_mi.loading import load_model
 from mdm_mi.sudoku.sudoku_compare import SplitSpec, compare_splits, sequential_solved
 from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
 
@@ -53,8 +54,7 @@ def splits(config: Path) -> dict:
 def decode(model_dir: Path, puzzles, device: str = "cpu") -> tuple[np.ndarray, float]:
     """Sequential greedy decoding of ``puzzles`` with the checkpoint in ``model_dir`` on ``device``
     → (solved (P,) bool, seconds)."""
-    solved, secs, _ = sequential_solved(model_dir, puzzles, BATCH, device)
-    return solved, secs
+    return sequential_solved(load_model(model_dir, device, "sudoku")[0], puzzles, BATCH)
 
 
 def summary(solved: np.ndarray, seconds: float) -> dict:

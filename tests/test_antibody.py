@@ -77,7 +77,7 @@ def test_the_imported_model_carries_its_measured_calibration(antiberty_dir):
 
 
 def test_special_tokens_are_never_probed_or_sampled(antiberty_dir):
-    from mdm_mi.core.loading import load_model
+    from mdm_mi.loading import load_model
 
     backbone, meta = load_model(antiberty_dir, "cpu", "hf")
     assert meta["tokens"] == list("ACDEFGHIKLMNPQRSTVWY") and backbone.vocab_size == 20
@@ -86,7 +86,7 @@ def test_special_tokens_are_never_probed_or_sampled(antiberty_dir):
 
 
 def test_a_pickle_that_runs_code_is_refused(tmp_path, capsys):
-    from mdm_mi.hf.antiberty import find_source, read_weights
+    from mdm_mi.antibody.antiberty import find_source, read_weights
 
     wheel = _fake_wheel(tmp_path / "bad.whl", payload={"w": _RunsCode()})
     with pytest.raises(InputError, match="not a plain tensor dict"):

@@ -32,7 +32,7 @@ def hf_dir(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hf_backbone(hf_dir):
-    from mdm_mi.core.loading import load_model
+    from mdm_mi.loading import load_model
 
     return load_model(hf_dir, "cpu", "hf")[0]
 
@@ -204,8 +204,8 @@ def test_import_hf_refuses_an_alphabet_with_a_special_token(tmp_path):
 
 
 def test_the_domain_table_is_open(tmp_path):
-    from mdm_mi.core.domain import DOMAINS, Domain, register_domain
-    from mdm_mi.core.loading import load_model
+    from mdm_mi.domain import DOMAINS, Domain, register_domain
+    from mdm_mi.loading import load_model
 
     entry = Domain("toy", ("toy/model",), ("toy/head",), (".txt",), lambda d, meta, dev: "loaded", lambda: None,
                    lambda meta: "toy", lambda: None)
@@ -382,6 +382,6 @@ def test_label_topk_writes_its_bound_beside_the_labels(hf_dir, tmp_path):
 
 
 def hf_backbone_of(folder):
-    from mdm_mi.core.loading import load_model
+    from mdm_mi.loading import load_model
 
     return load_model(folder, "cpu", "hf")[0]

@@ -136,7 +136,7 @@ def test_hf_data_stamps_the_model_and_label_refuses_another_models_contexts(bert
 
 
 def test_a_tokenizer_past_the_models_vocabulary_is_one_line_at_load(tmp_path):
-    from mdm_mi.core.loading import load_model
+    from mdm_mi.loading import load_model
     from mdm_mi.infra.checkpoint import CheckpointError
 
     folder = _mismatched(tmp_path / "model")
@@ -161,7 +161,7 @@ def text(tmp_path_factory):
 
 
 def test_a_sequence_past_the_position_table_is_one_line(text, tmp_path, capsys):
-    from mdm_mi.core.loading import load_model
+    from mdm_mi.loading import load_model
     from mdm_mi.infra.errors import InputError
 
     backbone = load_model(text[0], "cpu", "hf")[0]

@@ -15,7 +15,7 @@ pytest.importorskip("esm.models.esmc")
 from mdm_mi.infra.checkpoint import CheckpointError  # noqa: E402
 from mdm_mi.cli import main  # noqa: E402
 from mdm_mi.infra.errors import InputError  # noqa: E402
-from mdm_mi.core.loading import load_model  # noqa: E402
+from mdm_mi.loading import load_model  # noqa: E402
 from mdm_mi.protein import protein_data as pdata# noqa: E402
 from mdm_mi.protein import protein_metrics as metrics# noqa: E402
 from mdm_mi.infra.fasta import AMINO_ACIDS, read_fasta, write_fasta  # noqa: E402

@@ -86,6 +86,43 @@ def test_the_package_import_graph_has_no_cycle():
     assert find_cycle(graph) is None, " → ".join(find_cycle(graph))
 
 
+def package_graph(src: Path = SRC, package_name: str = PACKAGE) -> dict[str, set[str]]:
+    """Package (a directory: ``mdm_mi``, ``mdm_mi.core``, ``mdm_mi.protein.family``) → the packages its
+    library modules import. A verb module is not counted: the verbs are the top layer wherever their
+    file sits (``sudoku/sudoku_jobs.py``), kept one way by :func:`wrong_way_imports`."""
+    mods = _modules(src, package_name)
+
+    def package(mod: str) -> str:
+        return mod if mods[mod].name == "__init__.py" else mod.rpartition(".")[0]
+
+    graph = {package(mod): set() for mod in mods}
+    for mod, deps in import_graph(src, package_name).items():
+        if not is_verb_module(mod):
+            graph[package(mod)] |= {package(dep) for dep in deps} - {package(mod)}
+    return graph
+
+
+def test_the_packages_import_each_other_one_way():
+    graph = package_graph()
+    assert {"mdm_mi", "mdm_mi.core", "mdm_mi.protein.family"} <= set(graph)
+    assert find_cycle(graph) is None, " → ".join(find_cycle(graph))
+
+
+def test_the_package_check_finds_a_cycle_between_directories(tmp_path):
+    pkg = tmp_path / "toy"
+    for name, text in {"__init__.py": "", "registry.py": "from toy.core import base\nfrom toy.sudoku import grid\n",
+                       "core/__init__.py": "", "core/base.py": "", "sudoku/__init__.py": "",
+                       "sudoku/grid.py": "from toy.core import base\n", "sudoku/sudoku_jobs.py": "from toy import registry\n",
+                       "core/lazy.py": "def f():\n    from toy.sudoku import grid  # a lazy import counts\n"}.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    assert find_cycle(package_graph(tmp_path, "toy")) == ["toy.core", "toy.sudoku", "toy.core"]
+    (pkg / "core/lazy.py").write_text("")  # a verb importing the registry above its package is no cycle
+    assert package_graph(tmp_path, "toy") == {"toy": {"toy.core", "toy.sudoku"}, "toy.core": set(),
+                                              "toy.sudoku": {"toy.core"}}
+    assert find_cycle(package_graph(tmp_path, "toy")) is None
+
+
 def test_only_the_cli_and_main_import_the_cli():
     importers = {m for m, deps in import_graph().items() if "mdm_mi.cli" in deps}
     assert importers <= {"mdm_mi.__main__"}, importers
@@ -99,12 +136,10 @@ def is_verb_module(mod: str) -> bool:
     return (last in ("cli", "__main__", "jobs") or last.endswith(("_job", "_jobs")) or "user" in parts[1:])
 
 
-# Every domain package: each entry of core.domain.DOMAINS (checked below) and antibody, which uses an
-# hf model. A domain never imports another; what two need lives below them (infra.fasta, evaluation.plotting).
+# Every domain package: each entry of domain.DOMAINS (checked below) and antibody, which uses an
+# hf model. A domain never imports another; what two need lives below them (infra.fasta,
+# evaluation.plotting, core.hf_folder: the hf domain's name and alphabet, which antibody's AntiBERTy writes).
 DOMAIN_PACKAGES = ("sudoku", "protein", "hf", "antibody")
-# Imports that still run from one domain into another, each to be moved below the domains (issue 40):
-# AntiBERTy's conversion lives in hf/ and the hf domain's name in hf.backbone, both used by antibody/.
-PENDING = {("mdm_mi.antibody.antibody_jobs", "mdm_mi.hf.antiberty"), ("mdm_mi.antibody.antibody_jobs", "mdm_mi.hf.backbone")}
 
 
 def _domain(mod: str) -> str | None:
@@ -123,7 +158,7 @@ def wrong_way_imports(graph: dict[str, set[str]]) -> list[str]:
                 bad.append(f"library {mod} imports verb module {dep}")
             elif is_verb_module(dep) and mod.split(".")[-1] not in ("cli", "__main__"):
                 bad.append(f"verb module {mod} imports verb module {dep}")
-            if _domain(mod) and _domain(dep) and _domain(mod) != _domain(dep) and (mod, dep) not in PENDING:
+            if _domain(mod) and _domain(dep) and _domain(mod) != _domain(dep):
                 bad.append(f"{mod} imports the other domain's {dep}")
     return bad
 
@@ -132,14 +167,13 @@ def test_imports_run_one_way_library_then_verbs_then_cli():
     assert wrong_way_imports(import_graph()) == []
 
 
-def test_every_domain_is_kept_apart_and_the_exceptions_still_exist():
-    """Each domain of the domain table is one of the packages kept apart, and each pending exception
-    is a real import (one that is gone must leave the list)."""
-    from mdm_mi.core.domain import DOMAINS
+def test_every_domain_is_one_of_the_packages_kept_apart():
+    """Each domain of the domain table is a package checked by :func:`wrong_way_imports` (antibody too,
+    which has no entry: it decodes ``hf`` models)."""
+    from mdm_mi.domain import DOMAINS
 
     assert set(DOMAINS) <= set(DOMAIN_PACKAGES)
-    graph = import_graph()
-    assert all(dep in graph.get(mod, ()) for mod, dep in PENDING), PENDING
+    assert all((SRC / PACKAGE / name / "__init__.py").is_file() for name in DOMAIN_PACKAGES)
 
 
 def test_the_layering_check_fails_on_a_library_module_importing_a_verb(tmp_path):
@@ -161,12 +195,13 @@ def test_the_layering_check_fails_on_a_library_module_importing_a_verb(tmp_path)
     assert wrong_way_imports(import_graph(tmp_path, "toy")) == []
 
 
-PACKAGE_MAY_IMPORT = {"infra": {"infra"}, "evaluation": {"infra", "core", "evaluation"}}
+PACKAGE_MAY_IMPORT = {"infra": {"infra"}, "core": {"infra", "core"}, "evaluation": {"infra", "core", "evaluation"}}
 
 
 def package_violations(graph: dict[str, set[str]]) -> list[str]:
-    """Imports that leave a package's allowed set: ``infra/`` imports only itself; ``evaluation/``
-    only ``core/``, ``infra/`` and itself (it never sees a domain or a verb)."""
+    """Imports that leave a package's allowed set: ``infra/`` imports only itself; ``core/`` only
+    ``infra/`` and itself; ``evaluation/`` only ``core/``, ``infra/`` and itself (it never sees a domain
+    or a verb)."""
     def top(mod: str) -> str:
         return mod.split(".")[1] if mod.count(".") >= 2 else ""
 
@@ -178,9 +213,9 @@ def test_infra_and_evaluation_import_only_below_them():
     graph = import_graph()
     assert {"mdm_mi.infra.io", "mdm_mi.evaluation.calibrate"} <= set(graph)
     assert package_violations(graph) == []
-    toy = {"mdm_mi.infra.io": {"mdm_mi.core.domain"}, "mdm_mi.evaluation.stats": {"mdm_mi.sudoku.grid"}}
+    toy = {"mdm_mi.infra.io": {"mdm_mi.domain"}, "mdm_mi.evaluation.stats": {"mdm_mi.sudoku.grid"}}
     assert package_violations(toy) == ["mdm_mi.evaluation.stats imports mdm_mi.sudoku.grid",
-                                       "mdm_mi.infra.io imports mdm_mi.core.domain"]
+                                       "mdm_mi.infra.io imports mdm_mi.domain"]
 
 
 def _literal_keys(path: Path, name: str) -> list[str]:
@@ -194,7 +229,7 @@ def _literal_keys(path: Path, name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("module, table", [("cli.py", "VERBS"), ("core/sampler_table.py", "SAMPLERS"),
-                                           ("sampler_classes.py", "SAMPLER_CLASSES"), ("core/domain.py", "DOMAINS")])
+                                           ("sampler_classes.py", "SAMPLER_CLASSES"), ("domain.py", "DOMAINS")])
 def test_each_table_is_one_literal_without_repeated_names(module, table):
     keys = _literal_keys(SRC / PACKAGE / module, table)
     assert keys and len(keys) == len(set(keys)), [k for k in keys if keys.count(k) > 1]
@@ -204,7 +239,7 @@ def test_table_entries_match_their_names():
     import dataclasses
 
     from mdm_mi.cli import VERBS
-    from mdm_mi.core.domain import DOMAINS
+    from mdm_mi.domain import DOMAINS
     from mdm_mi.core.sampler_table import SAMPLERS
     from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
@@ -233,13 +268,13 @@ def test_every_rule_is_named_after_the_verb_it_runs():
     assert {v for _, v in pairs} <= set(VERBS)
 
 
-# The low-level loaders, by the module that defines each; only core.loading (and the domain table's
-# ``load`` entries in core.domain, which it calls) may reach them; protein.model dispatches to the
+# The low-level loaders, by the module that defines each; only loading (and the domain table's
+# ``load`` entries in domain, which it calls) may reach them; the protein entry dispatches to the
 # column model by meta "kind".
 LOW_LEVEL_LOADERS = {"load_model": "mdm_mi.sudoku.sudoku_model", "load_protein_model": "mdm_mi.protein.protein_model",
                      "load_column_model": "mdm_mi.protein.family.columns", "load_hf_model": "mdm_mi.hf.backbone",
                      "load_head": "mdm_mi.mi.head"}
-MAY_CALL_LOW_LEVEL = {"mdm_mi.core.loading", "mdm_mi.core.domain", "mdm_mi.protein.protein_model"}
+MAY_CALL_LOW_LEVEL = {"mdm_mi.loading", "mdm_mi.domain"}
 
 
 def low_level_loader_uses(src: Path = SRC) -> list[str]:
@@ -256,8 +291,9 @@ def low_level_loader_uses(src: Path = SRC) -> list[str]:
 
 def test_every_verb_loads_models_through_the_one_loader():
     assert low_level_loader_uses() == []
-    text = (SRC / PACKAGE / "core" / "domain.py").read_text()
-    assert all(f"import {name}" in text for name in ("load_model", "load_protein_model", "load_hf_model"))
+    text = (SRC / PACKAGE / "domain.py").read_text()
+    imported = {a.name for node in ast.walk(ast.parse(text)) if isinstance(node, ast.ImportFrom) for a in node.names}
+    assert {"load_model", "load_protein_model", "load_column_model", "load_hf_model"} <= imported
 
 
 def test_the_loader_check_finds_a_verb_calling_a_low_level_loader(tmp_path):

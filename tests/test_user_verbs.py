@@ -1,5 +1,5 @@
 """The user verbs end to end on tiny models: ``solve`` (argument, file, CSV, stdin; exit 1 on an invalid
-answer), ``mi-map`` (PNG + CSV), ``sudoku-evaluate`` with the model found by :mod:`mdm_mi.core.locate`, and
+answer), ``mi-map`` (PNG + CSV), ``sudoku-evaluate`` with the model found by :mod:`mdm_mi.locate`, and
 ``check-config``."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the user verbs (and the workflow verbs that double as user verbs) share: the model-location
-flags, loading a backbone and its MI head (through :mod:`mdm_mi.core.loading`), progress bars, notes
+flags, loading a backbone and its MI head (through :mod:`mdm_mi.loading`), progress bars, notes
 on stderr and reading input files.
 
     backbone, path, _ = load_backbone_for(args, "sudoku", device)   # --model, else found in results/
@@ -16,8 +16,8 @@ import torch
 from tqdm import tqdm
 
 from mdm_mi.core.calibrated import Calibrated, read_calibrated
-from mdm_mi.core.loading import SEQUENCES, load_mi_head, load_model
-from mdm_mi.core.locate import DEFAULT_RESULTS, find_head, find_model
+from mdm_mi.loading import SEQUENCES, load_mi_head, load_model
+from mdm_mi.locate import DEFAULT_RESULTS, find_head, find_model
 from mdm_mi.core.sampler_table import HEAD, ORACLE, SAMPLERS
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
@@ -68,8 +68,8 @@ def calibrated_for(args, domain: str):
 
 def load_backbone_for(args, domain: str, device: str):
     """Load the ``domain`` backbone of ``args`` (``--model``, else found in results/) → ``(backbone, its
-    folder, its domain)``, through :func:`mdm_mi.core.loading.load_model`; ``domain`` may be
-    :data:`~mdm_mi.core.loading.SEQUENCES` (any sequence model; a protein model when none is given)."""
+    folder, its domain)``, through :func:`mdm_mi.loading.load_model`; ``domain`` may be
+    :data:`~mdm_mi.loading.SEQUENCES` (any sequence model; a protein model when none is given)."""
     path = model_path(args, "protein" if domain == SEQUENCES else domain)
     backbone, meta = load_model(path, device, domain)
     return backbone, path, meta["domain"]
@@ -77,7 +77,7 @@ def load_backbone_for(args, domain: str, device: str):
 
 def load_head_for(args, backbone, model: Path, domain: str, device: str):
     """The MI head of ``args`` (``--head``, else the one trained beside ``model``), checked to read
-    hidden states of the backbone's width ``D`` (:func:`mdm_mi.core.loading.load_mi_head`)."""
+    hidden states of the backbone's width ``D`` (:func:`mdm_mi.loading.load_mi_head`)."""
     path = Path(args.head) if args.head is not None else find_head(domain, args.results, args.run, model=model)
     return load_mi_head(path, device, backbone, model)
 

@@ -32,31 +32,12 @@ import torch
 from torch import nn
 
 from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.core.hf_folder import DOMAIN, MASK_CHAR
 from mdm_mi.infra.checkpoint import CheckpointError, META
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.fasta import AMINO_ACIDS
 from mdm_mi.infra.io import read_json
 
-DOMAIN = "hf"
-MASK_CHAR = "_"  # a masked position in encode / decode_tokens
 MAX_REASON = 240  # characters of a library's error kept in a one-line CheckpointError
-
-
-def protein_alphabet() -> list[str]:
-    """The 20 standard amino acids, one token each (``--alphabet protein``)."""
-    return list(AMINO_ACIDS)
-
-
-def read_alphabet(spec: str) -> list[str]:
-    """``protein`` (20 amino acids), a file with one token per line, or comma-separated tokens → the
-    allowed tokens in order (logit index ``k`` ↔ token ``k``)."""
-    if spec == "protein":
-        return protein_alphabet()
-    path = Path(spec)
-    tokens = path.read_text().split() if path.is_file() else [t.strip() for t in spec.split(",") if t.strip()]
-    if len(tokens) < 2 or len(set(tokens)) != len(tokens):
-        raise InputError(f"alphabet {spec!r} must name at least 2 distinct tokens (protein, a file, or a,b,c)")
-    return tokens
 
 
 class HFBackbone(nn.Module):
@@ -257,7 +238,7 @@ def load_hf_model(directory: str | Path, device: str | torch.device = "cpu", hid
     """Load an ``hf`` model folder → ``(HFBackbone in eval mode, meta)``, from local files only.
 
     ``hidden_layer`` overrides the layer in meta; ``meta``, read already by
-    :func:`mdm_mi.core.loading.load_model` (the verbs' way in), is not read again. Missing or unreadable
+    :func:`mdm_mi.loading.load_model` (the verbs' way in), is not read again. Missing or unreadable
     files raise one line."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer  # lazy: transformers adds ~1 s to every CLI start
 

@@ -19,9 +19,9 @@ import numpy as np
 import torch
 
 from mdm_mi.core.backbone import check_backbone, check_output, token_fingerprint
-from mdm_mi.core.domain import FASTA_SUFFIXES
-from mdm_mi.core.loading import load_model
-from mdm_mi.hf.backbone import DOMAIN, MASK_CHAR, read_alphabet
+from mdm_mi.domain import FASTA_SUFFIXES
+from mdm_mi.loading import load_model
+from mdm_mi.core.hf_folder import DOMAIN, MASK_CHAR, read_alphabet
 from mdm_mi.infra.checkpoint import META
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta

@@ -27,8 +27,8 @@ import torch
 from safetensors.torch import save_file
 
 from mdm_mi.core.backbone import check_known_ids, full_precision, token_fingerprint
-from mdm_mi.core.domain import backbone_name, get_domain
-from mdm_mi.core.loading import load_model
+from mdm_mi.domain import backbone_name, get_domain
+from mdm_mi.loading import load_model
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
 from mdm_mi.infra.io import atomic_path, read_json, write_json, write_text

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from mdm_mi.core.backbone import capabilities, embedder_of, for_decoding
-from mdm_mi.core.loading import SEQUENCES, load_model
+from mdm_mi.loading import SEQUENCES, load_model
 from mdm_mi.core.sampler_table import SamplerFlags
 from mdm_mi.evaluation.stats import mean_ci
 from mdm_mi.infra.errors import InputError

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.core.backbone import embedder_of, for_decoding
-from mdm_mi.core.loading import SEQUENCES, load_model, load_model_and_head
+from mdm_mi.loading import SEQUENCES, load_model, load_model_and_head
 from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD, SweptFlags
 from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families

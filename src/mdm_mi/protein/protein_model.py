@@ -5,15 +5,16 @@ A protein model folder always holds ``meta.json`` with ``domain: protein``:
 - ``kind: trained`` — a small ``ESMC(d_model, n_heads, n_layers)`` trained with the masked-diffusion
   objective (:mod:`mdm_mi.protein.protein_train`); weights in ``model.safetensors`` beside it.
 - ``kind: columns`` — a :class:`~mdm_mi.protein.family.columns.ColumnMDM` over one family's alignment
-  columns (Potts term + small transformer, :mod:`mdm_mi.protein.family.column_jobs`); it loads into a
-  :class:`~mdm_mi.protein.family.columns.ColumnBackbone`, which decodes rows to proteins by dropping gaps.
+  columns (Potts term + small transformer, :mod:`mdm_mi.protein.family.column_jobs`); the protein entry
+  of :data:`mdm_mi.domain.DOMAINS` loads it (not this module: ``protein/family/`` sits above ``protein/``)
+  into a :class:`~mdm_mi.protein.family.columns.ColumnBackbone`, which decodes rows to proteins by dropping gaps.
 - ``kind: esmc-300m`` — ESM-C 300M; ``weights`` names the downloaded (or user-copied) ``.pth`` file,
   loaded with ``torch.load(weights_only=True)`` by :func:`mdm_mi.protein.esmc.load_esmc`.
 
 The ESM-C kinds load into an :class:`~mdm_mi.protein.esmc.ESMCBackbone`; all are Backbones, so labelling,
 the MI head, the samplers and the metrics never see which one it is.
 
-    backbone, meta = load_protein_model("results/cpu-default/protein/model")  # verbs: core.loading.load_model
+    backbone, meta = load_protein_model("results/cpu-default/protein/model")  # verbs: loading.load_model
 """
 
 from __future__ import annotations
@@ -69,15 +70,11 @@ def load_protein_model(directory: str | Path, device: str | torch.device = "cpu"
     """Load a protein model folder → ``(ESMCBackbone in eval mode, meta)``; never unpickles.
 
     ``hidden_layer`` overrides the layer recorded in meta (e.g. the embedding layer of the metrics);
-    ``meta``, read already by :func:`mdm_mi.core.loading.load_model` (the verbs' way in), is not read again.
+    ``meta``, read already by :func:`mdm_mi.loading.load_model` (the verbs' way in), is not read again.
     Missing, corrupt or mismatched files raise :class:`CheckpointError` with one line.
     """
     directory = Path(directory)
     meta = _meta(directory) if meta is None else meta
-    if meta.get("kind") == KIND_COLUMNS:
-        from mdm_mi.protein.family.columns import load_column_model  # lazy: scipy (~1 s at every CLI start)
-
-        return load_column_model(directory, meta, device), meta
     try:
         dims, layer = {k: int(meta["esmc"][k]) for k in ("d_model", "n_heads", "n_layers")}, int(meta["hidden_layer"])
     except (KeyError, TypeError, ValueError):

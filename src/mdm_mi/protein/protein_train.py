@@ -17,7 +17,7 @@ the shipped Kunitz model's training):
   joins the residual stream (GPT-2's residual dropout), training only. ESM-C has no dropout of its own;
   forward hooks add it without changing the model's parameters or its checkpoint.
 * ``eval_every`` — every that many steps and after the last, the masked loss of the validation
-  sequences at :data:`~mdm_mi.protein.family.loss.MASK_RATES` (fixed masks, seeded by ``seed``), and
+  sequences at :data:`~mdm_mi.protein.masked_loss.MASK_RATES` (fixed masks, seeded by ``seed``), and
   the saved model is the step with the lowest mean of them
   (:class:`~mdm_mi.infra.train_loop.BestWeights`). Co-variation is not a criterion here: sequential samples
   of the model cost ~75 passes each and the corrected-MI r of a few dozen of them is noise; it is
@@ -38,7 +38,7 @@ from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, draw_prob
 from mdm_mi.infra.train_state import TrainState
 from mdm_mi.protein.protein_data import random_crop
 from mdm_mi.protein.esmc import ESMCBackbone
-from mdm_mi.protein.family.loss import MASK_RATES, masked_loss
+from mdm_mi.protein.masked_loss import MASK_RATES, masked_loss
 from mdm_mi.protein.protein_model import new_esmc
 from mdm_mi.protein.tokens import ProteinTokens, protein_tokens
 

@@ -18,7 +18,6 @@ from typing import Callable
 import numpy as np
 import torch
 
-from mdm_mi.core.loading import load_model
 from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid
@@ -106,14 +105,13 @@ class Decoder:
         return solved_mask(ps, grids).numpy(), passes.numpy()
 
 
-def sequential_solved(model_dir, puzzles: PuzzleSet, batch_size: int, device: str = "cpu") -> tuple[np.ndarray, float, dict]:
-    """Greedy sequential decoding (entropy order, seed 0) of ``puzzles`` with the checkpoint in
-    ``model_dir``: the backbone-strength measure of the benchmarks → (solved ``(P,)`` bool, decode
-    seconds, the checkpoint's meta)."""
-    model, meta = load_model(str(model_dir), device, "sudoku")
+def sequential_solved(model, puzzles: PuzzleSet, batch_size: int) -> tuple[np.ndarray, float]:
+    """Greedy sequential decoding (entropy order, seed 0) of ``puzzles`` with the Sudoku backbone
+    ``model`` (loaded by :func:`mdm_mi.loading.load_model`): the backbone-strength measure of the
+    benchmarks → (solved ``(P,)`` bool, decode seconds)."""
     t0 = time.time()
     solved, _ = Decoder(model, None, batch_size, seed=0)(puzzles, Sequential("entropy"))
-    return solved, time.time() - t0, meta
+    return solved, time.time() - t0
 
 
 def calibration_measure(decoder: Decoder, calib: PuzzleSet):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.core.loading import load_mi_head, load_model_and_head
+from mdm_mi.loading import load_mi_head, load_model_and_head
 from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, SweptFlags
 from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, read_csv, summary_markdown, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families

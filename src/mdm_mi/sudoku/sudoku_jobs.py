@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.core.domain import set_domain
+from mdm_mi.domain import set_domain
 from mdm_mi.core.sampler_table import SamplerFlags
 from mdm_mi.infra.checkpoint import load_checkpoint, save_checkpoint
 from mdm_mi.infra.errors import InputError

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.core.loading import load_model
+from mdm_mi.loading import load_model
 
 from mdm_mi.evaluation.budgets import best_mi_run
 from mdm_mi.evaluation.paired import paired_difference

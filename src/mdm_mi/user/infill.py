@@ -26,7 +26,7 @@ import torch
 
 from mdm_mi.core.backbone import GRID, capabilities
 from mdm_mi.core.calibrated import read_calibrated
-from mdm_mi.core.loading import SEQUENCES, model_domain
+from mdm_mi.loading import SEQUENCES, model_domain
 from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, USER_SAMPLERS, swept_settings
 from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked, parse_budget
 from mdm_mi.infra.errors import InputError

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.core.domain import DOMAINS, FASTA_SUFFIXES, backbone_name, guess_domain
-from mdm_mi.core.loading import load_model, model_domain
+from mdm_mi.domain import DOMAINS, FASTA_SUFFIXES, backbone_name, guess_domain
+from mdm_mi.loading import load_model, model_domain
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import h

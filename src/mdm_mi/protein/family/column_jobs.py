@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.core.backbone import ALIGNED, capabilities
-from mdm_mi.core.domain import backbone_name
-from mdm_mi.core.loading import load_model
+from mdm_mi.domain import backbone_name
+from mdm_mi.loading import load_model
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import FigureOut, ModelShapeFlags, h as _h
 from mdm_mi.infra.io import write_json

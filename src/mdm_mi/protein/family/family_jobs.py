@@ -38,8 +38,8 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.core.backbone import ALIGNED, capabilities
-from mdm_mi.core.domain import backbone_name
-from mdm_mi.core.loading import load_model
+from mdm_mi.domain import backbone_name
+from mdm_mi.loading import load_model
 from mdm_mi.evaluation.budgets import read_csv, write_csv
 from mdm_mi.evaluation.tables import setting_label, write_table
 from mdm_mi.evaluation.verdicts import side_by_side
@@ -52,7 +52,7 @@ from mdm_mi.protein.protein_compare import run_fasta
 from mdm_mi.protein.protein_data import write_contexts
 from mdm_mi.protein.family.covariation import (FIELDS, METRICS, Reference, covariation_budgets, covariation_scale,
                                            covariation_stats, markdown, run_scores)
-from mdm_mi.protein.family.loss import MASK_RATES, masked_loss
+from mdm_mi.protein.masked_loss import MASK_RATES, masked_loss
 from mdm_mi.protein.family.scores import (FAMILY_COLUMNS, family_markdown, family_rows, family_scores, hmm_frame,
                                           loss_lines, read_splits)
 from mdm_mi.protein.sequences import sample_reference, validate_sequence

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mdm_mi.core.backbone import ALIGNED, capabilities
-from mdm_mi.core.domain import backbone_name
-from mdm_mi.core.loading import load_model_and_head
+from mdm_mi.domain import backbone_name
+from mdm_mi.loading import load_model_and_head
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import FigureOut, h as _h
 from mdm_mi.infra.runtime import resolve_device

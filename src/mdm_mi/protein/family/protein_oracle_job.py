@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from mdm_mi.core.backbone import for_decoding
-from mdm_mi.core.loading import load_model_and_head
+from mdm_mi.loading import load_model_and_head
 
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.budgets import best_mi_run

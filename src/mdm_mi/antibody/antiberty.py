@@ -153,13 +153,13 @@ def convert_antiberty(source: Source, out: Path) -> dict:
 
 def mark_and_check(folder: Path, hidden_layer: int) -> str:
     """Write ``meta.json`` (domain ``hf``, the 20 amino acids, ``hidden_layer``), load the folder through
-    :func:`mdm_mi.core.loading.load_model` and check one pass against the Backbone rules (the mask and
+    :func:`mdm_mi.loading.load_model` and check one pass against the Backbone rules (the mask and
     every special token outside the vocabulary, so they are never probed or sampled) → a summary line."""
     import torch
 
     from mdm_mi.core.backbone import check_backbone, check_output
-    from mdm_mi.core.loading import load_model
-    from mdm_mi.hf.backbone import DOMAIN, protein_alphabet
+    from mdm_mi.loading import load_model
+    from mdm_mi.core.hf_folder import DOMAIN, protein_alphabet
     from mdm_mi.infra.checkpoint import META
 
     meta = {"domain": DOMAIN, "tokens": protein_alphabet(), "alphabet": "protein", "hidden_layer": hidden_layer,

@@ -1,5 +1,5 @@
-"""Has the family model learned more than a column profile? Its held-out masked-token loss at fixed
-mask rates t, beside the two site-independent baselines of :func:`mdm_mi.protein.family.alignment.baseline_losses`.
+"""The masked-token loss of a protein model (the training's validation loss and ``family-loss``): has
+the family model learned more than a column profile? Its held-out masked-token loss at fixed mask rates t, beside the two site-independent baselines of :func:`mdm_mi.protein.family.alignment.baseline_losses`.
 
 Each residue of each reference sequence is masked with probability t (seeded; BOS/EOS never), the
 model sees the rest, and the loss is the mean cross-entropy (nats) of its 20 amino-acid logits over
