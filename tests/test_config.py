@@ -241,13 +241,14 @@ SAMPLER_GRID_FLAGS = {"mi_on_reject": "on_reject", "mi_charge_first": "charge_fi
 
 
 def section_defaults(schema: dict, where: str) -> dict:
-    """Flag name → schema default of the non-object keys of one section (``"a.b"`` or ``"a.b/prefix"``)."""
+    """Flag name → schema default of the non-object keys of one section (``"a.b"`` or ``"a.b/prefix"``);
+    a deprecated alias (no default: it is read as its new key) is left out."""
     dotted, _, prefix = where.partition("/")
     for key in dotted.split("."):
         schema = schema["properties"][key]
     out = {}
     for key, sub in schema["properties"].items():
-        if sub.get("type") == "object" or not key.startswith(prefix):
+        if sub.get("type") == "object" or sub.get("deprecated") or not key.startswith(prefix):
             continue
         out[SAMPLER_GRID_FLAGS.get(key, key.removeprefix(prefix))] = sub["default"]
     return out
@@ -293,3 +294,35 @@ def test_each_protein_decoding_key_is_one_flags_field_and_tells_parts_apart():
     fields = {f.name for f in dataclasses.fields(GenerateFlags)}
     assert set(section_defaults(load_schema(), "protein.generate")) == fields
     assert fields - {"batch_size"} <= set(PART_KEYS)
+
+
+def test_the_deprecated_rule_sets_key_is_read_as_extra_family_sets_with_one_warning(tmp_path, capsys):
+    """``sudoku.compare.rule_sets`` (its name until 2026-12) is accepted for one release: it becomes
+    ``extra_family_sets`` with one line on stderr; setting both is refused."""
+    path = tmp_path / "old.yaml"
+    path.write_text("sudoku:\n  compare:\n    rule_sets: [graded]\n")
+    cfg = load_config(path)
+    assert cfg["sudoku"]["compare"]["extra_family_sets"] == ["graded"] and "rule_sets" not in cfg["sudoku"]["compare"]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "rule_sets is deprecated" in err[0] and "extra_family_sets" in err[0]
+    path.write_text("sudoku:\n  compare:\n    rule_sets: [graded]\n    extra_family_sets: [hard]\n")
+    with pytest.raises(ConfigError, match="both rule_sets"):
+        load_config(path)
+
+
+def test_each_deprecated_key_is_a_documented_alias_of_a_schema_key():
+    """The schema lists each old name (``deprecated: true``, no default) beside its new one, and only those."""
+    from mdm_mi.infra.config import DEPRECATED_KEYS
+
+    def aliases(node: dict, path: tuple = ()) -> dict:
+        found = {}
+        for key, sub in node.get("properties", {}).items():
+            if sub.get("deprecated"):
+                assert "default" not in sub and "deprecated alias of" in sub["description"], key
+                found[path + (key,)] = node["properties"]
+            found |= aliases(sub, path + (key,))
+        return found
+
+    found = aliases(load_schema())
+    assert set(found) == set(DEPRECATED_KEYS)
+    assert all(new in found[old] for old, new in DEPRECATED_KEYS.items())

@@ -199,7 +199,7 @@ def test_toy_sampler_with_a_swept_setting_needs_one_entry_and_its_flag_fields(mo
     the results tables' columns and the figures' style; its new flags are fields written beside the
     others (here subclasses standing for the edited ``SamplerFlags`` / ``SweptFlags``), and
     :func:`missing_fields` names the ones not written yet."""
-    from mdm_mi.core.sampler_table import SamplerFlags, SweptFlags, missing_fields, rule_keys
+    from mdm_mi.core.sampler_table import SamplerFlags, SweptFlags, missing_fields, extra_family_keys
     from mdm_mi.evaluation.calibrate import comparison_families
     from mdm_mi.evaluation.plotting import SAMPLER_STYLE
     from mdm_mi.evaluation.tables import param_columns
@@ -219,7 +219,7 @@ def test_toy_sampler_with_a_swept_setting_needs_one_entry_and_its_flag_fields(mo
         toy_widths: tuple[float, ...] = dataclasses.field(metadata=h("toy: widths, each calibrated", empty=True))
 
     assert missing_fields(ToyFlags, ToySwept) == []
-    assert rule_keys()[-1] == "toy_widths"  # turned off on the sudoku sets outside rule_sets
+    assert extra_family_keys()[-1] == "toy_widths"  # turned off on the sudoku sets outside extra_family_sets
     args = SimpleNamespace(mi_lambda=[1.0], indep_cap=[], two_budget_delta=[], unit_disjoint_peers=[], demask_eps=[],
                            demask_mi_eps=[], mi_tv_lambda=[], dapd_theta=[], toy_widths=[2.0, 3.0],
                            on_reject="skip", charge_first=False)

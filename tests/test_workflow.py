@@ -21,7 +21,7 @@ import pytest
 
 from conftest import REPO
 from mdm_mi.cli import build_parser
-from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, rule_keys
+from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, extra_family_keys
 from mdm_mi.infra.config import load_config
 from mdm_mi.protein.family.scores import REFERENCE_ROWS
 
@@ -109,7 +109,7 @@ def test_dry_run_plans_one_evaluation_per_set_and_baseline_setting(dry_run):
     assert counts["sudoku_budgets"] == counts["protein_compare"] == 1
     sudoku_compare = cfg["sudoku"]["compare"]  # DEMASK's TV head beside the MI head when a set calibrates a rule reading it
     tv_keys = [s.calibration.each.key for s in SAMPLERS.values() if s.pairwise == TV_HEAD]
-    tv_head = any(c in sudoku_compare["rule_sets"] and any(sudoku_compare[k] for k in tv_keys) for c in sudoku_compare["sets"])
+    tv_head = any(c in sudoku_compare["extra_family_sets"] and any(sudoku_compare[k] for k in tv_keys) for c in sudoku_compare["sets"])
     assert counts["train_head"] == 2 + tv_head  # one rule for both domains and both heads
     assert counts["generate"] == len(
         [*cfg["protein"]["samplers"]["sequential"], *cfg["protein"]["samplers"]["naive_k"],
@@ -139,7 +139,7 @@ WHOLE_SECTIONS = {
     "sudoku-pretrain": [("sudoku.model", "", ()), ("sudoku.train", "", ())],
     "train-head": [("{domain}.mi.head", "", ()), ("{domain}.mi.head_train", "", ())],
     "sudoku-evaluate": [("sudoku.eval", "", ("sets",))],
-    "sudoku-compare": [("sudoku.compare", "", ("sets", "rule_sets", "test_puzzles", "graded_per_level", *rule_keys(),
+    "sudoku-compare": [("sudoku.compare", "", ("sets", "extra_family_sets", "test_puzzles", "graded_per_level", *extra_family_keys(),
                                                "oracle_"))],  # per set (their own test), the oracle's
     "sudoku-oracle-ceiling": [("sudoku.compare", "oracle_", ())],
     "generate": [("protein.generate", "", ())],
@@ -188,7 +188,7 @@ def test_rules_pass_whole_config_sections(dry_run):
 
 
 def test_rules_beyond_algorithm_1_are_calibrated_only_on_the_rule_sets(dry_run):
-    """``sudoku.compare.rule_sets``: mi-indep / mi-2b flags on those sets' comparisons, none elsewhere."""
+    """``sudoku.compare.extra_family_sets``: mi-indep / mi-2b flags on those sets' comparisons, none elsewhere."""
     name, proc = dry_run
     compare = load_config(REPO / "config" / name)["sudoku"]["compare"]
     parser = build_parser()
@@ -196,15 +196,15 @@ def test_rules_beyond_algorithm_1_are_calibrated_only_on_the_rule_sets(dry_run):
     for argv in shell_commands(proc.stdout + proc.stderr):
         if argv[3] == "sudoku-compare":
             ns = parser.parse_args(argv[3:])
-            seen[ns.set] = tuple(tuple(getattr(ns, k)) for k in rule_keys())
+            seen[ns.set] = tuple(tuple(getattr(ns, k)) for k in extra_family_keys())
     assert set(seen) == set(compare["sets"])
     for cset, lists in seen.items():
-        if cset in compare["rule_sets"]:
-            assert [list(v) for v in lists] == [compare[k] for k in rule_keys()], cset
+        if cset in compare["extra_family_sets"]:
+            assert [list(v) for v in lists] == [compare[k] for k in extra_family_keys()], cset
         else:
             assert all(v == () for v in lists), cset
     if name == "smoke.yaml":  # the smoke config keeps both paths: one set with the rules, one without
-        assert set(compare["sets"]) - set(compare["rule_sets"]) and set(compare["sets"]) & set(compare["rule_sets"])
+        assert set(compare["sets"]) - set(compare["extra_family_sets"]) and set(compare["sets"]) & set(compare["extra_family_sets"])
 
 
 def test_smoke_commands_carry_the_smoke_settings(tmp_path):

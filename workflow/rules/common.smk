@@ -4,7 +4,7 @@ import dataclasses
 import os
 import re
 
-from mdm_mi.core.sampler_table import (HEAD_SAMPLERS, SAMPLERS, TV_HEAD, calibrated_variants, decode_runs, rule_keys,
+from mdm_mi.core.sampler_table import (HEAD_SAMPLERS, SAMPLERS, TV_HEAD, calibrated_variants, decode_runs, extra_family_keys,
                                        slug)  # torch-free: the fixed grid's runs, the rules' lists, the protein comparison's part names
 from mdm_mi.protein.decode_flags import DecodeFlags  # torch-free: the keys of protein.generate the oracle takes
 
@@ -148,13 +148,13 @@ def parent_dir(key):
     return get
 
 
-def rule_family_flags(cset):
-    """``sudoku-compare``'s settings of the rules beyond Algorithm 1 (``sampler_table.rule_keys``: mi-indep,
-    mi-2b) on the sets listed in ``compare.rule_sets``; empty elsewhere (those sets compare sequential,
+def extra_family_flags(cset):
+    """``sudoku-compare``'s settings of the extra families beyond Algorithm 1 (``sampler_table.extra_family_keys``:
+    mi-indep, mi-2b, the rivals) on the sets listed in ``compare.extra_family_sets``; empty elsewhere (those sets compare sequential,
     naive, EB, threshold and MI-guided only)."""
     compare = SUDOKU["compare"]
-    on = cset in compare["rule_sets"]
-    return {k: compare[k] if on else [] for k in rule_keys()}
+    on = cset in compare["extra_family_sets"]
+    return {k: compare[k] if on else [] for k in extra_family_keys()}
 
 
 def set_size_flags(cset):
@@ -169,7 +169,7 @@ def set_size_flags(cset):
 
 def tv_head_input(cset):
     """The TV head's meta.json when a family reading it (demask, mi-tv) is calibrated on set ``cset``."""
-    flags = rule_family_flags(cset)
+    flags = extra_family_flags(cset)
     return [TV_HEAD_META] if any(flags[k] for k in TV_HEAD_KEYS) else []
 
 
@@ -178,16 +178,16 @@ def tv_head_flag(wildcards, input):
     return f"--tv-head {os.path.dirname(input.tv_head[0])}" if input.tv_head else ""
 
 
-SUDOKU_COMPARE_PER_SET = ("sets", "rule_sets", "test_puzzles", "graded_per_level", *rule_keys())
+SUDOKU_COMPARE_PER_SET = ("sets", "extra_family_sets", "test_puzzles", "graded_per_level", *extra_family_keys())
 
 
 def sudoku_compare_flags(cset):
     """``sudoku-compare``'s flags on set ``cset``: config sudoku.compare but the list of sets, the keys
-    given per set (:func:`set_size_flags`, :func:`rule_family_flags`) and the oracle's (``oracle_*``:
+    given per set (:func:`set_size_flags`, :func:`extra_family_flags`) and the oracle's (``oracle_*``:
     rule sudoku_oracle_ceiling), with the MI-guided settings of sudoku.samplers."""
     compare = SUDOKU["compare"]
     shared = {k: v for k, v in compare.items() if k not in SUDOKU_COMPARE_PER_SET and not k.startswith("oracle_")}
-    return cli_flags(shared | set_size_flags(cset) | rule_family_flags(cset) | mi_flags(SUDOKU["samplers"]))
+    return cli_flags(shared | set_size_flags(cset) | extra_family_flags(cset) | mi_flags(SUDOKU["samplers"]))
 
 
 def protein_compare_flags(merge):

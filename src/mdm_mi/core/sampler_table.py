@@ -5,7 +5,7 @@ decoding verbs take its flags (:data:`SamplerFlags`), the comparisons
 their swept settings' flags (:data:`SweptFlags`), :mod:`mdm_mi.evaluation.calibrate` its families,
 :mod:`mdm_mi.evaluation.budgets` its contenders and baselines (``mi*`` from :data:`ALGORITHM_1`),
 :mod:`mdm_mi.evaluation.tables` its columns, :mod:`mdm_mi.evaluation.plotting` its style and the workflow its decode list
-(:func:`decode_runs`) and its per-set rule lists (:func:`rule_keys`). A sampler with a swept setting is
+(:func:`decode_runs`) and its per-set lists of extra families (:func:`extra_family_keys`). A sampler with a swept setting is
 its class and one entry (``docs/developing.md``).
 
 The classes live in :mod:`mdm_mi.core.samplers` (baselines), :mod:`mdm_mi.mi` (Algorithm 1, its
@@ -216,9 +216,10 @@ def swept_settings() -> tuple[Setting, ...]:
     return tuple(s.calibration.each for s in SAMPLERS.values() if s.calibration and s.calibration.each)
 
 
-def rule_keys() -> tuple[str, ...]:
-    """The config keys of the swept settings of the rules beyond Algorithm 1 (every entry's but
-    :data:`ALGORITHM_1`'s): the lists ``sudoku.compare.rule_sets`` turns off on the other sets."""
+def extra_family_keys() -> tuple[str, ...]:
+    """The config keys of the extra families' swept settings (every calibrated entry's but
+    :data:`ALGORITHM_1`'s: mi-indep, mi-2b and the rivals): the lists ``sudoku.compare.extra_family_sets``
+    turns off on the other sets."""
     algorithm_1 = SAMPLERS[ALGORITHM_1].calibration.each
     return tuple(s.key for s in swept_settings() if s is not algorithm_1)
 
@@ -293,9 +294,9 @@ class SamplerFlags:
 
 def _swept(key: str) -> dict:
     """The metadata of a swept setting's comparison flag: its ``Setting.help``; a rule's list
-    (:func:`rule_keys`) may be given empty (no such family)."""
+    (:func:`extra_family_keys`) may be given empty (no such family)."""
     setting = next(s for s in swept_settings() if s.key == key)
-    return h(setting.help, empty=key in rule_keys())
+    return h(setting.help, empty=key in extra_family_keys())
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -18,6 +19,8 @@ import yaml
 from mdm_mi.infra.errors import UserError
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
+# A renamed key (its section, old name) → its new name; the old one is read for one release (CHANGELOG.md).
+DEPRECATED_KEYS = {("sudoku", "compare", "rule_sets"): "extra_family_sets"}
 
 
 class ConfigError(UserError):
@@ -43,8 +46,26 @@ def load_schema(path: Path = SCHEMA_PATH) -> dict:
     return yaml.safe_load(Path(path).read_text())
 
 
+def rename_deprecated(cfg: dict, warn=lambda line: print(line, file=sys.stderr)) -> None:
+    """Move each key of :data:`DEPRECATED_KEYS` that ``cfg`` sets to its new name, in place, with one
+    ``warn`` line each; ConfigError when both names are set."""
+    for (*section, old), new in DEPRECATED_KEYS.items():
+        node = cfg
+        for name in section:
+            node = node.get(name) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or old not in node:
+            continue
+        where = "/".join(section)
+        if new in node:
+            raise ConfigError(f"config error at {where}: both {old} (deprecated) and {new} are set; keep {new}")
+        node[new] = node.pop(old)
+        warn(f"config: {where}/{old} is deprecated and will be removed in the next release; it is read as {where}/{new}")
+
+
 def validate_config(cfg: dict, schema: dict | None = None) -> dict:
-    """Fill defaults into ``cfg`` in place and validate it; raise :class:`ConfigError` naming the key."""
+    """Fill defaults into ``cfg`` in place and validate it (a deprecated key first moved to its new name:
+    :func:`rename_deprecated`); raise :class:`ConfigError` naming the key."""
+    rename_deprecated(cfg)
     schema = schema or load_schema()
     validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
