@@ -27,6 +27,7 @@ from mdm_mi.evaluation import calibrate as cal
 from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid, calibrated_families
 from mdm_mi.infra.config import load_config
 from mdm_mi.infra.flags import Decoding
+from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
 LEGACY_ITERS = 14
 
@@ -122,7 +123,7 @@ def setup_domain(args):
                                  pairwise_fn=pairwise if sampler.uses_pairwise else None)
             return float(passes.mean()), {}
 
-    families = calibrated_families(max_tokens, compare | cfg["samplers"])  # settings by config key
+    families = calibrated_families(max_tokens, compare | cfg["samplers"], SAMPLER_CLASSES)  # settings by config key
     return measure, seq, families
 
 

@@ -25,6 +25,7 @@ from mdm_mi.evaluation.calibrate import calibrate_grid, calibrated_families
 from mdm_mi.mi.guided import oracle_pairwise_fn
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.generate import generate
+from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
 
 def main() -> None:
@@ -51,7 +52,7 @@ def main() -> None:
         return float(passes.mean()), {}
 
     settings = {"mi_lambda": (1.0,), "mi_on_reject": "skip", "mi_charge_first": False}
-    families = [f for f in calibrated_families(length, settings) if f.sampler in args.samplers]
+    families = [f for f in calibrated_families(length, settings, SAMPLER_CLASSES) if f.sampler in args.samplers]
     begin = time.time()
     points = calibrate_grid(families, float(length), (args.at,), measure, log=lambda s: print(s, file=sys.stderr))
     by_label = {f.label: f for f in families}
