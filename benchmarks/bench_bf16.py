@@ -23,10 +23,10 @@ import time
 import torch
 
 from mdm_mi.core.backbone import Bf16Backbone
-from mdm_mi.loading import load_model
 from mdm_mi.core.samplers import EntropyBounded, Sequential
 from mdm_mi.evaluation.paired import mcnemar_exact
 from mdm_mi.infra.flags import Decoding
+from mdm_mi.loading import load_model
 from mdm_mi.sudoku.sudoku_compare import Decoder
 from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
 

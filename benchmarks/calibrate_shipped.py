@@ -20,8 +20,8 @@ import time
 import numpy as np
 import torch
 
-from mdm_mi.loading import load_model
 from mdm_mi.evaluation.calibrate import calibrate_grid, calibrated_families
+from mdm_mi.loading import load_model
 from mdm_mi.mi.guided import oracle_pairwise_fn
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.generate import generate

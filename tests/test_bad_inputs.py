@@ -20,8 +20,8 @@ from typing import Callable
 
 import pytest
 
-from mdm_mi.cli import main
 from mdm_mi import locate
+from mdm_mi.cli import main
 from user_verb_helpers import NO_SOLUTION, PUZZLE, SOLUTION, make_run, save_tiny_head
 
 P = PUZZLE

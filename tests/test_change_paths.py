@@ -1,6 +1,7 @@
 """The change paths of docs/developing.md, each walked by a toy: a native backbone (one class and one
 domain entry) and a new domain (its package, its entry, one verb) reach the library's verbs and
-functions without touching anything else. (A sampler: tests/test_sampler_registry.py; a config key:
+functions without touching anything else. (A sampler, its settings entry and its class:
+tests/test_sampler_registry.py; a config key:
 tests/test_config.py and tests/test_protein.py; a Hugging Face backbone: tests/test_hf.py.)"""
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ import pytest
 import torch
 
 from mdm_mi.core.backbone import GRID, SEQUENCE, BackboneOutput, Capabilities, capabilities
+from mdm_mi.core.map_domain import MapDomain
+from mdm_mi.core.samplers import decode
 from mdm_mi.domain import DOMAINS, Domain, register_domain
 from mdm_mi.loading import load_model
-from mdm_mi.core.map_domain import MapDomain
-
-from mdm_mi.core.samplers import decode
 from mdm_mi.mi.probe import exact_mi
 from mdm_mi.sampler_classes import build_sampler
 

@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from mdm_mi import loading
-from mdm_mi.loading import SEQUENCES, load_mi_head, load_model, load_model_and_head
 from mdm_mi.infra import checkpoint
 from mdm_mi.infra.checkpoint import CheckpointError
+from mdm_mi.loading import SEQUENCES, load_mi_head, load_model, load_model_and_head
 from user_verb_helpers import save_tiny_head
 
 

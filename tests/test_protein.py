@@ -12,17 +12,17 @@ import torch
 
 pytest.importorskip("esm.models.esmc")
 
-from mdm_mi.infra.checkpoint import CheckpointError  # noqa: E402
 from mdm_mi.cli import main  # noqa: E402
+from mdm_mi.infra.checkpoint import CheckpointError  # noqa: E402
 from mdm_mi.infra.errors import InputError  # noqa: E402
+from mdm_mi.infra.fasta import AMINO_ACIDS, read_fasta, write_fasta  # noqa: E402
 from mdm_mi.loading import load_model  # noqa: E402
 from mdm_mi.protein import protein_data as pdata# noqa: E402
 from mdm_mi.protein import protein_metrics as metrics# noqa: E402
-from mdm_mi.infra.fasta import AMINO_ACIDS, read_fasta, write_fasta  # noqa: E402
 from mdm_mi.protein.generate import generate  # noqa: E402
 from mdm_mi.protein.protein_model import load_protein_model, new_esmc, save_trained, write_300m_meta  # noqa: E402
-from mdm_mi.protein.tokens import protein_tokens  # noqa: E402
 from mdm_mi.protein.protein_train import ProteinTrainConfig, sample_batch  # noqa: E402
+from mdm_mi.protein.tokens import protein_tokens  # noqa: E402
 from mdm_mi.sampler_classes import build_sampler
   # noqa: E402
 

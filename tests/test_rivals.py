@@ -11,9 +11,9 @@ import torch
 from mdm_mi.core.samplers import ConfidenceThreshold, StepView, decode
 from mdm_mi.infra.errors import InputError
 from mdm_mi.mi.demask import DemaskMI, demask_select, demask_walk
+from mdm_mi.sampler_classes import build_sampler
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, peer_matrix
 from mdm_mi.sudoku.unit_disjoint import UnitDisjoint
-from mdm_mi.sampler_classes import build_sampler
 
 PEERS = torch.from_numpy(peer_matrix())
 

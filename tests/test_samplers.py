@@ -22,8 +22,8 @@ from mdm_mi.core.samplers import (
     choose_tokens,
     decode,
 )
-from mdm_mi.sudoku.grid import MASK_ID, consistent_with_clues
 from mdm_mi.sampler_classes import build_sampler
+from mdm_mi.sudoku.grid import MASK_ID, consistent_with_clues
 from conftest import MockBackbone, seeded_logits
 
 N, V, OFFSET, MASK = 12, 5, 1, 0  # token ids 1..5, mask 0: exercises vocab_token_ids

@@ -239,8 +239,8 @@ def test_table_entries_match_their_names():
     import dataclasses
 
     from mdm_mi.cli import VERBS
-    from mdm_mi.domain import DOMAINS
     from mdm_mi.core.sampler_table import SAMPLERS
+    from mdm_mi.domain import DOMAINS
     from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
     assert list(SAMPLER_CLASSES) == list(SAMPLERS)  # the settings and the class of each sampler, in one order

@@ -20,8 +20,8 @@ import pytest
 import torch
 
 from conftest import write_csv
-from mdm_mi.cli import main
 from mdm_mi import domain, locate
+from mdm_mi.cli import main
 from mdm_mi.core.backbone import BackboneOutput
 from mdm_mi.infra.errors import InputError
 from mdm_mi.sudoku.grid import MASK_ID, N_DIGITS, parse_puzzle

@@ -16,12 +16,12 @@ import torch
 from tqdm import tqdm
 
 from mdm_mi.core.calibrated import Calibrated, read_calibrated
-from mdm_mi.loading import SEQUENCES, load_mi_head, load_model
-from mdm_mi.locate import DEFAULT_RESULTS, find_head, find_model
 from mdm_mi.core.sampler_table import HEAD, ORACLE, SAMPLERS
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
 from mdm_mi.infra.runtime import resolve_device
+from mdm_mi.loading import SEQUENCES, load_mi_head, load_model
+from mdm_mi.locate import DEFAULT_RESULTS, find_head, find_model
 from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
 
 MODEL_GROUP = "model (found in the workflow's results/ unless given)"

@@ -158,9 +158,9 @@ def mark_and_check(folder: Path, hidden_layer: int) -> str:
     import torch
 
     from mdm_mi.core.backbone import check_backbone, check_output
-    from mdm_mi.loading import load_model
     from mdm_mi.core.hf_folder import DOMAIN, protein_alphabet
     from mdm_mi.infra.checkpoint import META
+    from mdm_mi.loading import load_model
 
     meta = {"domain": DOMAIN, "tokens": protein_alphabet(), "alphabet": "protein", "hidden_layer": hidden_layer,
             "bf16": False, "architecture": "BertForMaskedLM", "model": ABOUT["name"]}

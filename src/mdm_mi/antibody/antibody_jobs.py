@@ -68,8 +68,8 @@ def antibody_data(args: AntibodyDataArgs, tracker) -> None:
     their stamps (the model's token fingerprint; the maskable positions of each VH's drawn scope)."""
     from mdm_mi.antibody.data import assign_scopes, read_vh, split_by_lineage, write_vh
     from mdm_mi.core.backbone import token_fingerprint
-    from mdm_mi.loading import load_model
     from mdm_mi.core.hf_folder import DOMAIN
+    from mdm_mi.loading import load_model
 
     rows = read_vh(args.tsv)
     assign_scopes(1, args.label_scopes, args.scope_weights, args.seed)  # bad scopes fail before any write
@@ -141,8 +141,8 @@ def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
     from mdm_mi.antibody.compare import contrast_rows, pll_per_residue
     from mdm_mi.antibody.data import SETS
     from mdm_mi.antibody.infill_runs import InfillSet, calibrated_runs, oracle_runs, sequential_run, write_results
-    from mdm_mi.loading import load_model, load_mi_head
     from mdm_mi.core.hf_folder import DOMAIN
+    from mdm_mi.loading import load_model, load_mi_head
     from mdm_mi.mi.guided import head_pairwise_fn
 
     if args.set_name not in SETS:
@@ -193,8 +193,8 @@ def figure_antibody_mi(args: FigureAntibodyMiArgs, tracker) -> None:
     from mdm_mi.antibody.data import read_vh
     from mdm_mi.antibody.infill_runs import one_per_lineage
     from mdm_mi.core.backbone import full_precision
-    from mdm_mi.loading import load_model, load_mi_head
     from mdm_mi.core.hf_folder import DOMAIN
+    from mdm_mi.loading import load_model, load_mi_head
     from mdm_mi.mi.probe import exact_mi
 
     if not 1 <= args.exact_contexts <= args.n_contexts:

@@ -19,14 +19,14 @@ import numpy as np
 import torch
 
 from mdm_mi.core.backbone import check_backbone, check_output, token_fingerprint
-from mdm_mi.domain import FASTA_SUFFIXES
-from mdm_mi.loading import load_model
 from mdm_mi.core.hf_folder import DOMAIN, MASK_CHAR, read_alphabet
+from mdm_mi.domain import FASTA_SUFFIXES
 from mdm_mi.infra.checkpoint import META
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import OutDir, SeedFlag, h as _h
 from mdm_mi.infra.io import read_text_input, write_json
+from mdm_mi.loading import load_model
 
 SPLITS = ("train", "heldout")  # hf-data's token files: {split}_contexts.npy
 

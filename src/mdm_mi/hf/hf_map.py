@@ -4,9 +4,9 @@ alphabet of longer tokens), drawn as bars over positions like a protein."""
 
 from __future__ import annotations
 
+from mdm_mi.core.hf_folder import MASK_CHAR
 from mdm_mi.core.map_domain import MapDomain
 from mdm_mi.evaluation.plotting import sequence_map_figure
-from mdm_mi.core.hf_folder import MASK_CHAR
 from mdm_mi.infra.errors import InputError
 
 MIN_MASKED = 2  # the MI map is between masked positions

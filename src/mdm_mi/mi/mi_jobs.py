@@ -28,17 +28,17 @@ from safetensors.torch import save_file
 
 from mdm_mi.core.backbone import check_known_ids, full_precision, token_fingerprint
 from mdm_mi.domain import backbone_name, get_domain
-from mdm_mi.loading import load_model
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
 from mdm_mi.infra.io import atomic_path, read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
+from mdm_mi.loading import load_model
 from mdm_mi.mi.contexts import (ContextDraw, draw_evaluation, draw_training, load_label_shards, read_maskable,
                                shard_slice, split_part)
 from mdm_mi.mi.fidelity import fidelity, masked_pairs
-from mdm_mi.mi.mi_figures import scatter_figure
 from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
 from mdm_mi.mi.labeller import check_method, label_contexts
+from mdm_mi.mi.mi_figures import scatter_figure
 
 
 @dataclass(frozen=True)

@@ -16,17 +16,17 @@ import numpy as np
 import torch
 
 from mdm_mi.core.backbone import capabilities, embedder_of, for_decoding
-from mdm_mi.loading import SEQUENCES, load_model
 from mdm_mi.core.sampler_table import SamplerFlags
 from mdm_mi.evaluation.stats import mean_ci
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import h as _h
 from mdm_mi.infra.io import write_json
+from mdm_mi.loading import SEQUENCES, load_model
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
-from mdm_mi.protein.sequences import validate_sequence
 from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
 from mdm_mi.protein.protein_metrics import score_sample
+from mdm_mi.protein.sequences import validate_sequence
 from mdm_mi.run_models import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
                                 progress, start)
 from mdm_mi.sampler_classes import sampler_from_args

@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.core.backbone import embedder_of, for_decoding
-from mdm_mi.loading import SEQUENCES, load_model, load_model_and_head
 from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD, SweptFlags
 from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
@@ -32,13 +31,14 @@ from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
+from mdm_mi.loading import SEQUENCES, load_model, load_model_and_head
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.protein.protein_compare import (PART_FILE, ProteinCompareSpec, SEQUENTIAL, Scorer, calibration_lengths, jsd_rows,
                                     read_parts, run_fasta, run_part, write_part)
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
-from mdm_mi.protein.sequences import validate_sequence
-from mdm_mi.protein.protein_flags import ProteinDecodeJobFlags
 from mdm_mi.protein.generate import reference_lengths
+from mdm_mi.protein.protein_flags import ProteinDecodeJobFlags
+from mdm_mi.protein.sequences import validate_sequence
 from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",

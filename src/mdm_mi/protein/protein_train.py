@@ -36,9 +36,9 @@ import torch.nn.functional as F
 
 from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, draw_probs, optimise
 from mdm_mi.infra.train_state import TrainState
-from mdm_mi.protein.protein_data import random_crop
 from mdm_mi.protein.esmc import ESMCBackbone
 from mdm_mi.protein.masked_loss import MASK_RATES, masked_loss
+from mdm_mi.protein.protein_data import random_crop
 from mdm_mi.protein.protein_model import new_esmc
 from mdm_mi.protein.tokens import ProteinTokens, protein_tokens
 

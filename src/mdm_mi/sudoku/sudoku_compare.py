@@ -23,9 +23,9 @@ from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid
 from mdm_mi.evaluation.matched import bracket_settings, mixture, settings_summary
 from mdm_mi.mi.dapd import attention_source
-from mdm_mi.sudoku.sudoku_data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
 from mdm_mi.sudoku.evaluate import decode_set, solved_mask
 from mdm_mi.sudoku.grid import MASK_ID
+from mdm_mi.sudoku.sudoku_data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
 
 SEQUENTIAL = "sequential"
 SETS = ("hard", "graded", "levels", "easy")

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.loading import load_mi_head, load_model_and_head
 from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, SweptFlags
 from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, read_csv, summary_markdown, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
@@ -34,12 +33,13 @@ from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
+from mdm_mi.loading import load_mi_head, load_model_and_head
 from mdm_mi.mi.guided import head_pairwise_fn
+from mdm_mi.sampler_classes import SAMPLER_CLASSES
 from mdm_mi.sudoku.sudoku_compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_matched
 from mdm_mi.sudoku.sudoku_data import load_puzzle_csv, write_puzzle_csv
 from mdm_mi.sudoku.sudoku_flags import SudokuDecodeFlags
 from mdm_mi.sudoku.sudoku_report import curve_figure
-from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
 SUDOKU_CELLS = 81
 

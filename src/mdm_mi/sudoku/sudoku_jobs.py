@@ -15,18 +15,18 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.domain import set_domain
 from mdm_mi.core.sampler_table import SamplerFlags
+from mdm_mi.domain import set_domain
 from mdm_mi.infra.checkpoint import load_checkpoint, save_checkpoint
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import SeedFlag, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_npy
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.infra.train_loop import DiffusionTrainFlags, RESUME, SNAPSHOTS
-from mdm_mi.sudoku.sudoku_data import HARD_LEVELS, OTHER_LEVELS, graded, load_puzzle_csv, stratified, write_puzzle_csv
 from mdm_mi.sudoku.evaluate import decode_set, score, summarise
-from mdm_mi.sudoku.sudoku_model import DOMAIN, ModelConfig, n_params
 from mdm_mi.sudoku.puzzle_maker import random_solutions
+from mdm_mi.sudoku.sudoku_data import HARD_LEVELS, OTHER_LEVELS, graded, load_puzzle_csv, stratified, write_puzzle_csv
+from mdm_mi.sudoku.sudoku_model import DOMAIN, ModelConfig, n_params
 from mdm_mi.sudoku.sudoku_train import TrainConfig, train
 from mdm_mi.run_models import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
                                 progress, start)

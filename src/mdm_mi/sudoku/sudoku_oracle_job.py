@@ -31,10 +31,10 @@ from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
 from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.mi.guided import oracle_pairwise_fn
+from mdm_mi.sampler_classes import build_sampler
 from mdm_mi.sudoku.sudoku_compare import Decoder
 from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
 from mdm_mi.sudoku.sudoku_flags import SudokuDecodeFlags
-from mdm_mi.sampler_classes import build_sampler
 
 CEILING_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
 

@@ -26,16 +26,16 @@ import torch
 
 from mdm_mi.core.backbone import GRID, capabilities
 from mdm_mi.core.calibrated import read_calibrated
-from mdm_mi.loading import SEQUENCES, model_domain
 from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, USER_SAMPLERS, swept_settings
 from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked, parse_budget
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import h
 from mdm_mi.infra.io import atomic_path, read_text_input
-from mdm_mi.sudoku.grid import MASK_ID
+from mdm_mi.loading import SEQUENCES, model_domain
 from mdm_mi.run_models import ModelFlags, check_outputs, load_backbone_for, note, pairwise_from_args, start
 from mdm_mi.sampler_classes import SAMPLER_CLASSES, sampler_from_args
+from mdm_mi.sudoku.grid import MASK_ID
 
 MASK = "_"
 SUDOKU_BLANKS = "_.0"

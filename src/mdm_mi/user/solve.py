@@ -22,9 +22,9 @@ from mdm_mi.core.samplers import decode
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import Decoding, h
 from mdm_mi.mi.guided import head_pairwise_fn
-from mdm_mi.sudoku.puzzles import MAX_NODES, Puzzle, answer_problem, check_puzzle, grid_lines, read_puzzles
 from mdm_mi.run_models import ModelFlags, calibrated_for, load_backbone_for, load_head_for, note, progress, start
 from mdm_mi.sampler_classes import sampler_from_args
+from mdm_mi.sudoku.puzzles import MAX_NODES, Puzzle, answer_problem, check_puzzle, grid_lines, read_puzzles
 
 EXAMPLES = """examples:
   mdm-mi solve 53..7....6..195....98....6.8...6...34..8.3..17...2...6.6....28....419..5....8..79

@@ -39,7 +39,6 @@ import numpy as np
 
 from mdm_mi.core.backbone import ALIGNED, capabilities
 from mdm_mi.domain import backbone_name
-from mdm_mi.loading import load_model
 from mdm_mi.evaluation.budgets import read_csv, write_csv
 from mdm_mi.evaluation.tables import setting_label, write_table
 from mdm_mi.evaluation.verdicts import side_by_side
@@ -48,6 +47,7 @@ from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import DeviceFlag, OutDir, TableOuts, h as _h
 from mdm_mi.infra.io import read_json, read_jsons, write_json, write_npy, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
+from mdm_mi.loading import load_model
 from mdm_mi.protein.protein_compare import run_fasta
 from mdm_mi.protein.protein_data import write_contexts
 from mdm_mi.protein.family.covariation import (FIELDS, METRICS, Reference, covariation_budgets, covariation_scale,
@@ -55,8 +55,8 @@ from mdm_mi.protein.family.covariation import (FIELDS, METRICS, Reference, covar
 from mdm_mi.protein.masked_loss import MASK_RATES, masked_loss
 from mdm_mi.protein.family.scores import (FAMILY_COLUMNS, family_markdown, family_rows, family_scores, hmm_frame,
                                           loss_lines, read_splits)
-from mdm_mi.protein.sequences import sample_reference, validate_sequence
 from mdm_mi.protein.protein_flags import ProteinModelFlag
+from mdm_mi.protein.sequences import sample_reference, validate_sequence
 
 
 @dataclass(frozen=True)

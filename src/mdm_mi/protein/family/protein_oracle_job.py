@@ -41,12 +41,12 @@ from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
 from mdm_mi.infra.io import read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
-from mdm_mi.protein.protein_compare import PART_FILE
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.family.scores import hmm_threshold, read_splits
-from mdm_mi.protein.sequences import sample_reference
-from mdm_mi.protein.protein_flags import ProteinDecodeJobFlags
 from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths
+from mdm_mi.protein.protein_compare import PART_FILE
+from mdm_mi.protein.protein_flags import ProteinDecodeJobFlags
+from mdm_mi.protein.sequences import sample_reference
 from mdm_mi.sampler_classes import build_sampler
 
 ARM_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
