@@ -298,7 +298,8 @@ def test_each_protein_decoding_key_is_one_flags_field_and_tells_parts_apart():
 
 def test_the_deprecated_rule_sets_key_is_read_as_extra_family_sets_with_one_warning(tmp_path, capsys):
     """``sudoku.compare.rule_sets`` (its name until 2026-12) is accepted for one release: it becomes
-    ``extra_family_sets`` with one line on stderr; setting both is refused."""
+    ``extra_family_sets`` with one line on stderr, also over an ``extra_family_sets`` of the config
+    it is merged over (the workflow's ``config/config.yaml`` under a user's ``--configfile``)."""
     path = tmp_path / "old.yaml"
     path.write_text("sudoku:\n  compare:\n    rule_sets: [graded]\n")
     cfg = load_config(path)
@@ -306,8 +307,8 @@ def test_the_deprecated_rule_sets_key_is_read_as_extra_family_sets_with_one_warn
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "rule_sets is deprecated" in err[0] and "extra_family_sets" in err[0]
     path.write_text("sudoku:\n  compare:\n    rule_sets: [graded]\n    extra_family_sets: [hard]\n")
-    with pytest.raises(ConfigError, match="both rule_sets"):
-        load_config(path)
+    assert load_config(path)["sudoku"]["compare"]["extra_family_sets"] == ["graded"]
+    assert "over the extra_family_sets also set" in capsys.readouterr().err
 
 
 def test_each_deprecated_key_is_a_documented_alias_of_a_schema_key():

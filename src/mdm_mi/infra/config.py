@@ -48,7 +48,8 @@ def load_schema(path: Path = SCHEMA_PATH) -> dict:
 
 def rename_deprecated(cfg: dict, warn=lambda line: print(line, file=sys.stderr)) -> None:
     """Move each key of :data:`DEPRECATED_KEYS` that ``cfg`` sets to its new name, in place, with one
-    ``warn`` line each; ConfigError when both names are set."""
+    ``warn`` line each. The old name wins over the new one: the workflow merges a user's config over
+    ``config/config.yaml``, which spells the new name, so an old name can only be the user's."""
     for (*section, old), new in DEPRECATED_KEYS.items():
         node = cfg
         for name in section:
@@ -56,10 +57,10 @@ def rename_deprecated(cfg: dict, warn=lambda line: print(line, file=sys.stderr))
         if not isinstance(node, dict) or old not in node:
             continue
         where = "/".join(section)
-        if new in node:
-            raise ConfigError(f"config error at {where}: both {old} (deprecated) and {new} are set; keep {new}")
+        over = f" (over the {new} also set)" if new in node else ""
         node[new] = node.pop(old)
-        warn(f"config: {where}/{old} is deprecated and will be removed in the next release; it is read as {where}/{new}")
+        warn(f"config: {where}/{old} is deprecated and will be removed in the next release; "
+             f"it is read as {where}/{new}{over}")
 
 
 def validate_config(cfg: dict, schema: dict | None = None) -> dict:
