@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from mdm_mi.core.samplers import Sequential
-from mdm_mi.evaluation.budgets import BEST_MI, by_budget, is_contender
+from mdm_mi.evaluation.budgets import BEST_MI, by_budget, contrast_pairs
 from mdm_mi.evaluation.calibrate import Family, calibrate_grid
 from mdm_mi.evaluation.paired import ALPHA
 from mdm_mi.infra.errors import InputError
@@ -131,19 +131,20 @@ def run_part(backbone, pairwise_fn, scorer: Scorer, families: list[Family], spec
 
 
 def jsd_rows(runs: dict[str, dict], scorer: Scorer, n_boot: int, seed: int) -> list[dict]:
-    """Per budget: every contender (``mi…``, ``mi*``) minus every baseline in cluster JSD, with the
+    """Per budget: every contender (``mi…``, ``mi*``) minus every baseline and ``mi*`` minus every other
+    contender (:func:`mdm_mi.evaluation.budgets.contrast_pairs`) in cluster JSD, with the
     whole-metric bootstrap (basic 95% interval, two-sided p). Negative = the contender is closer to
     the reference."""
     rows = []
     for d, fams in by_budget(runs).items():
         sets = {f: r["emb"] for f, r in fams.items()} | {SEQUENTIAL: runs[SEQUENTIAL]["emb"]}
         result = bootstrap_jsd_differences(scorer.ref_emb, sets, scorer.k, seed, n_boot=n_boot)
-        firsts = [f for f in fams if is_contender(f) or f == BEST_MI]
+        wanted = set(contrast_pairs(fams))
         for pair in result["pairs"]:
             a, b, sign = pair["a"], pair["b"], 1.0
-            if a not in firsts and b in firsts:
+            if (a, b) not in wanted:
                 a, b, sign = b, a, -1.0
-            if a not in firsts or b in firsts:
+            if (a, b) not in wanted:
                 continue
             diff, lo, hi = sign * pair["diff"], *sorted((sign * pair["lo"], sign * pair["hi"]))
             verdict = "not resolved" if pair["p_value"] >= ALPHA else ("better" if diff < 0 else "worse")
