@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import platform
 import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,13 +20,14 @@ import torch
 from mdm_mi.antibody.compare import (METRICS, composition, diversity, paired_t, per_context, pll_per_residue, pll_scale,
                                      recovery)
 from mdm_mi.antibody.data import read_vh, template
-from mdm_mi.core.sampler_table import build_sampler
+from mdm_mi.core.sampler_table import ATTENTION, HEAD, SAMPLERS, build_sampler
 from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget
 from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked
 from mdm_mi.evaluation.stats import jsd_bits
 from mdm_mi.evaluation.verdicts import WORDS, verdict
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import write_json, write_text
+from mdm_mi.mi.dapd import attention_source
 
 
 @dataclass(frozen=True)
@@ -127,11 +129,30 @@ def oracle_runs(backbone, test: InfillSet, runs: dict, args) -> dict[int, dict]:
 
 
 def _families(args, with_head: bool, most: int) -> list:
+    """The calibrated families: the baselines, then (with the MI head) each MI-guided λ and each
+    demask-mi ε, then each DAPD θ (the model's own attention)."""
     shared = {"mi_on_reject": args.mi_on_reject, "mi_charge_first": args.mi_charge_first}
     fams = [family_of(s, most, {}) for s in args.samplers]
     if with_head:
         fams += [family_of("mi", most, {"mi_lambda": lam, **shared}) for lam in args.mi_lambda]
-    return fams
+        fams += [family_of("demask-mi", most, {"demask_mi_eps": eps}) for eps in args.demask_mi_eps]
+    return fams + [family_of("dapd", most, {"dapd_theta": theta}) for theta in args.dapd_theta]
+
+
+@contextmanager
+def pairwise_of(backbone, sampler: str, head_fn):
+    """The pairwise matrix a sampler's table entry reads, for one decoding call: the MI head's Î
+    (``head_fn``), the backbone's attention of each pass (DAPD: captured only while this is open, so
+    the scoring passes between fills are not captured), or none. A TV-head entry is refused: the
+    antibody labels hold no TV target yet (docs/rivals.md)."""
+    source = SAMPLERS[sampler].pairwise
+    if source == ATTENTION:
+        with attention_source(backbone) as fn:
+            yield fn
+    elif source in (None, HEAD):
+        yield head_fn if source == HEAD else None
+    else:
+        raise InputError(f"{sampler} reads {source}, which the antibody comparison does not have")
 
 
 def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise) -> dict[str, dict]:
@@ -142,16 +163,17 @@ def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise)
     most = max(max_masked(backbone, calib.tokens), max_masked(backbone, test.tokens))
     for fam in _families(args, pairwise is not None, most):
         cache: dict = {}
-        pf = pairwise if fam.sampler == "mi" else None
         for d in sorted(args.divisors, reverse=True):
-            point = calibrate_to(backbone, calib.tokens, fam, d, args.seed, args.temperature, pf, cache,
-                                 log=lambda s: print(s, flush=True), batch_size=args.batch_size)
+            with pairwise_of(backbone, fam.sampler, pairwise) as pf:
+                point = calibrate_to(backbone, calib.tokens, fam, d, args.seed, args.temperature, pf, cache,
+                                     log=lambda s: print(s, flush=True), batch_size=args.batch_size)
             sampler = fam.build(point.value)
             score = 0.0
             if several_mi and fam.sampler == "mi":
-                cal = fill(backbone, calib.tokens, sampler, 1, args.seed, args.temperature, pf, args.batch_size)
+                cal = fill(backbone, calib.tokens, sampler, 1, args.seed, args.temperature, pairwise, args.batch_size)
                 score = float(calib.score(backbone, cal.tokens)["pll"].mean())
-            filled = fill(backbone, test.tokens, sampler, args.fills, args.seed, args.temperature, pf, args.batch_size)
+            with pairwise_of(backbone, fam.sampler, pairwise) as pf:
+                filled = fill(backbone, test.tokens, sampler, args.fills, args.seed, args.temperature, pf, args.batch_size)
             runs[f"{fam.slug}@{d}"] = _run(test, backbone, filled, fam.label, d, sampler.params(), {
                 "target": point.target, "calib_passes": point.passes, "on_target": point.on_target,
                 "calib_score": score})

@@ -12,7 +12,8 @@ The reading used here (the paper's method section could not be read; ``docs/riva
   entropy budget γ, the knob the comparisons calibrate to a number of passes — the walk of
   :class:`mdm_mi.mi.decoding_rules.IndependentSet` (``mi-indep``) with the attention graph for the MI head's.
 
-A backbone exposes its attention by a ``capture_attention()`` context (:class:`mdm_mi.sudoku.sudoku_model.SudokuMDM`);
+A backbone exposes its attention by a ``capture_attention()`` context (:class:`mdm_mi.sudoku.sudoku_model.SudokuMDM`,
+:class:`mdm_mi.hf.backbone.HFBackbone`: AntiBERTy and any Hugging Face masked LM);
 :func:`attention_source` takes it from the pass ``decode`` runs anyway, so DAPD costs no extra pass.
 
     with attention_source(model) as fn:
@@ -59,7 +60,7 @@ def attention_source(backbone):
     capture = getattr(backbone, "capture_attention", None)
     if capture is None:
         raise InputError(f"{type(backbone).__name__} does not expose its attention: DAPD needs a transformer "
-                         "backbone with capture_attention() (the Sudoku model)")
+                         "backbone with capture_attention() (the Sudoku model, a Hugging Face model)")
     with capture() as seen:
         def fn(output, masked: torch.Tensor, tokens=None) -> torch.Tensor:
             att = torch.cat(seen)  # the chunks of this pass, in row order
