@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import platform
 import subprocess
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,14 +19,14 @@ import torch
 from mdm_mi.antibody.compare import (METRICS, composition, diversity, paired_t, per_context, pll_per_residue, pll_scale,
                                      recovery)
 from mdm_mi.antibody.data import read_vh, template
-from mdm_mi.core.sampler_table import ATTENTION, HEAD, SAMPLERS, build_sampler
+from mdm_mi.core.sampler_table import build_sampler
 from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget
 from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked
 from mdm_mi.evaluation.stats import jsd_bits
 from mdm_mi.evaluation.verdicts import WORDS, verdict
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import write_json, write_text
-from mdm_mi.mi.dapd import attention_source
+from mdm_mi.mi.dapd import pairwise_source
 
 
 @dataclass(frozen=True)
@@ -139,22 +138,6 @@ def _families(args, with_head: bool, most: int) -> list:
     return fams + [family_of("dapd", most, {"dapd_theta": theta}) for theta in args.dapd_theta]
 
 
-@contextmanager
-def pairwise_of(backbone, sampler: str, head_fn):
-    """The pairwise matrix a sampler's table entry reads, for one decoding call: the MI head's Î
-    (``head_fn``), the backbone's attention of each pass (DAPD: captured only while this is open, so
-    the scoring passes between fills are not captured), or none. A TV-head entry is refused: the
-    antibody labels hold no TV target yet (docs/rivals.md)."""
-    source = SAMPLERS[sampler].pairwise
-    if source == ATTENTION:
-        with attention_source(backbone) as fn:
-            yield fn
-    elif source in (None, HEAD):
-        yield head_fn if source == HEAD else None
-    else:
-        raise InputError(f"{sampler} reads {source}, which the antibody comparison does not have")
-
-
 def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise) -> dict[str, dict]:
     """Every family at every budget: calibrated on ``calib`` (one cache per family, cheapest budget
     first), then filling ``test``. ``calib_score`` (mi*'s choice of λ) is the calibration fills' PLL."""
@@ -164,7 +147,7 @@ def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise)
     for fam in _families(args, pairwise is not None, most):
         cache: dict = {}
         for d in sorted(args.divisors, reverse=True):
-            with pairwise_of(backbone, fam.sampler, pairwise) as pf:
+            with pairwise_source(backbone, fam.sampler, pairwise) as pf:
                 point = calibrate_to(backbone, calib.tokens, fam, d, args.seed, args.temperature, pf, cache,
                                      log=lambda s: print(s, flush=True), batch_size=args.batch_size)
             sampler = fam.build(point.value)
@@ -172,7 +155,7 @@ def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise)
             if several_mi and fam.sampler == "mi":
                 cal = fill(backbone, calib.tokens, sampler, 1, args.seed, args.temperature, pairwise, args.batch_size)
                 score = float(calib.score(backbone, cal.tokens)["pll"].mean())
-            with pairwise_of(backbone, fam.sampler, pairwise) as pf:
+            with pairwise_source(backbone, fam.sampler, pairwise) as pf:
                 filled = fill(backbone, test.tokens, sampler, args.fills, args.seed, args.temperature, pf, args.batch_size)
             runs[f"{fam.slug}@{d}"] = _run(test, backbone, filled, fam.label, d, sampler.params(), {
                 "target": point.target, "calib_passes": point.passes, "on_target": point.on_target,

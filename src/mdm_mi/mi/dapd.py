@@ -26,6 +26,7 @@ from contextlib import contextmanager
 
 import torch
 
+from mdm_mi.core.sampler_table import ATTENTION, HEAD, SAMPLERS, TV_HEAD, SamplerSpec
 from mdm_mi.core.samplers import Sampler, StepView
 from mdm_mi.infra.errors import InputError
 from mdm_mi.mi.decoding_rules import _check, eb_walk
@@ -69,3 +70,28 @@ def attention_source(backbone):
             return (att + att.transpose(1, 2)) / 2
 
         yield fn
+
+
+@contextmanager
+def pairwise_source(backbone, sampler: Sampler | str, head_fn=None, tv_fn=None):
+    """The ``pairwise_fn`` a sampler (or a table entry's name) reads, by its entry's ``pairwise``, for one decoding call:
+    the MI head's (``head_fn``), the TV head's (``tv_fn``), the backbone's attention of each pass
+    (captured only while this is open, so scoring passes between decodes are not captured), or
+    ``None`` for a sampler that reads no matrix. One-line :class:`InputError` when the caller has no
+    source for it (no TV head, a backbone without attention).
+
+        with pairwise_source(model, sampler, head_fn) as fn:
+            result = decode(model, tokens, sampler, pairwise_fn=fn)
+    """
+    spec = SAMPLERS.get(sampler if isinstance(sampler, str) else sampler.name)
+    if spec is None:  # a sampler outside the table: the MI head, if it reads a matrix
+        spec = SamplerSpec(type(sampler), (), HEAD if getattr(sampler, "uses_pairwise", False) else None)
+    source = spec.pairwise
+    if source == ATTENTION:
+        with attention_source(backbone) as fn:
+            yield fn
+        return
+    fn = {None: None, HEAD: head_fn, TV_HEAD: tv_fn}.get(source)
+    if source is not None and fn is None:
+        raise InputError(f"sampler {sampler.name!r} reads the {source}, which this comparison was not given")
+    yield fn

@@ -30,6 +30,7 @@ from mdm_mi.infra.io import read_json, write_json
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.generate import draw_lengths, generate
 from mdm_mi.protein.protein_metrics import bootstrap_jsd_differences, cluster_histogram, embed, fit_clusters, jsd_with_interval
+from mdm_mi.mi.dapd import pairwise_source
 
 SEQUENTIAL = "sequential"
 
@@ -87,9 +88,9 @@ def calibrate_proteins(backbone, pairwise_fn, scorer: Scorer, families: list[Fam
     seq_passes = float(np.mean(lengths))
 
     def measure(sampler):
-        fn = pairwise_fn if sampler.uses_pairwise else None
-        seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.calibration_seed),
-                                decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
+        with pairwise_source(backbone, sampler, pairwise_fn) as fn:
+            seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.calibration_seed),
+                                    decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
         return float(passes.mean()), {"calib_jsd": scorer.jsd(scorer.embed(seqs))["jsd"]}
 
     return seq_passes, calibrate_grid(families, seq_passes, spec.divisors, measure, log)
@@ -107,9 +108,9 @@ def generate_test(backbone, pairwise_fn, scorer: Scorer, families: list[Family],
                  for p in points]
     runs = {}
     for run_id, family, d, sampler, point in settings:
-        fn = pairwise_fn if sampler.uses_pairwise else None
-        seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.seed + 1),
-                                decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
+        with pairwise_source(backbone, sampler, pairwise_fn) as fn:
+            seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.seed + 1),
+                                    decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
         emb = scorer.embed(seqs)
         run = {"family": family, "divisor": d, "params": sampler.params(), "seqs": seqs, "passes": passes,
                "emb": emb, **scorer.jsd(emb)}
