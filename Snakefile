@@ -47,6 +47,7 @@ rule all:
     input:
         rules.sudoku_table.output,
         rules.sudoku_budgets.output,
+        rules.figure_budgets_summary.output,
         rules.protein_table.output,
         rules.protein_compare.output,
         FAMILY_TARGETS,

@@ -5,6 +5,7 @@ any backbone (clues kept, no mask left, seeds reproduce, one-line errors)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import zipfile
 from pathlib import Path
@@ -241,15 +242,38 @@ def test_compare_pairs_every_sampler_by_context_with_verdicts(bert_dir, antibody
                  "--divisors", "2", "4", "--samplers", "naive", "eb", "--mi-lambda", "1", "--mi-on-reject", "skip",
                  "--no-mi-charge-first", "--temperature", "1", "--threads", "1", "--batch-size", "8", "--seed", "0",
                  "--margin", "--oracle-contexts", "2", "--oracle-divisors", "4", "--oracle-tol", "0.01",
-                 "--out-dir", str(out)]) == 0
+                 "--demask-mi-eps", "0.1", "--dapd-theta", "1", "--out-dir", str(out)]) == 0
     runs = json.loads((out / "runs.json").read_text())
-    assert {r["family"] for r in runs.values()} == {"sequential", "naive", "eb", "mi λ=1"}
+    assert {r["family"] for r in runs.values()} == {"sequential", "naive", "eb", "mi λ=1", "demask-mi ε=0.1", "dapd θ=1"}
     assert all(len(r["pll"]) == 3 and len(r["diversity"]) == 3 and 0 <= r["jsd"] <= 1 for r in runs.values())
     refs = json.loads((out / "references.json").read_text())
     assert refs["margin"]["params"] == {"order": "margin"} and len(refs["oracle"]["4"]["pll"]) == 2
     text = (out / "budgets.md").read_text()
     assert "mi* − eb" in text and "Primary" in text and "margin order" in text and "oracle − head" in text
+    rows = list(csv.DictReader((out / "budgets.csv").open()))
+    assert {r["second"] for r in rows if r["role"] == "contender"} == {"demask-mi ε=0.1", "dapd θ=1"}
     assert (out / "budgets.png").stat().st_size > 0
+
+
+def test_the_captured_attention_is_the_passes_own_and_changes_nothing(bert_dir):
+    """HFBackbone.capture_attention: one (B, N, N) matrix per forward, the model's last-layer attention
+    averaged over heads (rows sum to 1 over the unpadded tokens), the logits unchanged; none outside it."""
+    from mdm_mi.loading import load_model
+
+    backbone, _ = load_model(bert_dir, "cpu", "hf")
+    tokens = backbone.encode(["ACDE_G", "AC__"])
+    plain = backbone(tokens).logits
+    with backbone.capture_attention() as seen:
+        logits = backbone(tokens).logits
+        backbone(tokens)
+    backbone(tokens)
+    assert len(seen) == 2 and seen[0].shape == (2, tokens.shape[1], tokens.shape[1])
+    assert torch.allclose(logits, plain, atol=1e-5)
+    attention = (tokens != backbone.pad_id).long()
+    own = backbone.model(input_ids=tokens, attention_mask=attention, output_attentions=True).attentions[-1].mean(1)
+    assert torch.allclose(seen[0], own, atol=1e-6)
+    assert torch.allclose(seen[0].sum(-1), torch.ones(2, tokens.shape[1]), atol=1e-5)
+    assert torch.all(seen[0][1][:, attention[1] == 0] < 1e-6)  # pads get no attention
 
 
 def test_diversity_and_composition_on_hand_built_fills():

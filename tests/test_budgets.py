@@ -186,6 +186,33 @@ def test_budget_rows_compare_each_contender_with_every_baseline(tmp_path):
     assert best_vs_seq["first"] == "mi λ=1" and best_vs_seq["diff"] == pytest.approx(0.45 - 0.5, abs=0.05)
 
 
+def test_mi_star_meets_every_other_contender_in_its_own_holm_family():
+    """mi* against each contender that is not one of Algorithm 1's families (role ``contender``, Holm over
+    those rows), never against its own λ families; adding a rival leaves the secondary family as it was."""
+    from mdm_mi.evaluation.budgets import contrast_pairs
+    from mdm_mi.evaluation.verdicts import classify
+
+    runs = _runs()
+    before = classify(budget_rows(runs, "toy"))
+    base = np.random.default_rng(1).random(len(runs["sequential"]["solved"]))
+    for d in (2, 5):
+        runs[f"demask@1/{d}"] = {"family": "demask ε=0.5", "divisor": d, "solved": base < 0.05,
+                                 "passes": np.full(len(base), 50 / d), "calib_score": 0.0, "target": 50 / d,
+                                 "params": {"tau": 0.5, "eps": 0.5}}
+    fams = by_budget(runs)[2]
+    pairs = contrast_pairs(fams)
+    assert (BEST_MI, "demask ε=0.5") in pairs and ("demask ε=0.5", "eb") in pairs
+    assert not any(first == BEST_MI and second.startswith("mi λ") for first, second in pairs)
+    rows = classify(budget_rows(runs, "toy"))
+    rival = [r for r in rows if r["role"] == "contender"]
+    assert [(r["divisor"], r["first"], r["second"]) for r in rival] == [(2, BEST_MI, "demask ε=0.5"),
+                                                                         (5, BEST_MI, "demask ε=0.5")]
+    assert all(r["family_size"] == 2 and r["verdict"] == "better" for r in rival)  # mi* (λ=2, 29% here) vs 5%: 300 items
+    secondary = lambda rs: [(r["divisor"], r["second"], r["p_holm"]) for r in rs if r["role"] == "secondary"]
+    assert secondary(rows) == secondary(before)
+    assert "demask ε=0.5" in winners(rows)[0]["vs"]
+
+
 # --- rules beyond Algorithm 1 ---------------------------------------------------------------------
 
 

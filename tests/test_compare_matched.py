@@ -210,5 +210,7 @@ def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoi
     with np.load(out / "outcomes.npz") as z:
         assert z["setting_solved"].shape == (len(z["names"]), 2, 6)
     rows = read_csv(out / "budgets.csv")
-    assert {r["role"] for r in rows} == {"primary", "secondary", "exploratory"}
+    assert {r["role"] for r in rows} == {"primary", "secondary", "contender", "exploratory"}
+    rivals = {"demask ε=0.05", "demask-mi ε=0.1", "mi-tv λ=1", "dapd θ=1"}  # the contenders beside Algorithm 1
+    assert {r["second"] for r in rows if r["role"] == "contender"} == rivals
     assert all(r["verdict"] in ("better", "worse", "equivalent", "not resolved") for r in rows)

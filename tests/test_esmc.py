@@ -332,3 +332,29 @@ def test_download_behind_an_https_proxy_skips_the_dns_check(tmp_path, monkeypatc
         download_esmc_300m(tmp_path / "a")
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     assert download_esmc_300m(tmp_path / "b").read_bytes() == b"weights"  # the proxy resolves the name
+
+
+def test_captured_attention_is_the_weights_the_last_block_uses(backbone):
+    """capture_attention recomputes ESM-C's fused attention weights: weights × V through out_proj gives
+    the block's own attention output; one (B, N, N) matrix per forward, rows summing to 1, pads unseen."""
+    from mdm_mi.protein.esmc import head_weights
+
+    attn = backbone.model.transformer.blocks[-1].attn
+    tokens = backbone.encode(["ACD_FG", "AC_"])
+    with backbone.capture_attention() as seen:
+        backbone(tokens)
+    backbone(tokens)
+    assert len(seen) == 1 and seen[0].shape == (2, tokens.shape[1], tokens.shape[1])
+    inputs = {}
+    hook = attn.register_forward_hook(lambda m, args, out: inputs.update(args=args, out=out))
+    backbone(tokens)
+    hook.remove()
+    x, seq_id = inputs["args"]
+    w = head_weights(attn, x, seq_id)  # (B, H, N, N)
+    v = torch.chunk(attn.layernorm_qkv(x), 3, dim=-1)[2].unflatten(-1, (attn.n_heads, attn.d_head)).transpose(1, 2)
+    out = attn.out_proj((w @ v).transpose(1, 2).flatten(-2))
+    assert torch.allclose(out, inputs["out"], atol=1e-5)
+    assert torch.allclose(seen[0], w.mean(1), atol=1e-6)
+    real = tokens != backbone.pad_id
+    assert torch.allclose(seen[0].sum(-1), torch.ones(2, tokens.shape[1]), atol=1e-5)
+    assert torch.all(seen[0][1][real[1]][:, ~real[1]] < 1e-6)

@@ -320,6 +320,10 @@ def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
     assert "other settings than this comparison (bf16)" in capsys.readouterr().err
     assert main(["protein-compare-part", "--part", "mi-l2", "--out-dir", str(tmp_path / "x"), *common]) == 2
     assert "unknown --part 'mi-l2'" in capsys.readouterr().err
+    assert main(["protein-compare-part", "--part", "dapd-t1", "--out-dir", str(tmp_path / "dapd"), *common,
+                 "--dapd-theta", "1"]) == 0  # DAPD on the small ESM-C: its attention recomputed in each pass
+    dapd = json.loads((tmp_path / "dapd" / "part.json").read_text())["runs"]
+    assert {r["family"] for r in dapd.values()} == {"dapd θ=1"} and all(r["params"]["theta"] == 1 for r in dapd.values())
     assert not (tmp_path / "other").exists() and not (tmp_path / "x").exists()
 
 

@@ -188,3 +188,21 @@ def test_dapd_reads_the_attention_of_the_same_pass_and_costs_no_extra_pass(tiny_
     with pytest.raises(InputError, match="does not expose its attention"):
         with attention_source(object()):
             pass
+
+
+def test_a_backbone_without_attention_is_refused_before_any_decoding():
+    """protein-compare's check: DAPD families on a backbone without capture_attention (the column model)
+    are one InputError naming the backbone; other families pass."""
+    from mdm_mi.evaluation.calibrate import Family
+    from mdm_mi.protein.protein_compare_job import _check_attention
+
+    class NoAttention:
+        pass
+
+    from mdm_mi.sampler_classes import SAMPLER_CLASSES
+
+    dapd = Family("dapd θ=1", "dapd", "gamma", 1e-3, 10.0, "log", False, {"theta": 1.0}, cls=SAMPLER_CLASSES["dapd"])
+    eb = Family("eb", "eb", "gamma", 1e-3, 10.0, "log", False, {}, cls=SAMPLER_CLASSES["eb"])
+    _check_attention(NoAttention(), [eb])
+    with pytest.raises(InputError, match="NoAttention does not expose"):
+        _check_attention(NoAttention(), [eb, dapd])

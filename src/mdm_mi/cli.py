@@ -21,7 +21,7 @@ import sys
 import typing
 from typing import Callable, NamedTuple
 
-from mdm_mi import pretrained_jobs, tracking_job
+from mdm_mi import budgets_summary_job, pretrained_jobs, tracking_job
 from mdm_mi.antibody import antibody_jobs
 from mdm_mi.hf import hf_jobs
 from mdm_mi.infra.errors import USER_ERRORS, InputError
@@ -109,6 +109,8 @@ VERBS: dict[str, Verb] = {
     "sudoku-table": Verb(sudoku_report_jobs.GatherArgs, sudoku_report_jobs.gather, "gather evaluation summaries into one tidy table"),
     "sudoku-budgets": Verb(sudoku_compare_job.SummaryArgs, sudoku_compare_job.budgets_summary,
                             "who wins at each calibrated budget, over every set's budgets table"),
+    "figure-budgets-summary": Verb(budgets_summary_job.BudgetsSummaryArgs, budgets_summary_job.figure_budgets_summary,
+                                   "quality against passes of every calibrated family, one panel per comparison"),
     "sudoku-verdicts": Verb(sudoku_compare_job.VerdictsArgs, sudoku_compare_job.sudoku_verdicts,
                              "two or more sudoku-compare runs' verdicts side by side (e.g. two calibration seeds)"),
     "paper-table": Verb(sudoku_report_jobs.PaperTableArgs, sudoku_report_jobs.paper_table_job,

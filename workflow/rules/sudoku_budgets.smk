@@ -67,6 +67,29 @@ rule sudoku_budgets:
         "python -m mdm_mi sudoku-budgets --inputs {input.budgets} --out {output} {params.tracking} > {log} 2>&1"
 
 
+rule figure_budgets_summary:
+    """Every calibrated family's accuracy against passes, one panel per compared set (docs/rivals.md)."""
+    input:
+        runs=expand(f"{R}/sudoku/{BUDGETS}/{{s}}/runs.json", s=COMPARE["sets"]),
+        tracking=TRACKING_READY,
+    output:
+        f"{R}/sudoku/{BUDGETS}/summary.png",
+    log:
+        f"{L}/sudoku/{BUDGETS}/summary.log",
+    params:
+        titles=[f"Sudoku {s}" for s in COMPARE["sets"]],
+        tracking=tracking_flags,
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        ENV
+    shell:
+        "python -m mdm_mi figure-budgets-summary --runs {input.runs} --titles {params.titles:q} --out {output} "
+        "{params.tracking} > {log} 2>&1"
+
+
 rule sudoku_oracle_ceiling:
     input:
         model=model_meta("sudoku"),

@@ -120,6 +120,12 @@ class AntibodyCompareArgs(OutDir, SeedFlag):
     divisors: tuple[int, ...] = field(metadata=h("budgets: sequential's passes ÷ each"))
     samplers: tuple[str, ...] = field(metadata=h("calibrated baselines compared (naive, eb, threshold)"))
     mi_lambda: tuple[float, ...] = field(metadata=h("MI-guided λ values, each calibrated; mi* picks per budget on calibration"))
+    demask_mi_eps: tuple[float, ...] = field(default=(), kw_only=True, metadata=h(
+        "demask-mi (DEMASK's rule on the MI head, docs/rivals.md): budgets ε (nats), each calibrated; none: no demask-mi",
+        empty=True))
+    dapd_theta: tuple[float, ...] = field(default=(), kw_only=True, metadata=h(
+        "dapd (DAPD's graph from the model's last-layer attention, docs/rivals.md): thresholds θ (× 1/N), each "
+        "calibrated; none: no dapd", empty=True))
     mi_on_reject: str = field(metadata=h("MI-guided: skip | stop"))
     mi_charge_first: bool = field(metadata=h("MI-guided: charge the first token's entropy to γ"))
     temperature: float = field(metadata=h("sampling temperature of every fill"))
@@ -149,6 +155,8 @@ def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
         raise InputError(f"--set-name must be one of {', '.join(SETS)}, got {args.set_name!r}")
     if args.fills < 2 or args.n_test < 2 or args.n_calibration < 1 or not args.divisors:
         raise InputError("need --fills >= 2, --n-test >= 2, --n-calibration >= 1 and at least one divisor")
+    if args.demask_mi_eps and not args.head:
+        raise InputError("--demask-mi-eps needs --head (demask-mi reads the MI head)")
     if args.oracle_contexts and (args.oracle_contexts > args.n_test or not args.head
                                  or not set(args.oracle_divisors) <= set(args.divisors)):
         raise InputError("the oracle needs --head, --oracle-contexts <= --n-test and --oracle-divisors among --divisors")

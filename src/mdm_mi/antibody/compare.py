@@ -20,7 +20,7 @@ import math
 import numpy as np
 import torch
 
-from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget, is_contender
+from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget, contrast_pairs, is_contender
 from mdm_mi.evaluation.stats import t_quantile, tost_t
 from mdm_mi.evaluation.verdicts import Scale, classify, role
 
@@ -98,17 +98,15 @@ def infill_role(row: dict) -> str:
 
 
 def contrast_rows(runs: dict[str, dict], set_name: str) -> list[dict]:
-    """Every contender (and ``mi*``) minus every baseline and sequential, and every baseline minus
-    sequential, at each budget, in each metric; classified (Holm within set and role, TOST at ±MARGIN
+    """Every contender (and ``mi*``) minus every baseline and sequential, ``mi*`` minus every other
+    contender (:func:`mdm_mi.evaluation.budgets.contrast_pairs`), and every baseline minus sequential, at each budget, in each metric; classified (Holm within set and role, TOST at ±MARGIN
     for PLL, ±0.02 for recovery)."""
     seq = runs[SEQUENTIAL]
     rows = []
     for d, fams in by_budget(runs).items():
-        baselines = {f: r for f, r in fams.items() if not is_contender(f) and f != BEST_MI} | {SEQUENTIAL: seq}
-        pairs = [(a, b) for a in fams if is_contender(a) or a == BEST_MI for b in baselines]
-        pairs += [(a, SEQUENTIAL) for a in baselines if a != SEQUENTIAL]
+        pairs = contrast_pairs(fams) + [(a, SEQUENTIAL) for a in fams if not is_contender(a) and a != BEST_MI]
         for a, b in pairs:
-            first, second = fams.get(a, seq), baselines[b]
+            first, second = fams[a], fams.get(b, seq)  # sequential is not among a budget's families
             for m in METRICS:
                 r = paired_t(np.asarray(first[m]), np.asarray(second[m]))
                 rows.append({"set": set_name, "divisor": d, "metric": m, "first": a, "second": b,

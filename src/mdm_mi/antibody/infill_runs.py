@@ -27,6 +27,7 @@ from mdm_mi.evaluation.stats import jsd_bits
 from mdm_mi.evaluation.verdicts import WORDS, verdict
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import write_json, write_text
+from mdm_mi.mi.dapd import pairwise_source
 from mdm_mi.mi.guided import OracleMI, oracle_pairwise_fn
 from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
@@ -126,11 +127,14 @@ def oracle_runs(backbone, test: InfillSet, runs: dict, args) -> dict[int, dict]:
 
 
 def _families(args, with_head: bool, most: int) -> list:
+    """The calibrated families: the baselines, then (with the MI head) each MI-guided λ and each
+    demask-mi ε, then each DAPD θ (the model's own attention)."""
     shared = {"mi_on_reject": args.mi_on_reject, "mi_charge_first": args.mi_charge_first}
     fams = [family_of(s, most, {}, SAMPLER_CLASSES) for s in args.samplers]
     if with_head:
         fams += [family_of("mi", most, {"mi_lambda": lam, **shared}, SAMPLER_CLASSES) for lam in args.mi_lambda]
-    return fams
+        fams += [family_of("demask-mi", most, {"demask_mi_eps": eps}, SAMPLER_CLASSES) for eps in args.demask_mi_eps]
+    return fams + [family_of("dapd", most, {"dapd_theta": theta}, SAMPLER_CLASSES) for theta in args.dapd_theta]
 
 
 def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise) -> dict[str, dict]:
@@ -141,16 +145,17 @@ def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise)
     most = max(max_masked(backbone, calib.tokens), max_masked(backbone, test.tokens))
     for fam in _families(args, pairwise is not None, most):
         cache: dict = {}
-        pf = pairwise if fam.sampler == "mi" else None
         for d in sorted(args.divisors, reverse=True):
-            point = calibrate_to(backbone, calib.tokens, fam, d, args.seed, args.temperature, pf, cache,
-                                 log=lambda s: print(s, flush=True), batch_size=args.batch_size)
+            with pairwise_source(backbone, fam.sampler, pairwise) as pf:
+                point = calibrate_to(backbone, calib.tokens, fam, d, args.seed, args.temperature, pf, cache,
+                                     log=lambda s: print(s, flush=True), batch_size=args.batch_size)
             sampler = fam.build(point.value)
             score = 0.0
             if several_mi and fam.sampler == "mi":
-                cal = fill(backbone, calib.tokens, sampler, 1, args.seed, args.temperature, pf, args.batch_size)
+                cal = fill(backbone, calib.tokens, sampler, 1, args.seed, args.temperature, pairwise, args.batch_size)
                 score = float(calib.score(backbone, cal.tokens)["pll"].mean())
-            filled = fill(backbone, test.tokens, sampler, args.fills, args.seed, args.temperature, pf, args.batch_size)
+            with pairwise_source(backbone, fam.sampler, pairwise) as pf:
+                filled = fill(backbone, test.tokens, sampler, args.fills, args.seed, args.temperature, pf, args.batch_size)
             runs[f"{fam.slug}@{d}"] = _run(test, backbone, filled, fam.label, d, sampler.params(), {
                 "target": point.target, "calib_passes": point.passes, "on_target": point.on_target,
                 "calib_score": score})

@@ -2,10 +2,11 @@
 
 Input is a comparison's runs (``run id → {family, divisor, solved (P,), passes (P,), ...}``, one
 ``sequential`` run and one run per calibrated family and budget, all on the same P test items).
-Contenders (the families of samplers that read MI, ``SamplerSpec.contender`` in
+Contenders (the families of samplers that read a pairwise matrix, ``SamplerSpec.contender`` in
 :data:`mdm_mi.core.sampler_table.SAMPLERS`, and ``mi*``: at each budget the λ with the best *calibration*
 score — Sudoku accuracy, protein −JSD — so the choice never sees the test items) are compared with every baseline by
-:func:`mdm_mi.evaluation.paired.paired_difference`.
+:func:`mdm_mi.evaluation.paired.paired_difference`, and ``mi*`` with every other contender (the rules beyond
+Algorithm 1 and the rivals of docs/rivals.md): :func:`contrast_pairs`.
 
     rows = budget_rows(runs, set_name="hard")          # long format, one row per comparison
     write_csv(rows, "budgets.csv"); print(markdown(rows, runs, "hard"))
@@ -59,18 +60,30 @@ def by_budget(runs: dict[str, dict]) -> dict[int, dict[str, dict]]:
     return dict(sorted(table.items()))
 
 
+def contrast_pairs(families) -> list[tuple[str, str]]:
+    """The (first, second) contrasts of one budget whose families (``mi*`` included, sequential not) are
+    ``families``: each contender and ``mi*`` minus each baseline and sequential, then ``mi*`` minus each
+    contender that is not one of Algorithm 1's families (``mi-2b δ=0.1``, ``demask ε=0.5``: the
+    verdicts' ``contender`` role). Baselines against sequential are the caller's to add."""
+    firsts = [f for f in families if is_contender(f) or f == BEST_MI]
+    seconds = [f for f in families if f not in firsts] + [SEQUENTIAL]
+    pairs = [(a, b) for a in firsts for b in seconds]
+    if BEST_MI in firsts:
+        pairs += [(BEST_MI, f) for f in firsts if f != BEST_MI and not is_algorithm_1(f)]
+    return pairs
+
+
 def budget_rows(runs: dict[str, dict], set_name: str) -> list[dict]:
-    """One row per (budget, contender, baseline) and per (budget, baseline, sequential): accuracies,
+    """One row per pair of :func:`contrast_pairs` and per (budget, baseline, sequential): accuracies,
     passes, difference [95% Newcombe], discordant counts, exact McNemar p, the difference this set
     resolves, and the verdict."""
     seq = runs[SEQUENTIAL]
     rows = []
     for d, fams in by_budget(runs).items():
-        baselines = {f: r for f, r in fams.items() if not is_contender(f) and f != BEST_MI} | {SEQUENTIAL: seq}
-        pairs = [(first, second) for first in fams if is_contender(first) or first == BEST_MI for second in baselines]
-        pairs += [(first, SEQUENTIAL) for first in baselines if first != SEQUENTIAL]  # every family vs sequential
+        pairs = contrast_pairs(fams)
+        pairs += [(f, SEQUENTIAL) for f in fams if not is_contender(f) and f != BEST_MI]  # every baseline vs sequential
         for first, second in pairs:
-            base = baselines[second]
+            base = fams.get(second, seq)  # sequential is not among a budget's families
             pd = paired_difference(fams[first]["solved"], base["solved"])
             rows.append({
                 "set": set_name, "divisor": d, "target": fams[first].get("target", float("nan")),
@@ -133,7 +146,7 @@ def _diff_cell(r: dict) -> str:
 
 def markdown(rows: list[dict], runs: dict[str, dict], set_name: str, off_target_note: str = OFF_TARGET_NOTE) -> str:
     """Two tables for one set: accuracy % [Wilson 95%] @ mean passes of every family at each budget,
-    and ``mi*`` minus each baseline (pp, 95% Newcombe interval, paired sign-flip p — exact McNemar
+    and ``mi*`` minus each baseline and each other contender (pp, 95% Newcombe interval, paired sign-flip p — exact McNemar
     for binary outcomes — and, for classified rows, Holm's p and the verdict)."""
     table = by_budget(runs)
     families = list(dict.fromkeys(f for fams in table.values() for f in fams))
@@ -160,8 +173,9 @@ def markdown(rows: list[dict], runs: dict[str, dict], set_name: str, off_target_
     mine = [r for r in rows if r["first"] == BEST_MI]
     seconds = list(dict.fromkeys(r["second"] for r in mine))
     if mine:
-        lines += ["", f"{BEST_MI} minus each baseline on the same puzzles (pp, 95% interval, paired sign-flip p"
-                  + ("; Holm-adjusted p and verdict: mi* − eb over the budgets, the rest over the table" if "p_holm" in mine[0]
+        lines += ["", f"{BEST_MI} minus each baseline and each other contender on the same puzzles (pp, 95% interval, "
+                  "paired sign-flip p" + ("; Holm-adjusted p and verdict: mi* − eb over the budgets, mi* − the other "
+                                          "contenders over theirs, the rest over the table" if "p_holm" in mine[0]
                      else "") + "):", "",
                   "| budget | " + " | ".join(seconds) + " | resolves ± (pp) |", "|---|" + "---|" * (len(seconds) + 1)]
         for d in table:
@@ -198,9 +212,11 @@ def summary_baselines() -> tuple[str, ...]:
 def winners(rows: list[dict], against: tuple[str, ...] | None = None) -> list[dict]:
     """Per set and budget: the family with the best test accuracy among those within 5% of the budget's
     passes (and its paired difference to sequential when the rows hold it), and ``mi*`` minus each of
-    ``against`` (default :func:`summary_baselines`; difference, 95% interval, p and verdict at
-    p < 0.05), from long-format rows."""
-    against = summary_baselines() if against is None else against
+    ``against`` (default :func:`summary_baselines`, then every other contender the rows set ``mi*``
+    against; difference, 95% interval, p and verdict at p < 0.05), from long-format rows."""
+    if against is None:
+        against = summary_baselines()
+        against += tuple(dict.fromkeys(r["second"] for r in rows if r["first"] == BEST_MI and is_contender(r["second"])))
     out = []
     for key in dict.fromkeys((r["set"], r["divisor"]) for r in rows):
         rs = [r for r in rows if (r["set"], r["divisor"]) == key]

@@ -2,8 +2,10 @@
 "equivalent" or "not resolved", each with a sentence that README and docs can quote.
 
 In each set's table the **primary** contrast is ``mi*`` − EB (one test per budget); the other
-``mi*`` contrasts (naive top-k, the threshold, sequential) are **secondary**; every other row (each
-λ and rule against each baseline, each baseline against sequential) is **exploratory**. p-values are
+``mi*`` contrasts with a baseline (naive top-k, the threshold, sequential) are **secondary**; ``mi*``
+against every other contender (a rule that reads a pairwise matrix: mi-indep, mi-2b, the rivals of
+docs/rivals.md) is **contender**; every other row (each λ and rule against each baseline, each
+baseline against sequential) is **exploratory**. p-values are
 Holm-corrected within (set, role), so each family of tests keeps a 5% family-wise error:
 
 - better / worse: Holm-adjusted p < 0.05, by the sign of the difference;
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Callable
 
+from mdm_mi.evaluation.budgets import is_contender
 from mdm_mi.evaluation.paired import ALPHA, holm, newcombe_interval, tost_p
 
 PRIMARY_FIRST, PRIMARY_SECOND = "mi*", "eb"
@@ -30,10 +33,13 @@ FIELDS = ["role", "family_size", "p_holm", "p_tost", "p_tost_holm"]  # added to 
 
 
 def role(row: dict) -> str:
-    """``primary`` (mi* − EB), ``secondary`` (mi* − another baseline) or ``exploratory``."""
+    """``primary`` (mi* − EB), ``secondary`` (mi* − another baseline), ``contender`` (mi* − another
+    contender) or ``exploratory``."""
     if row["first"] != PRIMARY_FIRST:
         return "exploratory"
-    return "primary" if row["second"] == PRIMARY_SECOND else "secondary"
+    if row["second"] == PRIMARY_SECOND:
+        return "primary"
+    return "contender" if is_contender(row["second"]) else "secondary"
 
 
 def cells(row: dict) -> tuple[float, float, float, float]:

@@ -73,6 +73,7 @@ class HFBackbone(nn.Module):
         self._to_id = dict(zip(self.alphabet, ids))
         self._to_token = {i: t for t, i in self._to_id.items()} | {self.mask_id: MASK_CHAR}
         self._joiner = "" if all(len(t) == 1 for t in self.alphabet) else " "
+        self._attention_sink: list[torch.Tensor] | None = None  # open: capture_attention()
 
     @torch.no_grad()  # frozen; also keeps caches made under inference_mode (ESM's rotary) usable outside it
     def forward(self, tokens: torch.Tensor) -> BackboneOutput:
@@ -84,10 +85,30 @@ class HFBackbone(nn.Module):
         attention = (tokens != self.pad_id).long() if self.pad_id is not None else torch.ones_like(tokens)
         autocast = (torch.autocast(device_type="cuda", dtype=torch.bfloat16)
                     if self.bf16 and tokens.device.type == "cuda" else contextlib.nullcontext())
-        with autocast:
-            out = self.model(input_ids=tokens, attention_mask=attention, output_hidden_states=True)
+        sink = self._attention_sink
+        with autocast, (_quiet_transformers() if sink is not None else contextlib.nullcontext()):
+            out = self.model(input_ids=tokens, attention_mask=attention, output_hidden_states=True,
+                             output_attentions=sink is not None)
+        if sink is not None:
+            if not out.attentions:
+                raise InputError(f"{type(self.model).__name__} returned no attention weights: DAPD cannot read its graph")
+            sink.append(out.attentions[-1].float().mean(dim=1))  # last layer, heads averaged: (B, N, N)
         logits = out.logits.index_select(-1, self.vocab_token_ids.to(tokens.device))
         return BackboneOutput(logits=logits.float(), hidden=out.hidden_states[self.hidden_layer].float())
+
+    @contextlib.contextmanager
+    def capture_attention(self):
+        """While open, every forward also asks the model for its attention weights and appends the last
+        layer's, averaged over heads, ``(B, N, N)`` fp32 (BOS, EOS and pads included; pads get none), to
+        the yielded list: DAPD's dependency graph (:func:`mdm_mi.mi.dapd.attention_source`), taken from
+        the very pass a sampler decodes with. An SDPA model computes that pass with its eager kernel
+        (transformers' fallback for ``output_attentions``): the same logits, a slower pass."""
+        seen: list[torch.Tensor] = []
+        self._attention_sink = seen
+        try:
+            yield seen
+        finally:
+            self._attention_sink = None
 
     # ---- the SequenceBackbone extras -------------------------------------------------------------
 

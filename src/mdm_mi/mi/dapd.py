@@ -12,7 +12,8 @@ The reading used here (the paper's method section could not be read; ``docs/riva
   entropy budget γ, the knob the comparisons calibrate to a number of passes — the walk of
   :class:`mdm_mi.mi.decoding_rules.IndependentSet` (``mi-indep``) with the attention graph for the MI head's.
 
-A backbone exposes its attention by a ``capture_attention()`` context (:class:`mdm_mi.sudoku.sudoku_model.SudokuMDM`);
+A backbone exposes its attention by a ``capture_attention()`` context (:class:`mdm_mi.sudoku.sudoku_model.SudokuMDM`,
+:class:`mdm_mi.hf.backbone.HFBackbone`: AntiBERTy and any Hugging Face masked LM);
 :func:`attention_source` takes it from the pass ``decode`` runs anyway, so DAPD costs no extra pass.
 
     with attention_source(model) as fn:
@@ -25,6 +26,7 @@ from contextlib import contextmanager
 
 import torch
 
+from mdm_mi.core.sampler_table import ATTENTION, HEAD, SAMPLERS, TV_HEAD
 from mdm_mi.core.samplers import Sampler, StepView
 from mdm_mi.infra.errors import InputError
 from mdm_mi.mi.decoding_rules import _check, eb_walk
@@ -59,7 +61,7 @@ def attention_source(backbone):
     capture = getattr(backbone, "capture_attention", None)
     if capture is None:
         raise InputError(f"{type(backbone).__name__} does not expose its attention: DAPD needs a transformer "
-                         "backbone with capture_attention() (the Sudoku model)")
+                         "backbone with capture_attention() (the Sudoku model, a Hugging Face model)")
     with capture() as seen:
         def fn(output, masked: torch.Tensor, tokens=None) -> torch.Tensor:
             att = torch.cat(seen)  # the chunks of this pass, in row order
@@ -68,3 +70,29 @@ def attention_source(backbone):
             return (att + att.transpose(1, 2)) / 2
 
         yield fn
+
+
+@contextmanager
+def pairwise_source(backbone, sampler: Sampler | str, head_fn=None, tv_fn=None):
+    """The ``pairwise_fn`` a sampler (or a table entry's name) reads, by its entry's ``pairwise``, for one decoding call:
+    the MI head's (``head_fn``), the TV head's (``tv_fn``), the backbone's attention of each pass
+    (captured only while this is open, so scoring passes between decodes are not captured), or
+    ``None`` for a sampler that reads no matrix. One-line :class:`InputError` when the caller has no
+    source for it (no TV head, a backbone without attention).
+
+        with pairwise_source(model, sampler, head_fn) as fn:
+            result = decode(model, tokens, sampler, pairwise_fn=fn)
+    """
+    spec = SAMPLERS.get(sampler if isinstance(sampler, str) else sampler.name)
+    if spec is not None:
+        source = spec.pairwise
+    else:  # a sampler outside the table: the MI head, if it reads a matrix
+        source = HEAD if getattr(sampler, "uses_pairwise", False) else None
+    if source == ATTENTION:
+        with attention_source(backbone) as fn:
+            yield fn
+        return
+    fn = {None: None, HEAD: head_fn, TV_HEAD: tv_fn}.get(source)
+    if source is not None and fn is None:
+        raise InputError(f"sampler {sampler.name!r} reads the {source}, which this comparison was not given")
+    yield fn

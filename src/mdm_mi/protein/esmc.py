@@ -213,6 +213,19 @@ def load_esmc(
 # ----------------------------------------------------------------------------------------- backbone
 
 
+@torch.no_grad()
+def head_weights(attn, x: torch.Tensor, seq_id: torch.Tensor | None) -> torch.Tensor:
+    """The softmax weights of ESM-C's ``MultiHeadAttention`` ``attn`` on its input ``x (B, N, D)``
+    (``seq_id``: the padding mask its forward got; positions attend within their own id) → ``(B, H, N, N)`` fp32."""
+    q, k, _ = torch.chunk(attn.layernorm_qkv(x), 3, dim=-1)
+    q, k = attn._apply_rotary(attn.q_ln(q).to(q.dtype), attn.k_ln(k).to(q.dtype))
+    q, k = (t.unflatten(-1, (attn.n_heads, attn.d_head)).transpose(1, 2).float() for t in (q, k))  # (B, H, N, d)
+    scores = q @ k.transpose(-1, -2) / attn.d_head ** 0.5
+    if seq_id is not None:
+        scores = scores.masked_fill(~(seq_id.unsqueeze(-1) == seq_id.unsqueeze(-2)).unsqueeze(1), float("-inf"))
+    return scores.softmax(-1)
+
+
 class ESMCBackbone(nn.Module):
     """Backbone protocol around an ``esm.models.esmc.ESMC``.
 
@@ -283,6 +296,20 @@ class ESMCBackbone(nn.Module):
         logits = out.sequence_logits.index_select(-1, self.vocab_token_ids.to(tokens.device))
         hidden = out.embeddings if self.hidden_index is None else out.hidden_states[self.hidden_index]
         return BackboneOutput(logits=logits.float(), hidden=hidden.float())
+
+    @contextlib.contextmanager
+    def capture_attention(self):
+        """While open, every forward appends the last block's attention weights, averaged over heads,
+        ``(B, N, N)`` fp32, to the yielded list: DAPD's dependency graph (:func:`mdm_mi.mi.dapd.attention_source`).
+        ESM-C's fused attention returns no weights, so a hook on the last block's attention recomputes
+        them from that block's input, as its forward does (QKV, q/k LayerNorm, rotary, padding mask)."""
+        seen: list[torch.Tensor] = []
+        hook = self.model.transformer.blocks[-1].attn.register_forward_hook(
+            lambda attn, args, out: seen.append(head_weights(attn, *args).mean(dim=1)))
+        try:
+            yield seen
+        finally:
+            hook.remove()
 
     # ---- token helpers ------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from mdm_mi.core.samplers import Sequential
-from mdm_mi.evaluation.budgets import BEST_MI, by_budget, is_contender
+from mdm_mi.evaluation.budgets import BEST_MI, by_budget, contrast_pairs
 from mdm_mi.evaluation.calibrate import Family, calibrate_grid
 from mdm_mi.evaluation.paired import ALPHA
 from mdm_mi.infra.errors import InputError
@@ -30,6 +30,7 @@ from mdm_mi.infra.io import read_json, write_json
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.generate import draw_lengths, generate
 from mdm_mi.protein.protein_metrics import bootstrap_jsd_differences, cluster_histogram, embed, fit_clusters, jsd_with_interval
+from mdm_mi.mi.dapd import pairwise_source
 
 SEQUENTIAL = "sequential"
 
@@ -87,9 +88,9 @@ def calibrate_proteins(backbone, pairwise_fn, scorer: Scorer, families: list[Fam
     seq_passes = float(np.mean(lengths))
 
     def measure(sampler):
-        fn = pairwise_fn if sampler.uses_pairwise else None
-        seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.calibration_seed),
-                                decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
+        with pairwise_source(backbone, sampler, pairwise_fn) as fn:
+            seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.calibration_seed),
+                                    decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
         return float(passes.mean()), {"calib_jsd": scorer.jsd(scorer.embed(seqs))["jsd"]}
 
     return seq_passes, calibrate_grid(families, seq_passes, spec.divisors, measure, log)
@@ -107,9 +108,9 @@ def generate_test(backbone, pairwise_fn, scorer: Scorer, families: list[Family],
                  for p in points]
     runs = {}
     for run_id, family, d, sampler, point in settings:
-        fn = pairwise_fn if sampler.uses_pairwise else None
-        seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.seed + 1),
-                                decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
+        with pairwise_source(backbone, sampler, pairwise_fn) as fn:
+            seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.seed + 1),
+                                    decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
         emb = scorer.embed(seqs)
         run = {"family": family, "divisor": d, "params": sampler.params(), "seqs": seqs, "passes": passes,
                "emb": emb, **scorer.jsd(emb)}
@@ -131,19 +132,20 @@ def run_part(backbone, pairwise_fn, scorer: Scorer, families: list[Family], spec
 
 
 def jsd_rows(runs: dict[str, dict], scorer: Scorer, n_boot: int, seed: int) -> list[dict]:
-    """Per budget: every contender (``mi…``, ``mi*``) minus every baseline in cluster JSD, with the
+    """Per budget: every contender (``mi…``, ``mi*``) minus every baseline and ``mi*`` minus every other
+    contender (:func:`mdm_mi.evaluation.budgets.contrast_pairs`) in cluster JSD, with the
     whole-metric bootstrap (basic 95% interval, two-sided p). Negative = the contender is closer to
     the reference."""
     rows = []
     for d, fams in by_budget(runs).items():
         sets = {f: r["emb"] for f, r in fams.items()} | {SEQUENTIAL: runs[SEQUENTIAL]["emb"]}
         result = bootstrap_jsd_differences(scorer.ref_emb, sets, scorer.k, seed, n_boot=n_boot)
-        firsts = [f for f in fams if is_contender(f) or f == BEST_MI]
+        wanted = set(contrast_pairs(fams))
         for pair in result["pairs"]:
             a, b, sign = pair["a"], pair["b"], 1.0
-            if a not in firsts and b in firsts:
+            if (a, b) not in wanted:
                 a, b, sign = b, a, -1.0
-            if a not in firsts or b in firsts:
+            if (a, b) not in wanted:
                 continue
             diff, lo, hi = sign * pair["diff"], *sorted((sign * pair["lo"], sign * pair["hi"]))
             verdict = "not resolved" if pair["p_value"] >= ALPHA else ("better" if diff < 0 else "worse")

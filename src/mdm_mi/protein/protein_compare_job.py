@@ -107,11 +107,18 @@ def _spec(args: ProteinCompareBase):
 
 def _families(args: ProteinCompareBase):
     families = comparison_families(MAX_PROTEIN_TOKENS, args, SAMPLER_CLASSES)
-    other = [f.label for f in families if SAMPLERS[f.sampler].pairwise in (TV_HEAD, ATTENTION)]
-    if other:  # the protein comparison feeds one matrix (the MI head's) to every family
-        raise InputError(f"families {', '.join(other)} read a TV head or the attention, which the protein "
-                         "comparison does not provide yet")
+    other = [f.label for f in families if SAMPLERS[f.sampler].pairwise == TV_HEAD]
+    if other:  # the protein labels of the shipped runs hold no TV target (docs/rivals.md)
+        raise InputError(f"families {', '.join(other)} read a TV head, which the protein comparison does not provide yet")
     return families
+
+
+def _check_attention(backbone, families) -> None:
+    """A family reading the attention (DAPD) needs a backbone that exposes it: one line otherwise."""
+    dapd = [f.label for f in families if SAMPLERS[f.sampler].pairwise == ATTENTION]
+    if dapd and not hasattr(backbone, "capture_attention"):
+        raise InputError(f"families {', '.join(dapd)} read the attention, which {type(backbone).__name__} does not "
+                         "expose (DAPD runs on ESM-C and Hugging Face models; docs/rivals.md)")
 
 
 def part_names(args: ProteinCompareBase) -> list[str]:
@@ -134,6 +141,7 @@ def _run_parts(args: ProteinCompareBase, names: list[str], reference: list[str],
     backbone, pairwise, scorer = loaded
     by_slug = {f.slug: f for f in _families(args)}
     families = [by_slug[n] for n in names if n != SEQUENTIAL]
+    _check_attention(backbone, families)
     return run_part(backbone, pairwise, scorer, families, _spec(args), reference_lengths(backbone, reference),
                     sequential=SEQUENTIAL in names)
 

@@ -18,11 +18,10 @@ from typing import Callable
 import numpy as np
 import torch
 
-from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid
 from mdm_mi.evaluation.matched import bracket_settings, mixture, settings_summary
-from mdm_mi.mi.dapd import attention_source
+from mdm_mi.mi.dapd import pairwise_source
 from mdm_mi.sudoku.evaluate import decode_set, solved_mask
 from mdm_mi.sudoku.grid import MASK_ID
 from mdm_mi.sudoku.sudoku_data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
@@ -95,12 +94,7 @@ class Decoder:
 
     def __call__(self, ps: PuzzleSet, sampler) -> tuple[np.ndarray, np.ndarray]:
         """→ solved ``(P,)`` bool, passes ``(P,)`` int."""
-        source = getattr(SAMPLERS.get(sampler.name), "pairwise", None)
-        if source == ATTENTION:
-            with attention_source(self.model) as fn:
-                grids, passes = decode_set(self.model, ps, sampler, self.batch_size, self.seed, fn)
-        else:
-            fn = (self.tv_pairwise_fn if source == TV_HEAD else self.pairwise_fn) if sampler.uses_pairwise else None
+        with pairwise_source(self.model, sampler, self.pairwise_fn, self.tv_pairwise_fn) as fn:
             grids, passes = decode_set(self.model, ps, sampler, self.batch_size, self.seed, fn)
         return solved_mask(ps, grids).numpy(), passes.numpy()
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget, is_contender
+from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget, contrast_pairs
 from mdm_mi.evaluation.stats import jackknife_t, t_quantile, tost_t
 from mdm_mi.evaluation.verdicts import Scale, classify, primary_sentences as sentences, role
 from mdm_mi.infra.errors import InputError
@@ -174,14 +174,12 @@ def paired_differences(sets: dict[str, list[str]], ref: Reference, pairs: list[t
 def covariation_budgets(runs: dict[str, dict], stats: dict[str, SetStats]) -> list[dict]:
     """Per budget of ``runs`` (protein-compare's runs.json entries; ``stats``: run id →
     :class:`SetStats`, from :func:`covariation_stats`): ``mi*`` and every other contender minus every
-    baseline and sequential, for each metric of :data:`METRICS`. Positive diff = the contender's
+    baseline and sequential, and ``mi*`` minus every other contender (:func:`contrast_pairs`), for each metric of :data:`METRICS`. Positive diff = the contender's
     co-variation is closer to the reference's. Verdicts as :func:`covariation_verdicts` gives them."""
     rows = []
     for d, fams in sorted(by_budget(runs).items()):
         run_of = {f: run_id(r) for f, r in fams.items()} | {SEQUENTIAL: SEQUENTIAL}
-        firsts = [f for f in fams if is_contender(f) or f == BEST_MI]
-        seconds = [f for f in fams if f not in firsts] + [SEQUENTIAL]
-        for a, b in ((a, b) for a in firsts for b in seconds):
+        for a, b in contrast_pairs(fams):
             for m, r in paired_difference(stats, run_of[a], run_of[b]).items():
                 rows.append({"set": "family", "divisor": d, "metric": m, "first": a, "second": b,
                              "n": stats[run_of[a]].n, "passes_first": runs[run_of[a]]["mean_passes"],
