@@ -324,6 +324,16 @@ def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
                  "--dapd-theta", "1"]) == 0  # DAPD on the small ESM-C: its attention recomputed in each pass
     dapd = json.loads((tmp_path / "dapd" / "part.json").read_text())["runs"]
     assert {r["family"] for r in dapd.values()} == {"dapd θ=1"} and all(r["params"]["theta"] == 1 for r in dapd.values())
+    tv = tmp_path / "tv_head"  # DEMASK's TV head, read by the families of its entry only
+    save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tv, {"target": "tv"})
+    demask = ["protein-compare-part", "--part", "demask-e0.5", "--out-dir", str(tmp_path / "demask"), *common,
+              "--demask-eps", "0.5"]
+    assert main(demask) == 2 and "pass --tv-head" in capsys.readouterr().err
+    assert main([*demask, "--tv-head", str(head)]) == 2  # an MI head where the TV head is read: refused
+    assert capsys.readouterr().err.count("\n") == 1
+    assert main([*demask, "--tv-head", str(tv)]) == 0
+    runs = json.loads((tmp_path / "demask" / "part.json").read_text())["runs"]
+    assert {r["family"] for r in runs.values()} == {"demask ε=0.5"}
     assert not (tmp_path / "other").exists() and not (tmp_path / "x").exists()
 
 

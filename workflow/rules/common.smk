@@ -174,8 +174,12 @@ def tv_head_input(cset):
 
 
 def tv_head_flag(wildcards, input):
-    """``--tv-head`` of ``sudoku-compare`` when its set reads the TV head."""
+    """``--tv-head`` of ``sudoku-compare`` (or ``protein-compare``) when its set reads the TV head."""
     return f"--tv-head {os.path.dirname(input.tv_head[0])}" if input.tv_head else ""
+
+
+# the protein comparison's TV head, when protein.compare calibrates a family that reads it (docs/rivals.md)
+PROTEIN_TV_HEAD = [f"{R}/protein/tv_head/meta.json"] if any(config["protein"]["compare"][k] for k in TV_HEAD_KEYS) else []
 
 
 SUDOKU_COMPARE_PER_SET = ("sets", "extra_family_sets", "test_puzzles", "graded_per_level", *extra_family_keys())

@@ -11,6 +11,7 @@ rule protein_compare_part:
     input:
         model=PROTEIN_MODEL,
         head=PROTEIN_HEAD,
+        tv_head=PROTEIN_TV_HEAD,
         reference=f"{P}/data/reference.fasta",
         embedder=EMBEDDER_INPUT,
         tracking=TRACKING_READY,
@@ -26,6 +27,7 @@ rule protein_compare_part:
         tracking=tracking_flags,
         model_dir=parent_dir("model"),
         head_dir=parent_dir("head"),
+        tv_head=tv_head_flag,
         out_dir=parent_dir("part"),
     wildcard_constraints:
         part="|".join(map(re.escape, PROTEIN_COMPARE_PARTS)),
@@ -39,7 +41,7 @@ rule protein_compare_part:
         ENV
     shell:
         "python -m mdm_mi protein-compare-part --part {wildcards.part} --model {params.model_dir} "
-        "--head {params.head_dir} --reference {input.reference} --out-dir {params.out_dir} {params.options} "
+        "--head {params.head_dir} {params.tv_head} --reference {input.reference} --out-dir {params.out_dir} {params.options} "
         "{params.embedder} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 
@@ -49,6 +51,7 @@ rule protein_compare:
         head=PROTEIN_HEAD,
         reference=f"{P}/data/reference.fasta",
         parts=expand(f"{P}/budgets/parts/{{part}}/part.json", part=PROTEIN_COMPARE_PARTS),
+        tv_head=PROTEIN_TV_HEAD,
         embedder=EMBEDDER_INPUT,
         tracking=TRACKING_READY,
     output:
@@ -64,6 +67,7 @@ rule protein_compare:
         tracking=tracking_flags,
         model_dir=parent_dir("model"),
         head_dir=parent_dir("head"),
+        tv_head=tv_head_flag,
         out_dir=parent_dir("budgets"),
         parts=lambda w, input: " ".join(os.path.dirname(p) for p in input.parts),
     priority: 10
@@ -76,6 +80,7 @@ rule protein_compare:
         ENV
     shell:
         "python -m mdm_mi protein-compare --parts {params.parts} --model {params.model_dir} --head {params.head_dir} "
+        "{params.tv_head} "
         "--reference {input.reference} --out-dir {params.out_dir} {params.options} {params.embedder} {params.job} "
         "--threads {threads} {params.tracking} > {log} 2>&1"
 

@@ -31,7 +31,7 @@ from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.loading import SEQUENCES, load_model, load_model_and_head
+from mdm_mi.loading import SEQUENCES, load_mi_head, load_model, load_model_and_head
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.protein.protein_compare import (PART_FILE, ProteinCompareSpec, SEQUENTIAL, Scorer, calibration_lengths, jsd_rows,
                                     read_parts, run_fasta, run_part, write_part)
@@ -76,6 +76,8 @@ class ProteinCompareBase(ProteinCompareFlags, ProteinDecodeJobFlags, HeadFlag):
     calib_seed: int | None = field(default=None, kw_only=True, metadata=_h(
         "seed of the calibration lengths and decodes (default: --seed); a second value re-calibrates every "
         "sampler on the same test decodes' seed (the two-seed check)"))
+    tv_head: Path | None = field(default=None, kw_only=True, metadata=_h(
+        "TV head folder (train-head --target tv): needed by the families that read it (demask, mi-tv)"))
 
 
 @dataclass(frozen=True)
@@ -107,9 +109,9 @@ def _spec(args: ProteinCompareBase):
 
 def _families(args: ProteinCompareBase):
     families = comparison_families(MAX_PROTEIN_TOKENS, args, SAMPLER_CLASSES)
-    other = [f.label for f in families if SAMPLERS[f.sampler].pairwise == TV_HEAD]
-    if other:  # the protein labels of the shipped runs hold no TV target (docs/rivals.md)
-        raise InputError(f"families {', '.join(other)} read a TV head, which the protein comparison does not provide yet")
+    tv = [f.label for f in families if SAMPLERS[f.sampler].pairwise == TV_HEAD]
+    if tv and args.tv_head is None:
+        raise InputError(f"families {', '.join(tv)} read the TV head: pass --tv-head (or no values for them)")
     return families
 
 
@@ -127,23 +129,26 @@ def part_names(args: ProteinCompareBase) -> list[str]:
 
 
 def _load(args: ProteinCompareBase, reference: list[str]):
-    """Backbone, the head's pairwise function and the JSD scorer (k-means fitted on the reference)."""
+    """Backbone, the MI head's pairwise function, the JSD scorer (k-means fitted on the reference) and
+    the TV head's pairwise function (None without ``--tv-head``)."""
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, SEQUENCES)
+    tv = load_mi_head(args.tv_head, device, backbone, args.model, target="tv") if args.tv_head else None
     source = backbone if args.embedder is None else load_model(args.embedder, device, SEQUENCES)[0]
     embedder = embedder_of(source, args.embed_layer)
-    return for_decoding(backbone, args.bf16), head_pairwise_fn(head), Scorer(embedder, reference, args.clusters, args.seed)
+    return (for_decoding(backbone, args.bf16), head_pairwise_fn(head), Scorer(embedder, reference, args.clusters, args.seed),
+            head_pairwise_fn(tv) if tv is not None else None)
 
 
 def _run_parts(args: ProteinCompareBase, names: list[str], reference: list[str], loaded) -> dict[str, dict]:
-    """The runs of the named parts, decoded here with ``loaded`` (:func:`_load`'s triple) → run id →
+    """The runs of the named parts, decoded here with ``loaded`` (:func:`_load`'s four) → run id →
     run (see :func:`mdm_mi.protein.protein_compare.run_part`)."""
-    backbone, pairwise, scorer = loaded
+    backbone, pairwise, scorer, tv_fn = loaded
     by_slug = {f.slug: f for f in _families(args)}
     families = [by_slug[n] for n in names if n != SEQUENTIAL]
     _check_attention(backbone, families)
     return run_part(backbone, pairwise, scorer, families, _spec(args), reference_lengths(backbone, reference),
-                    sequential=SEQUENTIAL in names)
+                    sequential=SEQUENTIAL in names, tv_fn=tv_fn)
 
 
 def protein_compare_part(args: ProteinComparePartArgs, tracker) -> None:
