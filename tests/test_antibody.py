@@ -310,3 +310,24 @@ def test_infill_fills_a_sudoku_grid_and_keeps_its_clues(tiny_checkpoint, tmp_pat
     header, grid = out.read_text().splitlines()
     assert len(grid) == 81 and set(grid) <= set("123456789") and "passes=" in header
     assert all(p == "_" or p == g for p, g in zip(puzzle, grid))
+
+
+def test_a_family_off_its_budget_is_marked_with_its_contrasts():
+    """A family whose calibration missed the budget (DAPD's graph allowing too few positions per pass)
+    is marked † in the values table and in mi*'s contrasts with it; the contender role is counted."""
+    from mdm_mi.antibody.compare import contrast_rows
+    from mdm_mi.antibody.infill_runs import markdown
+
+    rng = np.random.default_rng(0)
+
+    def run(family, d, passes, on_target=True):
+        return {"family": family, "divisor": d, "mean_passes": passes, "passes": [passes] * 4, "on_target": on_target,
+                "pll": list(rng.normal(-1.8, 0.1, 4)), "recovery": list(rng.uniform(0.2, 0.4, 4)),
+                "diversity": [0.7] * 4, "jsd": 0.02, "calib_score": 0.0}
+
+    runs = {"sequential": run("sequential", 1, 12.0), "eb@2": run("eb", 2, 6.0), "mi-l1@2": run("mi λ=1", 2, 6.0),
+            "dapd-t1@2": run("dapd θ=1", 2, 11.0, on_target=False)}
+    rows = contrast_rows(runs, "cdr3")
+    text = markdown(runs, rows, "cdr3", -1.8, 4, 2, {})
+    assert "@ 11.0†" in text and "mi* − dapd θ=1† |" in text and "mi* − eb |" in text
+    assert "| contender | 2 |" in text  # PLL and recovery

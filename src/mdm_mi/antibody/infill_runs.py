@@ -21,7 +21,7 @@ from mdm_mi.antibody.compare import (METRICS, composition, diversity, paired_t, 
                                      recovery)
 from mdm_mi.antibody.data import read_vh, template
 from mdm_mi.core.samplers import Sequential
-from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget
+from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, SEQUENTIAL, by_budget
 from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked
 from mdm_mi.evaluation.stats import jsd_bits
 from mdm_mi.evaluation.verdicts import WORDS, verdict
@@ -251,7 +251,8 @@ def markdown(runs: dict[str, dict], rows: list[dict], set_name: str, native_pll:
     the references (margin order, exact-MI oracle)."""
     references = references or {}
     seq = runs[SEQUENTIAL]
-    cell = lambda r: f"{np.mean(r['pll']):.3f} / {100 * np.mean(r['recovery']):.0f}% @ {r['mean_passes']:.1f}"
+    cell = lambda r: (f"{np.mean(r['pll']):.3f} / {100 * np.mean(r['recovery']):.0f}% @ {r['mean_passes']:.1f}"
+                      + ("" if r.get("on_target", True) else OFF_TARGET))
     table = by_budget(runs)
     fams = list(dict.fromkeys(f for fs in table.values() for f in fs))
     lines = [f"**{set_name}** ({n} test contexts, one VH per lineage, {fills} fills each; PLL nats/residue / native "
@@ -259,17 +260,22 @@ def markdown(runs: dict[str, dict], rows: list[dict], set_name: str, native_pll:
              "| budget | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams)]
     for d, fs in table.items():
         lines.append(f"| 1/{d} | " + " | ".join(cell(fs[f]) if f in fs else "" for f in fams) + " |")
+    off = {(d, f) for d, fs in table.items() for f, r in fs.items() if not r.get("on_target", True)}
+    if off:
+        lines += ["", OFF_TARGET_NOTE + "; its contrasts are not at the same passes"]
     lines += ["", *set_metric_lines(runs, references)]
-    lines += ["", f"{BEST_MI} minus each baseline, paired by context (mean difference [Student 95%], p, Holm p, verdict):",
+    lines += ["", f"{BEST_MI} minus each baseline and each other contender, paired by context (mean difference "
+              "[Student 95%], p, Holm p, verdict):",
               "", "| budget | metric | contrast | difference | p | Holm p | verdict |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["first"] == BEST_MI:
-            lines.append(f"| 1/{r['divisor']} | {r['metric']} | {r['first']} − {r['second']} | {r['diff']:+.3f} "
+            mark = OFF_TARGET if (r["divisor"], r["second"]) in off or (r["divisor"], BEST_MI) in off else ""
+            lines.append(f"| 1/{r['divisor']} | {r['metric']} | {r['first']} − {r['second']}{mark} | {r['diff']:+.3f} "
                          f"[{r['lo']:+.3f}, {r['hi']:+.3f}] | {r['p_value']:.2g} | {r['p_holm']:.2g} | **{r['verdict']}** |")
     lines += ["", "Primary (mi* − EB in PLL):", ""]
     lines += [f"- {verdict(r, pll_scale())[1]}" for r in rows if r["role"] == "primary"]
     lines += ["", "| role | tests | " + " | ".join(WORDS) + " |", "|---|---|" + "---|" * len(WORDS)]
-    for role_ in ("primary", "secondary", "exploratory"):
+    for role_ in [r for r in ("primary", "secondary", "contender", "exploratory") if any(x["role"] == r for x in rows)]:
         rs = [r for r in rows if r["role"] == role_]
         lines.append(f"| {role_} | {len(rs)} | " + " | ".join(str(sum(r['verdict'] == w for r in rs)) for w in WORDS) + " |")
     lines += ["", *reference_lines(runs, references)]
