@@ -35,6 +35,10 @@ def test_panels_read_both_comparisons(tmp_path):
     assert np.all(np.diff(x) > 0) and np.allclose(y, [30.0, 45.0])
     antibody = read_panel(_antibody_runs(tmp_path / "a.json"), "CDR-H3")
     assert antibody.label.startswith("PLL") and antibody.curves["mi λ=1"][1][0] == pytest.approx(-1.7)
+    protein = tmp_path / "p.json"
+    protein.write_text(json.dumps({"runs": {"sequential": {"family": "sequential", "mean_passes": 70.0, "jsd": 0.09},
+                                            "eb@1/2": {"family": "eb", "divisor": 2, "mean_passes": 35.0, "jsd": 0.12}}}))
+    assert read_panel(protein, "Kunitz").curves["eb"][1][0] == pytest.approx(0.12)
 
 
 def test_the_verb_draws_one_panel_per_comparison(tmp_path):

@@ -13,7 +13,7 @@ from mdm_mi.infra.flags import h
 
 @dataclass(frozen=True)
 class BudgetsSummaryArgs:
-    runs: tuple[Path, ...] = field(metadata=h("runs.json of each comparison (sudoku-compare, antibody-compare), one panel each"))
+    runs: tuple[Path, ...] = field(metadata=h("runs.json of each comparison (sudoku-compare, antibody-compare, protein-compare), one panel each"))
     titles: tuple[str, ...] = field(metadata=h("a panel title per runs.json, in order"))
     out: Path = field(metadata=h("output figure (.png, .pdf)"))
 

@@ -2,10 +2,10 @@
 comparison (a Sudoku set, the antibody loops, ...), one line per calibrated family (every rule of the
 sampler table, the rivals of docs/rivals.md included), sequential as a black square.
 
-A comparison is read from its ``runs.json`` (``sudoku-compare``: ``{"runs": {run: ...}}``;
-``antibody-compare``: ``{run: ...}``); each run has ``family``, ``divisor``, ``mean_passes`` and its
-quality: Sudoku ``accuracy`` (drawn in %), antibody ``pll`` (per-context mean log-likelihood per
-residue, nats; drawn as its mean).
+A comparison is read from its ``runs.json`` (``sudoku-compare``, ``protein-compare``: ``{"runs": {run:
+...}}``; ``antibody-compare``: ``{run: ...}``); each run has ``family``, ``divisor``, ``mean_passes``
+and its quality: Sudoku ``accuracy`` (drawn in %), antibody ``pll`` (per-context mean log-likelihood
+per residue, nats; drawn as its mean), protein ``jsd`` (cluster JSD to the reference, bits).
 
     panels = [read_panel("results/rivals/sudoku/budgets/hard/runs.json", "Sudoku hard")]
     summary_figure(panels, "summary.png")
@@ -24,7 +24,8 @@ from mdm_mi.evaluation.plotting import SAMPLER_STYLE, log_passes_axis, plain_tic
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import read_json
 
-QUALITIES = {"accuracy": ("accuracy (%)", 100.0), "pll": ("PLL (nats/residue)", 1.0)}  # run key → (axis label, scale)
+QUALITIES = {"accuracy": ("accuracy (%)", 100.0), "pll": ("PLL (nats/residue)", 1.0),
+             "jsd": ("cluster JSD to the reference (bits; lower is better)", 1.0)}  # run key → (axis label, scale)
 LINESTYLES = ("-", "--", ":", "-.")  # the second, third, ... family of one sampler (λ, ε values)
 
 
