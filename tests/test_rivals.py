@@ -206,3 +206,19 @@ def test_a_backbone_without_attention_is_refused_before_any_decoding():
     _check_attention(NoAttention(), [eb])
     with pytest.raises(InputError, match="NoAttention does not expose"):
         _check_attention(NoAttention(), [eb, dapd])
+
+
+def test_the_protein_table_marks_a_contrast_with_a_family_off_its_budget():
+    """protein-compare's markdown: mi* against a contender that missed its budget (DEMASK's ε binding)
+    is marked †: it is not at the same passes."""
+    from mdm_mi.protein.protein_compare_job import protein_markdown
+
+    def run(family, d, on_target=True):
+        return {"family": family, "divisor": d, "jsd": 0.1, "jsd_lo": 0.08, "jsd_hi": 0.12, "mean_passes": 10.0,
+                "n": 4, "target": 10.0, "on_target": on_target}
+
+    summary = {"sequential": run("sequential", 1), "eb@1/2": run("eb", 2), "mi@1/2": run("mi λ=1", 2),
+               "demask@1/2": run("demask ε=0.5", 2, on_target=False)}
+    row = {"divisor": 2, "first": "mi*", "diff": 0.02, "lo": 0.01, "hi": 0.03, "p_value": 0.01, "verdict": "worse"}
+    text = protein_markdown(summary, [row | {"second": "eb"}, row | {"second": "demask ε=0.5"}])
+    assert "p=0.01 **worse**† |" in text and "p=0.01 **worse** |" in text

@@ -233,11 +233,13 @@ def protein_markdown(summary: dict, rows: list[dict]) -> str:
         lines += ["", OFF_TARGET_NOTE]
     mine = [r for r in rows if r["first"] == BEST_MI]
     seconds = list(dict.fromkeys(r["second"] for r in mine))
-    lines += ["", f"{BEST_MI} minus each baseline in cluster JSD (bits; basic bootstrap 95%, k-means refit; p):", "",
+    off = {(r["divisor"], r["family"]) for r in summary.values() if not r.get("on_target", True)}
+    lines += ["", f"{BEST_MI} minus each baseline and each other contender in cluster JSD (bits; basic bootstrap 95%, "
+              f"k-means refit; p; {OFF_TARGET}: that family is off its budget, so not at the same passes):", "",
               "| budget | " + " | ".join(seconds) + " |", "|---|" + "---|" * len(seconds)]
     for d in budgets:
         rs = {r["second"]: r for r in mine if r["divisor"] == d}
         lines.append(f"| 1/{d} | " + " | ".join(
             f"{rs[s]['diff']:+.3f} [{rs[s]['lo']:+.3f}, {rs[s]['hi']:+.3f}] p={rs[s]['p_value']:.2g} **{rs[s]['verdict']}**"
-            if s in rs else "" for s in seconds) + " |")
+            + (OFF_TARGET if (d, s) in off else "") if s in rs else "" for s in seconds) + " |")
     return "\n".join(lines) + "\n"
