@@ -103,7 +103,10 @@ def test_a_tabled_difference_is_the_reported_difference(sets):
         assert row["lo"] <= row["diff"] <= row["hi"]
     text = markdown(runs, scores, rows, N)
     eb4 = scores["eb@1/4"]["corrected_mi_r"]
-    assert f"{eb4:.3f} / " in text and "paired grouped jackknife" in text
+    assert f"{eb4:.3f} / " in text and "paired grouped jackknife" in text and "†" not in text
+    runs["eb@1/4"] = runs["eb@1/4"] | {"on_target": False}  # a calibration that missed its budget is marked
+    marked = markdown(runs, scores, rows, N)
+    assert marked.count("†") == 1 + 1 + len(METRICS)  # its cell, the note, mi* − eb at 1/4 in each metric
 
 
 def test_small_sets_get_a_finite_interval_without_warnings(sets):

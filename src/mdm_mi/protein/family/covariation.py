@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget, contrast_pairs
+from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, SEQUENTIAL, by_budget, contrast_pairs
 from mdm_mi.evaluation.stats import jackknife_t, t_quantile, tost_t
 from mdm_mi.evaluation.verdicts import Scale, classify, primary_sentences as sentences, role
 from mdm_mi.infra.errors import InputError
@@ -232,7 +232,7 @@ def markdown(runs: dict[str, dict], scores: dict[str, dict], rows: list[dict], n
     def cell(run_id):
         s, r = scores[run_id], runs[run_id]
         return (f"{s['corrected_mi_r']:.3f} / {s['c_ij_r']:.3f} / {100 * s['hmm_pass_rate']:.0f}% "
-                f"@ {r['mean_passes']:.1f}")
+                f"@ {r['mean_passes']:.1f}" + ("" if r.get("on_target", True) else OFF_TARGET))
 
     table = by_budget(runs)
     families = list(dict.fromkeys(f for fams in table.values() for f in fams))
@@ -241,17 +241,20 @@ def markdown(runs: dict[str, dict], scores: dict[str, dict], rows: list[dict], n
              "| budget | " + " | ".join(families) + " |", "|---|" + "---|" * len(families)]
     for d, fams in sorted(table.items()):
         lines.append(f"| 1/{d} | " + " | ".join(cell(run_id(fams[f])) if f in fams else "" for f in families) + " |")
+    off = {(d, f) for d, fams in table.items() for f, r in fams.items() if not r.get("on_target", True)}
+    if off:
+        lines += ["", OFF_TARGET_NOTE + "; mi*'s contrasts with it are not at the same passes"]
     mine = [r for r in rows if r["first"] == BEST_MI]
     seconds = list(dict.fromkeys(r["second"] for r in mine))
     for metric in METRICS:
-        lines += ["", f"{BEST_MI} minus each baseline in {metric} (the first table's values; paired grouped jackknife "
-                      "95%, t, p; positive = closer to the reference's co-variation):", "",
+        lines += ["", f"{BEST_MI} minus each baseline and each other contender in {metric} (the first table's values; "
+                      "paired grouped jackknife 95%, t, p; positive = closer to the reference's co-variation):", "",
                   "| budget | " + " | ".join(seconds) + " |", "|---|" + "---|" * len(seconds)]
         for d in sorted({r["divisor"] for r in mine}):
             at = {r["second"]: r for r in mine if r["divisor"] == d and r["metric"] == metric}
             lines.append(f"| 1/{d} | " + " | ".join(
                 f"{at[s]['diff']:+.3f} [{at[s]['lo']:+.3f}, {at[s]['hi']:+.3f}] p={at[s]['p_value']:.2g} "
-                f"**{at[s]['verdict']}**" if s in at else "" for s in seconds) + " |")
+                f"**{at[s]['verdict']}**" + (OFF_TARGET if (d, s) in off else "") if s in at else "" for s in seconds) + " |")
     lines += ["", f"Primary contrast, {BEST_MI} − eb in corrected-MI r (Holm over the budgets; the other {BEST_MI} "
                   f"contrasts are Holm-corrected as one secondary family; equivalence: TOST at ±{EQUIVALENCE_MARGIN_R:g}):", ""]
     lines += [f"- {x}" for x in primary_sentences(rows)]
