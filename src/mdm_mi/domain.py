@@ -48,7 +48,7 @@ class Domain:
 
 
 def _load_sudoku(directory, meta, device):
-    from mdm_mi.sudoku.sudoku_model import load_model
+    from mdm_mi.sudoku.sudoku_model import load_model  # lazy: each domain loads on demand
 
     return load_model(directory, device, meta=meta)[0]
 
@@ -56,7 +56,7 @@ def _load_sudoku(directory, meta, device):
 def _load_protein(directory, meta, device):
     """A protein model folder: a column model (``kind: columns``, :mod:`mdm_mi.protein.family.columns`)
     or an ESM-C backbone (:func:`mdm_mi.protein.protein_model.load_protein_model`)."""
-    from mdm_mi.protein.protein_model import KIND_COLUMNS, load_protein_model
+    from mdm_mi.protein.protein_model import KIND_COLUMNS, load_protein_model  # lazy: on demand (esm: seconds)
 
     if meta.get("kind") == KIND_COLUMNS:
         from mdm_mi.protein.family.columns import load_column_model  # lazy: scipy (~1 s at every CLI start)
@@ -66,16 +66,16 @@ def _load_protein(directory, meta, device):
 
 
 def _load_hf(directory, meta, device):
-    from mdm_mi.hf.backbone import load_hf_model
+    from mdm_mi.hf.backbone import load_hf_model  # lazy: on demand (transformers: ~1 s)
 
     return load_hf_model(directory, device, meta=meta)[0]
 
 
 def _sudoku_structure():
     """Sudoku's same row / column / box pairs ``(81, 81)``."""
-    import torch
+    import torch  # lazy: with the domain that needs it
 
-    from mdm_mi.sudoku.grid import peer_matrix
+    from mdm_mi.sudoku.grid import peer_matrix  # lazy: each domain loads on demand
 
     return torch.as_tensor(peer_matrix())
 
@@ -104,19 +104,19 @@ def _describe_hf(meta: dict) -> str:
 
 
 def _sudoku_mapper():
-    from mdm_mi.sudoku.sudoku_map import SudokuMap
+    from mdm_mi.sudoku.sudoku_map import SudokuMap  # lazy: each domain loads on demand
 
     return SudokuMap()
 
 
 def _protein_mapper():
-    from mdm_mi.protein.protein_map import ProteinMap
+    from mdm_mi.protein.protein_map import ProteinMap  # lazy: on demand (esm: seconds)
 
     return ProteinMap()
 
 
 def _hf_mapper():
-    from mdm_mi.hf.hf_map import HFMap
+    from mdm_mi.hf.hf_map import HFMap  # lazy: on demand (transformers: ~1 s)
 
     return HFMap()
 

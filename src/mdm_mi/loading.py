@@ -66,7 +66,7 @@ def load_mi_head(folder: str | Path, device="cpu", backbone=None, model: str | P
     hidden states of that backbone's width (``model``: the backbone's folder, for the message); refused
     unless it learned ``target`` (``mi``, or ``tv``: DEMASK's TV target; a head saved before targets
     existed learned ``mi``)."""
-    from mdm_mi.mi.head import load_head
+    from mdm_mi.mi.head import load_head  # lazy: the head (and its training code) only when a head is loaded
 
     meta = read_meta(folder)
     check_meta(folder, meta, HEAD_DOMAIN)

@@ -11,14 +11,27 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 
+from mdm_mi.antibody import pairs as P
+from mdm_mi.antibody.antiberty import convert_antiberty, find_source, mark_and_check
+from mdm_mi.antibody.compare import contrast_rows, pll_per_residue
+from mdm_mi.antibody.data import assign_scopes, read_vh, SCOPES, SETS, split_by_lineage, template, write_vh
+from mdm_mi.antibody.infill_runs import (calibrated_runs, InfillSet, one_per_lineage, oracle_runs, sequential_run,
+                                         write_results)
+from mdm_mi.core.backbone import full_precision, token_fingerprint
+from mdm_mi.core.hf_folder import DOMAIN
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.flags import THREADS_HELP, OutDir, SeedFlag, h
+from mdm_mi.infra.flags import h, OutDir, SeedFlag, THREADS_HELP
 from mdm_mi.infra.io import write_json
+from mdm_mi.loading import load_mi_head, load_model
+from mdm_mi.mi.guided import head_pairwise_fn
+from mdm_mi.mi.probe import exact_mi
 
 # what `label` masks (the hf domain's file names, rule label of mi.smk): the label lineages' VH for the
 # training labels, the test lineages' for the head's val/test labels (never trained on)
@@ -38,8 +51,6 @@ class ImportAntibertyArgs:
 def import_antiberty(args: ImportAntibertyArgs, tracker) -> None:
     """Convert once (pickle read with ``weights_only=True``), mark the folder as an ``hf`` model with
     the 20 amino acids as its alphabet, then load it and check it against the Backbone rules."""
-    from mdm_mi.antibody.antiberty import convert_antiberty, find_source, mark_and_check
-
     source = find_source(args.source)  # a missing source fails before anything is written
     manifest = convert_antiberty(source, Path(args.out))
     summary = mark_and_check(Path(args.out), args.hidden_layer)
@@ -66,11 +77,6 @@ class AntibodyDataArgs(OutDir, SeedFlag):
 def antibody_data(args: AntibodyDataArgs, tracker) -> None:
     """Split by lineage (seeded), write each part's rows and the token files of the label contexts with
     their stamps (the model's token fingerprint; the maskable positions of each VH's drawn scope)."""
-    from mdm_mi.antibody.data import assign_scopes, read_vh, split_by_lineage, write_vh
-    from mdm_mi.core.backbone import token_fingerprint
-    from mdm_mi.core.hf_folder import DOMAIN
-    from mdm_mi.loading import load_model
-
     rows = read_vh(args.tsv)
     assign_scopes(1, args.label_scopes, args.scope_weights, args.seed)  # bad scopes fail before any write
     parts = split_by_lineage(rows, {"test": args.test_fraction, "calibration": args.calibration_fraction}, args.seed)
@@ -96,8 +102,6 @@ def write_label_contexts(backbone, rows: list, scopes: list[str], path: Path, fi
     """``path`` (.npy, ``(S, N)`` tokens of the VH), ``<stem>_maskable.npy`` (``(S, N)`` bool: the
     positions of each row's scope, :data:`mdm_mi.antibody.data.SCOPES`) and the ``.json`` stamp that
     names both the model's fingerprint and the maskable file (what ``label`` reads)."""
-    from mdm_mi.antibody.data import SCOPES, template
-
     tokens = backbone.encode([r.sequence for r in rows])
     maskable = backbone.encode([template(r, SCOPES[s]) for r, s in zip(rows, scopes)]) == backbone.mask_id
     np.save(path, tokens.numpy())
@@ -140,17 +144,6 @@ class AntibodyCompareArgs(OutDir, SeedFlag):
 def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
     """Calibrate every family on the calibration contexts, fill the test contexts with each at each
     budget (same seed: common random numbers), score PLL and recovery, write the paired verdicts."""
-    import time
-
-    import torch
-
-    from mdm_mi.antibody.compare import contrast_rows, pll_per_residue
-    from mdm_mi.antibody.data import SETS
-    from mdm_mi.antibody.infill_runs import InfillSet, calibrated_runs, oracle_runs, sequential_run, write_results
-    from mdm_mi.core.hf_folder import DOMAIN
-    from mdm_mi.loading import load_model, load_mi_head
-    from mdm_mi.mi.guided import head_pairwise_fn
-
     if args.set_name not in SETS:
         raise InputError(f"--set-name must be one of {', '.join(SETS)}, got {args.set_name!r}")
     if args.fills < 2 or args.n_test < 2 or args.n_calibration < 1 or not args.divisors:
@@ -193,18 +186,6 @@ class FigureAntibodyMiArgs(SeedFlag):
 
 def figure_antibody_mi(args: FigureAntibodyMiArgs, tracker) -> None:
     """Head MI on ``n_contexts`` test VH, exact MI on the first ``exact_contexts``; ranks and the figure."""
-    import time
-
-    import torch
-
-    from mdm_mi.antibody import pairs as P
-    from mdm_mi.antibody.data import read_vh
-    from mdm_mi.antibody.infill_runs import one_per_lineage
-    from mdm_mi.core.backbone import full_precision
-    from mdm_mi.core.hf_folder import DOMAIN
-    from mdm_mi.loading import load_model, load_mi_head
-    from mdm_mi.mi.probe import exact_mi
-
     if not 1 <= args.exact_contexts <= args.n_contexts:
         raise InputError("need 1 <= --exact-contexts <= --n-contexts")
     torch.set_num_threads(args.threads)

@@ -19,10 +19,11 @@ import math
 
 import numpy as np
 import torch
+from scipy.stats import t
 
-from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget, contrast_pairs, is_contender
+from mdm_mi.evaluation.budgets import BEST_MI, by_budget, contrast_pairs, is_contender, SEQUENTIAL
 from mdm_mi.evaluation.stats import t_quantile, tost_t
-from mdm_mi.evaluation.verdicts import Scale, classify, role
+from mdm_mi.evaluation.verdicts import classify, role, Scale
 
 MARGIN = 0.05  # nats per residue: a difference inside ±MARGIN counts as equivalent (TOST)
 METRICS = ("pll", "recovery")  # pll is the primary metric; recovery's contrasts are secondary
@@ -79,8 +80,6 @@ def per_context(values: np.ndarray, n_contexts: int) -> np.ndarray:
 def paired_t(first: np.ndarray, second: np.ndarray) -> dict:
     """Mean of the paired differences ``first − second`` (``(P,)`` each) with its Student 95% interval,
     two-sided p, SE and degrees of freedom."""
-    from scipy.stats import t
-
     d = np.asarray(first, dtype=float) - np.asarray(second, dtype=float)
     n = len(d)
     mean, se = float(d.mean()), float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")

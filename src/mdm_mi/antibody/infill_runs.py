@@ -8,6 +8,7 @@ the calibration templates and its fills of the test templates, and the result fi
 
 from __future__ import annotations
 
+import csv
 import platform
 import subprocess
 import time
@@ -17,18 +18,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.antibody.compare import (METRICS, composition, diversity, paired_t, per_context, pll_per_residue, pll_scale,
-                                     recovery)
+from mdm_mi.antibody.compare import (composition, diversity, METRICS, paired_t, per_context, pll_per_residue,
+                                     pll_scale, recovery)
 from mdm_mi.antibody.data import read_vh, template
 from mdm_mi.core.samplers import Sequential
-from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, SEQUENTIAL, by_budget
+from mdm_mi.evaluation.budgets import BEST_MI, by_budget, OFF_TARGET, OFF_TARGET_NOTE, SEQUENTIAL
 from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked
 from mdm_mi.evaluation.stats import jsd_bits
-from mdm_mi.evaluation.verdicts import WORDS, verdict
+from mdm_mi.evaluation.verdicts import verdict, WORDS
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.io import write_json, write_text
+from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.mi.dapd import pairwise_source
-from mdm_mi.mi.guided import OracleMI, oracle_pairwise_fn
+from mdm_mi.mi.guided import oracle_pairwise_fn, OracleMI
 from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
 
@@ -168,10 +169,10 @@ def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise)
 def draw_budgets(runs: dict, references: dict, set_name: str, native_pll: float, path: Path) -> None:
     """PLL and recovery against mean passes: one line per calibrated family, sequential (and its margin
     order) as points, the native loops' PLL as a dashed line; the oracle as stars."""
-    import matplotlib
+    import matplotlib  # lazy: only when a figure is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: only when a figure is drawn
 
     table = by_budget(runs)
     fams = [f for f in dict.fromkeys(f for fs in table.values() for f in fs) if f != BEST_MI]
@@ -286,10 +287,6 @@ def write_results(out: Path, runs: dict, rows: list[dict], args, n_test: int, na
                   references: dict | None = None) -> None:
     """runs.json, references.json (margin order, oracle), budgets.csv (classified rows), budgets.md,
     budgets.png (PLL and recovery against passes) and summary.json (cost, CPU, sizes)."""
-    import csv
-
-    from mdm_mi.infra.io import atomic_path
-
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "runs.json", runs)
     write_json(out / "references.json", {"margin": (references or {}).get("margin"),

@@ -17,8 +17,9 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from scipy.stats import pearsonr, spearmanr
 
-from mdm_mi.antibody.data import CDRS, VH, template
+from mdm_mi.antibody.data import CDRS, REGIONS, template, VH
 
 PAIRS = ("H94-H101 salt bridge", "Cys23-Cys104")
 
@@ -75,8 +76,6 @@ def pair_ranks(mi: torch.Tensor, masked: torch.Tensor, pairs: dict[str, list[tup
 
 def region_of(row: VH) -> list[str]:
     """Each residue's region name (``fw1`` … ``fw4``), sequence order."""
-    from mdm_mi.antibody.data import REGIONS
-
     return [r for r in REGIONS for _ in row.regions[r]]
 
 
@@ -97,10 +96,10 @@ def region_shares(mi: torch.Tensor, masked: torch.Tensor, rows: list[VH]) -> dic
 
 def draw(row: VH, head: torch.Tensor, exact: torch.Tensor | None, masked: torch.Tensor, out, title: str) -> None:
     """Head MI beside the exact MI (``(N, N)`` each) among the masked positions of one VH, regions marked."""
-    import matplotlib
+    import matplotlib  # lazy: only when a figure is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: only when a figure is drawn
 
     idx = masked.nonzero().squeeze(1)
     names = ["bos", *region_of(row)]
@@ -127,8 +126,6 @@ def draw(row: VH, head: torch.Tensor, exact: torch.Tensor | None, masked: torch.
 def agreement(head: torch.Tensor, exact: torch.Tensor, masked: torch.Tensor) -> dict:
     """Head vs exact MI over the masked pairs ``i < j`` of contexts ``(B, N, N)``: Pearson, Spearman,
     the pairs' count and mean exact MI (the head's fidelity on CDR-masked contexts it never saw)."""
-    from scipy.stats import pearsonr, spearmanr
-
     h, e = [], []
     for b in range(len(head)):
         idx = masked[b].nonzero().squeeze(1)
