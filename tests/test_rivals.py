@@ -215,7 +215,7 @@ def test_the_protein_table_marks_a_contrast_with_a_family_off_its_budget():
 
     def run(family, d, on_target=True):
         return {"family": family, "divisor": d, "jsd": 0.1, "jsd_lo": 0.08, "jsd_hi": 0.12, "mean_passes": 10.0,
-                "n": 4, "target": 10.0, "on_target": on_target}
+                "n": 4, "target": 10.0, "on_target": on_target, "calib_score": 0.0}
 
     summary = {"sequential": run("sequential", 1), "eb@1/2": run("eb", 2), "mi@1/2": run("mi λ=1", 2),
                "demask@1/2": run("demask ε=0.5", 2, on_target=False)}

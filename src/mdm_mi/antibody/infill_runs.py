@@ -22,7 +22,7 @@ from mdm_mi.antibody.compare import (composition, diversity, METRICS, paired_t, 
                                      pll_scale, recovery)
 from mdm_mi.antibody.data import read_vh, template
 from mdm_mi.core.samplers import Sequential
-from mdm_mi.evaluation.budgets import BEST_MI, by_budget, OFF_TARGET, OFF_TARGET_NOTE, SEQUENTIAL
+from mdm_mi.evaluation.budgets import BEST_MI, by_budget, off_budget, OFF_TARGET, OFF_TARGET_NOTE, SEQUENTIAL
 from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked
 from mdm_mi.evaluation.stats import jsd_bits
 from mdm_mi.evaluation.verdicts import verdict, WORDS
@@ -261,7 +261,7 @@ def markdown(runs: dict[str, dict], rows: list[dict], set_name: str, native_pll:
              "| budget | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams)]
     for d, fs in table.items():
         lines.append(f"| 1/{d} | " + " | ".join(cell(fs[f]) if f in fs else "" for f in fams) + " |")
-    off = {(d, f) for d, fs in table.items() for f, r in fs.items() if not r.get("on_target", True)}
+    off = off_budget(table)
     if off:
         lines += ["", OFF_TARGET_NOTE + "; its contrasts are not at the same passes"]
     lines += ["", *set_metric_lines(runs, references)]

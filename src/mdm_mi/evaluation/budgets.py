@@ -109,6 +109,13 @@ OFF_TARGET = "†"  # the calibration missed its target passes by more than ±5%
 OFF_TARGET_NOTE = f"{OFF_TARGET} calibration missed the target passes by more than 5% (the sampler cannot reach it)"
 
 
+def off_budget(table: dict[int, dict[str, dict]]) -> set[tuple[int, str]]:
+    """``(divisor, family)`` of every run of a :func:`by_budget` table whose calibration missed its
+    budget (``on_target`` false; ``mi*`` too when its chosen λ did): the cells and contrasts marked
+    :data:`OFF_TARGET`."""
+    return {(d, f) for d, fams in table.items() for f, r in fams.items() if not r.get("on_target", True)}
+
+
 def _acc_cell(run: dict) -> str:
     k, n = float(np.sum(run["solved"])), len(run["solved"])  # a matched run's expected count may be fractional
     lo, hi = wilson_interval(k, n)
@@ -160,7 +167,7 @@ def markdown(rows: list[dict], runs: dict[str, dict], set_name: str, off_target_
         cells = [(_acc_cell(fams[f]) + (f" (λ={fams[f]['chosen'].split('=')[1]})" if f == BEST_MI else "")
                   if f in fams else "") for f in families]
         lines.append(f"| 1/{d} ({target:.1f}) | " + " | ".join(cells) + " |")
-    if any(not r.get("on_target", True) for fams in table.values() for r in fams.values()):
+    if off_budget(table):
         lines += ["", off_target_note]
     matched = any(len(r.get("settings", ())) > 1 for fams in table.values() for r in fams.values())
     lines += ["", "Calibrated settings (on the calibration split" + ("; two settings: each one's weight in the "

@@ -24,7 +24,7 @@ import numpy as np
 
 from mdm_mi.core.backbone import embedder_of, for_decoding
 from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD, SweptFlags
-from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, write_csv
+from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, by_budget, off_budget, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta
@@ -229,11 +229,11 @@ def protein_markdown(summary: dict, rows: list[dict]) -> str:
         at = {r["family"]: r for r in summary.values() if r["divisor"] == d}
         target = next(iter(at.values()))["target"]
         lines.append(f"| 1/{d} ({target:.1f}) | " + " | ".join(cell(at[f]) if f in at else "" for f in families) + " |")
-    if any(not r.get("on_target", True) for r in summary.values()):
+    off = off_budget(by_budget(summary))
+    if off:
         lines += ["", OFF_TARGET_NOTE]
     mine = [r for r in rows if r["first"] == BEST_MI]
     seconds = list(dict.fromkeys(r["second"] for r in mine))
-    off = {(r["divisor"], r["family"]) for r in summary.values() if not r.get("on_target", True)}
     lines += ["", f"{BEST_MI} minus each baseline and each other contender in cluster JSD (bits; basic bootstrap 95%, "
               f"k-means refit; p; {OFF_TARGET}: that family is off its budget, so not at the same passes):", "",
               "| budget | " + " | ".join(seconds) + " |", "|---|" + "---|" * len(seconds)]

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, SEQUENTIAL, by_budget, contrast_pairs
+from mdm_mi.evaluation.budgets import (BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, SEQUENTIAL, by_budget, contrast_pairs,
+                                       off_budget)
 from mdm_mi.evaluation.stats import jackknife_t, t_quantile, tost_t
 from mdm_mi.evaluation.verdicts import Scale, classify, primary_sentences as sentences, role
 from mdm_mi.infra.errors import InputError
@@ -241,7 +242,7 @@ def markdown(runs: dict[str, dict], scores: dict[str, dict], rows: list[dict], n
              "| budget | " + " | ".join(families) + " |", "|---|" + "---|" * len(families)]
     for d, fams in sorted(table.items()):
         lines.append(f"| 1/{d} | " + " | ".join(cell(run_id(fams[f])) if f in fams else "" for f in families) + " |")
-    off = {(d, f) for d, fams in table.items() for f, r in fams.items() if not r.get("on_target", True)}
+    off = off_budget(table)
     if off:
         lines += ["", OFF_TARGET_NOTE + "; mi*'s contrasts with it are not at the same passes"]
     mine = [r for r in rows if r["first"] == BEST_MI]
