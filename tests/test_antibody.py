@@ -236,23 +236,40 @@ def test_compare_pairs_every_sampler_by_context_with_verdicts(bert_dir, antibody
     from user_verb_helpers import save_tiny_head
 
     head = save_tiny_head(tmp_path / "head", in_dim=16)
+    tv_head = save_tiny_head(tmp_path / "tv_head", in_dim=16, target="tv")
     out = tmp_path / "cmp"
     assert main(["antibody-compare", "--model", str(bert_dir), "--head", str(head), "--data-dir", str(antibody_data_dir),
                  "--set-name", "cdr3", "--n-test", "3", "--n-calibration", "2", "--fills", "2",
                  "--divisors", "2", "4", "--samplers", "naive", "eb", "--mi-lambda", "1", "--mi-on-reject", "skip",
                  "--no-mi-charge-first", "--temperature", "1", "--threads", "1", "--batch-size", "8", "--seed", "0",
                  "--margin", "--oracle-contexts", "2", "--oracle-divisors", "4", "--oracle-tol", "0.01",
-                 "--demask-mi-eps", "0.1", "--dapd-theta", "1", "--out-dir", str(out)]) == 0
+                 "--demask-mi-eps", "0.1", "--dapd-theta", "1", "--demask-eps", "0.5", "--mi-tv-lambda", "1",
+                 "--tv-head", str(tv_head), "--out-dir", str(out)]) == 0
     runs = json.loads((out / "runs.json").read_text())
-    assert {r["family"] for r in runs.values()} == {"sequential", "naive", "eb", "mi λ=1", "demask-mi ε=0.1", "dapd θ=1"}
+    rivals = {"demask-mi ε=0.1", "dapd θ=1", "demask ε=0.5", "mi-tv λ=1"}
+    assert {r["family"] for r in runs.values()} == {"sequential", "naive", "eb", "mi λ=1"} | rivals
     assert all(len(r["pll"]) == 3 and len(r["diversity"]) == 3 and 0 <= r["jsd"] <= 1 for r in runs.values())
     refs = json.loads((out / "references.json").read_text())
     assert refs["margin"]["params"] == {"order": "margin"} and len(refs["oracle"]["4"]["pll"]) == 2
     text = (out / "budgets.md").read_text()
     assert "mi* − eb" in text and "Primary" in text and "margin order" in text and "oracle − head" in text
     rows = list(csv.DictReader((out / "budgets.csv").open()))
-    assert {r["second"] for r in rows if r["role"] == "contender"} == {"demask-mi ε=0.1", "dapd θ=1"}
+    assert {r["second"] for r in rows if r["role"] == "contender"} == rivals
     assert (out / "budgets.png").stat().st_size > 0
+
+
+def test_compare_without_the_tv_head_its_families_need_is_one_line(bert_dir, antibody_data_dir, tmp_path, capsys):
+    from user_verb_helpers import save_tiny_head
+
+    out = tmp_path / "cmp"
+    assert main(["antibody-compare", "--model", str(bert_dir), "--head", str(save_tiny_head(tmp_path / "head")),
+                 "--data-dir", str(antibody_data_dir), "--set-name", "cdr3", "--n-test", "3", "--n-calibration", "2",
+                 "--fills", "2", "--divisors", "2", "--samplers", "eb", "--mi-lambda", "1", "--mi-on-reject", "skip",
+                 "--no-mi-charge-first", "--temperature", "1", "--threads", "1", "--batch-size", "8", "--seed", "0",
+                 "--no-margin", "--oracle-contexts", "0", "--oracle-divisors", "2", "--oracle-tol", "0.01",
+                 "--demask-eps", "0.5", "--out-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "need --tv-head" in err and len(err.strip().splitlines()) == 1 and not out.exists()
 
 
 def test_the_captured_attention_is_the_passes_own_and_changes_nothing(bert_dir):

@@ -192,7 +192,7 @@ ONE_TARGET_CONFIGS = {"hf.yaml": ("sudoku", "protein"), "antibody.yaml": ("sudok
 
 # Overlays of the default run: they take its every value on purpose and change only the keys they name
 # (config/rivals.yaml: the default's backbone, labels and heads, more families in the comparison).
-OVERLAY_CONFIGS = {"rivals.yaml"}
+OVERLAY_CONFIGS = {"rivals.yaml", "antibody-rivals.yaml"}  # antibody-rivals: over antibody.yaml
 
 
 @pytest.mark.parametrize("path", [p for p in CONFIG_FILES if p.name != "config.yaml" and p.name not in OVERLAY_CONFIGS],

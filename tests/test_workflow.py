@@ -369,3 +369,27 @@ def test_smoke_dag_runs_in_a_fresh_directory(tmp_path):
     with (results / "protein" / "budgets" / "budgets.csv").open(newline="") as fh:
         pb = list(csv.DictReader(fh))
     assert {r["second"] for r in pb} >= {"eb", "naive", "sequential"} and {r["first"] for r in pb} >= {"mi*"}
+
+
+def test_the_antibody_rivals_overlay_trains_a_tv_head_and_passes_it(tmp_path):
+    """config/antibody-rivals.yaml (demask ε, mi-tv λ on AntiBERTy) plans train-head --target tv on
+    the hf label shards beside the MI head, and antibody-compare reads it; antibody.yaml alone does not."""
+    tsv = tmp_path / "tsv.yaml"  # the VH table is read from the working directory: name the repository's
+    tsv.write_text(f"antibody:\n  tsv: {REPO / 'resources' / 'data' / 'antibody' / 'vh_public.tsv'}\n")
+
+    def plan(*configs):
+        cmd = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n", "-p",
+               "--configfile", *(str(REPO / "config" / c) for c in configs), str(tsv), "--", "antibody"]
+        env = os.environ | {"PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        commands = shell_commands(proc.stdout + proc.stderr)
+        heads = [build_parser().parse_args(c[3:]) for c in commands if c[3] == "train-head"]
+        compares = [build_parser().parse_args(c[3:]) for c in commands if c[3] == "antibody-compare"]
+        return heads, compares
+
+    heads, (compare,) = plan("antibody.yaml", "antibody-rivals.yaml")  # CDR-H3 only
+    assert sorted(h.target for h in heads) == ["mi", "tv"]
+    assert compare.tv_head is not None and compare.tv_head.name == "tv_head" and compare.demask_eps and compare.mi_tv_lambda
+    heads, compares = plan("antibody.yaml")
+    assert [h.target for h in heads] == ["mi"] and all(c.tv_head is None and not c.demask_eps for c in compares)

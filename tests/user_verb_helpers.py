@@ -17,10 +17,10 @@ MANY_SOLUTIONS = "." * 9 + PUZZLE[9:]
 TINY_HEAD = HeadConfig(hidden=4, heads=2, rank=2, unary=True)
 
 
-def save_tiny_head(directory: Path, in_dim: int = 16) -> Path:
-    """A seeded, untrained MI head reading hidden states of width ``in_dim``."""
+def save_tiny_head(directory: Path, in_dim: int = 16, target: str | None = None) -> Path:
+    """A seeded, untrained MI head (``target="tv"``: a TV head) reading hidden states of width ``in_dim``."""
     torch.manual_seed(0)
-    save_head(MIHead(in_dim, TINY_HEAD), directory, {"backbone": "tiny"})
+    save_head(MIHead(in_dim, TINY_HEAD), directory, {"backbone": "tiny"} | ({"target": target} if target else {}))
     return directory
 
 

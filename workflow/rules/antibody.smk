@@ -77,6 +77,7 @@ if not HF_ON:
         input:
             model=AB_MODEL,
             head=head_file("hf"),
+            tv_head=lambda w: antibody_tv_head(w.set),
             calibration=f"{AB_DATA}/calibration.tsv",
             test=f"{AB_DATA}/test.tsv",
             tracking=TRACKING_READY,
@@ -91,6 +92,7 @@ if not HF_ON:
             tracking=tracking_flags,
             model_dir=parent_dir("model"),
             head_dir=parent_dir("head"),
+            tv_head=tv_head_flag,
             data_dir=parent_dir("test"),
             out_dir=parent_dir("runs"),
         wildcard_constraints:
@@ -102,7 +104,7 @@ if not HF_ON:
         conda:
             ENV
         shell:
-            "python -m mdm_mi antibody-compare --model {params.model_dir} --head {params.head_dir} "
+            "python -m mdm_mi antibody-compare --model {params.model_dir} --head {params.head_dir} {params.tv_head} "
             "--data-dir {params.data_dir} --set-name {wildcards.set} --out-dir {params.out_dir} {params.options} "
             "--threads {threads} {params.tracking} > {log} 2>&1"
 

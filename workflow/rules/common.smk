@@ -174,7 +174,7 @@ def tv_head_input(cset):
 
 
 def tv_head_flag(wildcards, input):
-    """``--tv-head`` of ``sudoku-compare`` (or ``protein-compare``) when its set reads the TV head."""
+    """``--tv-head`` of ``sudoku-compare`` (or ``protein-compare``, ``antibody-compare``) when its set reads the TV head."""
     return f"--tv-head {os.path.dirname(input.tv_head[0])}" if input.tv_head else ""
 
 
@@ -210,6 +210,14 @@ def protein_compare_parts():
 def embedder_flag(wildcards, input):
     """``--embedder`` of a column model's decoding jobs (the sequence model embeds their proteins)."""
     return f"--embedder {os.path.dirname(input.embedder[0])}" if input.embedder else ""
+
+
+def antibody_tv_head(set_name):
+    """The TV head's meta.json (domain hf) when antibody set ``set_name`` calibrates a family that reads
+    it (demask, mi-tv): the labels' shards then train it beside the MI head."""
+    ab = config["antibody"]
+    compare = ab["compare"] | ab["set_compare"][set_name]
+    return [f"{R}/hf/tv_head/meta.json"] if any(compare.get(k) for k in TV_HEAD_KEYS) else []
 
 
 def antibody_compare_options(set_name):

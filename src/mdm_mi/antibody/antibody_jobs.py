@@ -130,6 +130,13 @@ class AntibodyCompareArgs(OutDir, SeedFlag):
     dapd_theta: tuple[float, ...] = field(default=(), kw_only=True, metadata=h(
         "dapd (DAPD's graph from the model's last-layer attention, docs/rivals.md): thresholds θ (× 1/N), each "
         "calibrated; none: no dapd", empty=True))
+    demask_eps: tuple[float, ...] = field(default=(), kw_only=True, metadata=h(
+        "demask (DEMASK's rule on the TV head, docs/rivals.md): TV budgets ε, each calibrated; none: no demask; "
+        "needs --tv-head", empty=True))
+    mi_tv_lambda: tuple[float, ...] = field(default=(), kw_only=True, metadata=h(
+        "mi-tv (Algorithm 1 on the TV head): λ values, each calibrated; none: no mi-tv; needs --tv-head", empty=True))
+    tv_head: Path | None = field(default=None, kw_only=True, metadata=h(
+        "TV head folder (train-head --target tv on the same model): read by demask and mi-tv"))
     mi_on_reject: str = field(metadata=h("MI-guided: skip | stop"))
     mi_charge_first: bool = field(metadata=h("MI-guided: charge the first token's entropy to γ"))
     temperature: float = field(metadata=h("sampling temperature of every fill"))
@@ -150,6 +157,8 @@ def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
         raise InputError("need --fills >= 2, --n-test >= 2, --n-calibration >= 1 and at least one divisor")
     if args.demask_mi_eps and not args.head:
         raise InputError("--demask-mi-eps needs --head (demask-mi reads the MI head)")
+    if (args.demask_eps or args.mi_tv_lambda) and not args.tv_head:
+        raise InputError("--demask-eps and --mi-tv-lambda need --tv-head (demask and mi-tv read the TV head)")
     if args.oracle_contexts and (args.oracle_contexts > args.n_test or not args.head
                                  or not set(args.oracle_divisors) <= set(args.divisors)):
         raise InputError("the oracle needs --head, --oracle-contexts <= --n-test and --oracle-divisors among --divisors")
@@ -157,11 +166,12 @@ def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
     t0 = time.time()
     backbone, _ = load_model(args.model, "cpu", DOMAIN)
     pairwise = head_pairwise_fn(load_mi_head(args.head, "cpu", backbone, args.model)) if args.head else None
+    tv_fn = head_pairwise_fn(load_mi_head(args.tv_head, "cpu", backbone, args.model, target="tv")) if args.tv_head else None
     test = InfillSet.from_tsv(backbone, Path(args.data_dir) / "test.tsv", SETS[args.set_name], args.n_test, args.seed)
     calib = InfillSet.from_tsv(backbone, Path(args.data_dir) / "calibration.tsv", SETS[args.set_name], args.n_calibration,
                                args.seed)
     runs = {"sequential": sequential_run(backbone, test, args)}
-    runs |= calibrated_runs(backbone, test, calib, args, pairwise)
+    runs |= calibrated_runs(backbone, test, calib, args, pairwise, tv_fn)
     rows = contrast_rows(runs, args.set_name)
     references = {"margin": sequential_run(backbone, test, args, order="margin") if args.margin else None,
                   "oracle": oracle_runs(backbone, test, runs, args) if args.oracle_contexts else {}}

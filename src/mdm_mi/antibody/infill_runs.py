@@ -127,27 +127,33 @@ def oracle_runs(backbone, test: InfillSet, runs: dict, args) -> dict[int, dict]:
     return out
 
 
-def _families(args, with_head: bool, most: int) -> list:
+def _families(args, with_head: bool, with_tv: bool, most: int) -> list:
     """The calibrated families: the baselines, then (with the MI head) each MI-guided λ and each
-    demask-mi ε, then each DAPD θ (the model's own attention)."""
+    demask-mi ε, (with the TV head) each demask ε and each mi-tv λ, then each DAPD θ (the model's own
+    attention)."""
     shared = {"mi_on_reject": args.mi_on_reject, "mi_charge_first": args.mi_charge_first}
     fams = [family_of(s, most, {}, SAMPLER_CLASSES) for s in args.samplers]
     if with_head:
         fams += [family_of("mi", most, {"mi_lambda": lam, **shared}, SAMPLER_CLASSES) for lam in args.mi_lambda]
         fams += [family_of("demask-mi", most, {"demask_mi_eps": eps}, SAMPLER_CLASSES) for eps in args.demask_mi_eps]
+    if with_tv:
+        fams += [family_of("demask", most, {"demask_eps": eps}, SAMPLER_CLASSES) for eps in args.demask_eps]
+        fams += [family_of("mi-tv", most, {"mi_tv_lambda": lam, **shared}, SAMPLER_CLASSES) for lam in args.mi_tv_lambda]
     return fams + [family_of("dapd", most, {"dapd_theta": theta}, SAMPLER_CLASSES) for theta in args.dapd_theta]
 
 
-def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise) -> dict[str, dict]:
+def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise, tv_fn=None) -> dict[str, dict]:
     """Every family at every budget: calibrated on ``calib`` (one cache per family, cheapest budget
-    first), then filling ``test``. ``calib_score`` (mi*'s choice of λ) is the calibration fills' PLL."""
+    first), then filling ``test``. ``pairwise`` is the MI head's Î, ``tv_fn`` the TV head's T̂ (each family
+    reads its own, :func:`mdm_mi.mi.dapd.pairwise_source`). ``calib_score`` (mi*'s choice of λ) is the
+    calibration fills' PLL."""
     runs = {}
     several_mi = len(args.mi_lambda) > 1 and pairwise is not None
     most = max(max_masked(backbone, calib.tokens), max_masked(backbone, test.tokens))
-    for fam in _families(args, pairwise is not None, most):
+    for fam in _families(args, pairwise is not None, tv_fn is not None, most):
         cache: dict = {}
         for d in sorted(args.divisors, reverse=True):
-            with pairwise_source(backbone, fam.sampler, pairwise) as pf:
+            with pairwise_source(backbone, fam.sampler, pairwise, tv_fn) as pf:
                 point = calibrate_to(backbone, calib.tokens, fam, d, args.seed, args.temperature, pf, cache,
                                      log=lambda s: print(s, flush=True), batch_size=args.batch_size)
             sampler = fam.build(point.value)
@@ -155,7 +161,7 @@ def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise)
             if several_mi and fam.sampler == "mi":
                 cal = fill(backbone, calib.tokens, sampler, 1, args.seed, args.temperature, pairwise, args.batch_size)
                 score = float(calib.score(backbone, cal.tokens)["pll"].mean())
-            with pairwise_source(backbone, fam.sampler, pairwise) as pf:
+            with pairwise_source(backbone, fam.sampler, pairwise, tv_fn) as pf:
                 filled = fill(backbone, test.tokens, sampler, args.fills, args.seed, args.temperature, pf, args.batch_size)
             runs[f"{fam.slug}@{d}"] = _run(test, backbone, filled, fam.label, d, sampler.params(), {
                 "target": point.target, "calib_passes": point.passes, "on_target": point.on_target,
