@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mdm_mi.cli import main
-from mdm_mi.evaluation.summary_figure import read_panel
+from mdm_mi.evaluation.summary_figure import merge_panels, read_panel
 
 
 def _sudoku_runs(path):
@@ -39,6 +39,20 @@ def test_panels_read_both_comparisons(tmp_path):
     protein.write_text(json.dumps({"runs": {"sequential": {"family": "sequential", "mean_passes": 70.0, "jsd": 0.09},
                                             "eb@1/2": {"family": "eb", "divisor": 2, "mean_passes": 35.0, "jsd": 0.12}}}))
     assert read_panel(protein, "Kunitz").curves["eb"][1][0] == pytest.approx(0.12)
+
+
+def test_runs_of_one_comparison_at_other_budgets_join_into_one_panel(tmp_path):
+    first = read_panel(_sudoku_runs(tmp_path / "s.json"), "hard")  # ÷2 and ÷4
+    runs = json.loads((tmp_path / "s.json").read_text())
+    eb = runs["runs"]["eb@1/2"] | {"divisor": 3, "mean_passes": 40.0 / 3, "accuracy": 0.4}
+    runs["runs"] = {"eb@1/3": eb, "sequential": runs["runs"]["sequential"]}
+    (tmp_path / "t.json").write_text(json.dumps(runs))
+    merged = merge_panels([first, read_panel(tmp_path / "t.json", "hard")])
+    x, y = merged.curves["eb"]
+    assert np.allclose(x, [10.0, 40.0 / 3, 20.0]) and np.allclose(y, [30.0, 40.0, 45.0])
+    assert len(merged.curves["dapd θ=1"][0]) == 2 and merged.sequential == first.sequential
+    with pytest.raises(Exception, match="different qualities"):
+        merge_panels([first, read_panel(_antibody_runs(tmp_path / "a.json"), "hard")])
 
 
 def test_the_verb_draws_one_panel_per_comparison(tmp_path):

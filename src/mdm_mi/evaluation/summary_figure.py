@@ -9,6 +9,9 @@ per residue, nats; drawn as its mean), protein ``jsd`` (cluster JSD to the refer
 
     panels = [read_panel("results/rivals/sudoku/budgets/hard/runs.json", "Sudoku hard")]
     summary_figure(panels, "summary.png")
+
+Several ``runs.json`` of one comparison (the same test set at other budgets) join as one panel
+(:func:`merge_panels`).
 """
 
 from __future__ import annotations
@@ -63,6 +66,20 @@ def read_panel(path: str | Path, title: str) -> Panel:
             points.setdefault(run["family"], []).append((float(run["mean_passes"]), _quality(run)[1]))
     curves = {f: tuple(np.array(v) for v in zip(*sorted(pts))) for f, pts in points.items()}
     return Panel(title, QUALITIES[key][0], curves, (float(runs[SEQUENTIAL]["mean_passes"]), seq_quality))
+
+
+def merge_panels(panels: list[Panel]) -> Panel:
+    """Panels of one comparison read from several ``runs.json`` (e.g. the same test set at two lists of
+    budgets) as one: each family's points joined and sorted by passes, the first panel's sequential
+    (the runs share it). One-line error if the quality axes differ."""
+    if len({p.label for p in panels}) != 1:
+        raise InputError(f"panel {panels[0].title!r} joins runs of different qualities: {sorted({p.label for p in panels})}")
+    points: dict[str, list[tuple[float, float]]] = {}
+    for panel in panels:
+        for family, (x, y) in panel.curves.items():
+            points.setdefault(family, []).extend(zip(x.tolist(), y.tolist()))
+    curves = {f: tuple(np.array(v) for v in zip(*sorted(pts))) for f, pts in points.items()}
+    return Panel(panels[0].title, panels[0].label, curves, panels[0].sequential)
 
 
 def _style(family: str, seen: dict[str, int]) -> dict:
