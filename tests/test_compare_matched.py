@@ -175,6 +175,32 @@ def test_the_budgets_table_summary_and_side_by_side_carry_the_verdicts(tmp_path)
     assert "| set | budget | contrast | seed 0 | seed 1 | same |" in side and "verdicts agree" in side
 
 
+def test_the_summary_joins_one_set_run_at_two_lists_of_budgets_into_one_holm_family(tmp_path):
+    """sudoku-budgets over two tables of one set (other budgets each): rows by budget, and the primary
+    Holm family counts the budgets of both."""
+    import csv
+
+    from mdm_mi.cli import main
+    from mdm_mi.evaluation.budgets import FIELDS, budget_rows, write_csv
+    from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify
+
+    paths = []
+    for k, shift in enumerate((0, 1)):  # the second table's budgets become ÷3 and ÷5
+        runs = _fractional_runs(k)
+        rows = classify(budget_rows(runs, "hard"))
+        for r in rows:
+            r["divisor"] = int(r["divisor"]) + shift
+        paths.append(tmp_path / f"t{k}.csv")
+        write_csv(rows, paths[-1], FIELDS + VERDICT_FIELDS)
+    one = {int(r["divisor"]) for r in csv.DictReader(paths[0].open())}
+    assert main(["sudoku-budgets", "--inputs", *map(str, paths), "--out", str(tmp_path / "s.md"),
+                 "--tracking-uri", "none"]) == 0
+    lines = [l for l in (tmp_path / "s.md").read_text().splitlines() if l.startswith("| hard | 1/")]
+    budgets = [int(l.split("|")[2].strip()[2:]) for l in lines]
+    assert budgets == sorted(budgets) and len(budgets) == 2 * len(one)
+    assert f"({2 * len(one)} primary tests)" in (tmp_path / "s.md").read_text()
+
+
 def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoint):
     """The verb end to end on a tiny MDM and head: every run's settings and weights in runs.json, each
     setting's outcomes in outcomes.npz, roles, Holm p and verdicts in budgets.csv."""

@@ -144,15 +144,17 @@ def budgets_summary(args: SummaryArgs, tracker) -> None:
 
 
 def _read_budgets(paths) -> list[dict]:
-    """Every row of the budgets tables ``paths``, classified again from their numbers (roles, Holm,
-    TOST, verdict words); one-line errors for a missing table or no rows."""
+    """Every row of the budgets tables ``paths``, by set (in order of appearance) and budget (tables of
+    one set at other budgets interleave), classified again from their numbers (roles, Holm over all of
+    a set's rows, TOST, verdict words); one-line errors for a missing table or no rows."""
     for path in paths:
         if not Path(path).is_file():
             raise InputError(f"budgets table not found: {path}")
     rows = [r for path in paths for r in read_csv(path)]
     if not rows:
         raise InputError("the budgets tables hold no rows")
-    return classify(rows)
+    sets = list(dict.fromkeys(r["set"] for r in rows))
+    return classify(sorted(rows, key=lambda r: (sets.index(r["set"]), int(r["divisor"]))))
 
 
 @dataclass(frozen=True)
