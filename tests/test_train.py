@@ -206,7 +206,7 @@ def test_ema_weights_are_the_moving_average_of_every_steps_weights():
         optimise([w], loss, SimpleNamespace(ema=ema, **settings), log=lambda m: None)
         if ema == 0.0:
             trail.append(float(w.detach()))
-        return float(w)
+        return float(w.detach())
 
     run(0.0)
     e = 0.8
