@@ -299,7 +299,7 @@ def test_each_protein_decoding_key_is_one_flags_field_and_tells_parts_apart():
 
     fields = {f.name for f in dataclasses.fields(GenerateFlags)}
     assert set(section_defaults(load_schema(), "protein.generate")) == fields
-    assert fields - {"batch_size"} <= set(PART_KEYS)
+    assert fields - {"batch_size"} <= set(PART_KEYS)  # the swept lists (λ, ε, θ) are comparison flags, not these
 
 
 def test_the_deprecated_rule_sets_key_is_read_as_extra_family_sets_with_one_warning(tmp_path, capsys):

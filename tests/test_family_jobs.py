@@ -335,6 +335,18 @@ def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
     runs = json.loads((tmp_path / "demask" / "part.json").read_text())["runs"]
     assert {r["family"] for r in runs.values()} == {"demask ε=0.5"}
     assert not (tmp_path / "other").exists() and not (tmp_path / "x").exists()
+    # one more value of a swept list: only its part is new; the parts made without it still join, and a
+    # part decoded with the longer list holds the same runs as the one decoded without it
+    wider = list(common)
+    wider[wider.index("--mi-lambda"):wider.index("--mi-lambda") + 3] = ["--mi-lambda", "1", "4", "16"]
+    assert main(["protein-compare-part", "--part", "mi-l16", "--out-dir", str(tmp_path / "parts" / "mi-l16"), *wider]) == 0
+    assert main(["protein-compare-part", "--part", "mi-l1", "--out-dir", str(tmp_path / "again"), *wider]) == 0
+    again = json.loads((tmp_path / "again" / "part.json").read_text())["runs"]
+    assert again == json.loads((parts[4] / "part.json").read_text())["runs"]
+    assert main(["protein-compare", "--parts", *map(str, parts), str(tmp_path / "parts" / "mi-l16"),
+                 "--out-dir", str(tmp_path / "wider"), "--bootstrap", "3", *wider]) == 0
+    wide = json.loads((tmp_path / "wider" / "runs.json").read_text())["runs"]
+    assert {r["family"] for r in wide.values()} >= {"mi λ=1", "mi λ=4", "mi λ=16"}
 
 
 def test_protein_generate_under_bf16_repeats_with_the_seed_and_draws_reference_lengths(prepared, tmp_path):

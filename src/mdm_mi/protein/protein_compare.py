@@ -190,8 +190,9 @@ def read_parts(dirs, key: dict, expected: list[str]) -> dict[str, dict]:
         if not (d / PART_FILE).is_file() or not (d / EMB_FILE).is_file():
             raise InputError(f"{d} is not a protein-compare-part output ({PART_FILE} and {EMB_FILE})")
         part = read_json(d / PART_FILE)
-        if part["spec"] != key:
-            diff = sorted(k for k in key if part["spec"].get(k) != key[k])
+        # only the key's settings count: a part may hold more (written before the key was narrowed)
+        diff = sorted(k for k in key if k not in part["spec"] or part["spec"][k] != key[k])
+        if diff:
             raise InputError(f"{d}: part made with other settings than this comparison ({', '.join(diff)})")
         if part["part"] in seen:
             raise InputError(f"part {part['part']!r} given twice")

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.core.backbone import embedder_of, for_decoding
-from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD, SweptFlags
+from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD, SweptFlags, swept_settings
 from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, by_budget, off_budget, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.errors import InputError
@@ -189,9 +189,13 @@ def protein_compare(args: ProteinCompareArgs, tracker) -> None:
 
 # --- parts on disk ------------------------------------------------------------------------------------
 
-# What makes parts one comparison: every ProteinCompareFlags setting but how many sequences decode
-# together (a part's runs do not change with it), and the seed.
-PART_KEYS = (*(f.name for f in fields(ProteinCompareFlags) if f.name != "batch_size"), "seed")
+# What makes parts one comparison: every ProteinCompareFlags setting a part's runs depend on, and the
+# seed. Left out: how many sequences decode together, and the families' swept lists (λ, ε, θ, ...):
+# a part is one value of one list, named by its slug, and its runs (calibration, test draws, seeds) do
+# not change with the other values, so a comparison with one more ε decodes only that ε's part.
+SWEPT_LISTS = frozenset(s.key for s in swept_settings())
+PART_KEYS = (*(f.name for f in fields(ProteinCompareFlags) if f.name != "batch_size" and f.name not in SWEPT_LISTS),
+             "seed")
 
 
 def _part_key(args: ProteinCompareBase) -> dict:
