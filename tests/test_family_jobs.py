@@ -343,6 +343,11 @@ def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
     assert main(["protein-compare-part", "--part", "mi-l1", "--out-dir", str(tmp_path / "again"), *wider]) == 0
     again = json.loads((tmp_path / "again" / "part.json").read_text())["runs"]
     assert again == json.loads((parts[4] / "part.json").read_text())["runs"]
+    alone = list(common)  # as the workflow runs a part: its own list cut to its value
+    alone[alone.index("--mi-lambda"):alone.index("--mi-lambda") + 3] = ["--mi-lambda", "4"]
+    assert main(["protein-compare-part", "--part", "mi-l4", "--out-dir", str(tmp_path / "l4-alone"), *alone]) == 0
+    assert (json.loads((tmp_path / "l4-alone" / "part.json").read_text())["runs"]
+            == json.loads((parts[5] / "part.json").read_text())["runs"])
     assert main(["protein-compare", "--parts", *map(str, parts), str(tmp_path / "parts" / "mi-l16"),
                  "--out-dir", str(tmp_path / "wider"), "--bootstrap", "3", *wider]) == 0
     wide = json.loads((tmp_path / "wider" / "runs.json").read_text())["runs"]

@@ -201,6 +201,22 @@ def protein_compare_flags(merge):
     return cli_flags(compare | PROTEIN["generate"] | mi_flags(PROTEIN["samplers"]))
 
 
+def protein_part_flags(part):
+    """Flags of one part of the protein comparison: :func:`protein_compare_flags` with the part's own
+    swept list (λ, ε, θ, ...) cut to its value and the other families' lists emptied (Algorithm 1's λ
+    list stays whole on the other parts: ``--mi-lambda`` takes one value at least). A part's runs depend
+    only on its own value (``protein_compare_job.PART_KEYS``), so its job reruns only when its own
+    settings change: one more ε in the config decodes one more part (one more λ: every part but the
+    other rules')."""
+    compare = {k: v for k, v in PROTEIN["compare"].items() if k != "bootstrap"}
+    compare = {k: ([] if k in extra_family_keys() else v) for k, v in compare.items()}
+    for label, sampler, fixed in calibrated_variants(PROTEIN["samplers"] | PROTEIN["compare"]):
+        each = SAMPLERS[sampler].calibration.each
+        if slug(label) == part and each is not None:
+            compare[each.key] = [fixed[each.flag]]
+    return cli_flags(compare | PROTEIN["generate"] | mi_flags(PROTEIN["samplers"]))
+
+
 def protein_compare_parts():
     """The protein comparison's jobs: sequential, then each calibrated family by its slug."""
     variants = calibrated_variants(PROTEIN["samplers"] | PROTEIN["compare"])  # by config key; the comparison's λ grid wins

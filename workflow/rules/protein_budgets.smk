@@ -21,7 +21,7 @@ rule protein_compare_part:
     log:
         f"{PL}/budgets/{{part}}.log",
     params:
-        options=protein_compare_flags(merge=False),
+        options=lambda w: protein_part_flags(w.part),
         embedder=embedder_flag,
         job=job_flags(),
         tracking=tracking_flags,
