@@ -143,7 +143,9 @@ WHOLE_SECTIONS = {
                                                "oracle_"))],  # per set (their own test), the oracle's
     "sudoku-oracle-ceiling": [("sudoku.compare", "oracle_", ())],
     "generate": [("protein.generate", "", ())],
-    "protein-compare-part": [("protein.generate", "", ()), ("protein.compare", "", ("bootstrap",))],
+    # a part gets its own swept value only (test_each_protein_part_gets_its_own_swept_value_only)
+    "protein-compare-part": [("protein.generate", "", ()),
+                             ("protein.compare", "", ("bootstrap", "mi_lambda", *extra_family_keys()))],
     "protein-compare": [("protein.generate", "", ()), ("protein.compare", "", ())],
     "protein-oracle-ceiling": [("protein.family", "oracle_", ()), ("protein.generate", "", "DecodeFlags")],
 }
@@ -185,6 +187,26 @@ def test_rules_pass_whole_config_sections(dry_run):
                 got = getattr(ns, flag)
                 assert (list(got) if isinstance(got, tuple) else got) == value, (argv[3], key)
     assert {"sudoku-evaluate", "train-head", "sudoku-compare", "generate", "protein-compare", "protein-oracle-ceiling"} <= set(seen)
+
+
+def test_each_protein_part_gets_its_own_swept_value_only(dry_run):
+    """protein-compare-part: the part's own list cut to its value, the other rules' lists empty, and
+    Algorithm 1's λ list whole on the parts that are not Algorithm 1's; the merge gets every list."""
+    name, proc = dry_run
+    compare = load_config(REPO / "config" / name)["protein"]["compare"]
+    commands = shell_commands(proc.stdout + proc.stderr)
+    parser = build_parser()
+    parts = [parser.parse_args(c[3:]) for c in commands if c[3] == "protein-compare-part"]
+    assert parts
+    for ns in parts:
+        own = {k: list(getattr(ns, k)) for k in extra_family_keys() if getattr(ns, k)}
+        if ns.part.startswith("mi-l"):
+            assert list(ns.mi_lambda) == [float(ns.part.removeprefix("mi-l"))] and not own, ns.part
+        else:
+            assert list(ns.mi_lambda) == compare["mi_lambda"] and len(own) <= 1, ns.part
+            assert all(len(v) == 1 and v[0] in compare[k] for k, v in own.items()), ns.part
+    (merge,) = [parser.parse_args(c[3:]) for c in commands if c[3] == "protein-compare"]
+    assert all(list(getattr(merge, k)) == compare[k] for k in ("mi_lambda", *extra_family_keys()))
 
 
 def test_rules_beyond_algorithm_1_are_calibrated_only_on_the_rule_sets(dry_run):
