@@ -32,8 +32,14 @@ def head_file(domain):
 
 
 HEAD, PROTEIN_HEAD = head_file("sudoku"), head_file("protein")
-TV_HEAD_META = f"{R}/sudoku/tv_head/meta.json"  # DEMASK's TV head (rule train_tv_head; docs/rivals.md)
 TV_HEAD_KEYS = tuple(s.calibration.each.key for s in SAMPLERS.values() if s.pairwise == TV_HEAD)
+
+
+def tv_head_meta(domain, settings):
+    """``[meta.json]`` of ``domain``'s TV head (DEMASK's target; rule train_head, ``{head}`` = tv_head;
+    docs/rivals.md) when ``settings`` (a comparison's config keys) calibrate a family that reads it
+    (demask, mi-tv), else ``[]``: the input of that comparison's rule."""
+    return [f"{R}/{domain}/tv_head/meta.json"] if any(settings.get(k) for k in TV_HEAD_KEYS) else []
 
 
 def label_shards(domain, split):
@@ -169,8 +175,7 @@ def set_size_flags(cset):
 
 def tv_head_input(cset):
     """The TV head's meta.json when a family reading it (demask, mi-tv) is calibrated on set ``cset``."""
-    flags = extra_family_flags(cset)
-    return [TV_HEAD_META] if any(flags[k] for k in TV_HEAD_KEYS) else []
+    return tv_head_meta("sudoku", extra_family_flags(cset))
 
 
 def tv_head_flag(wildcards, input):
@@ -179,7 +184,7 @@ def tv_head_flag(wildcards, input):
 
 
 # the protein comparison's TV head, when protein.compare calibrates a family that reads it (docs/rivals.md)
-PROTEIN_TV_HEAD = [f"{R}/protein/tv_head/meta.json"] if any(config["protein"]["compare"][k] for k in TV_HEAD_KEYS) else []
+PROTEIN_TV_HEAD = tv_head_meta("protein", config["protein"]["compare"])
 
 
 SUDOKU_COMPARE_PER_SET = ("sets", "extra_family_sets", "test_puzzles", "graded_per_level", *extra_family_keys())
@@ -194,10 +199,11 @@ def sudoku_compare_flags(cset):
     return cli_flags(shared | set_size_flags(cset) | extra_family_flags(cset) | mi_flags(SUDOKU["samplers"]))
 
 
-def protein_compare_flags(merge):
+def protein_compare_flags(merge, lists=None):
     """Flags of every part of the protein comparison and of its merge: config protein.compare (the
-    bootstrap is the merge's only), protein.generate and the MI-guided settings of protein.samplers."""
-    compare = {k: v for k, v in PROTEIN["compare"].items() if merge or k != "bootstrap"}
+    bootstrap is the merge's only; ``lists``, swept config key → values, in place of config's:
+    :func:`protein_part_flags`), protein.generate and the MI-guided settings of protein.samplers."""
+    compare = {k: v for k, v in PROTEIN["compare"].items() if merge or k != "bootstrap"} | (lists or {})
     return cli_flags(compare | PROTEIN["generate"] | mi_flags(PROTEIN["samplers"]))
 
 
@@ -208,13 +214,12 @@ def protein_part_flags(part):
     only on its own value (``protein_compare_job.PART_KEYS``), so its job reruns only when its own
     settings change: one more ε in the config decodes one more part (one more λ: every part but the
     other rules')."""
-    compare = {k: v for k, v in PROTEIN["compare"].items() if k != "bootstrap"}
-    compare = {k: ([] if k in extra_family_keys() else v) for k, v in compare.items()}
+    lists = dict.fromkeys(extra_family_keys(), [])
     for label, sampler, fixed in calibrated_variants(PROTEIN["samplers"] | PROTEIN["compare"]):
         each = SAMPLERS[sampler].calibration.each
         if slug(label) == part and each is not None:
-            compare[each.key] = [fixed[each.flag]]
-    return cli_flags(compare | PROTEIN["generate"] | mi_flags(PROTEIN["samplers"]))
+            lists[each.key] = [fixed[each.flag]]
+    return protein_compare_flags(merge=False, lists=lists)
 
 
 def protein_compare_parts():
@@ -232,8 +237,7 @@ def antibody_tv_head(set_name):
     """The TV head's meta.json (domain hf) when antibody set ``set_name`` calibrates a family that reads
     it (demask, mi-tv): the labels' shards then train it beside the MI head."""
     ab = config["antibody"]
-    compare = ab["compare"] | ab["set_compare"][set_name]
-    return [f"{R}/hf/tv_head/meta.json"] if any(compare.get(k) for k in TV_HEAD_KEYS) else []
+    return tv_head_meta("hf", ab["compare"] | ab["set_compare"][set_name])
 
 
 def antibody_compare_options(set_name):
