@@ -4,12 +4,10 @@ import json, sys
 from pathlib import Path
 from mdm_mi.antibody.compare import contrast_rows
 from mdm_mi.antibody.infill_runs import markdown
-from mdm_mi.core.sampler_table import SAMPLERS, sampler_of
+from mdm_mi.evaluation.budgets import table_order
 from mdm_mi.infra.io import write_text
 out = Path(sys.argv[1])
-runs = json.loads((out / "runs.json").read_text())  # written with sorted keys: back to the table's order
-order = ["sequential", *SAMPLERS]
-runs = dict(sorted(runs.items(), key=lambda kv: (order.index(sampler_of(kv[1]["family"])), kv[1]["family"])))
+runs = table_order(json.loads((out / "runs.json").read_text()))  # written with sorted keys: back to the table's order
 s = json.loads((out / "summary.json").read_text())
 rows = contrast_rows(runs, s["set"])
 write_text(out / "budgets.md", markdown(runs, rows, s["set"], s["native_pll"], s["n_test"], s["fills"], {}))

@@ -240,3 +240,11 @@ def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoi
     rivals = {"demask ε=0.05", "demask-mi ε=0.1", "mi-tv λ=1", "dapd θ=1"}  # the contenders beside Algorithm 1
     assert {r["second"] for r in rows if r["role"] == "contender"} == rivals
     assert all(r["verdict"] in ("better", "worse", "equivalent", "not resolved") for r in rows)
+
+
+def test_runs_read_back_in_the_sampler_tables_order_with_values_numerically():
+    from mdm_mi.evaluation.budgets import table_order
+
+    names = ["mi λ=16", "demask ε=0.5", "sequential", "mi λ=4", "eb"]
+    runs = {f"{n}@2": {"family": n} for n in sorted(names)}
+    assert [r["family"] for r in table_order(runs).values()] == ["sequential", "eb", "mi λ=4", "mi λ=16", "demask ε=0.5"]

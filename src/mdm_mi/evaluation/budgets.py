@@ -15,6 +15,7 @@ Algorithm 1 and the rivals of docs/rivals.md): :func:`contrast_pairs`.
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import numpy as np
@@ -107,6 +108,17 @@ def write_csv(rows: list[dict], path: str | Path, fields: list[str] = FIELDS) ->
 OVER_BUDGET = 0.05  # "best" ignores families whose test passes exceed the budget by more than this
 OFF_TARGET = "†"  # the calibration missed its target passes by more than ±5%
 OFF_TARGET_NOTE = f"{OFF_TARGET} calibration missed the target passes by more than 5% (the sampler cannot reach it)"
+
+
+def table_order(runs: dict[str, dict]) -> dict[str, dict]:
+    """``runs`` (run id → run with its ``family``, e.g. read back from a ``runs.json`` written with
+    sorted keys) in the sampler table's order: sequential first, then by sampler as in
+    :data:`SAMPLERS`, within one sampler by its swept value numerically (``λ=4`` before ``λ=16``)."""
+    order = [SEQUENTIAL, *SAMPLERS]
+    natural = lambda name: [(0, float(t), "") if t[:1].isdigit() else (1, 0.0, t)
+                            for t in re.split(r"(\d+(?:\.\d+)?)", name)]
+    return dict(sorted(runs.items(), key=lambda kv: (order.index(sampler_of(kv[1]["family"])),
+                                                     natural(kv[1]["family"]))))
 
 
 def off_budget(table: dict[int, dict[str, dict]]) -> set[tuple[int, str]]:
