@@ -219,9 +219,9 @@ def bootstrap_curves(solved: dict[str, np.ndarray], passes: dict[str, np.ndarray
         s = np.asarray(s, dtype=float)
         boot_acc = s[:, idx].mean(-1).T  # (n_boot, K)
         boot = interpolate_curve(passes[name], boot_acc, grid)
+        finite = np.isfinite(boot).any()
         with warnings.catch_warnings():  # grid points outside this curve's passes are NaN on purpose
             warnings.simplefilter("ignore", RuntimeWarning)
-            band = {q: np.nanpercentile(boot, pct, axis=0) if np.isfinite(boot).any() else boot[0]
-                    for q, pct in (("lo", 2.5), ("hi", 97.5))}
+            band = {q: np.nanpercentile(boot, pct, axis=0) if finite else boot[0] for q, pct in (("lo", 2.5), ("hi", 97.5))}
         out[name] = {"acc": interpolate_curve(passes[name], s.mean(1), grid), "boot": boot, **band}
     return out
