@@ -317,23 +317,42 @@ def test_next_u_interpolates_inside_the_bracket_and_bisects_without_measured_end
     assert u == pytest.approx(4 * INTERP_MARGIN)
 
 
-def test_a_shared_cache_starts_the_search_from_its_tightest_bracket():
-    """Passes = 100 / value (decreasing): after one target, the next starts between cached points
-    and needs fewer decodes than from scratch; a cache entry on target costs no decode at all."""
+def test_a_shared_cache_saves_decodes_but_never_moves_a_calibrated_setting():
+    """Issue 47's drift: a budget's setting must not depend on which other budgets were searched
+    first with the same cache. Passes are a step function (naive k rounds), so a warm start from
+    another target's brackets could stop at another point of the step; memoised decodes are free."""
     fam = Family("toy", "naive", "k", 1.0, 100.0, "log", increasing=False, cls=NaiveTopK)
     calls = []
 
     def measure(sampler):
         calls.append(sampler.k)
-        return 100.0 / sampler.k, {}
+        return 100.0 / round(sampler.k), {}
 
-    cache: dict = {}
-    first = calibrate(fam, 25.0, measure, cache=cache)
-    scratch = calibrate(fam, 12.0, measure, cache={})
-    warm = calibrate(fam, 12.0, measure, cache=cache)
-    assert first.on_target and warm.on_target and warm.decodes < scratch.decodes
-    again = calibrate(fam, 25.0, measure, cache=cache)
-    assert again.decodes == 0 and again.value == first.value
+    for first_target in (40.0, 25.0, 7.0, 3.0):
+        cache: dict = {}
+        calibrate(fam, first_target, measure, cache=cache)
+        scratch = calibrate(fam, 12.0, measure, cache={})
+        n_calls = len(calls)
+        warm = calibrate(fam, 12.0, measure, cache=cache)
+        assert (warm.value, warm.passes) == (scratch.value, scratch.passes), first_target
+        assert warm.decodes == len(calls) - n_calls <= scratch.decodes  # the cheap end is reused
+    again = calibrate(fam, 12.0, measure, cache=cache)
+    assert again.decodes == 0 and again.value == warm.value
+
+
+def test_calibration_grid_gives_each_budget_the_setting_it_gets_alone():
+    """The same family searched at ÷2…÷10 in one grid and at ÷3 alone: identical ÷3 setting."""
+    from mdm_mi.evaluation.calibrate import calibrate_grid
+
+    fam = Family("toy", "eb", "gamma", 1e-3, 50.0, "log", increasing=False, cls=EntropyBounded)
+
+    def measure(sampler):  # a bumpy decreasing step function of γ
+        return float(60 // (1 + sampler.gamma ** 0.7 + 0.3 * math.sin(7 * sampler.gamma))), {}
+
+    grid = calibrate_grid([fam], 60.0, (2, 3, 4, 5, 6, 8, 10), measure, log=lambda m: None)
+    alone = calibrate_grid([fam], 60.0, (3,), measure, log=lambda m: None)
+    in_grid = next(p for p in grid if p.extra["divisor"] == 3)
+    assert (in_grid.value, in_grid.passes) == (alone[0].value, alone[0].passes)
 
 
 @pytest.mark.parametrize(("extra", "message"), [
@@ -391,10 +410,12 @@ def test_a_target_the_range_cannot_reach_stops_after_one_decode():
 
 def test_the_grid_costs_little_more_than_decoding_each_budget_once():
     """Σ passes decoded over all budgets of a power-law family, against Σ targets (the least any
-    search can decode: one decode per budget): cheapest budgets first, each from the previous ones."""
+    search can decode: one decode per budget). Each budget's search runs from scratch so that its
+    setting does not depend on the others (issue 47); memoised decodes keep the total within 4× (the
+    warm-started search of earlier versions stayed under 2×, at the price of that dependence)."""
     fam = Family("toy", "naive", "k", 1.0, 100.0, "log", increasing=False, cls=NaiveTopK)
     calls: list = []
     points = calibrate_grid([fam], 100.0, DIVISORS, _power_law_measure(calls), log=lambda m: None)
     assert [p.extra["divisor"] for p in points] == list(DIVISORS)
     assert all(p.on_target for p in points)
-    assert sum(calls) < 2 * sum(p.target for p in points), (sum(calls), calls)
+    assert sum(calls) < 4 * sum(p.target for p in points), (sum(calls), calls)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # annotations only: the search itself needs no torch
 
 SCALES = ("linear", "log", "log1m")  # search on p, log p, or −log(1 − p) (for τ near 1)
 DEFAULT_RTOL = 0.02  # stop once the mean passes lie within 2% of the target
-DEFAULT_ITERS = 10  # decodes per target at most (a step function may have no value within rtol)
+DEFAULT_ITERS = 10  # search steps per target at most (a step function may have no value within rtol)
 U_TOL = 1e-2  # a bracket this narrow in the search coordinate (1% of k or γ) straddles a step of the passes: stop
 BISECT_EVERY = 3  # every third step bisects, so a flat stretch of the curve cannot stall the search
 INTERP_MARGIN = 0.05  # an interpolated step stays this fraction of the bracket away from its ends
@@ -110,37 +110,38 @@ def calibrate(family: Family, target: float, measure: Measure, iters: int = DEFA
               rtol: float = DEFAULT_RTOL, cache: dict | None = None, ceiling: float | None = None) -> Point:
     """Search ``family``'s parameter so that ``measure(sampler)[0]`` (mean passes on the calibration
     split) reaches ``target``; the closest point seen is returned (passes are a step function of the
-    parameter, so an exact hit is not always possible). ``cache`` (value → result) may be shared
-    between the targets of one family to reuse decodes. ``ceiling`` (sequential's passes, which no
+    parameter, so an exact hit is not always possible). ``ceiling`` (sequential's passes, which no
     sampler exceeds) lets the search model passes near it (:func:`next_guess`).
+
+    The search is a function of ``(family, target, measure)`` alone: ``cache`` (value → result, may
+    be shared between the targets of one family) only memoises decodes, it never steers the search.
+    So a budget's calibrated setting is the same whichever other budgets or samplers a run holds
+    (issue 47: a head-free baseline drifted between two runs because a warm cache moved its search).
+    ``decodes`` counts the decodes this search ran (memoised ones are free).
 
     Every decode costs about its passes, so the search never starts in the middle of the range (a
     setting near sequential's, the most expensive decode there is): :func:`next_guess` measures the
     cheap end of the range first, extrapolates from the cheap side until the target is bracketed and
-    then interpolates. It stops within ``rtol`` of the target, after ``iters`` decodes, or when the
+    then interpolates. It stops within ``rtol`` of the target, after ``iters`` steps, or when the
     range cannot reach the target (e.g. a rule whose fastest setting still needs more passes).
     """
     cache = {} if cache is None else cache
+    seen: dict[float, float] = {}  # this search's own measurements: value → mean passes
     best: tuple[float, float, float, dict] | None = None  # (error, value, passes, extra)
-
-    def keep_closest(value: float) -> None:
-        nonlocal best
-        passes, extra = cache[value]
-        if best is None or abs(passes / target - 1) < best[0]:
-            best = (abs(passes / target - 1), value, passes, extra)
-
-    for value in sorted(cache):
-        if family.lo <= value <= family.hi:
-            keep_closest(value)
     decodes = 0
-    while decodes < iters and (best is None or best[0] > rtol):
-        bisect = decodes % BISECT_EVERY == BISECT_EVERY - 1
-        value = next_guess(family, target, {v: r[0] for v, r in cache.items()}, bisect, ceiling)
+    for step in range(iters):
+        if best is not None and best[0] <= rtol:
+            break
+        value = next_guess(family, target, seen, step % BISECT_EVERY == BISECT_EVERY - 1, ceiling)
         if value is None:
             break
-        cache[value] = measure(family.build(value))
-        decodes += 1
-        keep_closest(value)
+        if value not in cache:
+            cache[value] = measure(family.build(value))
+            decodes += 1
+        passes, extra = cache[value]
+        seen[value] = passes
+        if best is None or abs(passes / target - 1) < best[0]:
+            best = (abs(passes / target - 1), value, passes, extra)
     _, value, passes, extra = best
     return Point(family=family.label, target=target, value=value, passes=passes, decodes=decodes, extra=extra)
 
@@ -230,9 +231,9 @@ def calibrate_grid(families: list[Family], sequential_passes: float, divisors, m
                    log=print, caches: dict | None = None) -> list[Point]:
     """Every family's point at every budget ``sequential_passes / d`` (family-major, divisors in
     increasing order), each with its divisor in ``extra``. One decode cache per family is shared by
-    its budgets, which are searched cheapest first: each search then starts from the cheaper
-    budgets' decodes instead of the expensive end of the range. ``caches`` (label → cache), when
-    given, receives those caches for later searches (:mod:`mdm_mi.evaluation.matched`)."""
+    its budgets: a decode one budget's search already ran costs nothing again, and no budget's
+    setting depends on the others (:func:`calibrate`). ``caches`` (label → cache), when given,
+    receives those caches for later searches (:mod:`mdm_mi.evaluation.matched`)."""
     points = []
     for fam in families:
         cache: dict = {} if caches is None else caches.setdefault(fam.label, {})
