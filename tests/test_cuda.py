@@ -215,7 +215,7 @@ def test_protein_generation_on_gpu(tiny_esmc_pair):
     for _ in range(2):
         with torch.inference_mode():
             runs.append(generate(gpu, [12, 20, 15], build_sampler("naive", k=4),
-                                 torch.Generator(device=CUDA).manual_seed(3), decoding=Decoding(temperature=1.0)))
+                                 3, decoding=Decoding(temperature=1.0)))
     seqs, passes = runs[0]
     assert [len(s) for s in seqs] == [12, 20, 15]
     assert seqs == runs[1][0] and (passes == runs[1][1]).all()

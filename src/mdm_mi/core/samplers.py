@@ -19,11 +19,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Sequence
 
+import json
 import math
 
 import torch
 
 from mdm_mi.core.backbone import Backbone, BackboneOutput, check_backbone, check_frame, check_output, forward_chunked
+from mdm_mi.core.streams import RowStreams
 from mdm_mi.infra.flags import Decoding
 
 INF = float("inf")
@@ -84,6 +86,11 @@ class Sampler(ABC):
     def params(self) -> dict:
         """The settings that identify this sampler in result tables."""
         return {}
+
+    def stream_tag(self) -> str:
+        """The sampler and its setting as one string: the part of a fill's random-stream key that
+        names the rule (:func:`mdm_mi.core.streams.row_keys`)."""
+        return f"{self.name} {json.dumps(self.params(), sort_keys=True, default=str)}"
 
 
 def _lowest_entropy_first(view: StepView, k: torch.Tensor | int) -> torch.Tensor:
@@ -226,13 +233,20 @@ class DecodeResult:
 PairwiseFn = Callable[[BackboneOutput, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-def choose_tokens(logits: torch.Tensor, temperature: float, generator: torch.Generator | None) -> torch.Tensor:
+def choose_tokens(logits: torch.Tensor, temperature: float, generator: torch.Generator | RowStreams | None,
+                  step: int = 0) -> torch.Tensor:
     """``(B, N, V)`` → ``(B, N)`` vocabulary indices: argmax if temperature is 0, else a sample
-    from softmax(logits / temperature) by the Gumbel-max trick driven by ``generator``."""
+    from softmax(logits / temperature) by the Gumbel-max trick. The uniforms come from ``generator``:
+    a ``torch.Generator`` shared by the batch, or :class:`RowStreams` (one keyed stream per row, drawn
+    at pass ``step``: a row's tokens then depend on its own key only)."""
     if temperature == 0:
         return logits.argmax(-1)
-    gen_device = generator.device if generator is not None else torch.device("cpu")
-    u = torch.rand(logits.shape, generator=generator, device=gen_device).to(logits.device)
+    if isinstance(generator, RowStreams):
+        assert len(generator) == logits.shape[0], (len(generator), logits.shape)
+        u = generator.uniform(step, logits.shape[1:], logits.device)
+    else:
+        gen_device = generator.device if generator is not None else torch.device("cpu")
+        u = torch.rand(logits.shape, generator=generator, device=gen_device).to(logits.device)
     exponential = -torch.log(u.clamp_min(1e-20))
     gumbel = -torch.log(exponential.clamp_min(1e-20))
     return (logits.float() / temperature + gumbel).argmax(-1)
@@ -243,7 +257,7 @@ def decode(
     backbone: Backbone,
     tokens: torch.Tensor,
     sampler: Sampler,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | RowStreams | None = None,
     *,
     decoding: Decoding = GREEDY,
     pairwise_fn: PairwiseFn | None = None,
@@ -251,6 +265,8 @@ def decode(
 ) -> DecodeResult:
     """Unmask every ``backbone.mask_id`` in ``tokens`` ``(B, N)`` with ``sampler``.
 
+    ``generator``: a ``torch.Generator`` shared by the batch, or :class:`RowStreams` with one key per
+    row of ``tokens`` (each row's draws then depend on its key alone, whatever the batch holds).
     ``decoding``: the verb's decoding settings in one object (:class:`mdm_mi.infra.flags.Decoding`; its
     ``temperature`` picks the tokens, :func:`choose_tokens`). Non-mask positions are never written.
     ``pairwise_fn(output, masked, tokens)`` → ``(B, N, N)`` is
@@ -280,6 +296,7 @@ def decode(
         chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise, step)) & masked
         if not chosen.any(1).all():
             raise RuntimeError(f"sampler {sampler.name!r} chose no position for a sequence with masks")
-        values = vocab_ids[choose_tokens(out.logits, decoding.temperature, generator)]
+        streams = generator.rows(active) if isinstance(generator, RowStreams) else generator
+        values = vocab_ids[choose_tokens(out.logits, decoding.temperature, streams, step)]
         tokens[active] = torch.where(chosen, values, sub)
     return DecodeResult(tokens=tokens, passes=passes)

@@ -22,6 +22,7 @@ import torch
 
 from mdm_mi.core.sampler_table import SAMPLERS, swept_settings
 from mdm_mi.core.samplers import decode
+from mdm_mi.core.streams import RowStreams, row_keys
 from mdm_mi.evaluation.calibrate import Family, calibrate, calibrated_families
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import Decoding
@@ -72,16 +73,20 @@ class Filled:
 
 def fill(backbone, tokens: torch.Tensor, sampler, n: int, seed: int, temperature: float = 1.0,
          pairwise_fn: Callable | None = None, batch_size: int = DEFAULT_BATCH) -> Filled:
-    """``n`` fills of every template ``tokens (B, N)`` (masks at ``backbone.mask_id``) with ``sampler``,
-    one seeded generator for the whole run (same seed → same fills); non-mask positions are never
-    written (:func:`mdm_mi.core.samplers.decode`)."""
+    """``n`` fills of every template ``tokens (B, N)`` (masks at ``backbone.mask_id``) with ``sampler``;
+    non-mask positions are never written (:func:`mdm_mi.core.samplers.decode`). Fill ``k`` of template
+    ``b`` draws from its own keyed stream (``seed``, ``b``, ``k``, the sampler and its setting:
+    :func:`mdm_mi.core.streams.row_keys`), so it is the same whatever other templates, samplers,
+    budgets or batch size the run holds, and a prefix of the templates keeps its fills."""
     assert tokens.ndim == 2, tokens.shape
-    gen = torch.Generator(device=tokens.device).manual_seed(seed)
     decoding = Decoding(temperature=temperature)
+    tag = sampler.stream_tag()
     out, passes = [], []
-    for _ in range(n):
-        for batch in tokens.split(batch_size):
-            res = decode(backbone, batch, sampler, gen, decoding=decoding, pairwise_fn=pairwise_fn)
+    for k in range(n):
+        for start in range(0, len(tokens), batch_size):
+            batch = tokens[start : start + batch_size]
+            streams = RowStreams(row_keys(seed, torch.arange(start, start + len(batch)), k, tag))
+            res = decode(backbone, batch, sampler, streams, decoding=decoding, pairwise_fn=pairwise_fn)
             out.append(res.tokens)
             passes.append(res.passes)
     return Filled(torch.cat(out), torch.cat(passes))

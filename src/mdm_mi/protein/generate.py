@@ -6,7 +6,7 @@ decoded in batches of similar length (sorted, padded after EOS); ESM-C attends o
 tokens, so padding does not change a sequence's logits.
 
     lengths = draw_lengths(reference_lengths, 500, rng)
-    seqs, passes = generate(backbone, lengths, build_sampler("eb", gamma=4.0), gen, decoding=DecodeFlags())
+    seqs, passes = generate(backbone, lengths, build_sampler("eb", gamma=4.0), 0, decoding=DecodeFlags())
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import torch
 
 from mdm_mi.core.backbone import capabilities
 from mdm_mi.core.samplers import PairwiseFn, Sampler, decode
+from mdm_mi.core.streams import RowStreams, row_keys
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import Decoding
 from mdm_mi.protein.decode_flags import DecodeFlags
@@ -62,7 +63,7 @@ def generate(
     backbone,
     lengths: Sequence[int],
     sampler: Sampler,
-    generator: torch.Generator,
+    seed: int,
     *,
     decoding: Decoding = DEFAULT_DECODING,
     pairwise_fn: PairwiseFn | None = None,
@@ -74,6 +75,8 @@ def generate(
     ``decoding``: the verb's decoding settings (:class:`DecodeFlags`, default the schema's), handed to
     :func:`mdm_mi.core.samplers.decode` whole. Passes are counted per sequence by ``decode`` (one per
     forward pass the sequence took part in). ``progress(k)`` is called with the number finished after each batch.
+    Sequence ``j`` draws from its own keyed stream (``seed``, ``j``, the sampler and its setting:
+    :func:`mdm_mi.core.streams.row_keys`), so it does not depend on the batch size or on the other lengths.
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     order = np.argsort(lengths, kind="stable")
@@ -83,7 +86,8 @@ def generate(
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         tokens = masked_batch(backbone, lengths[idx], device)
-        res = decode(backbone, tokens, sampler, generator, decoding=decoding, pairwise_fn=pairwise_fn)
+        streams = RowStreams(row_keys(seed, torch.as_tensor(idx), 0, sampler.stream_tag()))
+        res = decode(backbone, tokens, sampler, streams, decoding=decoding, pairwise_fn=pairwise_fn)
         for j, seq in zip(idx, backbone.decode_tokens(res.tokens.cpu())):
             seqs[int(j)] = seq
         passes[idx] = res.passes.cpu().numpy()

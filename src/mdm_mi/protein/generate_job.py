@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from mdm_mi.core.backbone import capabilities, embedder_of, for_decoding
 from mdm_mi.core.sampler_table import SamplerFlags
@@ -90,10 +89,9 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     lengths = (draw_lengths(reference_lengths(backbone, reference), args.n, rng) if reference
                else np.full(args.n, fixed) if fixed is not None
                else uniform_lengths(args.min_length, args.max_length, args.n, rng))
-    gen = torch.Generator(device=device).manual_seed(args.seed)
     begin = time.time()
     with progress(args.n, f"generate {sampler.name}", args.quiet, unit="seq") as bar:
-        seqs, passes = generate(backbone, lengths, sampler, gen, decoding=decoding, pairwise_fn=pairwise,
+        seqs, passes = generate(backbone, lengths, sampler, args.seed, decoding=decoding, pairwise_fn=pairwise,
                                 batch_size=args.batch_size, progress=lambda done: bar.update(done - bar.n))
     mean, ci = mean_ci(passes.tolist())
     summary = {"sampler": sampler.name, "params": sampler.params(), "set": "protein", "n": args.n,

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.budgets import BEST_MI, by_budget, contrast_pairs
@@ -71,10 +70,6 @@ class Scorer:
         return jsd_with_interval(cluster_histogram(self.km, self.ref_emb), cluster_histogram(self.km, emb), self.seed)
 
 
-def _generator(backbone, seed: int) -> torch.Generator:
-    return torch.Generator(device=backbone.vocab_token_ids.device).manual_seed(seed)
-
-
 def calibration_lengths(reference_lengths, spec: ProteinCompareSpec) -> np.ndarray:
     """The calibration split's lengths ``(calib_n,)``: a seeded draw apart from the test lengths."""
     return draw_lengths(reference_lengths, spec.calib_n, np.random.default_rng([spec.calibration_seed, 5]))
@@ -90,7 +85,7 @@ def calibrate_proteins(backbone, pairwise_fn, scorer: Scorer, families: list[Fam
 
     def measure(sampler):
         with pairwise_source(backbone, sampler, pairwise_fn, tv_fn) as fn:
-            seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.calibration_seed),
+            seqs, passes = generate(backbone, lengths, sampler, spec.calibration_seed,
                                     decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
         return float(passes.mean()), {"calib_jsd": scorer.jsd(scorer.embed(seqs))["jsd"]}
 
@@ -110,7 +105,7 @@ def generate_test(backbone, pairwise_fn, scorer: Scorer, families: list[Family],
     runs = {}
     for run_id, family, d, sampler, point in settings:
         with pairwise_source(backbone, sampler, pairwise_fn, tv_fn) as fn:
-            seqs, passes = generate(backbone, lengths, sampler, _generator(backbone, spec.seed + 1),
+            seqs, passes = generate(backbone, lengths, sampler, spec.seed + 1,
                                     decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
         emb = scorer.embed(seqs)
         run = {"family": family, "divisor": d, "params": sampler.params(), "seqs": seqs, "passes": passes,

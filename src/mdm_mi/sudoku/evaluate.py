@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from mdm_mi.core.samplers import Sampler, decode
+from mdm_mi.core.streams import RowStreams, row_keys
 from mdm_mi.evaluation.stats import mean_ci, wilson_interval
 from mdm_mi.sudoku.sudoku_data import PuzzleSet
 from mdm_mi.sudoku.grid import MASK_ID, consistent_with_clues, format_grid, is_valid_solution
@@ -19,13 +20,14 @@ from mdm_mi.sudoku.grid import MASK_ID, consistent_with_clues, format_grid, is_v
 
 def decode_set(model, ps: PuzzleSet, sampler: Sampler, batch_size: int, seed: int, pairwise_fn=None, progress=None):
     """Decode all puzzles in batches → (grids ``(P, 81)``, passes ``(P,)``); ``progress(n)`` is called
-    after each batch of ``n`` puzzles."""
+    after each batch of ``n`` puzzles. Puzzle ``p`` draws (when a temperature asks for draws) from its
+    own keyed stream (``seed``, ``p``, the sampler and its setting), whatever the batch holds."""
     device = next(model.parameters()).device
-    gen = torch.Generator(device=device).manual_seed(seed)
     grids, passes = [], []
     for start in range(0, len(ps), batch_size):
         batch = torch.as_tensor(ps.puzzles[start : start + batch_size], device=device)
-        out = decode(model, batch, sampler, gen, pairwise_fn=pairwise_fn)
+        streams = RowStreams(row_keys(seed, torch.arange(start, start + len(batch)), 0, sampler.stream_tag()))
+        out = decode(model, batch, sampler, streams, pairwise_fn=pairwise_fn)
         grids.append(out.tokens.cpu())
         passes.append(out.passes.cpu())
         if progress is not None:

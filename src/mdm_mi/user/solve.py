@@ -19,6 +19,7 @@ import torch
 
 from mdm_mi.core.sampler_table import HEAD_SAMPLERS, SAMPLERS, SamplerFlags, USER_SAMPLERS
 from mdm_mi.core.samplers import decode
+from mdm_mi.core.streams import RowStreams, row_keys
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import Decoding, h
 from mdm_mi.mi.guided import head_pairwise_fn
@@ -64,12 +65,14 @@ def user_sampler(args):
 
 @torch.inference_mode()
 def decode_puzzles(backbone, puzzles: list[Puzzle], sampler, pairwise, args, device: str):
-    """Decode all puzzles in batches → grids ``(P, 81)`` and passes ``(P,)`` as numpy arrays."""
-    gen = torch.Generator(device=device).manual_seed(args.seed)
+    """Decode all puzzles in batches → grids ``(P, 81)`` and passes ``(P,)`` as numpy arrays (puzzle ``p``
+    draws from its own keyed stream: :func:`mdm_mi.core.streams.row_keys`)."""
     tokens = torch.as_tensor(np.stack([p.tokens for p in puzzles]), device=device)
     grids, passes = [], []
     with progress(len(puzzles), "solving", args.quiet) as bar:
-        for batch in tokens.split(args.batch_size):
+        for start in range(0, len(tokens), args.batch_size):
+            batch = tokens[start : start + args.batch_size]
+            gen = RowStreams(row_keys(args.seed, torch.arange(start, start + len(batch)), 0, sampler.stream_tag()))
             out = decode(backbone, batch, sampler, gen, decoding=Decoding(temperature=args.temperature), pairwise_fn=pairwise)
             grids.append(out.tokens.cpu())
             passes.append(out.passes.cpu())

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from mdm_mi.core.backbone import for_decoding
 from mdm_mi.loading import load_model_and_head
@@ -144,8 +143,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     backbone = for_decoding(backbone, args.bf16)
 
     def run(sampler, fn):
-        gen = torch.Generator(device=backbone.vocab_token_ids.device).manual_seed(args.seed + 1)
-        seqs, passes = generate(backbone, lengths, sampler, gen, decoding=DecodeFlags.of(args), pairwise_fn=fn,
+        seqs, passes = generate(backbone, lengths, sampler, args.seed + 1, decoding=DecodeFlags.of(args), pairwise_fn=fn,
                                 batch_size=args.batch_size)
         return passes, scorer(seqs)
 
