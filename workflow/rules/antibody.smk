@@ -33,6 +33,8 @@ if not HF_ON:
             manifest=f"{R}/hf/model/MANIFEST.json",
         log:
             f"{AL}/import_antiberty.log",
+        benchmark:
+            f"{AL}/import_antiberty.bench.tsv",
         params:
             options=cli_flags({"source": AB["source"], "hidden_layer": AB["hidden_layer"]}),
             tracking=tracking_flags,
@@ -57,6 +59,8 @@ if not HF_ON:
             summary=f"{AB_DATA}/summary.json",
         log:
             f"{AL}/data.log",
+        benchmark:
+            f"{AL}/data.bench.tsv",
         params:
             options=cli_flags({k: AB[k] for k in ("calibration_fraction", "test_fraction", "label_scopes", "scope_weights")}
                               | {"seed": config["seed"]}),
@@ -87,6 +91,8 @@ if not HF_ON:
             figure=report(f"{A}/{{set}}/budgets.png", caption="../report/antibody_budgets.rst", category="antibody"),
         log:
             f"{AL}/{{set}}/compare.log",
+        benchmark:
+            f"{AL}/{{set}}/compare.bench.tsv",
         params:
             options=lambda w: antibody_compare_options(w.set),
             tracking=tracking_flags,
@@ -119,6 +125,8 @@ if not HF_ON:
             ranks=f"{A}/pair_ranks.json",
         log:
             f"{AL}/figure_mi_map.log",
+        benchmark:
+            f"{AL}/figure_mi_map.bench.tsv",
         params:
             options=cli_flags(AB["figure"] | {"seed": config["seed"]}),
             tracking=tracking_flags,

@@ -22,6 +22,8 @@ if HF_ON:
             meta=HF_MODEL,
         log:
             f"{HL}/import_hf.log",
+        benchmark:
+            f"{HL}/import_hf.bench.tsv",
         params:
             options=cli_flags({k: HF[k] for k in ("alphabet", "hidden_layer", "bf16")}),
             tracking=tracking_flags,
@@ -48,6 +50,8 @@ if HF_ON:
             summary=f"{H}/data/summary.json",
         log:
             f"{HL}/data.log",
+        benchmark:
+            f"{HL}/data.bench.tsv",
         params:
             options=cli_flags({"heldout_fraction": HF["heldout_fraction"], "seed": config["seed"]}),
             tracking=tracking_flags,
@@ -73,6 +77,8 @@ if HF_ON:
             runs=f"{H}/budgets/runs.json",
         log:
             f"{HL}/compare.log",
+        benchmark:
+            f"{HL}/compare.bench.tsv",
         params:
             options=cli_flags(HF["compare"] | HF["generate"] | mi_flags(HF["samplers"])),
             job=job_flags(),

@@ -21,6 +21,8 @@ rule label:
         f"{R}/{{domain}}/labels/{{split}}/shard{{shard}}.safetensors",
     log:
         f"{L}/{{domain}}/labels/{{split}}/shard{{shard}}.log",
+    benchmark:
+        f"{L}/{{domain}}/labels/{{split}}/shard{{shard}}.bench.tsv",
     params:
         options=lambda w: label_options(MI_CONFIG[w.domain], w.split),
         job=job_flags(),
@@ -57,6 +59,8 @@ rule train_head:
         pairs=f"{R}/{{domain}}/{{head}}_pairs.csv",
     log:
         f"{L}/{{domain}}/train_{{head}}.log",
+    benchmark:
+        f"{L}/{{domain}}/train_{{head}}.bench.tsv",
     params:
         options=lambda w: cli_flags(MI_CONFIG[w.domain]["head"] | MI_CONFIG[w.domain]["head_train"]),
         target=lambda w: HEAD_TARGETS[w.head],
@@ -90,6 +94,8 @@ rule figure_scatter:
         report(f"{R}/figures/{{domain}}_head_scatter.png", caption="../report/scatter.rst", category="MI"),
     log:
         f"{L}/figures/{{domain}}_scatter.log",
+    benchmark:
+        f"{L}/figures/{{domain}}_scatter.bench.tsv",
     params:
         tracking=tracking_flags,
         model_dir=parent_dir("model"),

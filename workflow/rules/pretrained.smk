@@ -23,6 +23,8 @@ if IMPORTS:
             meta=f"{R}/{{folder}}/meta.json",
         log:
             f"{L}/{{folder}}/import_pretrained.log",
+        benchmark:
+            f"{L}/{{folder}}/import_pretrained.bench.tsv",
         params:
             source=lambda w, input: os.path.dirname(input.manifest),
             tracking=tracking_flags,

@@ -32,6 +32,8 @@ if not FAMILY:
             summary=f"{P}/data/summary.json",
         log:
             f"{PL}/data.log",
+        benchmark:
+            f"{PL}/data.bench.tsv",
         params:
             options=cli_flags({k: v for k, v in PROTEIN["data"].items() if k != "source"} | {"seed": config["seed"]}),
             tracking=tracking_flags,
@@ -69,6 +71,8 @@ if PROTEIN["backbone"] == "trained":
             meta=f"{SEQUENCE_MODEL}/meta.json",
         log:
             f"{PL}/pretrain.log",
+        benchmark:
+            f"{PL}/pretrain.bench.tsv",
         params:
             options=cli_flags(
                 PROTEIN["model"] | PROTEIN["train"] | ({"whole_sequences": True} if FAMILY else {}) | PRETRAIN_INPUTS
@@ -99,6 +103,8 @@ if PROTEIN["backbone"] == "trained" and COLUMNS:
             meta=PROTEIN_MODEL,
         log:
             f"{PL}/column_pretrain.log",
+        benchmark:
+            f"{PL}/column_pretrain.bench.tsv",
         params:
             options=cli_flags(PROTEIN["columns"]["model"] | PROTEIN["columns"]["train"]),
             job=job_flags(),
@@ -124,6 +130,8 @@ elif PROTEIN["backbone"] == "esmc-300m":
                 ESMC_WEIGHTS,
             log:
                 f"{L}/download_esmc.log",
+            benchmark:
+                f"{L}/download_esmc.bench.tsv",
             params:
                 dest=PROTEIN["esmc_dir"],
             threads: 1
@@ -143,6 +151,8 @@ elif PROTEIN["backbone"] == "esmc-300m":
             meta=PROTEIN_MODEL,
         log:
             f"{PL}/import_esmc.log",
+        benchmark:
+            f"{PL}/import_esmc.bench.tsv",
         params:
             options=cli_flags({"hidden_layer": PROTEIN["model"]["hidden_layer"], "esmc_bf16": PROTEIN["esmc_bf16"]}),
             tracking=tracking_flags,
@@ -171,6 +181,8 @@ rule generate:
         fasta=f"{P}/eval/{{protein_run}}.fasta",
     log:
         f"{PL}/eval/{{protein_run}}.log",
+    benchmark:
+        f"{PL}/eval/{{protein_run}}.bench.tsv",
     params:
         sampler=lambda w: cli_flags(PROTEIN_RUNS[w.protein_run]),
         head=lambda w, input: f"--head {os.path.dirname(input.head)}" if input.head else "",

@@ -20,6 +20,8 @@ rule protein_compare_part:
         emb=f"{P}/budgets/parts/{{part}}/emb.npz",
     log:
         f"{PL}/budgets/{{part}}.log",
+    benchmark:
+        f"{PL}/budgets/{{part}}.bench.tsv",
     params:
         options=lambda w: protein_part_flags(w.part),
         embedder=embedder_flag,
@@ -60,6 +62,8 @@ rule protein_compare:
         runs=f"{P}/budgets/runs.json",
     log:
         f"{PL}/budgets.log",
+    benchmark:
+        f"{PL}/budgets.bench.tsv",
     params:
         options=protein_compare_flags(merge=True),
         embedder=embedder_flag,
@@ -101,6 +105,8 @@ if FAMILY:
             markdown=report(f"{P}/ceiling/ceiling.md", caption="../report/family_table.rst", category="Budgets"),
         log:
             f"{PL}/ceiling.log",
+        benchmark:
+            f"{PL}/ceiling.bench.tsv",
         params:
             options=cli_flags(prefixed(PROTEIN["family"], "oracle_") | picked(PROTEIN["generate"], DecodeFlags)),
             job=job_flags(),

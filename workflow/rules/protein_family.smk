@@ -36,6 +36,8 @@ if FAMILY:
             summary=f"{P}/data/summary.json",
         log:
             f"{PL}/data.log",
+        benchmark:
+            f"{PL}/data.bench.tsv",
         params:
             options=cli_flags(
                 {k: PROTEIN["data"][k] for k in ("n_train_contexts", "n_heldout_contexts")}
@@ -64,6 +66,8 @@ if FAMILY:
             fit=f"{P}/data/ardca.json",
         log:
             f"{PL}/family/ardca.log",
+        benchmark:
+            f"{PL}/family/ardca.bench.tsv",
         params:
             options=cli_flags({"seed": config["seed"]}),
             tracking=tracking_flags,
@@ -89,6 +93,8 @@ if FAMILY:
             f"{P}/family/{{family_row}}.json",
         log:
             f"{PL}/family/{{family_row}}.log",
+        benchmark:
+            f"{PL}/family/{{family_row}}.bench.tsv",
         params:
             summary=lambda w, input: f"--summary {input.summary}" if input.summary else "",
             options=cli_flags({"clusters": PROTEIN["generate"]["clusters"], "seed": config["seed"]}),
@@ -115,6 +121,8 @@ if FAMILY:
             f"{P}/family/loss.json",
         log:
             f"{PL}/family/loss.log",
+        benchmark:
+            f"{PL}/family/loss.bench.tsv",
         params:
             job=job_flags(),
             tracking=tracking_flags,
@@ -141,6 +149,8 @@ if FAMILY:
             markdown=report(f"{P}/family/table.md", caption="../report/family_table.rst", category="Proteins"),
         log:
             f"{PL}/family/table.log",
+        benchmark:
+            f"{PL}/family/table.bench.tsv",
         params:
             tracking=tracking_flags,
             model_dir=parent_dir("model"),
@@ -166,6 +176,8 @@ if FAMILY:
             scores=f"{P}/family/scores.json",
         log:
             f"{PL}/family/compare.log",
+        benchmark:
+            f"{PL}/family/compare.bench.tsv",
         params:
             options=cli_flags({"seed": config["seed"]}),
             tracking=tracking_flags,
@@ -193,6 +205,8 @@ if FAMILY:
             report(f"{FAMILY_FIG}/family_covariation.png", caption="../report/family_figures.rst", category="Proteins"),
         log:
             f"{L}/figures/family_covariation.log",
+        benchmark:
+            f"{L}/figures/family_covariation.bench.tsv",
         params:
             tracking=tracking_flags,
         threads: 1
@@ -215,6 +229,8 @@ if FAMILY:
             report(f"{FAMILY_FIG}/family_pass_rate.png", caption="../report/family_figures.rst", category="Proteins"),
         log:
             f"{L}/figures/family_pass_rate.log",
+        benchmark:
+            f"{L}/figures/family_pass_rate.bench.tsv",
         params:
             tracking=tracking_flags,
         threads: 1
@@ -238,6 +254,8 @@ if FAMILY:
             csv=f"{FAMILY_FIG}/family_mi_map.csv",
         log:
             f"{L}/figures/family_mi_map.log",
+        benchmark:
+            f"{L}/figures/family_mi_map.bench.tsv",
         params:
             job=cli_flags({"device": config["device"], "seed": config["seed"]}),
             tracking=tracking_flags,
@@ -268,6 +286,8 @@ if FAMILY:
                 json=f"{FAMILY_FIG}/family_contacts.json",
             log:
                 f"{L}/figures/family_contacts.log",
+            benchmark:
+                f"{L}/figures/family_contacts.bench.tsv",
             params:
                 tracking=tracking_flags,
                 model_dir=parent_dir("model"),

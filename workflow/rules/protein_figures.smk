@@ -19,6 +19,8 @@ rule protein_table:
         markdown=report(f"{P}/table.md", caption="../report/protein_table.rst", category="Proteins"),
     log:
         f"{PL}/table.log",
+    benchmark:
+        f"{PL}/table.bench.tsv",
     params:
         tracking=tracking_flags,
         model_dir=parent_dir("model"),
@@ -41,6 +43,8 @@ rule protein_paper_table:
         report(f"{PFIG}/protein_paper_table.md", caption="../report/protein_paper_table.rst", category="Proteins"),
     log:
         f"{L}/figures/protein_paper_table.log",
+    benchmark:
+        f"{L}/figures/protein_paper_table.bench.tsv",
     params:
         tracking=tracking_flags,
         model_dir=parent_dir("model"),
@@ -63,6 +67,8 @@ rule figure_protein_speed_quality:
         report(f"{PFIG}/protein_speed_quality.png", caption="../report/protein_speed_quality.rst", category="Proteins"),
     log:
         f"{L}/figures/protein_speed_quality.log",
+    benchmark:
+        f"{L}/figures/protein_speed_quality.bench.tsv",
     params:
         tracking=tracking_flags,
         model_dir=parent_dir("model"),
@@ -88,6 +94,8 @@ rule figure_protein_mi:
         csv=f"{PFIG}/protein_mi_map.csv",
     log:
         f"{L}/figures/protein_mi_map.log",
+    benchmark:
+        f"{L}/figures/protein_mi_map.bench.tsv",
     params:
         job=cli_flags({"device": config["device"], "seed": config["seed"]}),
         tracking=tracking_flags,

@@ -17,6 +17,8 @@ rule prepare_sudoku:
         summary=f"{R}/sudoku/data/summary.json",
     log:
         f"{L}/sudoku/data.log",
+    benchmark:
+        f"{L}/sudoku/data.bench.tsv",
     params:
         options=cli_flags(SUDOKU["data"] | {"seed": config["seed"]}),
         tracking=tracking_flags,
@@ -44,6 +46,8 @@ if SUDOKU["backbone"] == "trained":
             meta=f"{R}/sudoku/model/meta.json",
         log:
             f"{L}/sudoku/pretrain.log",
+        benchmark:
+            f"{L}/sudoku/pretrain.bench.tsv",
         params:
             options=cli_flags(SUDOKU["model"] | SUDOKU["train"]),
             job=job_flags(),
@@ -71,6 +75,8 @@ rule sudoku_evaluate:
         per_puzzle=f"{R}/sudoku/eval/{{sudoku_set}}/{{sudoku_run}}.csv",
     log:
         f"{L}/sudoku/eval/{{sudoku_set}}/{{sudoku_run}}.log",
+    benchmark:
+        f"{L}/sudoku/eval/{{sudoku_set}}/{{sudoku_run}}.bench.tsv",
     params:
         sampler=lambda w: cli_flags(ALL_RUNS[w.sudoku_run]),
         head=lambda w, input: f"--head {os.path.dirname(input.head)}" if input.head else "",
@@ -99,6 +105,8 @@ rule sudoku_table:
         markdown=report(f"{R}/sudoku/table.md", caption="../report/sudoku_table.rst", category="Sudoku"),
     log:
         f"{L}/sudoku/table.log",
+    benchmark:
+        f"{L}/sudoku/table.bench.tsv",
     params:
         tracking=tracking_flags,
     threads: 1

@@ -23,6 +23,8 @@ rule sudoku_compare:
         curve=report(f"{R}/sudoku/{BUDGETS}/{{cset}}/curve.png", caption="../report/budgets.rst", category="Budgets"),
     log:
         f"{L}/sudoku/{BUDGETS}/{{cset}}.log",
+    benchmark:
+        f"{L}/sudoku/{BUDGETS}/{{cset}}.bench.tsv",
     params:
         options=lambda w: sudoku_compare_flags(w.cset),
         job=job_flags(),
@@ -55,6 +57,8 @@ rule sudoku_budgets:
         report(f"{R}/sudoku/{BUDGETS}.md", caption="../report/budgets.rst", category="Budgets"),
     log:
         f"{L}/sudoku/{BUDGETS}.log",
+    benchmark:
+        f"{L}/sudoku/{BUDGETS}.bench.tsv",
     params:
         tracking=tracking_flags,
     threads: 1
@@ -76,6 +80,8 @@ rule figure_budgets_summary:
         f"{R}/sudoku/{BUDGETS}/summary.png",
     log:
         f"{L}/sudoku/{BUDGETS}/summary.log",
+    benchmark:
+        f"{L}/sudoku/{BUDGETS}/summary.bench.tsv",
     params:
         titles=[f"Sudoku {s}" for s in COMPARE["sets"]],
         tracking=tracking_flags,
@@ -101,6 +107,8 @@ rule sudoku_oracle_ceiling:
         markdown=f"{R}/sudoku/{CEILING}/{{cset}}/ceiling.md",
     log:
         f"{L}/sudoku/{CEILING}/{{cset}}.log",
+    benchmark:
+        f"{L}/sudoku/{CEILING}/{{cset}}.bench.tsv",
     params:
         options=cli_flags(prefixed(COMPARE, "oracle_")),
         job=job_flags(),

@@ -21,6 +21,8 @@ rule figure_speed_quality:
         ),
     log:
         f"{L}/figures/speed_quality_{{sudoku_set}}.log",
+    benchmark:
+        f"{L}/figures/speed_quality_{{sudoku_set}}.bench.tsv",
     params:
         tracking=tracking_flags,
         model_dir=parent_dir("model"),
@@ -43,6 +45,8 @@ rule paper_table:
         report(f"{FIG}/sudoku_paper_table.md", caption="../report/paper_table.rst", category="Sudoku"),
     log:
         f"{L}/figures/paper_table.log",
+    benchmark:
+        f"{L}/figures/paper_table.bench.tsv",
     params:
         tracking=tracking_flags,
         model_dir=parent_dir("model"),
@@ -67,6 +71,8 @@ rule figure_mi_map:
         csv=report(f"{FIG}/sudoku_mi_map.csv", caption="../report/mi_map_values.rst", category="MI"),
     log:
         f"{L}/figures/mi_map.log",
+    benchmark:
+        f"{L}/figures/mi_map.bench.tsv",
     params:
         job=cli_flags({"device": config["device"]}),
         tracking=tracking_flags,

@@ -3,6 +3,8 @@ rule init_tracking:
         "results/tracking/{config_name}.json",
     log:
         "logs/tracking/{config_name}.log",
+    benchmark:
+        "logs/tracking/{config_name}.bench.tsv",
     params:
         uri=config["tracking"]["uri"],
         experiment=config["tracking"]["experiment"],
