@@ -1,7 +1,7 @@
 """Size and coverage of family-compare's co-variation intervals, by simulation on the Kunitz family
 (issue 24): the paired half-samples used until 2026-12-03 ("old") against the paired grouped
 jackknife of :mod:`mdm_mi.protein.family.covariation` ("new", second-order corrected; its tables without
-the correction are printed too). The log of the run quoted in docs/proteins.md is
+the correction are printed too). The log of the run quoted in docs/record/proteins.md is
 ``benchmarks/family_inference.log`` (200 old draws, 400 new, 300 sequences per set).
 
 Every draw takes, from the training split (3,369 natural sequences, Pfam match columns), two

@@ -1,5 +1,5 @@
 """Decoding rules at calibrated budgets on one comparison set, paired against sequential decoding, in
-one run: the study behind docs/rules.md (issue: a rule that keeps sequential accuracy at 1/5 of its
+one run: the study behind docs/record/rules.md (issue: a rule that keeps sequential accuracy at 1/5 of its
 passes). It reuses the comparison's own calibration/test split (the ``calib.csv``/``test.csv`` that
 ``sudoku-compare`` wrote) and bisection, so its numbers line up with the budgets tables.
 

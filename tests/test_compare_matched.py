@@ -214,7 +214,7 @@ def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoi
     save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / "tv_head", {"target": "tv"})
     out = tmp_path / "hard"
     rivals = ["--unit-disjoint-peers", "0", "--demask-eps", "0.05", "--demask-mi-eps", "0.1", "--mi-tv-lambda", "1",
-              "--dapd-theta", "1", "--tv-head", str(tmp_path / "tv_head")]  # every rival of docs/rivals.md
+              "--dapd-theta", "1", "--tv-head", str(tmp_path / "tv_head")]  # every rival of docs/record/rivals.md
     argv = ["sudoku-compare", "--model", str(tiny_checkpoint), "--head", str(tmp_path / "head"), *rivals,
             "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
             "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",

@@ -1,4 +1,4 @@
-"""The rivals of Algorithm 1 (docs/rivals.md) on hand-built cases: the Sudoku unit-disjoint rule and
+"""The rivals of Algorithm 1 (docs/record/rivals.md) on hand-built cases: the Sudoku unit-disjoint rule and
 DEMASK's greedy selection rule."""
 
 from __future__ import annotations

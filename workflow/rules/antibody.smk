@@ -1,4 +1,4 @@
-# AntiBERTy on natural human VH (docs/antibody.md; config antibody):
+# AntiBERTy on natural human VH (docs/record/antibody.md; config antibody):
 #   snakemake antibody --cores 2 --configfile config/antibody.yaml
 # import_antiberty (pickle read with weights_only=True, written once as safetensors with a MANIFEST) →
 # antibody_data (split by lineage: label contexts, calibration, test) → labels and the MI head (rules

@@ -37,7 +37,7 @@ TV_HEAD_KEYS = tuple(s.calibration.each.key for s in SAMPLERS.values() if s.pair
 
 def tv_head_meta(domain, settings):
     """``[meta.json]`` of ``domain``'s TV head (DEMASK's target; rule train_head, ``{head}`` = tv_head;
-    docs/rivals.md) when ``settings`` (a comparison's config keys) calibrate a family that reads it
+    docs/record/rivals.md) when ``settings`` (a comparison's config keys) calibrate a family that reads it
     (demask, mi-tv), else ``[]``: the input of that comparison's rule."""
     return [f"{R}/{domain}/tv_head/meta.json"] if any(settings.get(k) for k in TV_HEAD_KEYS) else []
 
@@ -183,7 +183,7 @@ def tv_head_flag(wildcards, input):
     return f"--tv-head {os.path.dirname(input.tv_head[0])}" if input.tv_head else ""
 
 
-# the protein comparison's TV head, when protein.compare calibrates a family that reads it (docs/rivals.md)
+# the protein comparison's TV head, when protein.compare calibrates a family that reads it (docs/record/rivals.md)
 PROTEIN_TV_HEAD = tv_head_meta("protein", config["protein"]["compare"])
 
 

@@ -6,7 +6,7 @@
 MI_CONFIG = {"sudoku": SUDOKU["mi"], "protein": PROTEIN["mi"], "hf": config["hf"]["mi"]}
 LABEL_SOURCE = {"sudoku": "{part}_solutions.npy",  # in {R}/{domain}/data/; a column model's contexts are aligned rows
                 "protein": "{part}_column_contexts.npy" if COLUMNS else "{part}_contexts.npy", "hf": "{part}_contexts.npy"}
-HEAD_TARGETS = {"head": "mi", "tv_head": "tv"}  # rule train_head's folders: the MI head, DEMASK's TV head (docs/rivals.md)
+HEAD_TARGETS = {"head": "mi", "tv_head": "tv"}  # rule train_head's folders: the MI head, DEMASK's TV head (docs/record/rivals.md)
 LABEL_RESOURCES = {"sudoku": {"mem_mb": 4000, "runtime": 240}, "protein": {"mem_mb": 8000, "runtime": 480},
                    "hf": {"mem_mb": 8000, "runtime": 480}}
 

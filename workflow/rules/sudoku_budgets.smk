@@ -72,7 +72,7 @@ rule sudoku_budgets:
 
 
 rule figure_budgets_summary:
-    """Every calibrated family's accuracy against passes, one panel per compared set (docs/rivals.md)."""
+    """Every calibrated family's accuracy against passes, one panel per compared set (docs/record/rivals.md)."""
     input:
         runs=expand(f"{R}/sudoku/{BUDGETS}/{{s}}/runs.json", s=COMPARE["sets"]),
         tracking=TRACKING_READY,

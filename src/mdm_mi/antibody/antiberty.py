@@ -52,7 +52,7 @@ ABOUT = {
     "training_data": "~558M antibody sequences of the Observed Antibody Space",
 }
 # the samplers' fallbacks for `infill` without a setting (mdm_mi.core.calibrated): the CDR-H3 comparison's
-# settings at sequential's passes ÷ 3 (16 test VH, 6 calibration VH; docs/antibody.md, 2026-12-04)
+# settings at sequential's passes ÷ 3 (16 test VH, 6 calibration VH; docs/record/antibody.md, 2026-12-04)
 CALIBRATED = {"at": 3, "source": "snakemake antibody (config/antibody.yaml), CDR-H3 comparison of 2026-12-04, "
                                  "runs.json at divisor 3 (docs/figures/antibody/cdr3)",
               "samplers": {"naive": {"k": 3.3357}, "eb": {"gamma": 4.8232}, "threshold": {"tau": 0.22414},

@@ -125,13 +125,13 @@ class AntibodyCompareArgs(OutDir, SeedFlag):
     samplers: tuple[str, ...] = field(metadata=h("calibrated baselines compared (naive, eb, threshold)"))
     mi_lambda: tuple[float, ...] = field(metadata=h("MI-guided λ values, each calibrated; mi* picks per budget on calibration"))
     demask_mi_eps: tuple[float, ...] = field(default=(), kw_only=True, metadata=h(
-        "demask-mi (DEMASK's rule on the MI head, docs/rivals.md): budgets ε (nats), each calibrated; none: no demask-mi",
+        "demask-mi (DEMASK's rule on the MI head, docs/record/rivals.md): budgets ε (nats), each calibrated; none: no demask-mi",
         empty=True))
     dapd_theta: tuple[float, ...] = field(default=(), kw_only=True, metadata=h(
-        "dapd (DAPD's graph from the model's last-layer attention, docs/rivals.md): thresholds θ (× 1/N), each "
+        "dapd (DAPD's graph from the model's last-layer attention, docs/record/rivals.md): thresholds θ (× 1/N), each "
         "calibrated; none: no dapd", empty=True))
     demask_eps: tuple[float, ...] = field(default=(), kw_only=True, metadata=h(
-        "demask (DEMASK's rule on the TV head, docs/rivals.md): TV budgets ε, each calibrated; none: no demask; "
+        "demask (DEMASK's rule on the TV head, docs/record/rivals.md): TV budgets ε, each calibrated; none: no demask; "
         "needs --tv-head", empty=True))
     mi_tv_lambda: tuple[float, ...] = field(default=(), kw_only=True, metadata=h(
         "mi-tv (Algorithm 1 on the TV head): λ values, each calibrated; none: no mi-tv; needs --tv-head", empty=True))

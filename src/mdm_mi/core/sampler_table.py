@@ -31,8 +31,8 @@ from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
 
 HEAD, ORACLE = "head", "oracle"  # where a sampler's pairwise matrix comes from
-TV_HEAD = "tv-head"  # a head of the same architecture trained on DEMASK's TV target (docs/rivals.md)
-ATTENTION = "attention"  # the backbone's own attention of the same pass (DAPD; docs/rivals.md)
+TV_HEAD = "tv-head"  # a head of the same architecture trained on DEMASK's TV target (docs/record/rivals.md)
+ATTENTION = "attention"  # the backbone's own attention of the same pass (DAPD; docs/record/rivals.md)
 GAMMA_RANGE = (1e-9, 1e3)  # nats: from one token per pass (near-deterministic cells sit below 1e-3) to all at once
 TAU_RANGE = (0.0, 1 - 1e-6)
 TOKENS = None  # a search range's upper end: the domain's number of tokens (naive k)
@@ -145,7 +145,7 @@ SAMPLERS: dict[str, SamplerSpec] = {
                       "never unmask together two tokens with MI above this cap"),
     "mi-2b": _rule("mi-2b", Setting("delta", "two_budget_delta", "d", "δ"),
                    "budget δ on the summed pairwise MI of one pass"),
-    # the rivals of docs/rivals.md (no calibrated fallbacks in any MANIFEST yet: a user passes their flags)
+    # the rivals of docs/record/rivals.md (no calibrated fallbacks in any MANIFEST yet: a user passes their flags)
     "unit-disjoint": SamplerSpec(("gamma", "peers"), style=Style("unit-disjoint", "xkcd:teal"),
         flag_help={"peers": "at most this many peers (same row, column or box) admitted with a cell in one pass; "
                             "default: the comparisons' peers"},

@@ -6,7 +6,7 @@ Contenders (the families of samplers that read a pairwise matrix, ``SamplerSpec.
 :data:`mdm_mi.core.sampler_table.SAMPLERS`, and ``mi*``: at each budget the λ with the best *calibration*
 score — Sudoku accuracy, protein −JSD — so the choice never sees the test items) are compared with every baseline by
 :func:`mdm_mi.evaluation.paired.paired_difference`, and ``mi*`` with every other contender (the rules beyond
-Algorithm 1 and the rivals of docs/rivals.md): :func:`contrast_pairs`.
+Algorithm 1 and the rivals of docs/record/rivals.md): :func:`contrast_pairs`.
 
     rows = budget_rows(runs, set_name="hard")          # long format, one row per comparison
     write_csv(rows, "budgets.csv"); print(markdown(rows, runs, "hard"))

@@ -1,6 +1,6 @@
 """One summary figure of calibrated comparisons: quality against mean test passes, one panel per
 comparison (a Sudoku set, the antibody loops, ...), one line per calibrated family (every rule of the
-sampler table, the rivals of docs/rivals.md included), sequential as a black square.
+sampler table, the rivals of docs/record/rivals.md included), sequential as a black square.
 
 A comparison is read from its ``runs.json`` (``sudoku-compare``, ``protein-compare``: ``{"runs": {run:
 ...}}``; ``antibody-compare``: ``{run: ...}``); each run has ``family``, ``divisor``, ``mean_passes``

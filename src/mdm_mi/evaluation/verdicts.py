@@ -4,7 +4,7 @@
 In each set's table the **primary** contrast is ``mi*`` − EB (one test per budget); the other
 ``mi*`` contrasts with a baseline (naive top-k, the threshold, sequential) are **secondary**; ``mi*``
 against every other contender (a rule that reads a pairwise matrix: mi-indep, mi-2b, the rivals of
-docs/rivals.md) is **contender**; every other row (each λ and rule against each baseline, each
+docs/record/rivals.md) is **contender**; every other row (each λ and rule against each baseline, each
 baseline against sequential) is **exploratory**. p-values are
 Holm-corrected within (set, role), so each family of tests keeps a 5% family-wise error:
 

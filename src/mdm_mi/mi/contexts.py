@@ -154,7 +154,7 @@ def shard_slice(n: int, shard: int, n_shards: int) -> slice:
     return slice(n * shard // n_shards, n * (shard + 1) // n_shards)
 
 
-TARGETS = ("mi", "tv")  # what a head learns: the MI label, or DEMASK's TV target (docs/rivals.md)
+TARGETS = ("mi", "tv")  # what a head learns: the MI label, or DEMASK's TV target (docs/record/rivals.md)
 
 
 def load_label_shards(paths, target: str = "mi") -> dict[str, torch.Tensor]:

@@ -2,7 +2,7 @@
 attention for diffusion LLMs", arXiv 2603.12996), training-free: the backbone's own self-attention
 induces a dependency graph over the masked positions, and each pass unmasks an independent set of it.
 
-The reading used here (the paper's method section could not be read; ``docs/rivals.md``):
+The reading used here (the paper's method section could not be read; ``docs/record/rivals.md``):
 
 * the graph: the last block's attention of the same pass, averaged over heads and symmetrised,
   ``Ā = (A + Aᵀ) / 2``; an edge joins masked ``i, j`` when ``Ā_ij > θ / N`` (θ = 1: above the uniform

@@ -6,7 +6,7 @@ masked positions (the expected total-variation influence of revealing one on the
 :func:`mdm_mi.mi.probe.exact_mi`'s ``tv``), and a greedy rule unmasks a set whose summed dependence
 stays under a bound; under a sub-additivity assumption that sum bounds the total variation between
 sampling the set in parallel and sampling it from the model's joint. The reading used here (the
-paper's method section could not be read; ``docs/rivals.md`` records the choice):
+paper's method section could not be read; ``docs/record/rivals.md`` records the choice):
 
 * candidates are the masked positions whose top-1 probability exceeds τ, walked by decreasing
   top-1 probability (ties by position); the most confident masked position is always admitted, so

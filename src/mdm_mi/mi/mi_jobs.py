@@ -144,7 +144,7 @@ class TrainHeadArgs(SeededTrainRunFlags):
     weight_decay: float = field(metadata=_h("AdamW weight decay"))
     distance_buckets: int = field(metadata=_h("learned score per separation |i-j| < K (0 = none)"))
     target: str = field(default="mi", metadata=_h(
-        "mi: the MI labels | tv: DEMASK's TV target from the same shards, symmetrised (docs/rivals.md)"))
+        "mi: the MI labels | tv: DEMASK's TV target from the same shards, symmetrised (docs/record/rivals.md)"))
 
 
 MAX_SCATTER_PAIRS = 20000  # test pairs written for the scatter figure

@@ -13,7 +13,7 @@ ground-truth MI by probing then reads, for ``i != j`` in ``M``:
 
 ``I_ent - I_joint = H(p_j) - H(q_ij)`` is the self-consistency gap reported as a diagnostic.
 
-The same probes give DEMASK's dependence target (arXiv 2604.02560; ``docs/rivals.md``) at no extra
+The same probes give DEMASK's dependence target (arXiv 2604.02560; ``docs/record/rivals.md``) at no extra
 pass: the expected total-variation influence of revealing ``X_i`` on ``X_j``'s marginal,
 
 * ``tv[i, j] = sum_v p_i(v) TV(c_iv,j, p_j)``, ``TV(a, b) = sum_w |a(w) - b(w)| / 2``, in ``[0, 1]``;

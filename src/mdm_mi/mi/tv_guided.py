@@ -1,6 +1,6 @@
 """Algorithm 1 fed DEMASK's target: the paper's MI-guided walk (:class:`mdm_mi.mi.guided.MIGuided`)
 reading the TV head's T̂ (the symmetrised expected total-variation influence, in [0, 1]) in place of
-the MI head's Î (nats), so that a comparison can tell the target from the rule (docs/rivals.md).
+the MI head's Î (nats), so that a comparison can tell the target from the rule (docs/record/rivals.md).
 
     cost_i = h_i + λ Σ_{j∈U} T̂_ij  ≤  the budget γ left   (paper Algorithm 1, T̂ for Î)
 

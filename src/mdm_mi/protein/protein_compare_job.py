@@ -120,7 +120,7 @@ def _check_attention(backbone, families) -> None:
     dapd = [f.label for f in families if SAMPLERS[f.sampler].pairwise == ATTENTION]
     if dapd and not hasattr(backbone, "capture_attention"):
         raise InputError(f"families {', '.join(dapd)} read the attention, which {type(backbone).__name__} does not "
-                         "expose (DAPD runs on ESM-C and Hugging Face models; docs/rivals.md)")
+                         "expose (DAPD runs on ESM-C and Hugging Face models; docs/record/rivals.md)")
 
 
 def part_names(args: ProteinCompareBase) -> list[str]:

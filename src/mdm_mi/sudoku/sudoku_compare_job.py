@@ -12,7 +12,7 @@ run: the matched mixture, and each setting's under ``setting_*``), ``budgets.csv
 roles, Holm and TOST p and verdicts) and ``budgets.md``, ``curve.png``.
 
     python -m mdm_mi sudoku-verdicts --runs results/x/sudoku/budgets results/x/sudoku/budgets-calib1 \
-        --names "calibration seed 0" "calibration seed 1" --out docs/verdicts_two_seeds.md
+        --names "calibration seed 0" "calibration seed 1" --out docs/record/verdicts_two_seeds.md
 """
 
 from __future__ import annotations
