@@ -21,7 +21,7 @@ import sys
 import typing
 from typing import Callable, NamedTuple
 
-from mdm_mi import budgets_summary_job, pretrained_jobs, tracking_job
+from mdm_mi import budgets_summary_job, docs_jobs, pretrained_jobs, tracking_job
 from mdm_mi.antibody import antibody_jobs
 from mdm_mi.hf import hf_jobs
 from mdm_mi.infra.errors import USER_ERRORS, InputError
@@ -157,6 +157,9 @@ VERBS: dict[str, Verb] = {
                    user=True, examples=mi_map.EXAMPLES),
     "check-config": Verb(check_config.CheckConfigArgs, check_config.check_config,
                          "check a workflow config file against the schema", user=True, examples=check_config.EXAMPLES),
+    "render-docs": Verb(docs_jobs.RenderDocsArgs, docs_jobs.render_docs,
+                        "rewrite (or --check) the tables README.md and docs/ render from committed data files",
+                        user=True, examples="  mdm-mi render-docs --check"),
 }
 
 

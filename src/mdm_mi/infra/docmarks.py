@@ -37,6 +37,7 @@ COMMENT = re.compile(r"<!--.*?-->", re.S)
 # a number as pages print it: optional sign (ASCII or U+2212), thousands commas, decimals
 NUMBER = re.compile(r"(?<![\w.\-−])([+\-−]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w])")
 DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b")
+THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 SMALL = 10  # integers up to this are counts and ordinals of the prose (two runs, ÷4, Algorithm 1)
 ISSUE_REF = re.compile(r"(?i)\b(?:issue|issues|stop|lease|step|item|items|PF)\s+\d+(?:\s*(?:,|and|–|-)\s*\d+)*")
 
@@ -97,7 +98,8 @@ def source_values(paths: list[Path]) -> set[Decimal]:
     values: set[Decimal] = set()
     for path in paths:
         text = path.read_text(errors="replace")
-        for m in re.finditer(r"[+\-−]?\d+(?:\.\d+)?(?:[eE][+\-]?\d+)?", text.replace(",", "")):
+        text = THOUSANDS.sub("", text)  # 1,000 → 1000; a CSV's 16,7.6 stays two numbers
+        for m in re.finditer(r"[+\-−]?\d+(?:\.\d+)?(?:[eE][+\-]?\d+)?", text):
             try:
                 values.add(Decimal(m.group(0).replace("−", "-")))
             except InvalidOperation:

@@ -1,0 +1,81 @@
+"""The verb ``render-docs``: every rendered block of README.md and docs/ rewritten from its data file.
+
+:data:`RENDERERS` is the one table of renderers: name → function(path) → Markdown. A page's block
+``<!-- render: NAME PATH -->`` … ``<!-- /render -->`` (:mod:`mdm_mi.infra.docmarks`) holds exactly
+what ``RENDERERS[NAME](PATH)`` returns; ``--check`` exits 1 naming each block that differs (the doc
+test runs it), without it the blocks are rewritten in place.
+
+    mdm-mi render-docs            # rewrite
+    mdm-mi render-docs --check    # fail when a page and its data disagree
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from mdm_mi.evaluation import doc_tables
+from mdm_mi.infra.docmarks import rewrite_blocks
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import h
+
+PAGES = ("README.md", "docs")  # the pages held to their data: README and every docs/ page outside docs/record/
+RECORD = "docs/record"
+
+RENDERERS: dict[str, Callable[[Path], str]] = {
+    "prereg-design": doc_tables.preregistration_design,
+    "provenance": doc_tables.provenance,
+}
+
+
+def checked_pages(root: Path) -> list[Path]:
+    """README.md and every Markdown page under docs/ but docs/record/ (kept as history)."""
+    pages = [root / "README.md"]
+    pages += sorted(p for p in (root / "docs").rglob("*.md") if RECORD not in p.relative_to(root).as_posix())
+    return pages
+
+
+def render(root: Path, name: str, path: str) -> str:
+    """One block's text: ``RENDERERS[name]`` on ``root / path``; one-line error when either is unknown."""
+    if name not in RENDERERS:
+        raise InputError(f"unknown renderer {name!r} (known: {', '.join(sorted(RENDERERS))})")
+    if not (root / path).exists():
+        raise InputError(f"render: {path} does not exist (a rendered block names a committed data file)")
+    return RENDERERS[name](root / path)
+
+
+def stale_blocks(root: Path) -> list[str]:
+    """``page: NAME PATH`` for every block whose text is not what its renderer writes now."""
+    stale = []
+    for page in checked_pages(root):
+        text = page.read_text()
+        fresh = rewrite_blocks(text, lambda n, p: render(root, n, p))
+        if fresh != text:
+            stale.append(str(page.relative_to(root)))
+    return stale
+
+
+@dataclass(frozen=True)
+class RenderDocsArgs:
+    check: bool = field(default=False, metadata=h("do not write: exit 1 naming each page whose rendered blocks "
+                                                  "differ from their data"))
+    root: Path = field(default=Path("."), metadata=h("the repository root"))
+
+
+def render_docs(args: RenderDocsArgs, tracker=None) -> int | None:
+    """Rewrite (or, with ``--check``, verify) every rendered block of the checked pages."""
+    root = Path(args.root)
+    if args.check:
+        stale = stale_blocks(root)
+        for page in stale:
+            print(f"stale: {page} (run: mdm-mi render-docs)", file=sys.stderr)
+        return 1 if stale else None
+    for page in checked_pages(root):
+        text = page.read_text()
+        fresh = rewrite_blocks(text, lambda n, p: render(root, n, p))
+        if fresh != text:
+            page.write_text(fresh)
+            print(f"rendered {page.relative_to(root)}")
+    return None

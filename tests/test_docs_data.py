@@ -1,0 +1,99 @@
+"""Docs held to committed data (issue 47): rendered blocks equal their renderer's output, a changed
+digit in a data file fails the check, every number of a checked page's prose has a declared source,
+record pages say they are records, and relative links resolve."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mdm_mi.docs_jobs import RENDERERS, checked_pages, render, stale_blocks
+from mdm_mi.infra.docmarks import RECORD_BANNER, declared_sources, render_blocks, rewrite_blocks, unbacked_numbers
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = checked_pages(ROOT)
+BLOCKS = sorted({(b.name, b.path) for page in PAGES for b in render_blocks(page.read_text())})
+
+
+def _id(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix()
+
+
+def test_every_rendered_block_is_what_its_data_file_renders():
+    assert stale_blocks(ROOT) == [], "run: mdm-mi render-docs"
+
+
+@pytest.mark.parametrize(("name", "path"), BLOCKS, ids=[f"{n}:{p}" for n, p in BLOCKS])
+def test_a_changed_digit_in_a_data_file_makes_its_page_stale(tmp_path, name, path):
+    """Copy the pages that render ``path`` and the file itself; change one digit that the block
+    shows; the check must name the page."""
+    pages = [p for p in PAGES if any(b.path == path for b in render_blocks(p.read_text()))]
+    for p in pages:
+        (tmp_path / _id(p)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(p, tmp_path / _id(p))
+    data = tmp_path / path
+    data.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / path, data)
+    (tmp_path / "README.md").touch()
+    original = data.read_text()
+    before = render(tmp_path, name, path)
+    for m in re.finditer(r"\d", original):
+        changed = original[: m.start()] + str((int(m.group()) + 1) % 10) + original[m.end():]
+        data.write_text(changed)
+        try:
+            after = render(tmp_path, name, path)
+        except Exception:  # a digit inside a key or a structure: not a number the page shows
+            continue
+        if after != before:
+            assert stale_blocks(tmp_path), f"{path}: a changed digit left every page unchanged"
+            return
+    pytest.fail(f"no single digit of {path} changes what {name} renders")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_id)
+def test_every_number_of_a_checked_page_has_a_committed_source(page):
+    text = page.read_text()
+    for source in declared_sources(text):
+        assert (ROOT / source).is_file(), f"{_id(page)} names {source}, which is not a committed file"
+    for block in render_blocks(text):
+        assert block.name in RENDERERS and (ROOT / block.path).is_file(), (block.name, block.path)
+    missing = unbacked_numbers(text, ROOT)
+    assert not missing, (f"{_id(page)}: numbers with no source among {declared_sources(text)} "
+                         f"(render them from a data file, or name the file in a sources line): {missing}")
+
+
+def test_record_pages_say_they_are_not_re_checkable():
+    record = sorted((ROOT / "docs" / "record").glob("*.md"))
+    assert record, "docs/record/ holds the history"
+    for page in record:
+        assert RECORD_BANNER in page.read_text(), _id(page)
+
+
+def test_rewriting_blocks_keeps_the_markers_and_the_text_around_them():
+    text = "a\n<!-- render: x f.json -->\nold\n<!-- /render -->\nb\n"
+    assert rewrite_blocks(text, lambda n, p: f"{n} {p}") == "a\n<!-- render: x f.json -->\nx f.json\n<!-- /render -->\nb\n"
+
+
+def test_unbacked_numbers_finds_a_number_no_source_holds(tmp_path):
+    (tmp_path / "d.json").write_text('{"acc": 0.2761, "n": 1000}')
+    page = "<!-- sources: d.json -->\nSolves 27.6% of 1,000 puzzles in 2 runs (`--seed 42`), see [x](y-123.md)."
+    assert unbacked_numbers(page, tmp_path) == []
+    assert unbacked_numbers(page.replace("27.6", "27.9"), tmp_path) == ["27.9"]
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))], ids=_id)
+def test_relative_links_resolve(page):
+    broken = []
+    for target in LINK.findall(page.read_text()):
+        path = target.split("#")[0]
+        if re.match(r"^[a-z]+:", target) or not path:
+            continue
+        if not (page.parent / path).exists():
+            broken.append(target)
+    assert not broken, broken
