@@ -103,3 +103,31 @@ def fidelity(
         out.update(auroc=auroc(p, positive), auroc_label=auroc(y, positive))
         out["structure_pairs"] = int(positive.sum())
     return out
+
+
+BOOT_REPLICATES = 1000  # resamples of the contexts behind a fidelity interval
+BOOT_LEVEL = 0.95
+
+
+def bootstrap_over_contexts(pred: torch.Tensor, label: torch.Tensor, masked: torch.Tensor,
+                            n_boot: int = BOOT_REPLICATES, seed: int = 0, level: float = BOOT_LEVEL) -> dict:
+    """Percentile intervals of Pearson and Spearman when the ``C`` contexts are resampled with
+    replacement (pairs of one context move together: they share the context, so they are not
+    independent). pred, label ``(C, N, N)``; masked ``(C, N)``. Returns ``pearson_ci``,
+    ``spearman_ci`` ([lo, hi]) and ``n_boot``; NaN bounds with fewer than 2 contexts."""
+    sel = masked_pairs(masked.to(pred.device))
+    per_context = [(pred[c].double()[sel[c]], label[c].to(pred.device).double()[sel[c]]) for c in range(len(pred))]
+    if len(per_context) < 2:
+        return {"pearson_ci": [NAN, NAN], "spearman_ci": [NAN, NAN], "n_boot": 0}
+    gen = torch.Generator().manual_seed(seed)
+    stats = {"pearson": [], "spearman": []}
+    for _ in range(n_boot):
+        idx = torch.randint(len(per_context), (len(per_context),), generator=gen).tolist()
+        p = torch.cat([per_context[i][0] for i in idx])
+        y = torch.cat([per_context[i][1] for i in idx])
+        stats["pearson"].append(pearson(p, y))
+        stats["spearman"].append(spearman(p, y))
+    tail = (1 - level) / 2
+    out = {f"{k}_ci": torch.tensor(v, dtype=torch.float64).nanquantile(torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+           for k, v in stats.items()}
+    return out | {"n_boot": n_boot}

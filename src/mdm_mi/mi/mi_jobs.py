@@ -35,7 +35,7 @@ from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.loading import load_model
 from mdm_mi.mi.contexts import (ContextDraw, draw_evaluation, draw_training, load_label_shards, read_maskable,
                                shard_slice, split_part)
-from mdm_mi.mi.fidelity import fidelity, masked_pairs
+from mdm_mi.mi.fidelity import bootstrap_over_contexts, fidelity, masked_pairs
 from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
 from mdm_mi.mi.labeller import check_method, label_contexts
 from mdm_mi.mi.mi_figures import scatter_figure
@@ -171,9 +171,11 @@ def _predict(head, feats: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
 
 
 def split_fidelity(head, feats: torch.Tensor, split: dict, structure) -> tuple[torch.Tensor, dict]:
-    """The head's prediction on one split's contexts and its fidelity there (plus ``contexts``)."""
+    """The head's prediction on one split's contexts and its fidelity there (plus ``contexts`` and
+    bootstrap intervals over contexts of Pearson and Spearman)."""
     pred = _predict(head, feats, split["masked"])
-    return pred, fidelity(pred, split["label"], split["masked"], structure) | {"contexts": len(feats)}
+    stats = fidelity(pred, split["label"], split["masked"], structure) | {"contexts": len(feats)}
+    return pred, stats | bootstrap_over_contexts(pred, split["label"], split["masked"])
 
 
 def flat_metrics(fid: dict) -> dict[str, float]:
