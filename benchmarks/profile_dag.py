@@ -1,8 +1,10 @@
 """Where the main job's time goes: per-rule wall time of the jobs of one configuration, read from
-the MLflow store every job mirrors itself to (one run per job, tagged with its rule), and an estimate
-of the run on more cores from the rule graph's critical path.
+the MLflow store every job mirrors itself to (one run per job, tagged with its rule) or, with
+``--bench``, from the ``benchmark:`` file Snakemake writes beside each job's log; the ten most
+expensive jobs, the critical path of jobs, and an estimate of the run on more cores.
 
     python benchmarks/profile_dag.py --db results/mlflow.db --config cpu-default --cores 2 8 --since 2026-12-01T20:32
+    python benchmarks/profile_dag.py --bench --cores 2 8 --csv docs/data/default-run/job_times.csv
 
 The estimate for c cores is max(critical path, Σ job minutes × threads / c): the longest chain of
 rules (each rule at its slowest job) against the total work spread over c cores. It is a lower bound
@@ -89,6 +91,8 @@ class Job:
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
     needs: set = field(default_factory=set)
+    benchmark: str = ""
+    rule: str = ""
 
 
 def job_graph(configfile: str) -> dict[str, Job]:
@@ -105,7 +109,8 @@ def job_graph(configfile: str) -> dict[str, Job]:
         values = [w.split("=", 1)[1] for w in fields.get("wildcards", "").split(", ") if "=" in w]
         jobs[fields["jobid"]] = Job(frozenset([head.group(1), *values]), int(fields.get("threads", 1)),
                                     int(fields.get("priority", 0)), tuple(fields.get("input", "").split(", ")),
-                                    tuple(fields.get("output", "").split(", ")))
+                                    tuple(fields.get("output", "").split(", ")), benchmark=fields.get("benchmark", ""),
+                                    rule=head.group(1))
     made_by = {out: jid for jid, job in jobs.items() for out in job.outputs if out}
     for job in jobs.values():
         job.needs = {made_by[i] for i in job.inputs if i in made_by}
@@ -136,6 +141,68 @@ def simulate(jobs: dict[str, Job], minutes: dict[frozenset, tuple[str, float]], 
     return clock
 
 
+def bench_minutes(jobs: dict[str, Job]) -> dict[frozenset, dict]:
+    """Each job's ``benchmark:`` file (Snakemake's TSV: ``s`` wall seconds, ``cpu_time`` seconds,
+    ``max_rss`` MB) → key → {rule, minutes, cpu_minutes, max_rss_mb}; jobs without one are left out."""
+    out = {}
+    for job in jobs.values():
+        path = REPO / job.benchmark if job.benchmark else None
+        if path is None or not path.is_file():
+            continue
+        head, row = path.read_text().splitlines()[:2]
+        rec = dict(zip(head.split("\t"), row.split("\t")))
+        out[job.key] = {"rule": job.rule, "minutes": float(rec["s"]) / 60,
+                        "cpu_minutes": float(rec.get("cpu_time", "nan") or "nan") / 60,
+                        "max_rss_mb": float(rec.get("max_rss", "nan") or "nan"), "benchmark": job.benchmark}
+    return out
+
+
+def job_critical_path(jobs: dict[str, Job], cost: dict[str, float]) -> tuple[float, list[str]]:
+    """The longest chain of jobs (jobid → minutes; 0 when unmeasured) through ``needs``."""
+    memo: dict[str, tuple[float, list[str]]] = {}
+
+    def longest(jid: str) -> tuple[float, list[str]]:
+        if jid not in memo:
+            best = max((longest(j) for j in jobs[jid].needs), default=(0.0, []))
+            memo[jid] = (best[0] + cost.get(jid, 0.0), best[1] + [jid])
+        return memo[jid]
+
+    return max(longest(j) for j in jobs)
+
+
+def bench_report(args) -> None:
+    """The ``--bench`` report: per-rule sums, the ten most expensive jobs, the critical path of jobs,
+    the estimates; ``--csv`` writes one row per measured job."""
+    graph = job_graph(args.configfile)
+    measured = bench_minutes(graph)
+    cost = {jid: measured[j.key]["minutes"] for jid, j in graph.items() if j.key in measured}
+    total = sum(cost.values())
+    per_rule: dict[str, list[float]] = defaultdict(list)
+    for rec in measured.values():
+        per_rule[rec["rule"]].append(rec["minutes"])
+    print("| rule | jobs | minutes (sum) | slowest job | share |\n|---|---|---|---|---|")
+    for rule, mins in sorted(per_rule.items(), key=lambda kv: -sum(kv[1])):
+        print(f"| {rule} | {len(mins)} | {sum(mins):.1f} | {max(mins):.1f} | {100 * sum(mins) / total:.0f}% |")
+    print("\nten most expensive jobs:")
+    for jid in sorted(cost, key=lambda j: -cost[j])[:10]:
+        print(f"  {cost[jid]:6.1f} min  {measured[graph[jid].key]['benchmark']}")
+    path_minutes, path = job_critical_path(graph, cost)
+    print(f"\ncritical path {path_minutes:.1f} min: " + " → ".join(f"{graph[j].rule} ({cost.get(j, 0):.1f})" for j in path))
+    for c in args.cores:
+        print(f"on {c} cores: lower bound {max(path_minutes, total / c):.1f} min; greedy schedule "
+              f"{simulate(graph, {k: (v['rule'], v['minutes']) for k, v in measured.items()}, c):.1f} min")
+    if args.csv:
+        import csv
+        args.csv.parent.mkdir(parents=True, exist_ok=True)
+        on_path = {graph[j].key for j in path}
+        with args.csv.open("w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["rule", "benchmark", "minutes", "cpu_minutes", "max_rss_mb", "critical_path"])
+            for key, rec in sorted(measured.items(), key=lambda kv: -kv[1]["minutes"]):
+                w.writerow([rec["rule"], rec["benchmark"], f"{rec['minutes']:.3f}", f"{rec['cpu_minutes']:.3f}",
+                            f"{rec['max_rss_mb']:.0f}", int(key in on_path)])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", type=Path, default=REPO / "results" / "mlflow.db")
@@ -144,7 +211,14 @@ def main() -> None:
     ap.add_argument("--cores", type=int, nargs="+", default=[2, 8])
     ap.add_argument("--since", type=datetime.fromisoformat, default=None,
                     help="only jobs started at or after this time (e.g. 2026-12-01T20:32, UTC): one run's jobs")
+    ap.add_argument("--bench", action="store_true", help="read each job's benchmark: file instead of MLflow")
+    ap.add_argument("--csv", type=Path, default=None, help="with --bench: one row per measured job")
+    ap.add_argument("--root", type=Path, default=REPO, help="the checkout that ran the workflow (its logs/)")
     args = ap.parse_args()
+    global REPO
+    REPO = args.root.resolve()
+    if args.bench:
+        return bench_report(args)
     since = args.since.replace(tzinfo=args.since.tzinfo or timezone.utc) if args.since else None
     named = named_job_minutes(args.db, args.config, int(since.timestamp() * 1000) if since else 0)
     jobs = by_rule(named)

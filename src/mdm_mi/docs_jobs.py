@@ -27,6 +27,9 @@ RECORD = "docs/record"
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "prereg-design": doc_tables.preregistration_design,
     "provenance": doc_tables.provenance,
+    "sudoku-budgets": doc_tables.sudoku_budgets,
+    "primary": doc_tables.primary_contrast,
+    "fidelity": doc_tables.head_fidelity,
 }
 
 

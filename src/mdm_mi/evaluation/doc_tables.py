@@ -12,6 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
+from mdm_mi.evaluation import paper
+from mdm_mi.evaluation.budgets import SEQUENTIAL, budget_rows, markdown, table_order
+from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
+from mdm_mi.evaluation.verdicts import classify
+
 
 def _json(path: Path) -> dict:
     return json.loads(Path(path).read_text())
@@ -54,3 +61,58 @@ def provenance(path: Path) -> str:
     rows = [(k, p[k]) for k in ("command", "commit", "machine", "date", "cpu_minutes", "wall_minutes") if k in p]
     cell = lambda v: f"`{v}`" if isinstance(v, str) and len(v) > 30 else str(v)  # noqa: E731
     return "\n".join(["| | |", "|---|---|"] + [f"| {k.replace('_', ' ')} | {cell(v)} |" for k, v in rows]) + "\n"
+
+
+def comparison_runs(path: Path) -> tuple[str, dict[str, dict]]:
+    """A comparison folder's runs: ``runs.json``'s summaries (``path``) with the per-item ``solved``
+    and ``passes`` arrays of the ``outcomes.npz`` beside it → (set name, runs in table order)."""
+    meta = _json(path)
+    with np.load(Path(path).with_name("outcomes.npz"), allow_pickle=False) as z:
+        arrays = {str(n): {k: z[k][i] for k in ("solved", "passes", "setting_solved", "setting_passes")}
+                  for i, n in enumerate(z["names"])}
+    runs = {name: run | arrays[name] for name, run in meta["runs"].items()}
+    return meta["set"], table_order(runs)
+
+
+def sudoku_budgets(path: Path) -> str:
+    """A Sudoku comparison's budgets tables, recomputed from its runs and per-puzzle outcomes (the
+    same statistics ``sudoku-compare`` writes: :func:`budget_rows`, :func:`classify`)."""
+    set_name, runs = comparison_runs(path)
+    return markdown(classify(budget_rows(runs, set_name)), runs, set_name, OFF_BUDGET_NOTE)
+
+
+def _verdict_cell(r: dict) -> str:
+    return (f"{100 * r['diff']:+.1f} [{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}] "
+            f"(Holm p {r['p_holm']:.2g}) **{r['verdict']}**")
+
+
+def primary_contrast(path: Path) -> str:
+    """mi* − EB at each budget of one Sudoku comparison (pp, 95% interval, Holm p, verdict), with
+    each sampler's accuracy, from its runs and outcomes; the paper's Table 1 beside it."""
+    set_name, runs = comparison_runs(path)
+    rows = [r for r in classify(budget_rows(runs, set_name)) if r["role"] == "primary"]
+    seq = runs[SEQUENTIAL]
+    lines = ["| budget (passes) | EB % | mi* % | mi* − EB (pp) |", "|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| 1/{r['divisor']} ({r['passes_first']:.1f}) | {100 * r['acc_second']:.1f} | "
+                     f"{100 * r['acc_first']:.1f} | {_verdict_cell(r)} |")
+    paper_rows = {name: (passes, acc) for name, _, _, passes, acc in paper.SUDOKU}
+    lines += ["", f"Sequential: {100 * float(np.mean(seq['solved'])):.1f}% at {float(np.mean(seq['passes'])):.1f} "
+              f"passes on {len(seq['solved']):,} {set_name} puzzles. The paper (Table 1, 1,000 hard puzzles): "
+              f"sequential {paper_rows['sequential'][1]}% at {paper_rows['sequential'][0]}, MI-guided "
+              f"{paper_rows['mi'][1]}% at {paper_rows['mi'][0]}, EB {paper_rows['eb'][1]}% at {paper_rows['eb'][0]} "
+              f"passes: MI-guided − EB = {paper_rows['mi'][1] - paper_rows['eb'][1]:+.1f} pp."]
+    return "\n".join(lines) + "\n"
+
+
+def head_fidelity(path: Path) -> str:
+    """A head's fidelity JSON (``train-head``): the reported test split's Pearson and Spearman with
+    their bootstrap intervals over contexts, the contexts and pairs, and the validation split's."""
+    fid = _json(path)
+    lines = ["| split | contexts | pairs | Pearson [95%] | Spearman [95%] | MAE (nats) |", "|---|---|---|---|---|---|"]
+    for split in ("test", "val"):
+        f = fid[split]
+        ci = lambda k: f" [{f[k + '_ci'][0]:.3f}, {f[k + '_ci'][1]:.3f}]" if k + "_ci" in f else ""  # noqa: E731
+        lines.append(f"| {split} | {f['contexts']} | {f['pairs']:,} | {f['pearson']:.3f}{ci('pearson')} | "
+                     f"{f['spearman']:.3f}{ci('spearman')} | {f['mae']:.4f} |")
+    return "\n".join(lines) + "\n"
