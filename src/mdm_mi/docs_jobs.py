@@ -30,6 +30,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "sudoku-budgets": doc_tables.sudoku_budgets,
     "primary": doc_tables.primary_contrast,
     "fidelity": doc_tables.head_fidelity,
+    "primary-csv": doc_tables.primary_rows_csv,
 }
 
 

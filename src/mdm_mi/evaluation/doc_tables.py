@@ -9,6 +9,7 @@ by hand: change a number in the file and the page's block changes with it.
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -115,4 +116,20 @@ def head_fidelity(path: Path) -> str:
         ci = lambda k: f" [{f[k + '_ci'][0]:.3f}, {f[k + '_ci'][1]:.3f}]" if k + "_ci" in f else ""  # noqa: E731
         lines.append(f"| {split} | {f['contexts']} | {f['pairs']:,} | {f['pearson']:.3f}{ci('pearson')} | "
                      f"{f['spearman']:.3f}{ci('spearman')} | {f['mae']:.4f} |")
+    return "\n".join(lines) + "\n"
+
+
+def primary_rows_csv(path: Path) -> str:
+    """The primary rows (``role == primary``) of a long-format comparison CSV with ``metric``,
+    ``value_first/second`` columns (``antibody-compare``, the protein co-variation table): each
+    budget's passes, both values, the difference [95% interval], Holm p and verdict."""
+    with Path(path).open(newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["role"] == "primary"]
+    lines = ["| set | metric | budget | passes (first / second) | first | second | first − second [95%] | Holm p | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        f = {k: float(r[k]) for k in ("passes_first", "passes_second", "value_first", "value_second", "diff", "lo", "hi", "p_holm")}
+        lines.append(f"| {r['set']} | {r['metric']} | 1/{r['divisor']} | {f['passes_first']:.1f} / {f['passes_second']:.1f} | "
+                     f"{r['first']} {f['value_first']:.3f} | {r['second']} {f['value_second']:.3f} | "
+                     f"{f['diff']:+.3f} [{f['lo']:+.3f}, {f['hi']:+.3f}] | {f['p_holm']:.2g} | **{r['verdict']}** |")
     return "\n".join(lines) + "\n"
