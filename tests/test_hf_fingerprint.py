@@ -200,8 +200,9 @@ def test_label_refuses_a_sequence_file_that_is_not_token_ids(models, tmp_path, c
     assert not (tmp_path / "l.safetensors").exists()
 
 
-@pytest.mark.parametrize("flag, value, words", [("--batch-size", 0, "--batch-size"), ("--batch-size", -5, "--batch-size"),
-                                                ("--tol", -1, "--tol"), ("--k", -4, "--k")])
+@pytest.mark.parametrize("flag, value, words", [("--batch-size", 0, "--batch-size"),
+                                                ("--batch-size", -5, "--batch-size"), ("--tol", -1, "--tol"),
+                                                ("--k", -4, "--k")])
 def test_label_refuses_bad_numbers(models, labelled, tmp_path, capsys, flag, value, words):
     argv = list(LABEL)
     if flag in argv:
@@ -277,14 +278,15 @@ def test_hf_data_reads_a_text_models_fasta_records_as_tokens(text_model, tmp_pat
     assert (tmp_path / "f" / "train.fasta").read_text().splitlines()[1] == "the cat sat on the mat"
 
 
-def test_lowercase_protein_fasta_is_refused_like_mi_map_refuses_it(models, tmp_path, capsys):
+def test_lowercase_protein_fasta_is_refused_like_mi_map_refuses_it(models, labelled, tmp_path, capsys):
     fasta = tmp_path / "lower.fasta"
     fasta.write_text(">s0\nMKTAYIAK\n>s1\nmktayiak\n>s2\nMKTAYIAK\n")
     assert _main("hf-data", "--model", models["a"], "--sequences", fasta, "--out-dir", tmp_path / "d",
                  "--heldout-fraction", 0.4, "--seed", 0) == 2
     _one_error(capsys, "record s1", "'m'", "case")
     assert not (tmp_path / "d").exists()
-    assert _main("mi-map", "mk__ql", "--model", models["a"], "--out", tmp_path / "m.png", "--quiet") == 2
+    assert _main("mi-map", "mk__ql", "--model", models["a"], "--head", labelled["head"], "--out", tmp_path / "m.png",
+                 "--quiet") == 2
     _one_error(capsys, "'m'")
 
 
