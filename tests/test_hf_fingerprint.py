@@ -377,6 +377,6 @@ def test_docs_your_model_states_the_rules_of_this_issue():
     text = " ".join((REPO / "docs" / "your_model.md").read_text().split())
     assert "such as GPT-2" not in text and "newly initialised" in text
     assert "must not contain `_`" in text
-    assert "Limits: `generate` and `hf-compare`" in text or "Limits: `generate`, `hf-compare`" in text
-    assert "first `--val-contexts`" in text
-    assert "tokens separated by spaces" not in text or "line breaks" in text
+    assert "`generate` without `--reference`" in text  # the Limits paragraph: generate works for any alphabet
+    assert "first `--val-contexts`" in text and "bound_exceeds_label" in text and '"k": null' in text
+    assert "tokens separated by spaces*" not in text and "read as written" in text
