@@ -17,6 +17,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from mdm_mi.core.backbone import check_known_ids
+from mdm_mi.infra.checkpoint import MODEL_FINGERPRINT
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path, read_json
 from mdm_mi.mi.probe import mask_contexts
@@ -190,9 +191,6 @@ def shard_slice(n: int, shard: int, n_shards: int) -> slice:
 
 
 TARGETS = ("mi", "tv")  # what a head learns: the MI label, or DEMASK's TV target (docs/rivals.md)
-STAMP_KEY = "model_fingerprint"  # a label shard's metadata: the fingerprint of the model that labelled it
-
-
 def save_label_shard(path: Path, tensors: dict[str, torch.Tensor], stamp: dict[str, str]) -> None:
     """Write a label shard atomically, ``stamp`` (the labelling model's ``model_fingerprint`` and its
     folder) in the safetensors metadata, so the stamp travels with the file."""
@@ -213,7 +211,7 @@ def shard_stamp(path: Path) -> dict[str, str]:
 def check_shard_model(path: Path, stamp: dict[str, str], fingerprint: str, model) -> None:
     """A shard stamped by another model than the one of ``fingerprint`` (folder ``model``) is refused
     with one line; an unstamped shard passes (its token ids are checked instead)."""
-    found = stamp.get(STAMP_KEY)
+    found = stamp.get(MODEL_FINGERPRINT)
     if found is not None and found != fingerprint:
         raise InputError(f"label shard {path} was labelled by another model (fingerprint {found}, labelled with "
                          f"--model {stamp.get('model', '?')}); {model} has fingerprint {fingerprint}: label the "

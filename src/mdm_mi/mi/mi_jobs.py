@@ -28,12 +28,13 @@ import torch
 
 from mdm_mi.core.backbone import check_frame, check_known_ids, full_precision, token_fingerprint
 from mdm_mi.domain import backbone_name, get_domain
+from mdm_mi.infra.checkpoint import MODEL_FINGERPRINT
 from mdm_mi.infra.errors import BackboneError, InputError
 from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
 from mdm_mi.infra.io import read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.loading import head_stamp, load_model, model_fingerprint
-from mdm_mi.mi.contexts import (STAMP_KEY, TOKEN_FILE_HINT, ContextDraw, draw_evaluation, draw_training,
+from mdm_mi.mi.contexts import (TOKEN_FILE_HINT, ContextDraw, draw_evaluation, draw_training,
                                load_label_shards, read_maskable, read_token_file, save_label_shard, shard_slice,
                                split_part)
 from mdm_mi.mi.fidelity import fidelity, masked_pairs
@@ -130,7 +131,7 @@ def label(args: LabelArgs, tracker) -> None:
     model, meta = load_model(args.model, device)
     backbone = full_precision(model)
     check_encoded_for(backbone, Path(args.sequences), sequences)
-    stamp = {STAMP_KEY: model_fingerprint(args.model, meta), "model": str(args.model)}
+    stamp = {MODEL_FINGERPRINT: model_fingerprint(args.model, meta), "model": str(args.model)}
     maskable = read_maskable(Path(args.sequences), sequences)  # None: every vocabulary token is maskable
     draw = draw_split(args, sequences, backbone.mask_id, backbone.vocab_token_ids, maskable)
     shard = draw.part(shard_slice(len(draw.contexts), args.shard, args.n_shards))
