@@ -419,3 +419,44 @@ def test_the_grid_costs_little_more_than_decoding_each_budget_once():
     assert [p.extra["divisor"] for p in points] == list(DIVISORS)
     assert all(p.on_target for p in points)
     assert sum(calls) < 4 * sum(p.target for p in points), (sum(calls), calls)
+
+
+def _outcomes(a: int, b: int, c: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two paired binary outcome vectors with the 2×2 cells a (both), b (first only), c (second only), d (neither)."""
+    first = np.array([1] * a + [1] * b + [0] * c + [0] * d, dtype=bool)
+    second = np.array([1] * a + [0] * b + [1] * c + [0] * d, dtype=bool)
+    return first, second
+
+
+def test_a_sudoku_contrast_whose_interval_and_p_disagree_is_marked_and_explained():
+    """Issue 51: an interval excluding 0 beside a p above 5% must not stand unexplained. With 4 of 50
+    puzzles discordant, all one way, the exact McNemar p is 2/2⁴ = 0.125 while Newcombe's approximate
+    interval excludes 0: the cell is marked and the table says why (the verdict follows p)."""
+    import dataclasses
+
+    from mdm_mi.evaluation.budgets import DISAGREES, DISAGREES_NOTE, diff_cell, disagree_note
+    from mdm_mi.evaluation.paired import interval_agrees
+
+    few = dataclasses.asdict(paired_difference(*_outcomes(12, 0, 4, 34)))
+    assert few["p_value"] == pytest.approx(0.125) and few["hi"] < 0
+    assert not interval_agrees(few["lo"], few["hi"], few["p_value"])
+    many = dataclasses.asdict(paired_difference(*_outcomes(12, 0, 20, 18)))
+    assert many["p_value"] < 0.05 and many["hi"] < 0 and interval_agrees(many["lo"], many["hi"], many["p_value"])
+    assert diff_cell(few).endswith(DISAGREES) and DISAGREES not in diff_cell(many)
+    assert disagree_note([diff_cell(few)]) == ["", DISAGREES_NOTE] and disagree_note([diff_cell(many)]) == []
+
+
+def test_the_antibody_tables_t_interval_and_p_agree_on_known_data():
+    """The antibody table's paired t: d = 1..5 has mean 3, SE √(2.5/5), t = 4.24 on 4 df, p = 0.0132 and
+    the 95% interval 3 ± 2.776·SE; on random data its interval excludes 0 exactly when p < 0.05."""
+    from mdm_mi.antibody.compare import paired_t
+
+    known = paired_t(np.arange(1.0, 6.0), np.zeros(5))
+    assert known["diff"] == 3 and known["p_value"] == pytest.approx(0.01324, abs=1e-4)
+    half = 2.7764 * math.sqrt(0.5)  # t(0.975, 4 df) · SE
+    assert (known["lo"], known["hi"]) == pytest.approx((3 - half, 3 + half), abs=1e-3)
+    rng = np.random.default_rng(51)
+    for _ in range(500):
+        n = int(rng.integers(3, 40))
+        r = paired_t(rng.normal(rng.normal(0, 0.5), 1, n), np.zeros(n))
+        assert (r["lo"] > 0 or r["hi"] < 0) == (r["p_value"] < 0.05)

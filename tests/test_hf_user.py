@@ -123,7 +123,7 @@ def test_hf_data_stamps_the_model_and_label_refuses_another_models_contexts(bert
     fasta.write_text("".join(f">s{i}\nMKTAYIAK\n" for i in range(4)))
     assert _hf_data(bert, fasta, tmp_path / "data") == 0
     stamp = json.loads((tmp_path / "data" / "train_contexts.json").read_text())
-    assert len(stamp["model_fingerprint"]) == 16 and stamp["records"][0].startswith("s")
+    assert len(stamp["token_fingerprint"]) == 16 and stamp["records"][0].startswith("s")
     label = ["label", "--n-contexts", 2, "--shard", 0, "--n-shards", 1, "--method", "exact", "--tol", 0.01,
              "--batch-size", 16, "--seed", 0, "--device", "cpu", "--threads", 1]
     assert _main(*label, "--model", esm, "--sequences", tmp_path / "data" / "train_contexts.npy",

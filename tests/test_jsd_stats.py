@@ -85,9 +85,43 @@ def test_bootstrap_helpers():
     assert (lo, hi) == (0.0, 2.0)
     assert basic_bootstrap_interval(1.0, reps, level=0.5, lower_bound=0.0) == (0.0, 0.0)
     assert bootstrap_bias_corrected(2.0, reps) == 1.0 and bootstrap_bias_corrected(1.0, reps, 0.0) == 0.0
-    assert bootstrap_p_value(1.0, reps) == pytest.approx(1 / 5)  # bounded below by 1/B
-    assert bootstrap_p_value(1.0, np.array([-1.0, 1.0, 2.0, 3.0])) == 0.5
-    assert bootstrap_p_value(-1.0, np.array([-1.0, 1.0, 2.0, 3.0])) == 1.0
+    assert bootstrap_p_value(1.0, reps) == pytest.approx(0.5)  # 2θ̂ = 2 is q(0.25): the 50% interval's edge
+    assert bootstrap_p_value(1.0, np.array([-1.0, 1.0, 2.0, 3.0])) == pytest.approx(2 / 3)
+    assert bootstrap_p_value(-1.0, np.array([-1.0, 1.0, 2.0, 3.0])) == 0.0  # 2θ̂ below every replicate
+    assert bootstrap_p_value(0.0, np.array([-1.0, 1.0])) == 1.0
+
+
+def _normal_replicates(mean: float, sd: float, n: int = 4000) -> np.ndarray:
+    """``n`` replicates at the normal quantiles of ``N(mean, sd²)``: a bootstrap distribution whose
+    quantiles, and so whose basic interval and p, are known in closed form."""
+    from statistics import NormalDist
+
+    return np.array([NormalDist(mean, sd).inv_cdf((i + 0.5) / n) for i in range(n)])
+
+
+def test_the_p_value_of_issue_51s_row_agrees_with_its_interval():
+    """budgets.md printed -0.070 [-0.212, -0.036] p=0.68 "not resolved": replicates centred at -0.016
+    (the plug-in JSD's bias moves them towards 0) give that basic interval, and the percentile test
+    (replicates beyond 0) gave p = 0.68. The p that inverts the basic interval is 2·Φ((2θ̂ − μ*)/σ*)."""
+    from statistics import NormalDist
+
+    mean, sd, estimate = -0.016, 0.088 / 1.959963984540054, -0.070
+    reps = _normal_replicates(mean, sd)
+    lo, hi = basic_bootstrap_interval(estimate, reps)
+    assert lo == pytest.approx(-0.212, abs=1e-3) and hi == pytest.approx(-0.036, abs=1e-3)
+    assert 2 * np.mean(reps >= 0) == pytest.approx(0.72, abs=0.01)  # the percentile test: the contradiction
+    p = bootstrap_p_value(estimate, reps)
+    assert p == pytest.approx(2 * NormalDist().cdf((2 * estimate - mean) / sd), abs=1e-3) and p < 0.01
+
+
+@pytest.mark.parametrize("level", [0.95, 0.9, 0.5])
+def test_the_bootstrap_p_is_below_one_minus_level_exactly_when_the_interval_excludes_zero(level):
+    rng = np.random.default_rng(51)
+    for trial in range(2000):
+        reps = rng.normal(rng.normal(0, 1), rng.uniform(0.1, 2), size=int(rng.integers(2, 300)))
+        estimate = float(rng.normal(0, 1.5))
+        lo, hi = basic_bootstrap_interval(estimate, reps, level)
+        assert (lo > 0 or hi < 0) == (bootstrap_p_value(estimate, reps) < 1 - level), (trial, estimate, lo, hi)
 
 
 # ---- sampler differences with k-means refit in each replicate ------------------------------------------
@@ -117,3 +151,4 @@ def test_jsd_difference_bootstrap():
     far = pairs["a", "c"]
     assert far["diff"] < -0.1 and far["hi"] < 0 and far["p_value"] <= 2 / DIFF_BOOT
     assert out["jsd"]["c"] > out["jsd"]["a"]
+    assert all((d["lo"] > 0 or d["hi"] < 0) == (d["p_value"] < 0.05) for d in out["pairs"])  # one verdict

@@ -23,6 +23,8 @@ from typing import Callable
 from mdm_mi.infra.checkpoint import CheckpointError, read_meta
 
 FASTA_SUFFIXES = (".fasta", ".fa", ".faa")
+HF_TRAIN_HINT = ("train a head for your model with hf-data, label and train-head (docs/your_model.md), or "
+                 "`snakemake hf --cores 2 --configfile config/hf.yaml`")
 PUZZLE_CHARS = set("0123456789.")
 
 
@@ -34,7 +36,8 @@ class Domain:
     ``structure() -> (N, N) bool | None``: known dependency structure that scores the head;
     ``describe(meta) -> str``: the backbone in figure titles; ``mapper()``: its ``mi-map`` input/figure;
     ``sequences``: its backbones are :class:`~mdm_mi.core.backbone.SequenceBackbone` (strings in and out),
-    so ``generate`` and ``protein-compare`` take them."""
+    so ``generate`` and ``protein-compare`` take them; ``train_hint``: how to train a missing model or
+    head, in the one-line error that reports it."""
 
     name: str
     model_dirs: tuple[str, ...]
@@ -45,6 +48,7 @@ class Domain:
     describe: Callable[[dict], str]
     mapper: Callable
     sequences: bool = False
+    train_hint: str = "train one with `snakemake --cores 2` (see README.md)"
 
 
 def _load_sudoku(directory, meta, device):
@@ -127,7 +131,7 @@ DOMAINS: dict[str, Domain] = {
     "protein": Domain("protein", ("protein/model",), ("protein/head", "protein/mi/head"), FASTA_SUFFIXES,
                       _load_protein, lambda: None, _describe_protein, _protein_mapper, sequences=True),
     "hf": Domain("hf", ("hf/model",), ("hf/head",), FASTA_SUFFIXES, _load_hf, lambda: None, _describe_hf,
-                 _hf_mapper, sequences=True),
+                 _hf_mapper, sequences=True, train_hint=HF_TRAIN_HINT),
 }
 
 

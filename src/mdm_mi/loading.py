@@ -10,17 +10,27 @@ line. The domain-specific loaders (``sudoku.model.load_model``, ``protein.model.
 
     backbone, meta = load_model("results/cpu-default/sudoku/model", "cpu", domain="sudoku")
     backbone, head = load_model_and_head(model_dir, head_dir, "cpu", domain=SEQUENCES)
+
+Every model has a fingerprint (:func:`model_fingerprint`: its weights' sha256 and its alphabet), which
+the labels and heads made on it carry; :func:`load_mi_head` refuses a head made on another model.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from pathlib import Path
 
 from mdm_mi.domain import DOMAINS
-from mdm_mi.infra.checkpoint import META, CheckpointError, read_meta
+from mdm_mi.infra.checkpoint import META, MODEL_FINGERPRINT, WEIGHTS, CheckpointError, read_meta, sha256_file
 
 HEAD_DOMAIN = "mi_head"  # the domain mdm_mi.mi.head.save_head writes
 SEQUENCES = "sequences"  # ``domain=`` for any sequence domain (protein, hf): what generate and compare decode
+FINGERPRINT = "fingerprint"  # a model's meta.json key: its fingerprint, stored where it is computed once (import-hf)
+HEAD_LAYER = "backbone_hidden_layer"  # a head's meta key: the hidden layer of the model it was trained on
+FINGERPRINT_CHARS = 16  # hex characters of a model fingerprint
+WEIGHT_SUFFIXES = (".safetensors", ".bin")  # the files of a weights folder that hold weights
 
 
 def check_meta(folder: str | Path, meta: dict, want: str | None = None) -> str:
@@ -60,10 +70,61 @@ def load_model(folder: str | Path, device="cpu", domain: str | None = None, meta
     return DOMAINS[found].load(Path(folder), meta, device), meta
 
 
+def weight_files(folder: str | Path, meta: dict) -> list[Path]:
+    """The files holding the weights of the model in ``folder``: ``meta["weights"]`` (relative to the
+    folder; a file, or a folder whose ``*.safetensors``/``*.bin`` files are read: an ``hf`` model's),
+    else the folder's ``model.safetensors``; none when there is no such file."""
+    source = Path(os.path.normpath(Path(folder) / str(meta.get("weights", WEIGHTS))))  # folder may not exist yet
+    if source.is_dir():
+        return sorted(p for p in source.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
+    return [source] if source.is_file() else []
+
+
+def compute_fingerprint(folder: str | Path, meta: dict) -> str:
+    """A short hash of what fixes a model's logits: the sha256 of each of its :func:`weight_files` and
+    its alphabet (``meta["tokens"]``, an ``hf`` model's); not its folder, nor its hidden layer (a head
+    records that itself)."""
+    parts = {"weights": [sha256_file(p) for p in weight_files(folder, meta)], "tokens": meta.get("tokens")}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:FINGERPRINT_CHARS]
+
+
+def model_fingerprint(folder: str | Path, meta: dict | None = None) -> str:
+    """The fingerprint of the model in ``folder``: the one its ``meta.json`` stores (``import-hf``
+    computes it once), else :func:`compute_fingerprint` (hashing the weights: milliseconds for a small
+    model, about a second per GB)."""
+    meta = read_meta(folder) if meta is None else meta
+    return meta.get(FINGERPRINT) or compute_fingerprint(folder, meta)
+
+
+def head_stamp(folder: str | Path, meta: dict) -> dict:
+    """What a head trained on the model in ``folder`` (its ``meta``) records of it, for
+    :func:`check_head_model`: the model's fingerprint and hidden layer."""
+    return {MODEL_FINGERPRINT: model_fingerprint(folder, meta), HEAD_LAYER: meta.get("hidden_layer")}
+
+
+def check_head_model(folder: str | Path, meta: dict, model: str | Path) -> None:
+    """The head in ``folder`` (its ``meta``) was trained on the model in ``model``, at its hidden layer:
+    one-line :class:`CheckpointError` otherwise. A head saved before heads recorded their model passes."""
+    want = meta.get(MODEL_FINGERPRINT)
+    if want is None:
+        return
+    model_meta = read_meta(model)
+    found = model_fingerprint(model, model_meta)
+    if found != want:
+        raise CheckpointError(f"MI head {folder} was trained on another model (fingerprint {want}, trained with "
+                              f"--model {meta.get('backbone')}); model {model} has fingerprint {found}: pass the head "
+                              f"trained on this model, or train one with train-head --model {model}")
+    if HEAD_LAYER in meta and meta[HEAD_LAYER] != model_meta.get("hidden_layer"):
+        raise CheckpointError(f"MI head {folder} reads hidden layer {meta[HEAD_LAYER]} of its model, but {model} is "
+                              f"marked with hidden layer {model_meta.get('hidden_layer')}: pass the model folder the "
+                              "head was trained on, or train a head on this one with train-head")
+
+
 def load_mi_head(folder: str | Path, device="cpu", backbone=None, model: str | Path | None = None,
                  target: str = "mi"):
-    """The MI head in ``folder`` (eval mode, on ``device``); with ``backbone``, refused unless it reads
-    hidden states of that backbone's width (``model``: the backbone's folder, for the message); refused
+    """The MI head in ``folder`` (eval mode, on ``device``); with ``model`` (the backbone's folder),
+    refused unless it was trained on that model (:func:`check_head_model`); with ``backbone``, refused
+    unless it reads hidden states of that backbone's width; refused
     unless it learned ``target`` (``mi``, or ``tv``: DEMASK's TV target; a head saved before targets
     existed learned ``mi``)."""
     from mdm_mi.mi.head import load_head  # lazy: the head (and its training code) only when a head is loaded
@@ -73,6 +134,8 @@ def load_mi_head(folder: str | Path, device="cpu", backbone=None, model: str | P
     if meta.get("target", "mi") != target:
         raise CheckpointError(f"head {folder} learned the {meta.get('target')!r} target, not {target!r}: "
                               f"pass a head trained with train-head --target {target}")
+    if model is not None:
+        check_head_model(folder, meta, model)
     head, _ = load_head(folder, device, meta=meta)
     if backbone is not None and head.in_dim != backbone.hidden_dim:
         raise CheckpointError(f"MI head {folder} reads hidden states of width {head.in_dim}, but model "

@@ -21,13 +21,12 @@ from mdm_mi.infra.errors import InputError
 
 RUN_ENV = "MDM_MI_RUN"
 DEFAULT_RESULTS = Path("results")
-TRAIN_HINT = "train one with `snakemake --cores 2` (see README.md)"
-
 
 
 def find_model(domain: str, results_root: str | Path = DEFAULT_RESULTS, run: str | None = None) -> Path:
     """The backbone checkpoint folder of ``domain`` under ``results_root`` (see the module doc)."""
-    return _find(_dirs(domain).model_dirs, f"{domain} model", "--model", Path(results_root), run)
+    entry = _dirs(domain)
+    return _find(entry.model_dirs, f"{domain} model", "--model", Path(results_root), run, entry.train_hint)
 
 
 def find_head(
@@ -37,13 +36,13 @@ def find_head(
     only fits the backbone it was trained on), else as :func:`find_model` searches."""
     rel = _dirs(domain).head_dirs
     if model is None:
-        return _find(rel, f"{domain} MI head", "--head", Path(results_root), run)
+        return _find(rel, f"{domain} MI head", "--head", Path(results_root), run, _dirs(domain).train_hint)
     beside = [Path(model).parent / Path(sub).relative_to(domain) for sub in rel]
     for path in beside:
         if (path / META).is_file():
             return path
     raise InputError(f"no {domain} MI head beside the model {model} (searched {', '.join(map(str, beside))}); "
-                     f"{TRAIN_HINT}, or pass --head PATH")
+                     f"{_dirs(domain).train_hint}, or pass --head PATH")
 
 
 def _dirs(domain: str):
@@ -53,8 +52,9 @@ def _dirs(domain: str):
     return DOMAINS[domain]
 
 
-def _find(rel: tuple[str, ...], what: str, flag: str, root: Path, run: str | None) -> Path:
-    """The newest ``root/<run>/<rel>`` holding a meta.json, or the one of ``run``; else one-line error."""
+def _find(rel: tuple[str, ...], what: str, flag: str, root: Path, run: str | None, hint: str) -> Path:
+    """The newest ``root/<run>/<rel>`` holding a meta.json, or the one of ``run``; else one-line error
+    ending in ``hint`` (how the domain trains one)."""
     run = run or os.environ.get(RUN_ENV) or None
     runs = [run] if run else ["*"]
     found = [p.parent for r in runs for sub in rel for p in root.glob(f"{r}/{sub}/{META}") if p.is_file()]
@@ -63,4 +63,4 @@ def _find(rel: tuple[str, ...], what: str, flag: str, root: Path, run: str | Non
     searched = ", ".join(str(root / runs[0] / sub) for sub in rel)
     others = sorted({p.parents[len(Path(sub).parts)].name for sub in rel for p in root.glob(f"*/{sub}/{META}")})
     also = f"; runs that have one: {', '.join(others)}" if others else ""
-    raise InputError(f"no trained {what} found (searched {searched}{also}); {TRAIN_HINT}, or pass {flag} PATH")
+    raise InputError(f"no trained {what} found (searched {searched}{also}); {hint}, or pass {flag} PATH")

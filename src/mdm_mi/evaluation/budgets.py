@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.core.sampler_table import ALGORITHM_1, SAMPLERS, Calibration, is_algorithm_1, sampler_of
-from mdm_mi.evaluation.paired import paired_difference
+from mdm_mi.evaluation.paired import interval_agrees, paired_difference
 from mdm_mi.evaluation.stats import wilson_interval
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path
@@ -156,11 +156,25 @@ def _param_text(cal: Calibration, params: dict) -> str:
     return f"{cal.symbol}={value:.4g}"
 
 
-def _diff_cell(r: dict) -> str:
+DISAGREES = "§"  # a contrast whose 95% interval and p disagree at 5% (mdm_mi.evaluation.paired.interval_agrees)
+DISAGREES_NOTE = (f"{DISAGREES} the 95% interval (Newcombe's, approximate) and the paired p (exact McNemar; the "
+                  "sign-flip test for a two-setting mixture) disagree at 5%, as they can near the 5% line or with few "
+                  "discordant puzzles; the verdict follows p")
+
+
+def diff_cell(r: dict) -> str:
+    """A contrast as ``+1.2 [−0.3, +2.7] p=0.11`` (pp), marked :data:`DISAGREES` when its interval and
+    p disagree at 5%, with the Holm-adjusted p of a classified row."""
     cell = f"{100 * r['diff']:+.1f} [{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}] p={r['p_value']:.2g}"
+    cell += "" if interval_agrees(r["lo"], r["hi"], r["p_value"]) else DISAGREES
     if "p_holm" in r:  # classified rows (mdm_mi.evaluation.verdicts): the Holm-adjusted p
         cell += f" (Holm {r['p_holm']:.2g})"
     return cell
+
+
+def disagree_note(cells: list[str]) -> list[str]:
+    """The footnote of :data:`DISAGREES` when a shown contrast carries it, else nothing."""
+    return ["", DISAGREES_NOTE] if any(DISAGREES in c for c in cells) else []
 
 
 def markdown(rows: list[dict], runs: dict[str, dict], set_name: str, off_target_note: str = OFF_TARGET_NOTE) -> str:
@@ -200,9 +214,10 @@ def markdown(rows: list[dict], runs: dict[str, dict], set_name: str, off_target_
         for d in table:
             rs = {r["second"]: r for r in mine if r["divisor"] == d}
             res = np.median([r["detectable"] for r in rs.values()])
-            lines.append(f"| 1/{d} | " + " | ".join(_diff_cell(rs[s]) + (f" **{rs[s]['verdict']}**" if "p_holm" in rs[s] else "")
+            lines.append(f"| 1/{d} | " + " | ".join(diff_cell(rs[s]) + (f" **{rs[s]['verdict']}**" if "p_holm" in rs[s] else "")
                                                    if s in rs else "" for s in seconds)
                          + f" | {100 * res:.1f} |")
+        lines += disagree_note(lines)
     return "\n".join(lines) + "\n"
 
 
@@ -260,9 +275,9 @@ def summary_markdown(rows: list[dict]) -> str:
     lines = ["| set | budget | passes | best (acc %) | best − sequential | "
              + " | ".join(f"{BEST_MI} − {a}" for a in against) + " |", "|---|---|---|---|---|" + "---|" * len(against)]
     for w in table:
-        cells = [(f"{_diff_cell(w['vs'][a])} **{w['vs'][a]['verdict']}**" if a in w["vs"] else "") for a in against]
+        cells = [(f"{diff_cell(w['vs'][a])} **{w['vs'][a]['verdict']}**" if a in w["vs"] else "") for a in against]
         vs_seq = w["best_vs_sequential"]
-        seq_cell = f"{_diff_cell(vs_seq)} **{vs_seq['verdict']}**" if vs_seq else ""
+        seq_cell = f"{diff_cell(vs_seq)} **{vs_seq['verdict']}**" if vs_seq else ""
         lines.append(f"| {w['set']} | 1/{w['divisor']} | {w['passes']:.1f} | {w['best']} ({100 * w['best_acc']:.1f}) | "
                      + seq_cell + " | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + disagree_note(lines)) + "\n"

@@ -56,6 +56,15 @@ def newcombe_interval(a: int, b: int, c: int, d: int, z: float = Z95) -> tuple[f
     return max(-1.0, theta - dl), min(1.0, theta + du)
 
 
+def interval_agrees(lo: float, hi: float, p_value: float, alpha: float = ALPHA) -> bool:
+    """Whether a row's ``1 − alpha`` interval and its p say the same: the interval excludes 0 exactly
+    when ``p < alpha``. Newcombe's interval is approximate, so it and the paired p can disagree near
+    the line: with few discordant items (b = 0, c = 4 of 50: [−16.1, −0.3] pp beside the exact
+    p = 0.125), or for a mixture's fractional outcomes (the interval on expected cells, p from the
+    sign-flip test). The verdicts follow p; the tables mark such rows (``budgets.DISAGREES``)."""
+    return (lo > 0 or hi < 0) == (p_value < alpha)
+
+
 def detectable_difference(n: int, discordant: float, z_alpha: float = Z95, z_power: float = Z80) -> float:
     """The paired difference that a two-sided 5% test detects with 80% power on ``n`` pairs whose
     discordance rate is ``discordant`` (normal approximation of McNemar: SE ≈ √(π_d / n))."""

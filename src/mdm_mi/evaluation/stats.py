@@ -63,13 +63,35 @@ def bootstrap_bias_corrected(estimate: float, replicates, lower_bound: float | N
 
 
 def bootstrap_p_value(estimate: float, replicates) -> float:
-    """Two-sided bootstrap p-value of ``θ = 0``: the fraction of ``replicates`` ``(B,)`` on the other
-    side of zero from ``estimate`` (zero included), doubled and bounded to ``[1/B, 1]``."""
-    reps = np.asarray(replicates, dtype=np.float64)
-    if estimate == 0:
+    """Two-sided bootstrap p-value of ``θ = 0`` that inverts :func:`basic_bootstrap_interval`: the
+    smallest ``1 − level`` at which the basic interval of ``estimate`` from ``replicates`` ``(B,)``
+    excludes 0, so ``p < 1 − level`` exactly when that interval excludes 0.
+
+    The basic interval excludes 0 when ``2·θ̂`` lies outside the replicates' central quantiles
+    ``[q((1−level)/2), q((1+level)/2)]`` (``numpy.quantile``'s linear interpolation), so
+    ``p = min(1, 2·a⁺, 2·(1 − a⁻))`` with ``a⁺ = sup{a: q(a) ≤ 2θ̂}`` and ``a⁻ = inf{a: q(a) ≥ 2θ̂}``.
+    It is 0 when ``2·θ̂`` lies beyond every replicate (the B replicates resolve no smaller p).
+
+    (The fraction of replicates on the other side of 0 is the *percentile* test: where the replicates
+    are biased, as plug-in JSDs are, it contradicts the basic interval, e.g. an interval excluding 0
+    beside p = 0.68; issue 51.)"""
+    x = np.sort(np.asarray(replicates, dtype=np.float64))
+    v = 2.0 * float(estimate)
+    return float(min(1.0, 2 * _quantile_level(x, v, upper=True), 2 * (1 - _quantile_level(x, v, upper=False))))
+
+
+def _quantile_level(x: np.ndarray, v: float, upper: bool) -> float:
+    """For sorted ``x`` ``(B,)`` and ``numpy.quantile``'s linear ``q(a) = x[h] + (h − ⌊h⌋)(x[h+1] − x[h])``,
+    ``h = a(B − 1)``: ``sup{a: q(a) ≤ v}`` (``upper``) or ``inf{a: q(a) ≥ v}``, in ``[0, 1]``."""
+    if v < x[0] or (not upper and v == x[0]):
+        return 0.0
+    if v > x[-1] or (upper and v == x[-1]):
         return 1.0
-    other = np.mean(reps <= 0) if estimate > 0 else np.mean(reps >= 0)
-    return float(min(1.0, max(1.0 / len(reps), 2 * other)))
+    if upper:  # x[i] <= v < x[i + 1]
+        i = int(np.searchsorted(x, v, side="right")) - 1
+        return (i + (v - x[i]) / (x[i + 1] - x[i])) / (len(x) - 1)
+    j = int(np.searchsorted(x, v, side="left"))  # x[j - 1] < v <= x[j]
+    return (j - 1 + (v - x[j - 1]) / (x[j] - x[j - 1])) / (len(x) - 1)
 
 
 # ---- Student t and the grouped jackknife (the protein co-variation differences, the oracle's means) ------

@@ -24,6 +24,7 @@ only ever read from a local folder (``local_files_only=True``); nothing is downl
 from __future__ import annotations
 
 import contextlib
+import pickle
 import warnings
 from pathlib import Path
 from typing import Sequence
@@ -32,12 +33,13 @@ import torch
 from torch import nn
 
 from mdm_mi.core.backbone import BackboneOutput
-from mdm_mi.core.hf_folder import DOMAIN, MASK_CHAR
+from mdm_mi.core.hf_folder import DOMAIN, MASK_CHAR, check_tokens
 from mdm_mi.infra.checkpoint import CheckpointError, META
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import read_json
 
 MAX_REASON = 240  # characters of a library's error kept in a one-line CheckpointError
+MAX_MISSING_SHOWN = 3  # missing weights named in the error of a checkpoint without its masked-LM layer
 
 
 class HFBackbone(nn.Module):
@@ -114,9 +116,9 @@ class HFBackbone(nn.Module):
 
     @property
     def max_length(self) -> int | None:
-        """The most tokens a sequence may have (positions left after BOS and EOS), or None (no limit)."""
-        limit = getattr(self.model.config, "max_position_embeddings", None)
-        return int(limit) - 2 if limit else None
+        """The most tokens a sequence may have (the position table's, less BOS and EOS), or None (no
+        table: rotary or relative positions)."""
+        return self.max_tokens - 2 if self.max_tokens is not None else None
 
     def split(self, seq: str) -> list[str]:
         """One sequence → its tokens: characters for a one-character alphabet, else whitespace-separated."""
@@ -136,13 +138,23 @@ class HFBackbone(nn.Module):
             name = names[b] if names is not None else f"sequence {b}"
             bad = sorted({t for t in row if t != MASK_CHAR and t not in self._to_id})
             if bad:
-                raise InputError(f"{name} has tokens outside the model's alphabet: {', '.join(map(repr, bad[:10]))}")
+                raise InputError(f"{name} has tokens outside the model's alphabet: {', '.join(map(repr, bad[:10]))}"
+                                 + self._case_hint(bad))
             if self.max_tokens is not None and len(row) + 2 > self.max_tokens:
                 raise InputError(f"{name} has {len(row)} tokens; the model's {self.max_tokens} positions hold at most "
                                  f"{self.max_tokens - 2} (BOS and EOS take two)")
             ids = [self.mask_id if t == MASK_CHAR else self._to_id[t] for t in row]
             out[b, : len(ids) + 2] = torch.tensor([self.bos_id, *ids, self.eos_id])
         return out.to(device if device is not None else self.vocab_token_ids.device)
+
+    def _case_hint(self, bad: Sequence[str]) -> str:
+        """A note for tokens outside the alphabet that are in it with other case (``m`` for ``M``)."""
+        known = {t.casefold(): t for t in self.alphabet}
+        other = sorted({known[t.casefold()] for t in bad if t.casefold() in known})
+        if not other:
+            return ""
+        shown = ", ".join(map(repr, other[:10]))
+        return f" (tokens are case-sensitive: the alphabet has {shown}; sequences are read as written)"
 
     def decode_tokens(self, tokens: torch.Tensor) -> list[str]:
         """``(B, N)`` or ``(N,)`` ids → sequences: BOS/EOS/pads dropped, mask shown as ``_``."""
@@ -237,6 +249,53 @@ def _first_sentence(exc: Exception, limit: int = MAX_REASON) -> str:
     return cut[: end + 1] if end > 0 else cut[: cut.rfind(" ")] + " …"
 
 
+def _load_masked_lm(auto_class, source: Path):
+    """The masked LM in ``source`` with every weight read from its files: one-line
+    :class:`CheckpointError` for unreadable weights (a truncated safetensors file, a pickle holding
+    more than tensors) and for a checkpoint whose masked-LM layer transformers would create with
+    random weights (one saved from ``BertModel`` or ``BertForSequenceClassification``): it reports
+    such weights as missing keys, which here are refused, never initialised."""
+    from safetensors import SafetensorError  # lazy: with transformers
+
+    try:
+        model, info = auto_class.from_pretrained(source, local_files_only=True, output_loading_info=True)
+    except SafetensorError as exc:
+        raise CheckpointError(f"cannot read the weights in {source}: {_weights_file(source)} is truncated or not a "
+                              f"safetensors file ({_first_sentence(exc)}); save the model again with "
+                              "save_pretrained") from None
+    except (OSError, ValueError) as exc:
+        if _caused_by(exc, pickle.UnpicklingError):
+            raise CheckpointError(f"cannot read the weights in {source}: {_weights_file(source)} is a pickle holding "
+                                  "more than tensors, refused by torch.load(weights_only=True) (nothing in it was "
+                                  "run); save the model as safetensors with save_pretrained from a source you "
+                                  "trust") from None
+        raise CheckpointError(f"cannot load a Hugging Face masked LM from {source}: {_first_sentence(exc)}") from None
+    missing = sorted(info.get("missing_keys", []))
+    if missing:
+        shown = ", ".join(missing[:MAX_MISSING_SHOWN]) + (" …" if len(missing) > MAX_MISSING_SHOWN else "")
+        raise CheckpointError(f"{source} has no weights for {len(missing)} parameters of {type(model).__name__} "
+                              f"({shown}): transformers would use them newly initialised (random), so every label, "
+                              "map and decode would be meaningless; give a folder saved from the masked LM itself "
+                              "(an ...ForMaskedLM model's save_pretrained)") from None
+    return model
+
+
+def _caused_by(exc: BaseException, kind: type) -> bool:
+    """Whether ``exc`` or an exception in its chain (``__cause__``/``__context__``) is a ``kind``."""
+    seen = exc
+    while seen is not None:
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _weights_file(source: Path) -> str:
+    """The name of the weights file transformers reads in ``source`` (safetensors first)."""
+    names = sorted(p.name for p in source.glob("*.safetensors")) or sorted(p.name for p in source.glob("*.bin"))
+    return names[0] if names else "its weights file"
+
+
 def hf_meta(directory: str | Path, meta: dict | None = None) -> dict:
     """The ``meta.json`` of an ``hf`` model folder (read here unless given), checked (one-line
     :class:`CheckpointError` otherwise)."""
@@ -246,6 +305,10 @@ def hf_meta(directory: str | Path, meta: dict | None = None) -> dict:
     meta = read_json(path) if meta is None else meta
     if not isinstance(meta, dict) or meta.get("domain") != DOMAIN or not isinstance(meta.get("tokens"), list):
         raise CheckpointError(f"{path} is not an 'hf' model's meta.json with a 'tokens' list")
+    try:
+        check_tokens(meta["tokens"], f"{path} 'tokens'")
+    except InputError as exc:
+        raise CheckpointError(f"{exc} (mark the folder again with `mdm-mi import-hf --alphabet ...`)") from None
     return meta
 
 
@@ -271,10 +334,7 @@ def load_hf_model(directory: str | Path, device: str | torch.device = "cpu", hid
         except (OSError, ValueError, TypeError) as exc:  # TypeError: a tokenizer class without its vocab file
             raise CheckpointError(f"cannot load the tokenizer from {source} (save it beside the model with "
                                   f"tokenizer.save_pretrained): {_first_sentence(exc)}") from None
-        try:
-            model = AutoModelForMaskedLM.from_pretrained(source, local_files_only=True)
-        except (OSError, ValueError) as exc:
-            raise CheckpointError(f"cannot load a Hugging Face masked LM from {source}: {_first_sentence(exc)}") from None
+        model = _load_masked_lm(AutoModelForMaskedLM, source)
     layer = meta.get("hidden_layer", -1) if hidden_layer is None else hidden_layer
     backbone = HFBackbone(model.float(), tokenizer, meta["tokens"], layer, bool(meta.get("bf16", False)))
     return backbone.to(device).eval(), meta

@@ -26,7 +26,7 @@ from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import OutDir, SeedFlag, h as _h
 from mdm_mi.infra.io import read_text_input, write_json
-from mdm_mi.loading import load_model
+from mdm_mi.loading import FINGERPRINT, compute_fingerprint, load_model
 
 SPLITS = ("train", "heldout")  # hf-data's token files: {split}_contexts.npy
 
@@ -45,7 +45,9 @@ class ImportHfArgs:
 
 
 def import_hf(args: ImportHfArgs, tracker) -> None:
-    """Write ``meta.json`` (domain ``hf``) and, with ``--check``, load the model and run one pass
+    """Write ``meta.json`` (domain ``hf``, with the model's fingerprint: its weights' sha256 and
+    alphabet, :func:`mdm_mi.loading.compute_fingerprint`) and, with ``--check``, first load the model
+    (refused when a weight, e.g. the masked-LM layer, would be newly initialised) and run one pass
     through :func:`mdm_mi.core.backbone.check_backbone` / :func:`~mdm_mi.core.backbone.check_output`."""
     weights = Path(args.weights)
     if not (weights / "config.json").is_file():
@@ -58,6 +60,7 @@ def import_hf(args: ImportHfArgs, tracker) -> None:
             "weights": os.path.relpath(weights.resolve(), out.resolve())}
     if args.check:  # every check before any write: a refused import leaves no meta.json (nor --out) behind
         _check_model(out, meta)
+    meta[FINGERPRINT] = compute_fingerprint(out, meta)  # once: the labels and heads made on it carry it
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / META, meta)
     print(f"{out / META}: {arch}, {len(meta['tokens'])} tokens, hidden layer {args.hidden_layer}{_weights_note(weights)}")
@@ -94,11 +97,14 @@ class HfDataArgs(OutDir, SeedFlag):
 
 def read_sequences(path: Path) -> list[tuple[str, str]]:
     """``(name, sequence)`` of each record: a FASTA file's (name = the header's first word), or the
-    non-empty lines of any other file (name = ``line k``, counted from 1)."""
+    non-empty lines of any other file (name = ``line k``, counted from 1). Both are read as written
+    (case kept, spaces and a FASTA record's line breaks separating tokens) and split into tokens by
+    the model (:meth:`mdm_mi.hf.backbone.HFBackbone.split`), so a record means the same in either file."""
     if Path(path).suffix.lower() in FASTA_SUFFIXES:
-        return [((h.split() or [f"record {k}"])[0], s) for k, (h, s) in enumerate(read_fasta(path), start=1)]
+        records = read_fasta(path, as_written=True)
+        return [((h.split() or [f"record {k}"])[0], s) for k, (h, s) in enumerate(records, start=1)]
     lines = read_text_input(path, "sequence").splitlines()
-    return [(f"line {k}", line.strip()) for k, line in enumerate(lines, start=1) if line.strip()]
+    return [(f"line {k}", " ".join(line.split())) for k, line in enumerate(lines, start=1) if line.strip()]
 
 
 def _encode_split(backbone, records: list[tuple[str, str]], source: Path):
@@ -125,12 +131,13 @@ def hf_data(args: HfDataArgs, tracker) -> None:
     encoded = {split: _encode_split(backbone, parts[split], Path(args.sequences)).numpy() for split in SPLITS}
     out = Path(args.out_dir)  # every check passed: only now is anything written
     out.mkdir(parents=True, exist_ok=True)
-    stamp = {"model_fingerprint": token_fingerprint(backbone), "model": str(args.model)}
+    stamp = {"token_fingerprint": token_fingerprint(backbone), "model": str(args.model)}
     for split in SPLITS:
         np.save(out / f"{split}_contexts.npy", encoded[split])
         write_json(out / f"{split}_contexts.json", stamp | {"records": [n for n, _ in parts[split]]})
-    write_fasta(out / "train.fasta", [(f"train{i}", s) for i, (_, s) in enumerate(parts["train"])])
-    write_fasta(out / "reference.fasta", [(f"heldout{i}", s) for i, (_, s) in enumerate(parts["heldout"])])
+    spelled = {split: backbone.decode_tokens(torch.as_tensor(encoded[split])) for split in SPLITS}  # a line a record
+    write_fasta(out / "train.fasta", [(f"train{i}", s) for i, s in enumerate(spelled["train"])])
+    write_fasta(out / "reference.fasta", [(f"heldout{i}", s) for i, s in enumerate(spelled["heldout"])])
     summary = {split: len(parts[split]) for split in SPLITS} | {"seed": args.seed}
     write_json(out / "summary.json", summary)
     print(f"{len(parts['train'])} train, {len(parts['heldout'])} held-out sequences -> {out}")

@@ -19,6 +19,7 @@ from mdm_mi.infra.io import MANIFEST, atomic_path, write_json
 
 WEIGHTS = "model.safetensors"
 META = "meta.json"
+MODEL_FINGERPRINT = "model_fingerprint"  # labels' and heads' key: the fingerprint of the model that made them
 HF_CONFIG = "config.json"  # a Hugging Face save_pretrained folder (read_meta hints at import-hf)
 HASH_CHUNK = 1 << 20
 

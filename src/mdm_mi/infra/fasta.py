@@ -1,7 +1,7 @@
 """The FASTA format every sequence domain reads and writes (protein, your own model, antibodies) and
 the 20 standard amino acids their protein alphabets share; below the domains, so none imports another
 for them. Headers are stored without the leading ``>``; sequences are upper-cased with whitespace
-removed.
+removed (or read as written: ``read_fasta(path, as_written=True)``).
 
     records = read_fasta("resources/data/protein/uniref50_len50-100.fasta")   # [(header, seq), ...]
     write_fasta("results/protein/reference.fasta", records[:500])
@@ -20,9 +20,12 @@ AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard amino acids (same as mdm
 Record = tuple[str, str]
 
 
-def read_fasta(path: str | Path) -> list[Record]:
+def read_fasta(path: str | Path, as_written: bool = False) -> list[Record]:
     """Read ``path`` → ``[(header, sequence), ...]`` in file order.
 
+    Sequences are upper-cased with whitespace removed (proteins), or with ``as_written`` kept as
+    written: case kept and each line break a space, so a record reads like a line of text (tokens of
+    several characters separated by spaces or line breaks: :func:`mdm_mi.hf.hf_jobs.read_sequences`).
     Raises :class:`InputError` (one line) for a missing file, text before the first header, a record
     without sequence, or a file without records. Letters are not checked here (see
     :func:`mdm_mi.protein.sequences.validate_sequence`).
@@ -36,7 +39,7 @@ def read_fasta(path: str | Path) -> list[Record]:
     def flush(line_no: int) -> None:
         if header is None:
             return
-        seq = "".join(chunks).upper()
+        seq = " ".join(chunks) if as_written else "".join(chunks).upper()
         if not seq:
             raise InputError(f"{path}: record {header!r} (before line {line_no}) has no sequence")
         records.append((header, seq))
@@ -52,7 +55,7 @@ def read_fasta(path: str | Path) -> list[Record]:
         elif header is None:
             raise InputError(f"{path}: line {n_lines} has sequence text before the first '>' header")
         else:
-            chunks.append("".join(line.split()))
+            chunks.append(" ".join(line.split()) if as_written else "".join(line.split()))
     flush(n_lines + 1)
     if not records:
         raise InputError(f"FASTA file has no records: {path}")

@@ -13,10 +13,13 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from safetensors.torch import load_file
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save_file
 
+from mdm_mi.core.backbone import check_known_ids
+from mdm_mi.infra.checkpoint import MODEL_FINGERPRINT
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.io import read_json
+from mdm_mi.infra.io import atomic_path, read_json
 from mdm_mi.mi.probe import mask_contexts
 
 LABEL_SPLITS = ("all", "val", "test")  # --split: the whole draw, or one of its two disjoint evaluation parts
@@ -68,6 +71,39 @@ def _fixed_tokens(seqs: torch.Tensor, vocab_ids, maskable: np.ndarray | None = N
         outside = ~torch.as_tensor(maskable, dtype=torch.bool)
         fixed = outside if fixed is None else fixed | outside
     return fixed
+
+
+TOKEN_SUFFIX = ".npy"  # a token file: (S, N) integer ids of whole encoded sequences
+NPY_MAGIC = b"\x93NUMPY"  # the first bytes of every .npy file
+TOKEN_FILE_HINT = "make token files with hf-data --model (your model), protein-data or prepare-sudoku"
+
+
+def read_token_file(path: Path) -> np.ndarray:
+    """A token file → its ``(S, N)`` integer ids, read without unpickling; one-line
+    :class:`InputError` naming the file and how to make one for anything else (a FASTA, text, a
+    pickle, floats, a 1-D or empty array)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"sequence file not found: {path} ({TOKEN_FILE_HINT})")
+    if path.suffix.lower() != TOKEN_SUFFIX:
+        raise InputError(f"{path} is not a {TOKEN_SUFFIX} token file: --sequences takes (sequences, tokens) "
+                         f"integer ids; {TOKEN_FILE_HINT}")
+    with path.open("rb") as fh:
+        if fh.read(len(NPY_MAGIC)) != NPY_MAGIC:
+            raise InputError(f"{path} is not a .npy file (no numpy header); {TOKEN_FILE_HINT}")
+    try:
+        tokens = np.load(path, allow_pickle=False)
+    except ValueError:  # allow_pickle=False: an array of Python objects is never unpickled
+        raise InputError(f"{path} holds Python objects (a pickle), not integer token ids; {TOKEN_FILE_HINT}") from None
+    except (OSError, EOFError):
+        raise InputError(f"{path} is not a readable .npy file (truncated?); {TOKEN_FILE_HINT}") from None
+    if not isinstance(tokens, np.ndarray) or not np.issubdtype(tokens.dtype, np.integer):
+        raise InputError(f"{path} holds {getattr(tokens, 'dtype', type(tokens).__name__)} values, not integer token "
+                         f"ids; {TOKEN_FILE_HINT}")
+    if tokens.ndim != 2 or 0 in tokens.shape:
+        raise InputError(f"{path} holds an array of shape {tokens.shape}, not a non-empty 2-D (sequences, tokens) "
+                         f"one; {TOKEN_FILE_HINT}")
+    return tokens
 
 
 def read_maskable(sequences_path: Path, sequences: np.ndarray) -> np.ndarray | None:
@@ -157,19 +193,53 @@ def shard_slice(n: int, shard: int, n_shards: int) -> slice:
 TARGETS = ("mi", "tv")  # what a head learns: the MI label, or DEMASK's TV target (docs/record/rivals.md)
 
 
-def load_label_shards(paths, target: str = "mi") -> dict[str, torch.Tensor]:
+def save_label_shard(path: Path, tensors: dict[str, torch.Tensor], stamp: dict[str, str]) -> None:
+    """Write a label shard atomically, ``stamp`` (the labelling model's ``model_fingerprint`` and its
+    folder) in the safetensors metadata, so the stamp travels with the file."""
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp), metadata={k: str(v) for k, v in stamp.items()})
+
+
+def shard_stamp(path: Path) -> dict[str, str]:
+    """The stamp :func:`save_label_shard` wrote into a shard's metadata (empty for a shard from before
+    stamps); one-line error for a file that is not safetensors."""
+    try:
+        with safe_open(str(path), "pt") as fh:
+            return dict(fh.metadata() or {})
+    except (SafetensorError, OSError) as exc:
+        raise InputError(f"label shard {path} is not a readable safetensors file ({exc}): label it again") from None
+
+
+def check_shard_model(path: Path, stamp: dict[str, str], fingerprint: str, model) -> None:
+    """A shard stamped by another model than the one of ``fingerprint`` (folder ``model``) is refused
+    with one line; an unstamped shard passes (its token ids are checked instead)."""
+    found = stamp.get(MODEL_FINGERPRINT)
+    if found is not None and found != fingerprint:
+        raise InputError(f"label shard {path} was labelled by another model (fingerprint {found}, labelled with "
+                         f"--model {stamp.get('model', '?')}); {model} has fingerprint {fingerprint}: label the "
+                         f"contexts again with label --model {model}")
+
+
+def load_label_shards(paths, target: str = "mi", backbone=None, fingerprint: str | None = None,
+                      model=None) -> dict[str, torch.Tensor]:
     """Concatenate label shards → ``contexts (C, N)``, ``label (C, N, N)``, ``masked (C, N)``.
 
     ``target`` (one of :data:`TARGETS`): ``mi`` reads the MI label; ``tv`` reads the shards' directed
     TV target ``tv`` and returns its symmetric part ``(tv + tvᵀ) / 2`` as ``label`` (the head is
-    symmetric, and DEMASK's rule sums a pair's two directions)."""
+    symmetric, and DEMASK's rule sums a pair's two directions). With ``fingerprint`` (of the model in
+    folder ``model``) a shard labelled by another model is refused; with ``backbone`` a shard whose
+    contexts hold ids it does not read is (a shard from before stamps, or from a foreign tool)."""
     if target not in TARGETS:
         raise InputError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
     parts = []
     for p in paths:
         if not Path(p).is_file():
             raise InputError(f"label shard not found: {p}")
+        if fingerprint is not None:
+            check_shard_model(Path(p), shard_stamp(Path(p)), fingerprint, model)
         part = load_file(str(p))
+        if backbone is not None:
+            check_known_ids(backbone, part["contexts"], f"label shard {p}")
         if target == "tv":
             if "tv" not in part:
                 raise InputError(f"label shard {p} has no TV target (labelled before it existed): label it again")

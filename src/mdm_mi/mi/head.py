@@ -40,6 +40,7 @@ from torch import nn
 
 from mdm_mi.core.backbone import Backbone, check_backbone, check_output, forward_chunked
 from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from mdm_mi.infra.errors import InputError
 
 DOMAIN = "mi_head"
 RESERVED_META = ("domain", "in_dim", "head")  # keys save_head writes itself
@@ -70,6 +71,11 @@ class HeadConfig:
     rank: int
     unary: bool
     distance_buckets: int = 0
+
+    def __post_init__(self):
+        for name in ("hidden", "heads", "rank"):
+            _at_least(name, getattr(self, name), 1)
+        _at_least("distance_buckets", self.distance_buckets, 0)
 
 
 class RMSLinear(nn.Linear):
@@ -291,6 +297,19 @@ class HeadTrainConfig:
     lr: float
     weight_decay: float
     seed: int
+
+    def __post_init__(self):  # steps 0 is the initial head (train-head refuses it: an untrained head)
+        _at_least("steps", self.steps, 0)
+        _at_least("batch_size", self.batch_size, 1)
+        if not self.lr > 0:
+            raise InputError(f"lr must be > 0 (train-head --lr), got {self.lr}")
+        _at_least("weight_decay", self.weight_decay, 0)
+
+
+def _at_least(name: str, value, least) -> None:
+    """One-line :class:`InputError` naming the setting (and its train-head flag) unless ``value >= least``."""
+    if not value >= least:
+        raise InputError(f"{name} must be >= {least} (train-head --{name.replace('_', '-')}), got {value}")
 
 
 def _init_head(in_dim: int, cfg: HeadConfig, seed: int, mean_label: float, device) -> MIHead:

@@ -15,8 +15,8 @@ import torch
 
 from mdm_mi.core.backbone import Backbone
 from mdm_mi.infra.errors import InputError
-from mdm_mi.mi.probe import (DEFAULT_BATCH_SIZE, DEFAULT_TOL, ProbeResult, certified_mi, content_width, exact_mi,
-                             padded_result)
+from mdm_mi.mi.probe import (DEFAULT_BATCH_SIZE, DEFAULT_TOL, MIN_TOL, ProbeResult, certified_mi, content_width,
+                             exact_mi, padded_result)
 from mdm_mi.mi.topk_probe import topk_mi
 
 METHODS = ("exact", "certified", "topk")  # exact: 1 + |M| V passes; certified: fewer, bound <= tol; topk: 1 + |M| k
@@ -48,7 +48,7 @@ def label_contexts(
     error ``tv_bound`` ``(C, N, N)`` float32 (:class:`~mdm_mi.mi.probe.ProbeResult`; the bound rounded
     up). ``progress(done, total)`` is called after each context.
     """
-    check_method(method, k)
+    check_settings(method, k, tol, batch_size)
     n_ctx, n = contexts.shape
     results = []
     for done, tokens in enumerate(contexts, start=1):
@@ -84,8 +84,24 @@ def probe_context(backbone: Backbone, tokens: torch.Tensor, method: str, tol: fl
 
 
 def check_method(method: str, k: int | None) -> None:
-    """A known labeller, and ``k >= 1`` exactly when it is top-k: one-line :class:`InputError` otherwise."""
+    """A known labeller, ``k`` given for top-k, and ``k >= 1`` wherever given (the exact and certified
+    probes ignore it): one-line :class:`InputError` otherwise."""
     if method not in METHODS:
         raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if method == "topk" and (k is None or k < 1):
-        raise InputError(f"--method topk needs --k >= 1 (values probed per masked position), got {k}")
+    if (method == "topk" and k is None) or (k is not None and k < 1):
+        raise InputError(f"--k must be >= 1 (values probed per masked position; --method topk needs it), got {k}")
+
+
+def check_settings(method: str, k: int | None, tol: float, batch_size: int) -> None:
+    """:func:`check_method`, a batch of at least one sequence and a tolerance the certified probe can
+    keep (every method is given one): one-line :class:`InputError` naming the flag otherwise."""
+    check_method(method, k)
+    if batch_size < 1:
+        raise InputError(f"--batch-size must be >= 1 (sequences per backbone call), got {batch_size}")
+    if not tol > MIN_TOL:
+        raise InputError(f"--tol must exceed {MIN_TOL:g} nats (the certified probe's largest error), got {tol:g}")
+
+
+def recorded_k(method: str, k: int | None) -> int | None:
+    """The ``k`` a shard's JSON records: top-k's; None for the methods that do not use it."""
+    return k if method == "topk" else None

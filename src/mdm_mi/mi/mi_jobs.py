@@ -18,26 +18,28 @@ sequences, val the first ``--val-contexts`` of it, so the two share no sequence 
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import save_file
 
-from mdm_mi.core.backbone import check_known_ids, full_precision, token_fingerprint
+from mdm_mi.core.backbone import check_frame, check_known_ids, full_precision, token_fingerprint
 from mdm_mi.domain import backbone_name, get_domain
-from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.checkpoint import MODEL_FINGERPRINT
+from mdm_mi.infra.errors import BackboneError, InputError
 from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
-from mdm_mi.infra.io import atomic_path, read_json, write_json, write_text
+from mdm_mi.infra.io import read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.loading import load_model
-from mdm_mi.mi.contexts import (ContextDraw, draw_evaluation, draw_training, load_label_shards, read_maskable,
-                               shard_slice, split_part)
+from mdm_mi.loading import head_stamp, load_model, model_fingerprint
+from mdm_mi.mi.contexts import (TOKEN_FILE_HINT, ContextDraw, draw_evaluation, draw_training,
+                               load_label_shards, read_maskable, read_token_file, save_label_shard, shard_slice,
+                               split_part)
 from mdm_mi.mi.fidelity import bootstrap_over_contexts, fidelity, masked_pairs
 from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
-from mdm_mi.mi.labeller import check_method, label_contexts
+from mdm_mi.mi.labeller import check_settings, label_contexts, recorded_k
 from mdm_mi.mi.mi_figures import scatter_figure
 
 
@@ -61,7 +63,9 @@ class LabelArgs(BackboneFlag, TrainRunFlags):
     val_contexts: int = field(default=0, metadata=_h("with --split val|test: contexts of the draw that go to val"))
     skip_contexts: int = field(default=0, metadata=_h(
         "with --split val|test: contexts after val that go to neither (spent on earlier choices)"))
-    k: int | None = field(default=None, metadata=_h("with --method topk: values probed per masked position"))
+    k: int | None = field(default=None, metadata=_h(
+        "with --method topk: values probed per masked position (>= 1; exact and certified ignore it, and "
+        "their JSON records k as null)"))
 
 
 def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=None,
@@ -75,35 +79,59 @@ def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=N
     return draw_evaluation(sequences, args.n_contexts, mask_id, args.seed, vocab_ids, maskable).part(part)
 
 
+TOKEN_STAMP_KEYS = ("token_fingerprint", "model_fingerprint")  # a token file's stamp: hf-data's key, its old name
+
+
 def check_encoded_for(backbone, path: Path, sequences: np.ndarray) -> None:
     """The token file was encoded for this model: its ``.json`` stamp (``hf-data`` writes one) names
-    this model's token fingerprint, and every id in it is one the model reads; one line otherwise."""
+    this model's token fingerprint, every id in it is one the model reads, and every row is a whole
+    encoded sequence (BOS first, an EOS); one line naming the file otherwise."""
     stamp = path.with_suffix(".json")
     data = read_json(stamp) if stamp.is_file() else {}
-    found = data.get("model_fingerprint") if isinstance(data, dict) else None
+    found = next((data[k] for k in TOKEN_STAMP_KEYS if k in data), None) if isinstance(data, dict) else None
     if found is not None and found != token_fingerprint(backbone):
         raise InputError(f"{path} was encoded for another model (token fingerprint {found}, this model's "
                          f"{token_fingerprint(backbone)}; see {stamp}): encode it with hf-data --model for this model")
     check_known_ids(backbone, torch.as_tensor(sequences), str(path))
+    try:
+        check_frame(backbone, torch.as_tensor(sequences))
+    except BackboneError:
+        raise InputError(f"{path} has rows that do not start with the model's BOS or hold no EOS: a token file holds "
+                         f"whole encoded sequences (BOS, tokens, EOS, pads); {TOKEN_FILE_HINT}") from None
 
 
-def _mean_pair_bound(bound: torch.Tensor, masked: torch.Tensor) -> float:
-    """Mean proven bound over the shard's masked pairs ``i != j``: bound ``(C, N, N)``, masked ``(C, N)``."""
+def _mean_over_pairs(values: torch.Tensor, masked: torch.Tensor) -> float:
+    """Mean of ``values (C, N, N)`` over the shard's masked pairs ``i != j`` (``masked (C, N)``); 0 if none."""
     off = ~torch.eye(masked.shape[1], dtype=torch.bool, device=masked.device)
     pairs = masked[:, :, None] & masked[:, None] & off
-    return float(bound[pairs].mean()) if pairs.any() else 0.0
+    return float(values[pairs].double().mean()) if pairs.any() else 0.0
+
+
+def bound_note(args: LabelArgs, stats: dict) -> dict:
+    """Top-k's verdict on its own labels (``bound_exceeds_label``: the mean bound exceeds the mean
+    label, so the labels say little about the MI), printed as one warning line when true; nothing for
+    the other methods (their bound is at most ``--tol``, which the user chose)."""
+    if args.method != "topk":
+        return {}
+    exceeds = stats["mean_bound"] > stats["mean_label"]
+    if exceeds:
+        print(f"warning: label --method topk --k {args.k}: the mean bound {stats['mean_bound']:.3g} nats exceeds the "
+              f"mean label {stats['mean_label']:.3g} nats, so these labels say little about the MI; raise --k or "
+              "use --method certified", file=sys.stderr, flush=True)
+    return {"bound_exceeds_label": exceeds}
 
 
 def label(args: LabelArgs, tracker) -> None:
+    """Label one shard; the shard (its metadata) and its JSON carry the labelling model's fingerprint."""
     setup(args.threads, args.seed)
     split_part(args.split, args.n_contexts, args.val_contexts, args.skip_contexts)  # bad split flags fail before any loading
-    check_method(args.method, args.k)
+    check_settings(args.method, args.k, args.tol, args.batch_size)
     device = resolve_device(args.device)
-    if not Path(args.sequences).is_file():
-        raise InputError(f"sequence file not found: {args.sequences}")
-    sequences = np.load(args.sequences, allow_pickle=False)
-    backbone = full_precision(load_model(args.model, device)[0])
+    sequences = read_token_file(Path(args.sequences))
+    model, meta = load_model(args.model, device)
+    backbone = full_precision(model)
     check_encoded_for(backbone, Path(args.sequences), sequences)
+    stamp = {MODEL_FINGERPRINT: model_fingerprint(args.model, meta), "model": str(args.model)}
     maskable = read_maskable(Path(args.sequences), sequences)  # None: every vocabulary token is maskable
     draw = draw_split(args, sequences, backbone.mask_id, backbone.vocab_token_ids, maskable)
     shard = draw.part(shard_slice(len(draw.contexts), args.shard, args.n_shards))
@@ -112,16 +140,18 @@ def label(args: LabelArgs, tracker) -> None:
                          progress=lambda d, n: print(f"context {d}/{n}", flush=True), k=args.k)
     tensors = {k: v.cpu().contiguous() for k, v in out.items()}
     tensors |= {"contexts": shard.contexts, "t": shard.t, "sequence_row": shard.rows.contiguous()}
-    with atomic_path(args.out) as tmp:
-        save_file(tensors, str(tmp))
-    stats = {"split": args.split, "method": args.method, "k": args.k, "contexts": len(shard.contexts),
-             "seconds": time.time() - start, "passes_total": int(out["passes"].sum()),
+    save_label_shard(Path(args.out), tensors, stamp)
+    stats = {"split": args.split, "method": args.method, "k": recorded_k(args.method, args.k),
+             "contexts": len(shard.contexts), "seconds": time.time() - start, "passes_total": int(out["passes"].sum()),
              "max_bound": float(out["bound"].max()) if len(out["bound"]) else 0.0,
-             "mean_bound": _mean_pair_bound(out["bound"], out["masked"]),
+             "mean_bound": _mean_over_pairs(out["bound"], out["masked"]),
+             "mean_label": _mean_over_pairs(out["label"], out["masked"]),
              "gap_mean": float(out["gap_mean"].mean()) if len(out["gap_mean"]) else 0.0}
+    stats |= bound_note(args, stats) | stamp
     write_json(Path(args.out).with_suffix(".json"), stats)
     tracker.log_params(dataclasses.asdict(args))
-    tracker.log_metrics({k: v for k, v in stats.items() if k not in ("split", "method", "k")})
+    tracker.log_metrics({k: v for k, v in stats.items()
+                         if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "k"})
 
 
 @dataclass(frozen=True)
@@ -190,14 +220,17 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
     only held-out data any choice may look at), the reported ``test`` fidelity and the pairs CSV from
     ``--test``."""
     setup(args.threads, args.seed)
-    device = resolve_device(args.device)
-    splits = {"train": load_label_shards(args.labels, args.target), "val": load_label_shards(args.val, args.target),
-              "test": load_label_shards(args.test, args.target)}
-    backbone, meta = load_model(args.model, device)
-    feats = {name: backbone_features(backbone, split["contexts"].to(device), FEATURE_BATCH).clone()
-             for name, split in splits.items()}
+    if args.steps < 1:
+        raise InputError(f"--steps must be >= 1, got {args.steps} (no step would save an untrained head)")
     head_cfg = HeadConfig(args.hidden, args.heads, args.rank, args.unary, args.distance_buckets)
     train_cfg = HeadTrainConfig(args.steps, args.batch_size, args.lr, args.weight_decay, args.seed)
+    device = resolve_device(args.device)
+    backbone, meta = load_model(args.model, device)
+    fingerprint = model_fingerprint(args.model, meta)
+    splits = {name: load_label_shards(paths, args.target, backbone, fingerprint, args.model)
+              for name, paths in (("train", args.labels), ("val", args.val), ("test", args.test))}
+    feats = {name: backbone_features(backbone, split["contexts"].to(device), FEATURE_BATCH).clone()
+             for name, split in splits.items()}
     tracker.log_params(dataclasses.asdict(args))
     start = time.time()
     train, val = splits["train"], splits["val"]
@@ -211,7 +244,8 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
         preds[name], fid[name] = split_fidelity(head, feats[name], splits[name], structure)
     fid |= {"n_params": count_params(head), "train_contexts": len(feats["train"]), "train_minutes": minutes,
             "backbone_domain": meta["domain"], "target": args.target}
-    save_head(head, args.out, {"backbone": str(args.model), "history": history, "fidelity": fid, "target": args.target})
+    save_head(head, args.out, {"backbone": str(args.model), "history": history, "fidelity": fid, "target": args.target}
+              | head_stamp(args.model, meta))
     write_json(args.fidelity, fid)
     test = splits[REPORTED_SPLIT]
     _write_pairs(args.pairs, preds[REPORTED_SPLIT], test["label"], test["masked"], args.seed)

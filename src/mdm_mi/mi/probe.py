@@ -62,6 +62,7 @@ DEFAULT_TOL = 1e-3  # nats: certified max abs error of the label
 DEFAULT_BATCH_SIZE = 256  # sequences per backbone call
 LOG_FLOOR = -700.0  # log-probabilities are clamped here (p ~ 1e-304) so 0 * log 0 terms stay finite
 ROUND_OFF = 1e-12  # float64 round-off allowance added to every certified bound
+MIN_TOL = 4 * ROUND_OFF  # the certified probe's tolerance must exceed this
 
 
 @dataclass(frozen=True)
@@ -417,8 +418,8 @@ def certified_mi(
     ``(A_i + A_j) / 4 + ROUND_OFF <= tol``, whatever the probes return. B only tightens the
     reported bound. With ``|M| < 2`` there is no pair and no pass.
     """
-    if tol <= 4 * ROUND_OFF:
-        raise ValueError(f"tol must exceed {4 * ROUND_OFF:g}, got {tol:g}")
+    if tol <= MIN_TOL:
+        raise ValueError(f"tol must exceed {MIN_TOL:g}, got {tol:g}")
     ctx, empty = started_context(backbone, tokens, batch_size)
     if empty is not None:
         return empty

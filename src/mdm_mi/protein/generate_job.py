@@ -62,6 +62,21 @@ def _check(args: GenerateArgs) -> None:
         raise InputError(f"--clusters must be >= 2, got {args.clusters}")
 
 
+def _check_lengths(args: GenerateArgs, backbone, reference_lengths: list[int] | None, fixed: int | None) -> None:
+    """The lengths to generate fit the model's positions (``max_length``: a learned position table's,
+    less BOS and EOS): one line naming the flag that asks for more otherwise."""
+    limit = getattr(backbone, "max_length", None)
+    if limit is None or fixed is not None:
+        return
+    if reference_lengths is not None and max(reference_lengths) > limit:
+        raise InputError(f"--reference {args.reference} has sequences of {max(reference_lengths)} tokens, but the "
+                         f"model's positions hold at most {limit} (BOS and EOS take two): give a reference of shorter "
+                         "sequences")
+    if reference_lengths is None and args.max_length > limit:
+        raise InputError(f"--max-length {args.max_length} is too long: the model's positions hold at most {limit} "
+                         f"tokens (BOS and EOS take two); give --max-length {limit} or less")
+
+
 def _reference(path: Path | None):
     if path is None:
         return None
@@ -86,6 +101,7 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     backbone = for_decoding(backbone, decoding.bf16)
     rng = np.random.default_rng(args.seed)
     fixed = capabilities(backbone).fixed_length  # an aligned model's L columns: no lengths to draw
+    _check_lengths(args, backbone, reference_lengths(backbone, reference) if reference else None, fixed)
     lengths = (draw_lengths(reference_lengths(backbone, reference), args.n, rng) if reference
                else np.full(args.n, fixed) if fixed is not None
                else uniform_lengths(args.min_length, args.max_length, args.n, rng))

@@ -21,7 +21,7 @@ from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import FigureOut, MarkdownOut, PaperOverlay, TableOuts, h as _h
 from mdm_mi.infra.io import atomic_path, read_jsons, write_text
 from mdm_mi.infra.runtime import resolve_device
-from mdm_mi.loading import load_model_and_head
+from mdm_mi.loading import load_model_and_head, model_fingerprint
 from mdm_mi.mi.contexts import load_label_shards
 from mdm_mi.protein.protein_flags import ProteinMiMapFlags, ProteinModelFlag
 from mdm_mi.protein.protein_report import (columns, distance_profile, matched_table, mi_map, paper_table, protein_rows,
@@ -76,7 +76,7 @@ def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "protein")
-    test = load_label_shards(args.test)
+    test = load_label_shards(args.test, backbone=backbone, fingerprint=model_fingerprint(args.model), model=args.model)
     if capabilities(backbone).frame == ALIGNED:  # the first test context, an aligned row (_ = masked)
         tokens = test["contexts"][0].to(device)
         seq = backbone.decode_rows(tokens[None].cpu())[0]

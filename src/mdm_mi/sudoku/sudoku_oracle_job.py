@@ -24,7 +24,7 @@ import numpy as np
 
 from mdm_mi.loading import load_model
 
-from mdm_mi.evaluation.budgets import best_mi_run
+from mdm_mi.evaluation.budgets import best_mi_run, diff_cell, disagree_note
 from mdm_mi.evaluation.paired import paired_difference
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
@@ -99,9 +99,8 @@ def ceiling_markdown(result: dict, set_name: str) -> str:
             return f"{100 * r[k + '_accuracy']:.1f} @ {r[k + '_passes']:.1f}"
 
         def diff(k):
-            x = r["differences"][k]
-            return f"{100 * x['diff']:+.1f} [{100 * x['lo']:+.1f}, {100 * x['hi']:+.1f}] p={x['p_value']:.2g}"
+            return diff_cell(r["differences"][k])
 
         lines.append(f"| 1/{d} | {cell('sequential')} | {cell('head')} | {cell('oracle')} | {diff('oracle-head')} | "
                      f"{diff('oracle-sequential')} | {r['seconds']:.0f} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + disagree_note(lines)) + "\n"

@@ -78,9 +78,11 @@ def _input_text(args) -> str:
 
 
 def _file_text(path: Path) -> str:
-    """The first FASTA record's sequence, or the first puzzle of a puzzle file, as text."""
+    """The first FASTA record's sequence (as written: the domain's ``check`` reads it like the
+    argument, e.g. a protein upper-cased, your model's tokens as they are), or the first puzzle of a
+    puzzle file, as text."""
     if path.suffix.lower() in FASTA_SUFFIXES:
-        return read_fasta(path)[0][1]
+        return read_fasta(path, as_written=True)[0][1]
 
     return format_grid(parse_many(read_text_input(path, "puzzle"), str(path))[0].tokens)
 
