@@ -31,6 +31,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "primary": doc_tables.primary_contrast,
     "fidelity": doc_tables.head_fidelity,
     "primary-csv": doc_tables.primary_rows_csv,
+    "answer-lines": doc_tables.answer_lines,
 }
 
 

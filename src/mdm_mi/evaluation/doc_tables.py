@@ -133,3 +133,51 @@ def primary_rows_csv(path: Path) -> str:
                      f"{r['first']} {f['value_first']:.3f} | {r['second']} {f['value_second']:.3f} | "
                      f"{f['diff']:+.3f} [{f['lo']:+.3f}, {f['hi']:+.3f}] | {f['p_holm']:.2g} | **{r['verdict']}** |")
     return "\n".join(lines) + "\n"
+
+
+def _verdict_counts(words: list[str]) -> str:
+    counts = {w: words.count(w) for w in dict.fromkeys(words)}
+    return ", ".join(f"{n} {w}" for w, n in counts.items())
+
+
+def _primary_line(diffs: list[float], los: list[float], his: list[float], words: list[str], divisors: list[int],
+                  unit: str, scale: float) -> str:
+    span = f"÷{min(divisors)} … ÷{max(divisors)}" if len(divisors) > 1 else f"÷{divisors[0]}"
+    widest = max(h - lo for lo, h in zip(los, his)) / 2
+    return (f"mi* − EB from {scale * min(diffs):+.{2 if scale == 100 else 3}f} to {scale * max(diffs):+.{2 if scale == 100 else 3}f} "
+            f"{unit} over {len(divisors)} budgets ({span}), intervals up to ±{scale * widest:.{1 if scale == 100 else 2}f} "
+            f"{unit}; verdicts (Holm): {_verdict_counts(words)}")
+
+
+def answer_lines(path: Path) -> str:
+    """One bullet per backbone, each read from the data files ``answer.json`` (``path``) names: the
+    primary contrast's range, its widest interval and its verdicts, the head's fidelity with its
+    interval, and a note; a backbone without committed data says so."""
+    spec = _json(path)
+    lines = []
+    for name, entry in spec.items():
+        if any(ch.isdigit() for ch in entry.get("note", "") + entry["title"]):
+            raise ValueError(f"{path}: {name}'s title and note are words only (numbers come from data files)")
+        head = entry["title"]
+        if "runs" in entry:
+            set_name, runs = comparison_runs(Path(entry["runs"]))
+            rows = [r for r in classify(budget_rows(runs, set_name)) if r["role"] == "primary"]
+            seq = runs[SEQUENTIAL]
+            body = (f"sequential {100 * float(np.mean(seq['solved'])):.1f}% on {len(seq['solved']):,} {set_name} puzzles; "
+                    + _primary_line([r["diff"] for r in rows], [r["lo"] for r in rows], [r["hi"] for r in rows],
+                                    [r["verdict"] for r in rows], [r["divisor"] for r in rows], "pp", 100))
+        elif "csv" in entry:
+            with Path(entry["csv"]).open(newline="") as fh:
+                rows = [r for r in csv.DictReader(fh) if r["role"] == "primary" and r["metric"] == entry["metric"]]
+            f = lambda k: [float(r[k]) for r in rows]  # noqa: E731
+            body = (f"{entry['metric']}, {rows[0]['n']} items; "
+                    + _primary_line(f("diff"), f("lo"), f("hi"), [r["verdict"] for r in rows],
+                                    [int(r["divisor"]) for r in rows], entry.get("unit", ""), 1))
+        else:
+            body = "no committed comparison yet"
+        if "fidelity" in entry:
+            t = _json(Path(entry["fidelity"]))["test"]
+            ci = f" [{t['pearson_ci'][0]:.2f}, {t['pearson_ci'][1]:.2f}]" if "pearson_ci" in t else " (no interval recorded)"
+            body += f"; head Pearson {t['pearson']:.2f}{ci} on {t['contexts']} test contexts"
+        lines.append(f"- **{head}**: {body}. {entry.get('note', '')}".rstrip())
+    return "\n".join(lines) + "\n"
