@@ -32,6 +32,9 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "fidelity": doc_tables.head_fidelity,
     "primary-csv": doc_tables.primary_rows_csv,
     "answer-lines": doc_tables.answer_lines,
+    "same-baseline": doc_tables.same_baseline,
+    "float-sensitivity": doc_tables.float_sensitivity,
+    "job-times": doc_tables.job_times,
 }
 
 

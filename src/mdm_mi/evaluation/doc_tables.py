@@ -181,3 +181,64 @@ def answer_lines(path: Path) -> str:
             body += f"; head Pearson {t['pearson']:.2f}{ci} on {t['contexts']} test contexts"
         lines.append(f"- **{head}**: {body}. {entry.get('note', '')}".rstrip())
     return "\n".join(lines) + "\n"
+
+
+def same_baseline(path: Path) -> str:
+    """Two comparisons of the same test items composed differently (``spec["runs"]``: label →
+    ``runs.json``): each head-free run they share (``spec["families"]`` at every common budget), its
+    calibrated setting(s), accuracy and passes in each, and on how many items the two differ."""
+    spec = _json(path)
+    (la, pa), (lb, pb) = spec["runs"].items()
+    (_, a), (_, b) = comparison_runs(Path(pa)), comparison_runs(Path(pb))
+    lines = [f"| run | {la} | {lb} | items that differ |", "|---|---|---|---|"]
+    for name in a:
+        fam = a[name].get("family", name)
+        if name not in b or fam not in spec["families"]:
+            continue
+        cells = []
+        for r in (a[name], b[name]):
+            setting = ", ".join(f"{k}={v:.4g}" for k, v in r.get("params", {}).items() if isinstance(v, float))
+            cells.append(f"{100 * float(np.mean(r['solved'])):.1f}% @ {float(np.mean(r['passes'])):.2f}"
+                         + (f" ({setting})" if setting else ""))
+        differ = int(np.sum((a[name]["solved"] != b[name]["solved"]) | (a[name]["passes"] != b[name]["passes"])))
+        lines.append(f"| {name} | {cells[0]} | {cells[1]} | {differ} of {len(a[name]['solved']):,} |")
+    return "\n".join(lines) + "\n"
+
+
+def float_sensitivity(path: Path) -> str:
+    """``benchmarks/float_sensitivity.py``'s result: what another thread count and batch size change
+    at each stage of the pipeline."""
+    r = _json(path)
+    (t1, b1), (t2, b2) = r["provenance"]["settings"]
+    lo, la, de, he = r["logits"], r["labels"], r["decode"], r["head"]
+    return "\n".join([
+        f"| stage | ({t1} thread, batch {b1}) against ({t2} threads, batch {b2}) |", "|---|---|",
+        f"| backbone logits | max abs difference {lo['max_abs_logit_diff']:.2e}; argmax changed at {lo['argmax_flips']} "
+        f"of {lo['positions']:,} positions |",
+        f"| exact MI labels ({la['contexts']} contexts) | max abs difference {la['max_abs_label_diff_nats']:.2e} nats "
+        f"(mean label {la['mean_label_nats']:.3f}) |",
+        f"| greedy EB decoding ({de['puzzles']} hard puzzles) | solved {de['solved'][0]} and {de['solved'][1]}; "
+        f"{de['outcomes_changed']} outcomes changed |",
+        f"| MI head training ({he['train_contexts']} contexts, tested on {he['test_contexts']}) | max abs difference of "
+        f"Î {he['max_abs_pred_diff_nats']:.2e} nats; test Pearson {he['test_pearson'][0]:.4f} and "
+        f"{he['test_pearson'][1]:.4f} |",
+        "", f"Measured on {r['provenance']['machine']}, {r['provenance']['date']}, commit "
+        f"`{r['provenance']['commit'][:10]}`.",
+    ]) + "\n"
+
+
+def job_times(path: Path) -> str:
+    """``benchmarks/profile_dag.py --bench --csv``: the ten most expensive jobs of a run, the jobs'
+    total and the critical path's."""
+    with Path(path).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    total = sum(float(r["minutes"]) for r in rows)
+    cpu = sum(float(r["cpu_minutes"]) for r in rows)
+    path_min = sum(float(r["minutes"]) for r in rows if r["critical_path"] == "1")
+    lines = ["| job (its benchmark file) | minutes | CPU minutes | peak RSS (MB) | on the critical path |", "|---|---|---|---|---|"]
+    for r in rows[:10]:
+        lines.append(f"| `{r['benchmark']}` | {float(r['minutes']):.1f} | {float(r['cpu_minutes']):.1f} | "
+                     f"{r['max_rss_mb']} | {'yes' if r['critical_path'] == '1' else ''} |")
+    lines += ["", f"{len(rows)} jobs measured: {total:.1f} job-minutes, {cpu:.1f} CPU-minutes; the critical path "
+              f"(the longest chain of jobs) {path_min:.1f} minutes."]
+    return "\n".join(lines) + "\n"
