@@ -41,6 +41,7 @@ from torch import nn
 from mdm_mi.core.backbone import Backbone, check_backbone, check_output, forward_chunked
 from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.progress import Progress
 
 DOMAIN = "mi_head"
 RESERVED_META = ("domain", "in_dim", "head")  # keys save_head writes itself
@@ -371,6 +372,7 @@ def train_head(
     gen = torch.Generator().manual_seed(cfg.seed)
     every = max(1, cfg.steps // LOG_POINTS)
     history, running = [], []
+    progress = Progress("head training: step", cfg.steps)
     for step in range(1, cfg.steps + 1):
         idx = torch.randint(len(features), (min(cfg.batch_size, len(features)),), generator=gen).to(device)
         loss = masked_pair_mse(head(features[idx], masked[idx]), labels[idx], masked[idx])
@@ -380,17 +382,19 @@ def train_head(
         opt.step()
         running.append(loss.detach())
         if step % every == 0 or step == cfg.steps:
-            history.append(_log_row(head, step, running, val, log))
+            history.append(_log_row(head, step, running, val, log, progress))
             running = []
     return head.eval(), history
 
 
-def _log_row(head: MIHead, step: int, running: list, val, log) -> dict:
-    """One history row (and log line) at ``step``; evaluates ``val`` in eval mode when given."""
+def _log_row(head: MIHead, step: int, running: list, val, log, progress=None) -> dict:
+    """One history row (and log line, with ``progress(step)``'s how far and how long left when
+    given) at ``step``; evaluates ``val`` in eval mode when given."""
     row = {"step": step, "train_mse": float(torch.stack(running).mean())}
     if val is not None:
         head.eval()
         row["val_mse"] = evaluate_mse(head, *(t.to(head.bias.device) for t in val))
         head.train()
-    log(" | ".join(f"{k} {v:.4e}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()))
+    text = " | ".join(f"{k} {v:.4e}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items())
+    log(text + (f" | {progress(step)}" if progress is not None else ""))
     return row

@@ -31,6 +31,7 @@ from mdm_mi.domain import backbone_name, get_domain
 from mdm_mi.infra.checkpoint import MODEL_FINGERPRINT
 from mdm_mi.infra.errors import BackboneError, InputError
 from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
+from mdm_mi.infra.progress import Progress
 from mdm_mi.infra.io import read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.loading import head_stamp, load_model, model_fingerprint
@@ -136,8 +137,9 @@ def label(args: LabelArgs, tracker) -> None:
     draw = draw_split(args, sequences, backbone.mask_id, backbone.vocab_token_ids, maskable)
     shard = draw.part(shard_slice(len(draw.contexts), args.shard, args.n_shards))
     start = time.time()
+    line = Progress(f"labels ({args.split} shard {args.shard}): context", len(shard.contexts))
     out = label_contexts(backbone, shard.contexts.to(device), args.method, args.tol, args.batch_size,
-                         progress=lambda d, n: print(f"context {d}/{n}", flush=True), k=args.k)
+                         progress=lambda d, n: print(line(d), flush=True), k=args.k)
     tensors = {k: v.cpu().contiguous() for k, v in out.items()}
     tensors |= {"contexts": shard.contexts, "t": shard.t, "sequence_row": shard.rows.contiguous()}
     save_label_shard(Path(args.out), tensors, stamp)
