@@ -55,8 +55,8 @@ class StudySettings:
     """The sweep's sizes and seeds (the CLI's flags)."""
 
     divisors: tuple[int, ...] = (2, 4, 8)
-    n_calibration: int = 256
-    n_test: int = 1000
+    n_calibration: int = 200
+    n_test: int = 500
     n_noise_contexts: int = 200
     n_bootstrap: int = 1000
     seed: int = 0
