@@ -19,6 +19,8 @@ from typing import Callable
 
 import numpy as np
 
+from matplotlib.ticker import NullFormatter
+
 from mdm_mi.evaluation.plotting import SAMPLER_STYLE, plt, save
 from mdm_mi.infra.io import write_text
 
@@ -129,7 +131,7 @@ def figure_curves(rows: list[dict], out: str | Path) -> None:
     """KL(p‖q) against mean passes (±1.96 SE), one panel per regime, one line per rule (sequential's KL is
     0 at N passes and not drawn on the log scale)."""
     regimes = list(dict.fromkeys(r["regime"] for r in rows))
-    fig, axes = plt.subplots(1, len(regimes), figsize=(3.2 * len(regimes), 3.0), squeeze=False)
+    fig, axes = plt.subplots(1, len(regimes), figsize=(3.4 * len(regimes), 3.0), squeeze=False)
     for ax, regime in zip(axes[0], regimes):
         for rule, style in RULE_STYLE.items():
             mine = sorted((r for r in rows if r["regime"] == regime and r["rule"] == rule), key=lambda r: float(r["passes"]))
@@ -138,6 +140,7 @@ def figure_curves(rows: list[dict], out: str | Path) -> None:
                         yerr=[1.96 * float(r["kl_pq_se"]) for r in mine], color=colour, marker="o", ms=3,
                         capsize=2, label=RULE_NAMES[rule])
         ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_title(regime)
         ax.set_xlabel("mean passes")
     axes[0][0].set_ylabel("KL(p‖q), nats")
