@@ -7,7 +7,6 @@ import dataclasses
 import itertools
 import math
 
-import numpy as np
 import pytest
 import torch
 

@@ -6,7 +6,7 @@ rule is set to sequential's N passes ÷ d for every divisor d: naive top-k exact
 Algorithm 1 (the paper's MI-guided rule, :class:`~mdm_mi.mi.guided.MIGuided`, λ = 1) by the project's own
 search (:func:`mdm_mi.evaluation.calibrate.calibrate`) on the mean passes over the ``n_calibration``
 calibration prompts. Algorithm 1 runs twice, on the exact MI (:class:`~mdm_mi.mi.guided.OracleMI`) and
-on the noisy MI of :mod:`mdm_mi.testbed.noise` (Pearson :data:`HEAD_PEARSON` with the exact MI). Then,
+on the noisy MI of :mod:`mdm_mi.testbed.noise` (Pearson :data:`~mdm_mi.testbed.noise.HEAD_PEARSON` with the exact MI). Then,
 on ``n_test`` fresh prompts:
 
 - one exact draw x ~ p per prompt, shared by every rule: KL(p‖q) = mean of log p(x) − log q(x), each
@@ -34,11 +34,11 @@ from mdm_mi.core.sampler_table import GAMMA_RANGE
 from mdm_mi.core.samplers import EntropyBounded, NaiveTopK, PairwiseFn, Sampler, Sequential
 from mdm_mi.evaluation.calibrate import Family, calibrate
 from mdm_mi.evaluation.matched import Setting, bracket_settings, mixture
-from mdm_mi.evaluation.stats import Z95
+from mdm_mi.evaluation.stats import CI_LEVEL, Z95
 from mdm_mi.mi.guided import MIGuided, OracleMI
 from mdm_mi.testbed.chain import ChainBackbone, PottsChain, exact_pairwise_fn, site_entropy
 from mdm_mi.testbed.exact_kl import draw, mean_se, replay
-from mdm_mi.testbed.noise import HEAD_PEARSON, calibrate_sigma, noisy_pairwise_fn, random_contexts
+from mdm_mi.testbed.noise import calibrate_sigma, noisy_pairwise_fn, random_contexts
 from mdm_mi.testbed.regimes import Regime, build_chain, valid_mass
 
 LAMBDA = 1.0  # Algorithm 1's λ (the issue's comparison: λ = 1)
@@ -244,11 +244,12 @@ def compare(regime: Regime, scored: dict, label: str, divisor: int, settings: St
 
 
 def ratio_interval(mi: np.ndarray, eb: np.ndarray, settings: StudySettings) -> tuple[float, float]:
-    """95% percentile interval of mean(mi) / mean(eb) over paired bootstrap resamples of the x ~ p."""
+    """The 95% (:data:`CI_LEVEL`) percentile interval of mean(mi) / mean(eb) over paired bootstrap resamples
+    of the test prompts."""
     rng = np.random.default_rng(derived_seed(settings.seed, "bootstrap"))
     idx = rng.integers(0, len(mi), size=(settings.n_bootstrap, len(mi)))
     ratios = mi[idx].mean(1) / eb[idx].mean(1)
-    lo, hi = np.quantile(ratios, [(1 - 0.95) / 2, (1 + 0.95) / 2])
+    lo, hi = np.quantile(ratios, [(1 - CI_LEVEL) / 2, (1 + CI_LEVEL) / 2])
     return float(lo), float(hi)
 
 
@@ -271,7 +272,3 @@ def run_study(regimes: list[Regime], settings: StudySettings, log: Callable = pr
 def rounded(row: dict) -> dict:
     """``row`` with every float at :data:`DIGITS` significant digits (the tables quote these values)."""
     return {k: float(f"{v:.{DIGITS}g}") if isinstance(v, float) else v for k, v in row.items()}
-
-
-def settings_dict(settings: StudySettings) -> dict:
-    return dataclasses.asdict(settings)

@@ -10,6 +10,7 @@ the machine, the date, the CPU seconds, the settings) in ``--out-dir``, and ``ma
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from mdm_mi.infra.runtime import setup
 from mdm_mi.testbed.provenance import provenance
 from mdm_mi.testbed.regimes import REGIMES
 from mdm_mi.testbed.report import figure_curves, figure_map, read_rows, write_tables
-from mdm_mi.testbed.study import StudySettings, run_study, settings_dict
+from mdm_mi.testbed.study import StudySettings, run_study
 
 DEFAULTS = StudySettings()
 
@@ -54,7 +55,7 @@ def testbed(args: TestbedArgs, tracker) -> None:
     figure_map(read_rows(args.out_dir / "map.csv"), figures / "map.png")
     figure_curves(read_rows(args.out_dir / "runs.csv"), figures / "curves.png")
     record = provenance(cpu_seconds=time.process_time() - started)
-    write_json(args.out_dir / "provenance.json", {**record, "settings": settings_dict(settings),
+    write_json(args.out_dir / "provenance.json", {**record, "settings": dataclasses.asdict(settings),
                                                    "regimes": list(args.regimes)})
     for path in [*paths, args.out_dir / "provenance.json", figures / "map.png", figures / "curves.png"]:
         tracker.log_artifact(path)
