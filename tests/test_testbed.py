@@ -205,3 +205,21 @@ def test_the_testbed_verb_writes_tables_figures_and_provenance(tmp_path, monkeyp
     assert {"command", "git_commit", "machine", "date", "cpu_seconds", "settings"} <= set(record)
     assert record["settings"]["n_test"] == 8 and record["regimes"] == ["tiny"]
     assert main(["testbed", "--out-dir", str(tmp_path / "x"), "--regimes", "nope"]) == 2
+
+
+def test_the_docs_page_is_rendered_from_its_committed_data():
+    """docs/testbed.md: every ``<!-- render: testbed FILE -->`` block is ``render_table(FILE)`` exactly, and
+    every decimal number of the prose is written in one of docs/data/testbed's files."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    page = (repo / "docs" / "testbed.md").read_text()
+    blocks = re.findall(r"<!-- render: testbed (\S+) -->\n(.*?)<!-- /render -->", page, flags=re.S)
+    assert {Path(f).name for f, _ in blocks} == {"regimes.csv", "map.csv", "runs.csv"}
+    for file, body in blocks:
+        assert body == render_table(repo / file), file
+    prose = re.sub(r"<!-- render: .*? -->.*?<!-- /render -->", "", page, flags=re.S)
+    data = " ".join(p.read_text() for p in (repo / "docs" / "data" / "testbed").iterdir())
+    written = set(re.findall(r"\d+\.\d+", data))
+    assert [n for n in re.findall(r"(?<![\w.])\d+\.\d+", prose) if n not in written] == []
