@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from mdm_mi.evaluation import doc_tables
+from mdm_mi.testbed import report as testbed_report
 from mdm_mi.infra.docmarks import rewrite_blocks
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
@@ -24,7 +25,7 @@ from mdm_mi.infra.flags import h
 PAGES = ("README.md", "docs")  # the pages held to their data: README and every docs/ page outside docs/record/
 RECORD = "docs/record"
 
-RENDERERS: dict[str, Callable[[Path], str]] = {
+RENDERERS: dict[str, Callable[[Path], str]] = {  # name → renderer(data file) → Markdown
     "prereg-design": doc_tables.preregistration_design,
     "provenance": doc_tables.provenance,
     "sudoku-budgets": doc_tables.sudoku_budgets,
@@ -35,6 +36,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "same-baseline": doc_tables.same_baseline,
     "float-sensitivity": doc_tables.float_sensitivity,
     "job-times": doc_tables.job_times,
+    "testbed": testbed_report.render_table,
 }
 
 

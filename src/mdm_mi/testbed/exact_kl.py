@@ -1,0 +1,122 @@
+"""The exact probability q(x) with which a sampler draws a sequence, by replaying its path, and the KL
+estimates built on it.
+
+Every sampler of the project chooses WHICH masked positions to unmask from the current partial state
+alone (entropies, margins, a pairwise matrix that is itself a function of the state), and
+:func:`~mdm_mi.core.samplers.decode` at temperature 1 then draws each chosen position independently from
+its marginal. So a complete sequence x has one decoding path, and the sampler draws it with probability
+
+    q(x) = Π_t Π_{i ∈ S_t} p_model(x_i | C_t),
+
+S_t the positions the sampler's own ``select`` chooses at pass t on the partial state C_t (x's values at
+the positions unmasked before t). :func:`replay` walks that path for a batch of x with the sampler's own
+``select`` (no re-implementation of any rule), mirroring ``decode`` pass by pass, and returns log q(x)
+and the passes the path takes (it works for any backbone). With an exact model
+(:class:`~mdm_mi.testbed.chain.ChainBackbone`),
+log p(x) − log q(x) is exact per sample: KL(p‖q) = E_{x~p}[log p − log q] is a Monte Carlo mean of
+exact terms, and on a model small enough to enumerate it is a finite sum (:func:`enumerate_kl`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from mdm_mi.core.backbone import Backbone, forward_chunked
+from mdm_mi.core.samplers import DecodeResult, PairwiseFn, Sampler, StepView, decode
+from mdm_mi.infra.flags import Decoding
+from mdm_mi.testbed.chain import ChainBackbone
+
+SAMPLING = Decoding(temperature=1.0)  # the sampled distribution is q only at temperature 1
+ENUMERATION_LIMIT = 20_000  # completions: enumerate_kl refuses larger models
+
+
+@dataclass(frozen=True)
+class Replay:
+    """log_q ``(B,)`` float64 log q(x); passes ``(B,)`` long, the forward passes of x's path."""
+
+    log_q: torch.Tensor
+    passes: torch.Tensor
+
+
+def draw(model: Backbone, prompts: torch.Tensor, sampler: Sampler, generator: torch.Generator,
+         pairwise_fn: PairwiseFn | None = None) -> DecodeResult:
+    """One sequence per row of ``prompts (B, L)`` from ``sampler``, by the project's own :func:`decode` at
+    temperature 1."""
+    return decode(model, prompts, sampler, generator, decoding=SAMPLING, pairwise_fn=pairwise_fn)
+
+
+@torch.inference_mode()
+def replay(model: Backbone, prompts: torch.Tensor, x: torch.Tensor, sampler: Sampler,
+           pairwise_fn: PairwiseFn | None = None) -> Replay:
+    """log q(x) for complete rows ``x (B, L)`` (token ids; equal to ``prompts (B, L)`` off its masks) under
+    ``sampler`` decoding ``prompts`` at temperature 1, by replaying ``sampler.select`` along x's unique
+    path: each pass sees exactly the view ``decode`` would build (same backbone call on the still-active
+    rows, same :meth:`StepView.from_logits`, same pairwise source), adds log softmax(logits)[x_i] of every
+    chosen i (the probability with which ``decode``'s Gumbel-max draw gives x_i) and writes x there."""
+    assert prompts.shape == x.shape and bool(((prompts == model.mask_id) | (prompts == x)).all())
+    vocab = torch.as_tensor(model.vocab_token_ids)
+    index = torch.zeros(int(max(vocab.max(), x.max())) + 1, dtype=torch.long)
+    index[vocab] = torch.arange(len(vocab))
+    target = index[x]  # (B, L) logit index of each token of x (0 off the vocabulary: never chosen)
+    tokens = prompts.clone()
+    log_q = torch.zeros(len(x), dtype=torch.float64)
+    passes = torch.zeros(len(x), dtype=torch.long)
+    for step in range(x.shape[1] + 1):
+        masked_all = tokens == model.mask_id
+        active = masked_all.any(1).nonzero().squeeze(1)
+        if active.numel() == 0:
+            break
+        sub, masked = tokens[active], masked_all[active]
+        out = forward_chunked(model, sub)
+        passes[active] += 1
+        pairwise = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
+        chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise, step)) & masked
+        logp = torch.log_softmax(out.logits.float().double(), dim=-1).gather(-1, target[active, :, None])[..., 0]
+        log_q[active] += torch.where(chosen, logp, 0.0).sum(1)
+        tokens[active] = torch.where(chosen, x[active], sub)
+    return Replay(log_q=log_q, passes=passes)
+
+
+@dataclass(frozen=True)
+class Exact:
+    """The sampler's output distribution on one prompt, enumerated: KL both ways, Σ q (1 up to
+    round-off) and the expected passes E_q[passes], all exact."""
+
+    kl_pq: float
+    kl_qp: float
+    q_total: float
+    passes: float
+
+
+def completions(prompt: torch.Tensor, n_states: int) -> torch.Tensor:
+    """``(L,)`` prompt → ``(q^M, L)`` every filling of its M masked positions with states ``0..q−1``."""
+    holes = (prompt == n_states).nonzero().squeeze(1)
+    if n_states ** len(holes) > ENUMERATION_LIMIT:
+        raise ValueError(f"{n_states}^{len(holes)} completions is too many to enumerate (limit {ENUMERATION_LIMIT})")
+    fill = torch.tensor(list(itertools.product(range(n_states), repeat=len(holes))), dtype=torch.long)
+    rows = prompt.expand(len(fill), -1).clone()
+    rows[:, holes] = fill
+    return rows
+
+
+def enumerate_kl(model: ChainBackbone, prompt: torch.Tensor, sampler: Sampler,
+                 pairwise_fn: PairwiseFn | None = None) -> Exact:
+    """Exact KL(p‖q), KL(q‖p), Σ_x q(x) and E_q[passes] on one ``(1 + N,)`` prompt of a
+    :class:`ChainBackbone`, by summing over every completion (tiny models)."""
+    x = completions(prompt, model.chain.n_states)
+    rep = replay(model, prompt.expand_as(x), x, sampler, pairwise_fn)
+    log_p = model.log_prob(x)
+    p, q = log_p.exp(), rep.log_q.exp()
+    return Exact(kl_pq=float((p * (log_p - rep.log_q)).sum()), kl_qp=float((q * (rep.log_q - log_p)).sum()),
+                 q_total=float(q.sum()), passes=float((q * rep.passes.double()).sum()))
+
+
+def mean_se(values: np.ndarray) -> tuple[float, float]:
+    """``(n,)`` → (mean, standard error of the mean)."""
+    values = np.asarray(values, dtype=np.float64)
+    return float(values.mean()), float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else 0.0
