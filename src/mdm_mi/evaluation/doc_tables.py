@@ -59,7 +59,8 @@ def preregistration_design(path: Path) -> str:
 def provenance(path: Path) -> str:
     """A data folder's ``provenance.json`` as a two-column table: command, commit, machine, date, cost."""
     p = _json(path)
-    rows = [(k, p[k]) for k in ("command", "commit", "machine", "date", "cpu_minutes", "wall_minutes") if k in p]
+    rows = [(k, p[k]) for k in ("command", "config", "commit", "machine", "date", "wall_minutes", "cpu_minutes", "note")
+            if p.get(k) not in (None, "")]
     cell = lambda v: f"`{v}`" if isinstance(v, str) and len(v) > 30 else str(v)  # noqa: E731
     return "\n".join(["| | |", "|---|---|"] + [f"| {k.replace('_', ' ')} | {cell(v)} |" for k, v in rows]) + "\n"
 
