@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -242,4 +243,21 @@ def job_times(path: Path) -> str:
                      f"{r['max_rss_mb']} | {'yes' if r['critical_path'] == '1' else ''} |")
     lines += ["", f"{len(rows)} jobs measured: {total:.1f} job-minutes, {cpu:.1f} CPU-minutes; the critical path "
               f"(the longest chain of jobs) {path_min:.1f} minutes."]
+    return "\n".join(lines) + "\n"
+
+
+DURATION = re.compile(r"^\s*([\d.]+)s (call|setup|teardown)\s+(\S+)", re.M)
+SUMMARY = re.compile(r"=+ (.*?) in ([\d.]+)s(?: \(([\d:]+)\))? =+")
+
+
+def test_durations(path: Path) -> str:
+    """A ``pytest --durations`` log: the slowest tests and the session's summary line (tests counted,
+    seconds), with the machine and command written at the log's top (``# `` lines)."""
+    text = Path(path).read_text()
+    head = [line[2:] for line in text.splitlines() if line.startswith("# ")]
+    rows = DURATION.findall(text)
+    summary = SUMMARY.findall(text)[-1]
+    lines = ["| seconds | phase | test |", "|---|---|---|"]
+    lines += [f"| {float(s):.1f} | {phase} | `{test}` |" for s, phase, test in rows[:15]]
+    lines += ["", f"Session: {summary[0]} in {float(summary[1]) / 60:.1f} minutes of pytest. " + " ".join(head)]
     return "\n".join(lines) + "\n"
