@@ -36,7 +36,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {  # name → renderer(data file) 
     "same-baseline": doc_tables.same_baseline,
     "float-sensitivity": doc_tables.float_sensitivity,
     "job-times": doc_tables.job_times,
-    "test-durations": doc_tables.test_durations,
+    "test-durations": doc_tables.durations_table,
     "testbed": testbed_report.render_table,
 }
 

@@ -250,7 +250,7 @@ DURATION = re.compile(r"^\s*([\d.]+)s (call|setup|teardown)\s+(\S+)", re.M)
 SUMMARY = re.compile(r"=+ (.*?) in ([\d.]+)s(?: \(([\d:]+)\))? =+")
 
 
-def test_durations(path: Path) -> str:
+def durations_table(path: Path) -> str:
     """A ``pytest --durations`` log: the slowest tests and the session's summary line (tests counted,
     seconds), with the machine and command written at the log's top (``# `` lines)."""
     text = Path(path).read_text()
