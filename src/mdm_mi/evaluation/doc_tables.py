@@ -48,7 +48,8 @@ def preregistration_design(path: Path) -> str:
         f"| effect or precision | the paper's +{_pp(s['delta'])} pp, {100 * d['power']:.0f}% power, two-sided 5% | 95% interval ±{a['half_width']:.2f} nats/residue |",
         f"| items needed | {s['pairs_needed']:,} puzzles | {a['vh_needed']} VH |",
         f"| items available | {s['test_available']:,} (of {s['hard_pool']:,} Hard+Expert, less {s['calibration']} "
-        f"calibration and {s['validation']} validation); power there {_pp(s['power_at_available'])}% | "
+        f"calibration{f' and {v} validation' if (v := s['validation']) else ''}); power there "
+        f"{_pp(s['power_at_available'])}% | "
         f"{a['vh_available']} test lineages; at the pilot's {a['fills_pilot']} fills ±{a['half_width_at_available']:.3f}; "
         f"the run: {a['fills']} fills |",
         f"| generated puzzles needed | {s['generated_needed']} | — |",
