@@ -272,6 +272,11 @@ def test_every_verb_runs_on_a_hugging_face_folder(hf_dir, tmp_path):
          "--pairs", tmp_path / "pairs.csv", "--hidden", 8, "--heads", 2, "--rank", 2, "--unary", "--steps", 5,
          "--batch-size", 2, "--lr", 0.01, "--weight-decay", 0.0, "--distance-buckets", 0, "--seed", 0,
          "--device", "cpu", "--threads", 1)
+    _cli("head-fidelity", "--model", hf_dir, "--head", head, "--val", labels / "val.safetensors",
+         "--test", labels / "test.safetensors", "--out", tmp_path / "fid_again.json", "--device", "cpu", "--threads", 1)
+    trained, again = (json.loads((tmp_path / f).read_text()) for f in ("fid.json", "fid_again.json"))
+    assert again["test"]["pearson"] == trained["test"]["pearson"] and len(again["test"]["pearson_ci"]) == 2
+    assert trained["test"]["pearson_ci"] == again["test"]["pearson_ci"]  # the same seeded bootstrap
     _cli("mi-map", "MK__QL_A", "--model", hf_dir, "--head", head, "--exact", "--out", tmp_path / "map.png", "--quiet")
     _cli("generate", "--model", hf_dir, "--head", head, "--sampler", "mi", "--gamma", 1.0, "--n", 3,
          "--min-length", 5, "--max-length", 7, "--out", tmp_path / "gen.fasta", "--summary", tmp_path / "gen.json",

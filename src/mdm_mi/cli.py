@@ -86,6 +86,9 @@ VERBS: dict[str, Verb] = {
     "label": Verb(mi_jobs.LabelArgs, mi_jobs.label, "label one shard of contexts with ground-truth probing MI"),
     "train-head": Verb(mi_jobs.TrainHeadArgs, mi_jobs.train_head_job,
                        "train the MI head on probing labels and report its fidelity"),
+    "head-fidelity": Verb(mi_jobs.HeadFidelityArgs, mi_jobs.head_fidelity,
+                          "an existing MI head's fidelity on label shards, with bootstrap intervals over contexts",
+                          user=True),
     # decoding and comparisons
     "sudoku-evaluate": Verb(sudoku_jobs.EvaluateArgs, sudoku_jobs.evaluate, "decode a puzzle CSV with one sampler and score it",
                      examples=sudoku_jobs.EVAL_EXAMPLES),

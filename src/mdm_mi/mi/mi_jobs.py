@@ -34,7 +34,7 @@ from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, Tra
 from mdm_mi.infra.progress import Progress
 from mdm_mi.infra.io import read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.loading import head_stamp, load_model, model_fingerprint
+from mdm_mi.loading import head_stamp, load_mi_head, load_model, model_fingerprint
 from mdm_mi.mi.contexts import (TOKEN_FILE_HINT, ContextDraw, draw_evaluation, draw_training,
                                load_label_shards, read_maskable, read_token_file, save_label_shard, shard_slice,
                                split_part)
@@ -255,6 +255,35 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
         tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step=row["step"])
     tracker.log_metrics(flat_metrics(fid))
     tracker.log_artifact(args.fidelity)
+
+
+@dataclass(frozen=True)
+class HeadFidelityArgs(TrainRunFlags):
+    model: Path = field(metadata=_h("the backbone checkpoint folder the head was trained on"))
+    head: Path = field(metadata=_h("MI head checkpoint folder"))
+    val: tuple[Path, ...] = field(metadata=_h("validation label shards"))
+    test: tuple[Path, ...] = field(metadata=_h("test label shards (the reported split)"))
+    out: Path = field(metadata=_h("fidelity JSON to write ('test', 'val'; each with bootstrap intervals)"))
+    target: str = field(default="mi", metadata=_h("mi | tv: what the head learned"))
+
+
+def head_fidelity(args: HeadFidelityArgs, tracker) -> None:
+    """An existing head's fidelity on label shards, in train-head's JSON format, with bootstrap
+    intervals over contexts (a head trained before intervals existed gets them without retraining)."""
+    setup(args.threads, 0)
+    device = resolve_device(args.device)
+    backbone, meta = load_model(args.model, device)
+    head = load_mi_head(args.head, device, backbone, args.model, target=args.target)
+    fingerprint = model_fingerprint(args.model, meta)
+    structure = get_domain(meta["domain"]).structure()
+    fid: dict = {"reported": REPORTED_SPLIT, "head": str(args.head), "backbone_domain": meta["domain"],
+                 "n_params": count_params(head), "target": args.target}
+    for name, paths in (("val", args.val), ("test", args.test)):
+        split = load_label_shards(paths, args.target, backbone, fingerprint, args.model)
+        feats = backbone_features(backbone, split["contexts"].to(device), FEATURE_BATCH).clone()
+        _, fid[name] = split_fidelity(head, feats, split, structure)
+    write_json(args.out, fid)
+    tracker.log_metrics(flat_metrics(fid))
 
 
 @dataclass(frozen=True)
