@@ -86,6 +86,55 @@ def test_vectorised_walk_matches_the_papers_algorithm_1(stop, charge_first, gamm
         assert got[r].nonzero().flatten().tolist() == want, r
 
 
+DYADIC = 8  # entropies k/8 and Î k/32: every sum is exact, so ties and cost == budget happen exactly
+
+
+def _tied_steps(seed: int, b: int = 30, n: int = 12):
+    """Entropies and Î on a coarse dyadic grid (ties in the walk order and in cost vs budget), random
+    masks (row 0 none, row 1 all), an asymmetric Î (the candidate's row is the one charged)."""
+    g = torch.Generator().manual_seed(seed)
+    h = torch.randint(0, DYADIC + 1, (b, n), generator=g) / DYADIC
+    masked = torch.rand(b, n, generator=g) < 0.6
+    masked[0], masked[1] = False, True
+    mi = torch.randint(0, 5, (b, n, n), generator=g) / (4 * DYADIC)
+    return h, masked, mi
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_admit_is_algorithm_1_on_many_random_batches_with_ties(seed):
+    """:func:`admit` (the incremental batched walk) admits exactly what :func:`algorithm1` admits,
+    row by row, for every rule variant, budgets from 0 (only the first) to past every candidate, and
+    λ = 0, 1 and 2.5; on exact ties (dyadic values) and on continuous random values."""
+    tied = _tied_steps(seed)
+    plain = _random_steps(100 + seed, b=25, n=15)
+    for h, masked, mi in (tied, plain):
+        for gamma in (0.0, 0.25, 0.5, 1.0, 3.0):
+            for lam in (0.0, 1.0, 2.5):
+                for stop in (False, True):
+                    for charge_first in (False, True):
+                        got = admit(h, masked, mi, gamma, lam, stop_on_reject=stop, charge_first=charge_first)
+                        for r in range(len(h)):
+                            want = algorithm1(h[r].double().tolist(), masked[r].tolist(), mi[r].double().tolist(),
+                                              gamma, lam, "stop" if stop else "skip", charge_first)
+                            assert got[r].nonzero().flatten().tolist() == want, (gamma, lam, stop, charge_first, r)
+
+
+def test_admit_edge_batches():
+    """An empty batch, a batch without a mask, one masked position per row, and a float64 input."""
+    none = torch.zeros(0, 5, dtype=torch.bool)
+    assert admit(torch.zeros(0, 5), none, torch.zeros(0, 5, 5), 1.0, 1.0,
+                 stop_on_reject=False, charge_first=False).shape == (0, 5)
+    unmasked = torch.zeros(3, 5, dtype=torch.bool)
+    assert not admit(torch.rand(3, 5), unmasked, torch.rand(3, 5, 5), 1.0, 1.0,
+                     stop_on_reject=True, charge_first=True).any()
+    one = torch.eye(4, dtype=torch.bool)
+    assert torch.equal(admit(torch.rand(4, 4), one, torch.rand(4, 4, 4), 9.0, 1.0,
+                             stop_on_reject=False, charge_first=True), one)
+    h, masked, mi = _tied_steps(0)
+    assert torch.equal(admit(h.double(), masked, mi.double(), 0.5, 1.0, stop_on_reject=False, charge_first=False),
+                       admit(h, masked, mi, 0.5, 1.0, stop_on_reject=False, charge_first=False))
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_default_mi_sampler_is_the_papers_algorithm_1(seed):
     """The sampler a user and the workflow get by default (SamplerFlags' on_reject / charge_first,

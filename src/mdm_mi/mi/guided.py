@@ -160,48 +160,74 @@ def admit(
     charge_first: bool,
 ) -> torch.Tensor:
     """The paper's Algorithm 1 (:func:`algorithm1`, one sequence) vectorised over the batch: ≤ N
-    steps of ``(B,)``/``(B, N)`` ops.
+    steps of ``(B,)`` ops.
 
     entropy ``(B, N)`` nats (any value off ``masked``), masked ``(B, N)`` bool, pairwise ``(B, N, N)``
     Î ≥ 0 (a tensor, or an object whose ``among(idx (B, k))`` gives Î among the positions the walk
     visits, ``(B, k, k)``, like :class:`HeadPairs`). Returns ``(B, N)`` bool U: the lowest-entropy
     masked position of every row with a mask, plus each later candidate i (by increasing entropy,
-    stable) with ``h_i + λ Σ_{j∈U} Î_ij ≤`` the budget left, which then shrinks by that cost. Budget
-    arithmetic is float64. As Î ≥ 0, a candidate with ``h_i > γ`` can never fit, so the walk ends
-    before the first of them; Î is asked for only among the ``k ≤ N`` candidates it visits.
+    stable) with ``h_i + λ Σ_{j∈U} Î_ij ≤`` the budget left, which then shrinks by that cost. As Î ≥ 0,
+    a candidate with ``h_i > γ`` can never fit, so the walk ends before the first of them; Î is asked
+    for only among the ``k ≤ N`` candidates it visits (:func:`walk_length`), and :func:`walk` runs
+    the budget in float64, summing each coupling in walk order as :func:`algorithm1` does.
     """
     source = pairwise if hasattr(pairwise, "among") else DensePairs(pairwise)
     assert entropy.shape == masked.shape and tuple(source.shape) == (*masked.shape, masked.shape[1]), (
         entropy.shape, masked.shape, source.shape,
     )
-    b, n = masked.shape
-    h = entropy.double().masked_fill(~masked, float("inf"))
+    h = entropy.masked_fill(~masked, float("inf"))  # float32 → float64 is exact and monotone: same order
     order = h.argsort(dim=1, stable=True)  # masked positions first
-    n_masked = masked.sum(1)
-    rows = torch.arange(b, device=masked.device)
-    chosen = torch.zeros_like(masked)
-    left = torch.full((b,), float(gamma), dtype=torch.float64, device=masked.device)
-    walking = n_masked > 0
-    steps = int((h <= gamma).sum(1).clamp_min(1).minimum(n_masked).max()) if b else 0
-    sub = source.among(order[:, :steps]) if steps > 1 else None  # Î among the walk's candidates
-    took = torch.zeros(b, steps, dtype=torch.bool, device=masked.device)  # admitted, in walk order
-    for r in range(steps):
-        pos = order[:, r]
-        live = walking & (r < n_masked)
-        h_i = h[rows, pos].masked_fill(~live, 0.0)
-        if r == 0:
-            ok = live
-            cost = h_i if charge_first else torch.zeros_like(h_i)
-        else:
-            coupling = (sub[:, r, :r].double() * took[:, :r]).sum(1)  # Σ_{j∈U} Î_ij, (B,)
-            cost = h_i + lam * coupling
-            ok = live & (cost <= left)
-            if stop_on_reject:
-                walking = walking & (ok | ~live)
-        chosen[rows[ok], pos[ok]] = True
+    steps = walk_length(h, masked, gamma)
+    if steps == 0:  # no row has a mask
+        return torch.zeros_like(masked)
+    idx = order[:, :steps]  # the walk's candidates, in walk order
+    sub = source.among(idx) if steps > 1 else None  # Î among them, (B, k, k)
+    took = walk(h.gather(1, idx).double(), sub, gamma, lam, stop_on_reject, charge_first)
+    return torch.zeros_like(masked).scatter_(1, idx, took)
+
+
+def walk_length(h: torch.Tensor, masked: torch.Tensor, gamma: float) -> int:
+    """Steps the batched walk needs: the most candidates with ``h_i ≤ γ`` in any row (at least the
+    first, at most the row's masked positions; 0 for an empty batch). ``h (B, N)``, +inf off ``masked``."""
+    if not len(h):
+        return 0
+    fit = (h.double() <= gamma).sum(1).clamp_min(1).minimum(masked.sum(1))
+    return int(fit.max())
+
+
+def walk(
+    h: torch.Tensor, sub: torch.Tensor | None, gamma: float, lam: float, stop_on_reject: bool, charge_first: bool
+) -> torch.Tensor:
+    """Algorithm 1's admissions over candidates already in walk order → ``(B, k)`` bool.
+
+    h ``(B, k)`` float64 entropies in walk order (+inf where a row has run out of masked positions),
+    sub ``(B, k, k)`` Î among them (None when k ≤ 1). ``acc[:, i]`` keeps ``Σ_{j∈U} Î_ij`` as U grows:
+    each admitted candidate adds its column once, so a step is a few ``(B,)`` ops instead of a sum over
+    all earlier candidates. A row's +inf cost is never admitted, and under ``stop_on_reject`` its
+    rejection ends a walk that has nothing left to visit.
+    """
+    b, k = h.shape
+    took = torch.zeros(b, k, dtype=torch.bool, device=h.device)
+    took[:, 0] = torch.isfinite(h[:, 0])  # the first candidate of every row with a mask: always admitted
+    left = torch.full((b,), float(gamma), dtype=torch.float64, device=h.device)
+    if charge_first:
+        left = torch.where(took[:, 0], left - h[:, 0], left)
+    if k == 1:
+        return took
+    columns = sub.transpose(1, 2).to(torch.float64, memory_format=torch.contiguous_format)  # [:, j, i] = Î_ij
+    acc = columns[:, 0] * took[:, :1]  # (B, k): Σ_{j∈U} Î_ij over the candidates admitted so far
+    walking = took[:, 0].clone()
+    for r in range(1, k):
+        cost = h[:, r] + lam * acc[:, r]
+        ok = cost <= left
+        if stop_on_reject:
+            ok &= walking
+            walking = ok
         took[:, r] = ok
         left = torch.where(ok, left - cost, left)
-    return chosen
+        if r + 1 < k:
+            acc[:, r + 1 :] += columns[:, r, r + 1 :] * ok[:, None]
+    return took
 
 
 def head_pairwise_fn(head: torch.nn.Module) -> PairwiseFn:

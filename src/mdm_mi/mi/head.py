@@ -195,9 +195,11 @@ class MIHead(nn.Module):
         cost that falls with k — the MI-guided walk only visits positions with ``h_i ≤ γ``.
         """
         b, k = idx.shape
-        rows = torch.arange(b, device=idx.device)[:, None]
-        left, right = self.factors(self.mlp(hidden[rows, idx].reshape(b * k, -1).to(self.bias.dtype)))
-        keep = masked[rows, idx].reshape(b * k, 1)
+        n = hidden.shape[1]
+        flat = (idx + torch.arange(b, device=idx.device)[:, None] * n).reshape(b * k)  # rows of (B·N, D)
+        picked = hidden.reshape(b * n, -1).index_select(0, flat)  # a gather of rows: cheaper than hidden[rows, idx]
+        left, right = self.factors(self.mlp(picked.to(self.bias.dtype)))
+        keep = masked.gather(1, idx).reshape(b * k, 1)
         pad_left, pad_right = self.excluded_rows(left)
         left, right = torch.where(keep, left, pad_left), torch.where(keep, right, pad_right)
         return self.pairs(left.view(b, k, -1), right.view(b, k, -1), idx)
