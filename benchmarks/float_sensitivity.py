@@ -32,6 +32,7 @@ from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
 SETTINGS = ((1, 7), (2, 300))  # (torch threads, batch size) of the two runs of each stage
 EB_GAMMA = 0.02621  # the shipped backbone's calibrated EB at ÷3 (its MANIFEST)
 CONTEXTS, TRAIN_CONTEXTS = 4, 24
+SUDOKU_HEAD = HeadConfig(hidden=32, heads=4, rank=8, unary=True)  # the schema's sudoku.mi.head
 
 
 def cpu_name() -> str:
@@ -83,7 +84,7 @@ def head_stage(model, contexts: torch.Tensor, n_test: int) -> dict:
 
     def fit(threads):
         cfg = HeadTrainConfig(steps=300, batch_size=16, lr=3e-3, weight_decay=0.01, seed=0)
-        head, _ = _with(threads, lambda: train_head(feats[tr], labels[tr], masked[tr], cfg, HeadConfig(), log=lambda s: None))
+        head, _ = _with(threads, lambda: train_head(feats[tr], labels[tr], masked[tr], cfg, SUDOKU_HEAD, log=lambda s: None))
         with torch.no_grad():
             return head(feats[te], masked[te])
     preds = [fit(t) for t, _ in SETTINGS]
