@@ -204,6 +204,7 @@ def bench_report(args) -> None:
 
 
 def main() -> None:
+    global REPO
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", type=Path, default=REPO / "results" / "mlflow.db")
     ap.add_argument("--config", default="cpu-default", help="the configuration's name (wildcard.config tag)")
@@ -213,10 +214,10 @@ def main() -> None:
                     help="only jobs started at or after this time (e.g. 2026-12-01T20:32, UTC): one run's jobs")
     ap.add_argument("--bench", action="store_true", help="read each job's benchmark: file instead of MLflow")
     ap.add_argument("--csv", type=Path, default=None, help="with --bench: one row per measured job")
-    ap.add_argument("--root", type=Path, default=REPO, help="the checkout that ran the workflow (its logs/)")
+    ap.add_argument("--root", type=Path, default=None, help="the checkout that ran the workflow (its logs/)")
     args = ap.parse_args()
-    global REPO
-    REPO = args.root.resolve()
+    if args.root is not None:
+        REPO = args.root.resolve()
     if args.bench:
         return bench_report(args)
     since = args.since.replace(tzinfo=args.since.tzinfo or timezone.utc) if args.since else None

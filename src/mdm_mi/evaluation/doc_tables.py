@@ -20,6 +20,7 @@ from mdm_mi.evaluation import paper
 from mdm_mi.evaluation.budgets import SEQUENTIAL, budget_rows, markdown, table_order
 from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
 from mdm_mi.evaluation.verdicts import classify
+from mdm_mi.infra.errors import InputError
 
 
 def _json(path: Path) -> dict:
@@ -159,8 +160,8 @@ def answer_lines(path: Path) -> str:
     spec = _json(path)
     lines = []
     for name, entry in spec.items():
-        if any(ch.isdigit() for ch in entry.get("note", "") + entry["title"]):
-            raise ValueError(f"{path}: {name}'s title and note are words only (numbers come from data files)")
+        if re.search(r"(?<![A-Za-z])\d", entry.get("note", "") + " " + entry["title"]):
+            raise InputError(f"{path}: {name}'s title and note are words only (numbers come from data files)")
         head = entry["title"]
         if "runs" in entry:
             set_name, runs = comparison_runs(Path(entry["runs"]))
