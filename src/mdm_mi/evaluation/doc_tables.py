@@ -148,9 +148,11 @@ def _primary_line(diffs: list[float], los: list[float], his: list[float], words:
                   unit: str, scale: float) -> str:
     span = f"÷{min(divisors)} … ÷{max(divisors)}" if len(divisors) > 1 else f"÷{divisors[0]}"
     widest = max(h - lo for lo, h in zip(los, his)) / 2
-    return (f"mi* − EB from {scale * min(diffs):+.{2 if scale == 100 else 3}f} to {scale * max(diffs):+.{2 if scale == 100 else 3}f} "
-            f"{unit} over {len(divisors)} budgets ({span}), intervals up to ±{scale * widest:.{1 if scale == 100 else 2}f} "
-            f"{unit}; verdicts (Holm): {_verdict_counts(words)}")
+    digits = 1 if scale == 100 else 3
+    unit = f" {unit}" if unit else ""
+    return (f"mi* − EB from {scale * min(diffs):+.{digits}f} to {scale * max(diffs):+.{digits}f}{unit} over "
+            f"{len(divisors)} budgets ({span}), intervals up to ±{scale * widest:.{digits}f}{unit}; "
+            f"verdicts (Holm): {_verdict_counts(words)}")
 
 
 def answer_lines(path: Path) -> str:
@@ -174,7 +176,7 @@ def answer_lines(path: Path) -> str:
             with Path(entry["csv"]).open(newline="") as fh:
                 rows = [r for r in csv.DictReader(fh) if r["role"] == "primary" and r["metric"] == entry["metric"]]
             f = lambda k: [float(r[k]) for r in rows]  # noqa: E731
-            body = (f"{entry['metric']}, {rows[0]['n']} items; "
+            body = (f"{entry['metric'].replace('_', ' ')}, {int(rows[0]['n']):,} items; "
                     + _primary_line(f("diff"), f("lo"), f("hi"), [r["verdict"] for r in rows],
                                     [int(r["divisor"]) for r in rows], entry.get("unit", ""), 1))
         else:
