@@ -251,7 +251,7 @@ def job_times(path: Path) -> str:
 
 
 DURATION = re.compile(r"^\s*([\d.]+)s (call|setup|teardown)\s+(\S+)", re.M)
-SUMMARY = re.compile(r"=+ (.*?) in ([\d.]+)s(?: \(([\d:]+)\))? =+")
+SUMMARY = re.compile(r"^(?:=+ )?(\d+ (?:passed|failed).*?) in ([\d.]+)s(?: \(([\d:]+)\))?(?: =+)?$", re.M)
 
 
 def durations_table(path: Path) -> str:
