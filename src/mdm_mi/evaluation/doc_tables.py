@@ -64,8 +64,9 @@ def provenance(path: Path) -> str:
     p = _json(path)
     rows = [(k, p[k]) for k in ("command", "config", "commit", "machine", "date", "wall_minutes", "cpu_minutes", "note")
             if p.get(k) not in (None, "")]
-    cell = lambda v: f"`{v}`" if isinstance(v, str) and len(v) > 30 else str(v)  # noqa: E731
-    return "\n".join(["| | |", "|---|---|"] + [f"| {k.replace('_', ' ')} | {cell(v)} |" for k, v in rows]) + "\n"
+    code = {"command", "config", "commit"}  # shown as code; the rest as text
+    cell = lambda k, v: f"`{v}`" if k in code else str(v)  # noqa: E731
+    return "\n".join(["| | |", "|---|---|"] + [f"| {k.replace('_', ' ')} | {cell(k, v)} |" for k, v in rows]) + "\n"
 
 
 def comparison_runs(path: Path) -> tuple[str, dict[str, dict]]:
