@@ -248,3 +248,34 @@ def test_runs_read_back_in_the_sampler_tables_order_with_values_numerically():
     names = ["mi λ=16", "demask ε=0.5", "sequential", "mi λ=4", "eb"]
     runs = {f"{n}@2": {"family": n} for n in sorted(names)}
     assert [r["family"] for r in table_order(runs).values()] == ["sequential", "eb", "mi λ=4", "mi λ=16", "demask ε=0.5"]
+
+
+def test_the_same_compare_command_twice_writes_the_same_runs(tmp_path, tiny_checkpoint):
+    """Issue 47: a comparison reproduces itself: two runs of one sudoku-compare command (other output
+    folders) write the same runs.json (but their timings and folder) and the same per-puzzle outcomes."""
+    import json
+
+    from mdm_mi.cli import main
+    from mdm_mi.mi.head import HeadConfig, MIHead, save_head
+
+    save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / "head", {})
+    outs = [tmp_path / "a", tmp_path / "b"]
+    for out in outs:
+        argv = ["sudoku-compare", "--model", str(tiny_checkpoint), "--head", str(tmp_path / "head"),
+                "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
+                "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
+                "--test-puzzles", "6", "--divisors", "2", "3", "--mi-lambda", "1", "--on-reject", "skip",
+                "--no-charge-first", "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps",
+                "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--bootstrap", "5", "--batch-size", "500",
+                "--device", "cpu", "--tracking-uri", "none"]
+        assert main(argv) == 0
+
+    def runs(out):
+        meta = json.loads((out / "runs.json").read_text())
+        meta.pop("seconds")
+        meta["args"].pop("out_dir")
+        return meta
+
+    assert runs(outs[0]) == runs(outs[1])
+    with np.load(outs[0] / "outcomes.npz") as a, np.load(outs[1] / "outcomes.npz") as b:
+        assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
