@@ -57,15 +57,21 @@ def render(root: Path, name: str, path: str) -> str:
     return RENDERERS[name](root / path)
 
 
-def stale_blocks(root: Path) -> list[str]:
-    """``page: NAME PATH`` for every block whose text is not what its renderer writes now."""
-    stale = []
+def fresh_pages(root: Path) -> list[tuple[Path, str]]:
+    """Each checked page whose rendered blocks differ from what their renderers write now, with
+    the page's text as it should be."""
+    out = []
     for page in checked_pages(root):
         text = page.read_text()
         fresh = rewrite_blocks(text, lambda n, p: render(root, n, p))
         if fresh != text:
-            stale.append(str(page.relative_to(root)))
-    return stale
+            out.append((page, fresh))
+    return out
+
+
+def stale_blocks(root: Path) -> list[str]:
+    """The checked pages (relative to ``root``) whose rendered blocks are stale."""
+    return [str(page.relative_to(root)) for page, _ in fresh_pages(root)]
 
 
 @dataclass(frozen=True)
@@ -83,10 +89,7 @@ def render_docs(args: RenderDocsArgs, tracker=None) -> int | None:
         for page in stale:
             print(f"stale: {page} (run: mdm-mi render-docs)", file=sys.stderr)
         return 1 if stale else None
-    for page in checked_pages(root):
-        text = page.read_text()
-        fresh = rewrite_blocks(text, lambda n, p: render(root, n, p))
-        if fresh != text:
-            page.write_text(fresh)
-            print(f"rendered {page.relative_to(root)}")
+    for page, fresh in fresh_pages(root):
+        page.write_text(fresh)
+        print(f"rendered {page.relative_to(root)}")
     return None

@@ -80,11 +80,24 @@ def comparison_runs(path: Path) -> tuple[str, dict[str, dict]]:
     return meta["set"], table_order(runs)
 
 
+def _classified(runs: dict[str, dict], set_name: str, role: str | None = None) -> list[dict]:
+    """The comparison's rows with roles, Holm p and verdicts (as ``sudoku-compare`` writes them);
+    only ``role``'s when given."""
+    rows = classify(budget_rows(runs, set_name))
+    return rows if role is None else [r for r in rows if r["role"] == role]
+
+
+def _primary_csv_rows(path: Path, metric: str | None = None) -> list[dict]:
+    """The ``role == primary`` rows of a long-format comparison CSV (of ``metric`` only, when given)."""
+    with Path(path).open(newline="") as fh:
+        return [r for r in csv.DictReader(fh) if r["role"] == "primary" and metric in (None, r["metric"])]
+
+
 def sudoku_budgets(path: Path) -> str:
     """A Sudoku comparison's budgets tables, recomputed from its runs and per-puzzle outcomes (the
     same statistics ``sudoku-compare`` writes: :func:`budget_rows`, :func:`classify`)."""
     set_name, runs = comparison_runs(path)
-    return markdown(classify(budget_rows(runs, set_name)), runs, set_name, OFF_BUDGET_NOTE)
+    return markdown(_classified(runs, set_name), runs, set_name, OFF_BUDGET_NOTE)
 
 
 def _verdict_cell(r: dict) -> str:
@@ -96,7 +109,7 @@ def primary_contrast(path: Path) -> str:
     """mi* − EB at each budget of one Sudoku comparison (pp, 95% interval, Holm p, verdict), with
     each sampler's accuracy, from its runs and outcomes; the paper's Table 1 beside it."""
     set_name, runs = comparison_runs(path)
-    rows = [r for r in classify(budget_rows(runs, set_name)) if r["role"] == "primary"]
+    rows = _classified(runs, set_name, "primary")
     seq = runs[SEQUENTIAL]
     lines = ["| budget (passes) | EB % | mi* % | mi* − EB (pp) |", "|---|---|---|---|"]
     for r in rows:
@@ -128,8 +141,7 @@ def primary_rows_csv(path: Path) -> str:
     """The primary rows (``role == primary``) of a long-format comparison CSV with ``metric``,
     ``value_first/second`` columns (``antibody-compare``, the protein co-variation table): each
     budget's passes, both values, the difference [95% interval], Holm p and verdict."""
-    with Path(path).open(newline="") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["role"] == "primary"]
+    rows = _primary_csv_rows(path)
     lines = ["| set | metric | budget | passes (first / second) | first | second | first − second [95%] | Holm p | verdict |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -168,14 +180,13 @@ def answer_lines(path: Path) -> str:
         head = entry["title"]
         if "runs" in entry:
             set_name, runs = comparison_runs(Path(entry["runs"]))
-            rows = [r for r in classify(budget_rows(runs, set_name)) if r["role"] == "primary"]
+            rows = _classified(runs, set_name, "primary")
             seq = runs[SEQUENTIAL]
             body = (f"sequential {100 * float(np.mean(seq['solved'])):.1f}% on {len(seq['solved']):,} {set_name} puzzles; "
                     + _primary_line([r["diff"] for r in rows], [r["lo"] for r in rows], [r["hi"] for r in rows],
                                     [r["verdict"] for r in rows], [r["divisor"] for r in rows], "pp", 100))
         elif "csv" in entry:
-            with Path(entry["csv"]).open(newline="") as fh:
-                rows = [r for r in csv.DictReader(fh) if r["role"] == "primary" and r["metric"] == entry["metric"]]
+            rows = _primary_csv_rows(Path(entry["csv"]), entry["metric"])
             f = lambda k: [float(r[k]) for r in rows]  # noqa: E731
             body = (f"{entry['metric'].replace('_', ' ')}, {int(rows[0]['n']):,} items; "
                     + _primary_line(f("diff"), f("lo"), f("hi"), [r["verdict"] for r in rows],
