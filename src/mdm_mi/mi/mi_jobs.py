@@ -202,6 +202,16 @@ def _predict(head, feats: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
                                                      masked.to(feats.device).split(PREDICT_BATCH))]).cpu()
 
 
+def load_splits(backbone, paths: dict[str, tuple[Path, ...]], target: str, fingerprint: str, model: Path,
+                device) -> tuple[dict[str, dict], dict[str, torch.Tensor]]:
+    """Each split's label shards (checked against the model's ``fingerprint``) and the backbone's
+    features of its contexts ``(C, N, D)``, by split name."""
+    splits = {name: load_label_shards(p, target, backbone, fingerprint, model) for name, p in paths.items()}
+    feats = {name: backbone_features(backbone, split["contexts"].to(device), FEATURE_BATCH).clone()
+             for name, split in splits.items()}
+    return splits, feats
+
+
 def split_fidelity(head, feats: torch.Tensor, split: dict, structure) -> tuple[torch.Tensor, dict]:
     """The head's prediction on one split's contexts and its fidelity there (plus ``contexts`` and
     bootstrap intervals over contexts of Pearson and Spearman)."""
@@ -229,10 +239,8 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
     device = resolve_device(args.device)
     backbone, meta = load_model(args.model, device)
     fingerprint = model_fingerprint(args.model, meta)
-    splits = {name: load_label_shards(paths, args.target, backbone, fingerprint, args.model)
-              for name, paths in (("train", args.labels), ("val", args.val), ("test", args.test))}
-    feats = {name: backbone_features(backbone, split["contexts"].to(device), FEATURE_BATCH).clone()
-             for name, split in splits.items()}
+    splits, feats = load_splits(backbone, {"train": args.labels, "val": args.val, "test": args.test},
+                                args.target, fingerprint, args.model, device)
     tracker.log_params(dataclasses.asdict(args))
     start = time.time()
     train, val = splits["train"], splits["val"]
@@ -278,10 +286,10 @@ def head_fidelity(args: HeadFidelityArgs, tracker) -> None:
     structure = get_domain(meta["domain"]).structure()
     fid: dict = {"reported": REPORTED_SPLIT, "head": str(args.head), "backbone_domain": meta["domain"],
                  "n_params": count_params(head), "target": args.target}
-    for name, paths in (("val", args.val), ("test", args.test)):
-        split = load_label_shards(paths, args.target, backbone, fingerprint, args.model)
-        feats = backbone_features(backbone, split["contexts"].to(device), FEATURE_BATCH).clone()
-        _, fid[name] = split_fidelity(head, feats, split, structure)
+    splits, feats = load_splits(backbone, {"val": args.val, "test": args.test}, args.target, fingerprint,
+                                args.model, device)
+    for name in EVAL_SPLITS:
+        _, fid[name] = split_fidelity(head, feats[name], splits[name], structure)
     write_json(args.out, fid)
     tracker.log_metrics(flat_metrics(fid))
 
