@@ -252,16 +252,19 @@ def test_runs_read_back_in_the_sampler_tables_order_with_values_numerically():
 
 def test_the_same_compare_command_twice_writes_the_same_runs(tmp_path, tiny_checkpoint):
     """Issue 47: a comparison reproduces itself: two runs of one sudoku-compare command (other output
-    folders) write the same runs.json (but their timings and folder) and the same per-puzzle outcomes."""
+    folders) write the same runs.json (but their timings and folder) and the same per-puzzle outcomes.
+    Issue 48: so do a run that keeps its decoded chunks (--chunks) and its rerun, which reads every
+    chunk back and decodes nothing."""
     import json
 
     from mdm_mi.cli import main
     from mdm_mi.mi.head import HeadConfig, MIHead, save_head
 
     save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / "head", {})
-    outs = [tmp_path / "a", tmp_path / "b"]
-    for out in outs:
-        argv = ["sudoku-compare", "--model", str(tiny_checkpoint), "--head", str(tmp_path / "head"),
+    outs = [tmp_path / "a", tmp_path / "b", tmp_path / "c", tmp_path / "d"]
+    for n, out in enumerate(outs):
+        chunks = ["--chunks", str(tmp_path / "chunks")] if n >= 2 else []
+        argv = ["sudoku-compare", *chunks, "--model", str(tiny_checkpoint), "--head", str(tmp_path / "head"),
                 "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
                 "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
                 "--test-puzzles", "6", "--divisors", "2", "3", "--mi-lambda", "1", "--on-reject", "skip",
@@ -272,10 +275,14 @@ def test_the_same_compare_command_twice_writes_the_same_runs(tmp_path, tiny_chec
 
     def runs(out):
         meta = json.loads((out / "runs.json").read_text())
-        meta.pop("seconds")
-        meta["args"].pop("out_dir")
+        meta.pop("seconds"), meta.pop("chunks", None)
+        meta["args"].pop("out_dir"), meta["args"].pop("chunks")
         return meta
 
-    assert runs(outs[0]) == runs(outs[1])
-    with np.load(outs[0] / "outcomes.npz") as a, np.load(outs[1] / "outcomes.npz") as b:
-        assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
+    assert all(runs(outs[0]) == runs(out) for out in outs[1:])
+    for out in outs[1:]:
+        with np.load(outs[0] / "outcomes.npz") as a, np.load(out / "outcomes.npz") as b:
+            assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
+    kept = [json.loads((out / "runs.json").read_text())["chunks"] for out in outs[2:]]
+    assert kept[0]["read"] == 0 and kept[0]["decoded"] > 0
+    assert kept[1] == {"read": kept[0]["decoded"], "decoded": 0, "commits": kept[0]["commits"]}

@@ -140,7 +140,8 @@ WHOLE_SECTIONS = {
     "train-head": [("{domain}.mi.head", "", ()), ("{domain}.mi.head_train", "", ())],
     "sudoku-evaluate": [("sudoku.eval", "", ("sets",))],
     "sudoku-compare": [("sudoku.compare", "", ("sets", "extra_family_sets", "test_puzzles", "graded_per_level", *extra_family_keys(),
-                                               "oracle_"))],  # per set (their own test), the oracle's
+                                               "oracle_", "resume_chunks", "threads"))],  # per set (their own test), the oracle's,
+    # the rule's (test_resume_chunks_name_each_jobs_chunk_folder)
     "sudoku-oracle-ceiling": [("sudoku.compare", "oracle_", ())],
     "generate": [("protein.generate", "", ())],
     # a part gets its own swept value only (test_each_protein_part_gets_its_own_swept_value_only)
@@ -155,6 +156,19 @@ def _section(cfg: dict, dotted: str) -> dict:
     for key in dotted.split("."):
         cfg = cfg[key]
     return cfg
+
+
+def test_resume_chunks_name_each_jobs_chunk_folder(tmp_path):
+    """config/decisive_sudoku.yaml (resume_chunks, threads 2): the comparison and the oracle ceiling keep
+    their chunks in folders of their own beside their outputs and take both threads."""
+    proc = snakemake(tmp_path, "-n", "-p", "--cores", "2", "decisive_sudoku", configfile="decisive_sudoku.yaml")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = {argv[3]: argv for argv in shell_commands(proc.stdout + proc.stderr)}
+    for verb, folder in (("sudoku-compare", "budgets/hard.chunks"), ("sudoku-oracle-ceiling", "ceiling/hard.chunks")):
+        argv = found[verb]
+        assert argv[argv.index("--chunks") + 1] == f"results/decisive-sudoku/sudoku/{folder}"
+        assert argv[argv.index("--threads") + 1] == "2"
+    assert "--chunks" not in " ".join(a for argv in shell_commands(snakemake(tmp_path, "-n", "-p").stdout) for a in argv)
 
 
 def test_rules_pass_whole_config_sections(dry_run):

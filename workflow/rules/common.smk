@@ -193,10 +193,13 @@ SUDOKU_COMPARE_PER_SET = ("sets", "extra_family_sets", "test_puzzles", "graded_p
 def sudoku_compare_flags(cset):
     """``sudoku-compare``'s flags on set ``cset``: config sudoku.compare but the list of sets, the keys
     given per set (:func:`set_size_flags`, :func:`extra_family_flags`) and the oracle's (``oracle_*``:
-    rule sudoku_oracle_ceiling), with the MI-guided settings of sudoku.samplers."""
+    rule sudoku_oracle_ceiling), with the MI-guided settings of sudoku.samplers; with resume_chunks,
+    ``--chunks`` names the set's folder of decoded chunks beside its outputs."""
     compare = SUDOKU["compare"]
-    shared = {k: v for k, v in compare.items() if k not in SUDOKU_COMPARE_PER_SET and not k.startswith("oracle_")}
-    return cli_flags(shared | set_size_flags(cset) | extra_family_flags(cset) | mi_flags(SUDOKU["samplers"]))
+    shared = {k: v for k, v in compare.items()
+              if k not in SUDOKU_COMPARE_PER_SET and k not in ("resume_chunks", "threads") and not k.startswith("oracle_")}
+    chunks = {"chunks": f"{R}/sudoku/{BUDGETS}/{cset}.chunks"} if compare["resume_chunks"] else {}
+    return cli_flags(shared | chunks | set_size_flags(cset) | extra_family_flags(cset) | mi_flags(SUDOKU["samplers"]))
 
 
 def protein_compare_flags(merge, lists=None):

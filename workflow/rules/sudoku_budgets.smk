@@ -36,7 +36,7 @@ rule sudoku_compare:
     wildcard_constraints:
         cset="|".join(COMPARE["sets"]),
     priority: 10  # the hard set is the longest Sudoku job: it starts beside the protein chain, not after it
-    threads: 1  # with two threads it waited for both cores, i.e. for the protein comparison to end
+    threads: COMPARE["threads"]  # 1 by default: with two it waited for both cores, i.e. for the protein comparison to end
     resources:
         gpu=1,
         mem_mb=4000,
@@ -110,13 +110,14 @@ rule sudoku_oracle_ceiling:
     benchmark:
         f"{L}/sudoku/{CEILING}/{{cset}}.bench.tsv",
     params:
-        options=cli_flags(prefixed(COMPARE, "oracle_")),
+        options=lambda w: cli_flags(prefixed(COMPARE, "oracle_")
+                                    | ({"chunks": f"{R}/sudoku/{CEILING}/{w.cset}.chunks"} if COMPARE["resume_chunks"] else {})),
         job=job_flags(),
         tracking=tracking_flags,
         model_dir=parent_dir("model"),
         compare_dir=parent_dir("runs"),
         out_dir=parent_dir("json"),
-    threads: 1
+    threads: COMPARE["threads"]
     resources:
         gpu=1,
         mem_mb=4000,
@@ -132,3 +133,12 @@ rule oracle_ceiling:
     """Target: the MI-oracle ceiling on every comparison set (expensive on CPU, not in the default run)."""
     input:
         expand(f"{R}/sudoku/{CEILING}/{{s}}/ceiling.md", s=COMPARE["sets"]),
+
+
+rule decisive_sudoku:
+    """Target of config/decisive_sudoku.yaml (issue 48's pre-registered run): the hard comparison, its MI-oracle
+    ceiling and the head's fidelity; each resumes from its shards and chunks after a stop."""
+    input:
+        f"{R}/sudoku/{BUDGETS}/hard/budgets.md",
+        f"{R}/sudoku/{CEILING}/hard/ceiling.md",
+        f"{R}/sudoku/head_fidelity.json",

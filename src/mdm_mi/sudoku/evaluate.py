@@ -18,15 +18,18 @@ from mdm_mi.sudoku.sudoku_data import PuzzleSet
 from mdm_mi.sudoku.grid import MASK_ID, consistent_with_clues, format_grid, is_valid_solution
 
 
-def decode_set(model, ps: PuzzleSet, sampler: Sampler, batch_size: int, seed: int, pairwise_fn=None, progress=None):
+def decode_set(model, ps: PuzzleSet, sampler: Sampler, batch_size: int, seed: int, pairwise_fn=None, progress=None,
+               first_item: int = 0):
     """Decode all puzzles in batches → (grids ``(P, 81)``, passes ``(P,)``); ``progress(n)`` is called
     after each batch of ``n`` puzzles. Puzzle ``p`` draws (when a temperature asks for draws) from its
-    own keyed stream (``seed``, ``p``, the sampler and its setting), whatever the batch holds."""
+    own keyed stream (``seed``, ``first_item + p``, the sampler and its setting), whatever the batch
+    holds: ``first_item`` is the index of ``ps``'s first puzzle in the set it was cut from."""
     device = next(model.parameters()).device
     grids, passes = [], []
     for start in range(0, len(ps), batch_size):
         batch = torch.as_tensor(ps.puzzles[start : start + batch_size], device=device)
-        streams = RowStreams(row_keys(seed, torch.arange(start, start + len(batch)), 0, sampler.stream_tag()))
+        first = first_item + start
+        streams = RowStreams(row_keys(seed, torch.arange(first, first + len(batch)), 0, sampler.stream_tag()))
         out = decode(model, batch, sampler, streams, pairwise_fn=pairwise_fn)
         grids.append(out.tokens.cpu())
         passes.append(out.passes.cpu())

@@ -20,6 +20,7 @@ import torch
 
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid
+from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.matched import bracket_settings, mixture, settings_summary
 from mdm_mi.mi.dapd import pairwise_source
 from mdm_mi.sudoku.evaluate import decode_set, solved_mask
@@ -84,19 +85,30 @@ def compare_splits(radcliffe: PuzzleSet, easy: PuzzleSet, sets, spec: SplitSpec)
 class Decoder:
     """Decodes a puzzle set with a sampler on one model (the MI head's Î for samplers that use it, the
     TV head's T̂, ``tv_pairwise_fn``, for those whose table entry reads ``TV_HEAD``, and the model's
-    own attention of the pass for those reading ``ATTENTION``: DAPD)."""
+    own attention of the pass for those reading ``ATTENTION``: DAPD). With a ``store``, each chunk of
+    a set is decoded once and kept on disk (:mod:`mdm_mi.evaluation.chunks`: a stopped run resumes)."""
 
     model: torch.nn.Module
     pairwise_fn: Callable | None
     batch_size: int
     seed: int
     tv_pairwise_fn: Callable | None = None
+    store: ChunkStore | None = None
 
     def __call__(self, ps: PuzzleSet, sampler) -> tuple[np.ndarray, np.ndarray]:
         """→ solved ``(P,)`` bool, passes ``(P,)`` int."""
+        if self.store is None:
+            out = self._decode(ps, sampler, 0, len(ps))
+        else:
+            out = self.store.decode(ps.puzzles, sampler, lambda start, stop: self._decode(ps, sampler, start, stop))
+        return out["solved"], out["passes"]
+
+    def _decode(self, ps: PuzzleSet, sampler, start: int, stop: int) -> dict[str, np.ndarray]:
+        """Puzzles ``start:stop`` of ``ps`` → {solved ``(stop − start,)`` bool, passes int}."""
+        part = ps.subset(np.arange(start, stop))
         with pairwise_source(self.model, sampler, self.pairwise_fn, self.tv_pairwise_fn) as fn:
-            grids, passes = decode_set(self.model, ps, sampler, self.batch_size, self.seed, fn)
-        return solved_mask(ps, grids).numpy(), passes.numpy()
+            grids, passes = decode_set(self.model, part, sampler, self.batch_size, self.seed, fn, first_item=start)
+        return {"solved": solved_mask(part, grids).numpy(), "passes": passes.numpy()}
 
 
 def sequential_solved(model, puzzles: PuzzleSet, batch_size: int) -> tuple[np.ndarray, float]:

@@ -18,22 +18,26 @@ roles, Holm and TOST p and verdicts) and ``budgets.md``, ``curve.png``.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, SweptFlags
 from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, read_csv, summary_markdown, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
+from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
 from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify, side_by_side, verdict_markdown
+from mdm_mi.infra.checkpoint import read_meta
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.loading import load_mi_head, load_model_and_head
+from mdm_mi.loading import compute_fingerprint, load_mi_head, load_model_and_head, model_fingerprint
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.sampler_classes import SAMPLER_CLASSES
 from mdm_mi.sudoku.sudoku_compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_matched
@@ -60,6 +64,9 @@ class CompareArgs(SudokuDecodeFlags, ComparisonFlags, SweptFlags, HeadFlag):
         "seed of the calibration puzzles (drawn from the pool the test split leaves) and of their decoding"))
     tv_head: Path | None = field(default=None, metadata=_h(
         "TV head checkpoint folder (train-head --target tv): needed by the families that read it (demask, mi-tv)"))
+    chunks: Path | None = field(default=None, metadata=_h(
+        "folder keeping every decoded chunk of 100 puzzles: the same command rerun after a stop decodes only "
+        "what is missing (delete it after changing decoding code)"))
 
 
 def sudoku_compare(args: CompareArgs, tracker) -> None:
@@ -83,14 +90,16 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
     out = Path(args.out_dir)
     write_puzzle_csv(out / "calib.csv", calib)
     write_puzzle_csv(out / "test.csv", test)
-    decoder = Decoder(model, head_pairwise_fn(head), args.batch_size, args.seed, tv_fn)
-    calib_decoder = Decoder(model, decoder.pairwise_fn, args.batch_size, args.calib_seed, tv_fn)
+    store = None if args.chunks is None else ChunkStore(args.chunks, run_identity(args, device))
+    decoder = Decoder(model, head_pairwise_fn(head), args.batch_size, args.seed, tv_fn, store)
+    calib_decoder = Decoder(model, decoder.pairwise_fn, args.batch_size, args.calib_seed, tv_fn, store)
     t0 = time.time()
     seq_passes, points, caches = calibrate_families(calib_decoder, calib, families, args.divisors)
     t_calib = time.time() - t0
     runs = decode_matched(decoder, test, calib_decoder, calib, families, points, caches, seq_passes)
     rows = classify(budget_rows(runs, args.set))
-    _write(out, args, runs, rows, seq_passes, {"calibration_s": t_calib, "test_s": time.time() - t0 - t_calib})
+    _write(out, args, runs, rows, seq_passes, {"calibration_s": t_calib, "test_s": time.time() - t0 - t_calib},
+           None if store is None else {"read": store.hits, "decoded": store.misses, "commits": store.commits()})
     write_csv(rows, out / "budgets.csv", FIELDS + VERDICT_FIELDS)
     write_text(out / "budgets.md", markdown(rows, runs, args.set, OFF_BUDGET_NOTE))
     curve_figure(runs, out / "curve.png", args.set, args.bootstrap, args.seed)
@@ -115,15 +124,25 @@ def _check_sizes(args: CompareArgs) -> None:
         raise InputError(f"--calib-puzzles must be >= 1, got {args.calib_puzzles}")
 
 
-def _write(out: Path, args: CompareArgs, runs: dict, rows: list, seq_passes: float, seconds: dict) -> None:
-    """``runs.json`` (settings and summaries) and ``outcomes.npz`` (per-puzzle arrays)."""
+def run_identity(args: CompareArgs, device) -> str:
+    """What fixes a decoded chunk besides its puzzles and sampler: the model's and the heads' weights
+    and the device type (the seeds are the decoders': :class:`ChunkStore` keys each decoder apart)."""
+    heads = [compute_fingerprint(p, read_meta(p)) for p in (args.head, args.tv_head) if p is not None]
+    return json.dumps({"model": model_fingerprint(args.model), "heads": heads, "device": torch.device(device).type})
+
+
+def _write(out: Path, args: CompareArgs, runs: dict, rows: list, seq_passes: float, seconds: dict,
+           chunks: dict | None = None) -> None:
+    """``runs.json`` (settings and summaries; with ``chunks``, how many chunks were read back and decoded
+    and the commits that decoded them) and ``outcomes.npz`` (per-puzzle arrays)."""
     arrays = ("solved", "passes", "setting_solved", "setting_passes")
     summary = {name: {k: v for k, v in r.items() if k not in arrays}
                | {"accuracy": float(np.mean(r["solved"])), "mean_passes": float(np.mean(r["passes"]))}
                for name, r in runs.items()}
     write_json(out / "runs.json", {"set": args.set, "args": {k: str(v) if isinstance(v, Path) else v
                                                              for k, v in dataclasses.asdict(args).items()},
-                                   "sequential_passes_calib": seq_passes, "seconds": seconds, "runs": summary})
+                                   "sequential_passes_calib": seq_passes, "seconds": seconds, "runs": summary}
+               | ({} if chunks is None else {"chunks": chunks}))
     with atomic_path(out / "outcomes.npz") as tmp, tmp.open("wb") as fh:  # a file object: no suffix added
         np.savez(fh, names=np.array(list(runs)), solved=np.stack([r["solved"] for r in runs.values()]).astype(float),
                  passes=np.stack([r["passes"] for r in runs.values()]).astype(float),

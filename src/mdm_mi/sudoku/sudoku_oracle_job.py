@@ -21,15 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
-from mdm_mi.loading import load_model
+import torch
 
 from mdm_mi.evaluation.budgets import best_mi_run, diff_cell, disagree_note
+from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.paired import paired_difference
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
 from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
+from mdm_mi.loading import load_model, model_fingerprint
 from mdm_mi.mi.guided import oracle_pairwise_fn
 from mdm_mi.sampler_classes import build_sampler
 from mdm_mi.sudoku.sudoku_compare import Decoder
@@ -44,6 +45,9 @@ class CeilingArgs(SudokuDecodeFlags, OracleCeilingFlags):
     compare_dir: Path = field(metadata=_h("a sudoku-compare output folder (runs.json, outcomes.npz, test.csv)"))
     puzzles: int = field(metadata=_h("test puzzles decoded with the oracle (a seeded subset)"))
     seed: int = field(default=0, metadata=_h("random seed of the subset"))
+    chunks: Path | None = field(default=None, metadata=_h(
+        "folder keeping every decoded chunk of 100 puzzles: the same command rerun after a stop decodes only "
+        "what is missing (delete it after changing decoding code)"))
 
 
 def _load_compare(folder: Path):
@@ -65,7 +69,11 @@ def sudoku_oracle_ceiling(args: CeilingArgs, tracker) -> None:
     idx = np.sort(np.random.default_rng([args.seed, 4]).permutation(len(test))[: args.puzzles])
     device = resolve_device(args.device)
     model, _ = load_model(args.model, device, "sudoku")
-    oracle = Decoder(model, oracle_pairwise_fn(model, method="certified", tol=args.tol), args.batch_size, args.seed)
+    identity = json.dumps({"model": model_fingerprint(args.model), "oracle_tol": args.tol,
+                           "device": torch.device(device).type})
+    store = None if args.chunks is None else ChunkStore(args.chunks, identity)
+    oracle = Decoder(model, oracle_pairwise_fn(model, method="certified", tol=args.tol), args.batch_size, args.seed,
+                     store=store)
     result = {"n": len(idx), "tol": args.tol, "divisors": {}}
     for d in args.divisors:
         head_id = best_mi_run(runs, d)

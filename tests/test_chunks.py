@@ -1,0 +1,84 @@
+"""Decodes kept in chunks on disk (issue 48: a long run stops and resumes): the merged result equals an
+unchunked decode, a rerun reads every chunk back and decodes nothing, and another identity, sampler
+setting or item set never reads a chunk that is not its own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mdm_mi.core.samplers import EntropyBounded, NaiveTopK
+from mdm_mi.evaluation.chunks import ChunkStore
+
+
+def _counting(items: np.ndarray):
+    """A decode_range over ``items (P,)`` that doubles them and counts its calls."""
+    calls = []
+
+    def decode_range(start, stop):
+        calls.append((start, stop))
+        return {"value": items[start:stop] * 2, "index": np.arange(start, stop)}
+
+    return decode_range, calls
+
+
+def test_chunks_merge_in_order_and_are_read_back(tmp_path):
+    items = np.arange(23)
+    store = ChunkStore(tmp_path / "c", "id", chunk_items=5)
+    decode_range, calls = _counting(items)
+    first = store.decode(items, NaiveTopK(2), decode_range)
+    assert calls == [(0, 5), (5, 10), (10, 15), (15, 20), (20, 23)]
+    assert np.array_equal(first["value"], items * 2) and np.array_equal(first["index"], items)
+    again = ChunkStore(tmp_path / "c", "id", chunk_items=5)
+    second = again.decode(items, NaiveTopK(2), decode_range)
+    assert len(calls) == 5 and (again.hits, again.misses) == (5, 0)
+    assert all(np.array_equal(first[k], second[k]) for k in first)
+
+
+def test_a_stopped_run_decodes_only_the_missing_chunks(tmp_path):
+    items = np.arange(12)
+    store = ChunkStore(tmp_path, "id", chunk_items=4)
+    decode_range, calls = _counting(items)
+
+    def stops_after_two(start, stop):
+        if start >= 8:
+            raise KeyboardInterrupt
+        return decode_range(start, stop)
+
+    with pytest.raises(KeyboardInterrupt):
+        store.decode(items, NaiveTopK(2), stops_after_two)
+    resumed = ChunkStore(tmp_path, "id", chunk_items=4)
+    out = resumed.decode(items, NaiveTopK(2), decode_range)
+    assert calls == [(0, 4), (4, 8), (8, 12)] and (resumed.hits, resumed.misses) == (2, 1)
+    assert np.array_equal(out["value"], items * 2)
+
+
+@pytest.mark.parametrize("change", ["identity", "sampler", "setting", "items"])
+def test_nothing_is_read_across_identities_settings_or_items(tmp_path, change):
+    items = np.arange(6)
+    ChunkStore(tmp_path, "id", chunk_items=3).decode(items, NaiveTopK(2), _counting(items)[0])
+    other = {"identity": ("id2", NaiveTopK(2), items), "sampler": ("id", EntropyBounded(0.5), items),
+             "setting": ("id", NaiveTopK(3), items), "items": ("id", NaiveTopK(2), items + 1)}[change]
+    store = ChunkStore(tmp_path, other[0], chunk_items=3)
+    decode_range, calls = _counting(other[2])
+    store.decode(other[2], other[1], decode_range)
+    assert (store.hits, store.misses) == (0, 2) and len(calls) == 2
+
+
+def test_chunks_record_the_commit_that_wrote_them(tmp_path):
+    store = ChunkStore(tmp_path, "id", chunk_items=2, commit="abc123")
+    store.decode(np.arange(4), NaiveTopK(1), _counting(np.arange(4))[0])
+    assert store.commits() == ["abc123"]
+
+
+def test_sudoku_decoder_with_chunks_equals_one_decode(tmp_path, tiny_model, easy_puzzles):
+    """Chunks of 3 puzzles, batches of 2: the same solved and passes as one decode of the whole set."""
+    from mdm_mi.sudoku.sudoku_compare import Decoder
+    from mdm_mi.sudoku.sudoku_data import PuzzleSet
+
+    puzzles, solutions = easy_puzzles
+    ps = PuzzleSet(puzzles[:8], solutions[:8], ["easy"] * 8)
+    for sampler in (NaiveTopK(3), EntropyBounded(0.5)):
+        whole = Decoder(tiny_model, None, 8, 0)(ps, sampler)
+        chunked = Decoder(tiny_model, None, 2, 0, store=ChunkStore(tmp_path, "tiny", chunk_items=3))(ps, sampler)
+        assert all(np.array_equal(a, b) for a, b in zip(whole, chunked))
