@@ -29,7 +29,7 @@ from mdm_mi.mi import mi_jobs
 from mdm_mi.protein import protein_compare_job, generate_job, protein_jobs, protein_report_jobs as report_jobs
 from mdm_mi.protein.family import column_jobs, family_jobs, figure_jobs as family_figure_jobs, protein_oracle_job
 from mdm_mi.sudoku import sudoku_compare_job, sudoku_oracle_job as oracle_job, sudoku_jobs, sudoku_report_jobs
-from mdm_mi.testbed import testbed_job
+from mdm_mi.testbed import place_job, testbed_job
 from mdm_mi.infra.tracking import NullTracker, TrackingArgs, open_tracker
 from mdm_mi.user import check_config, infill, mi_map, solve
 
@@ -111,6 +111,8 @@ VERBS: dict[str, Verb] = {
                                    "generate proteins with the MI oracle, the head and sequential; per-sequence scores"),
     "testbed": Verb(testbed_job.TestbedArgs, testbed_job.testbed,
                     "exact Potts-chain testbed: every rule's exact KL to the true joint at equal passes, per regime"),
+    "testbed-place": Verb(place_job.PlaceArgs, place_job.testbed_place,
+                          "EB's dependence share at a budget, for the testbed's regimes or one backbone: its place on the map"),
     # tables and figures
     "sudoku-table": Verb(sudoku_report_jobs.GatherArgs, sudoku_report_jobs.gather, "gather evaluation summaries into one tidy table"),
     "sudoku-budgets": Verb(sudoku_compare_job.SummaryArgs, sudoku_compare_job.budgets_summary,

@@ -1,0 +1,87 @@
+"""The verb ``testbed-place``: the testbed's regimes, or one real backbone, measured by the statistic of
+:mod:`mdm_mi.testbed.placement` (EB's dependence share at a budget), so that the backbone can be
+placed on the testbed's map.
+
+    mdm-mi testbed-place --testbed-runs docs/data/testbed/runs.csv --out docs/data/testbed/placement/regimes.json
+    mdm-mi testbed-place --name "Sudoku, paper-shape" --model results/x/sudoku/model \
+        --labels results/x/sudoku/labels/test/shard*.safetensors --runs results/x/sudoku/budgets/hard/runs.json \
+        --out docs/data/testbed/placement/sudoku-paper.json
+
+EB's γ is the one its matched run spends the budget at (weighted over its settings): a regime's from
+the testbed's ``runs.csv``, a backbone's from its comparison's ``runs.json`` (run ``eb@1/<d>``).
+Writes ``--out`` (JSON: ``rows``, one per regime or the backbone, and the inputs it read).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.flags import h
+from mdm_mi.infra.io import write_json
+from mdm_mi.infra.runtime import setup
+from mdm_mi.testbed.placement import parse_setting_text, profile, masked_entropy, regime_profile, weighted_setting
+from mdm_mi.testbed.regimes import REGIMES
+from mdm_mi.testbed.study import StudySettings
+
+PLACE_DIVISOR = 4  # the pre-registered primary budget: sequential's passes ÷ 4
+
+
+@dataclass(frozen=True)
+class PlaceArgs:
+    out: Path = field(metadata=h("output JSON"))
+    divisor: int = field(default=PLACE_DIVISOR, metadata=h("the budget (sequential's passes ÷ d) whose EB setting is used"))
+    testbed_runs: Path | None = field(default=None, metadata=h(
+        "the testbed's runs.csv: measure every regime in it (the testbed's default sizes and seed)"))
+    name: str | None = field(default=None, metadata=h("the backbone's name in the table"))
+    model: Path | None = field(default=None, metadata=h("the backbone's folder"))
+    labels: tuple[Path, ...] = field(default=(), metadata=h("its test label shards (exact or certified MI)"))
+    runs: Path | None = field(default=None, metadata=h("its comparison's runs.json (sudoku-compare), for EB's γ"))
+    threads: int = field(default=1, metadata=h("torch CPU threads"))
+
+
+def testbed_place(args: PlaceArgs, tracker) -> None:
+    setup(args.threads, 0)
+    backbone = (args.model, args.runs, args.labels)
+    if (args.testbed_runs is None) == (args.model is None):
+        raise InputError("pass --testbed-runs (the regimes) or --model with --labels, --runs and --name (a backbone)")
+    if args.model is not None and not all(backbone) or (args.model is not None and not args.name):
+        raise InputError("a backbone needs --model, --labels, --runs and --name")
+    rows = regime_rows(args.testbed_runs, args.divisor) if args.testbed_runs else [backbone_row(args)]
+    inputs = {k: str(v) for k, v in (("testbed_runs", args.testbed_runs), ("model", args.model), ("runs", args.runs))
+              if v is not None} | ({"labels": [str(p) for p in args.labels]} if args.labels else {})
+    write_json(args.out, {"divisor": args.divisor, "inputs": inputs, "rows": rows})
+    tracker.log_artifact(args.out)
+
+
+def regime_rows(runs_csv: Path, divisor: int) -> list[dict]:
+    """One row per regime of the testbed's ``runs.csv``: its EB γ at ``divisor`` and :func:`regime_profile`."""
+    if not Path(runs_csv).is_file():
+        raise InputError(f"testbed runs table not found: {runs_csv}")
+    with open(runs_csv, newline="") as fh:
+        eb = {r["regime"]: r for r in csv.DictReader(fh) if r["rule"] == "eb" and int(r["divisor"]) == divisor}
+    if not eb:
+        raise InputError(f"{runs_csv} has no EB run at ÷{divisor}")
+    settings = StudySettings()
+    return [{"name": name, "kind": "testbed regime", **regime_profile(REGIMES[name], settings,
+                                                                      parse_setting_text(row["setting"]))}
+            for name, row in eb.items()]
+
+
+def backbone_row(args: PlaceArgs) -> dict:
+    """The backbone's :func:`profile` on its test label shards at the EB γ of its comparison."""
+    from mdm_mi.loading import load_model  # lazy: the testbed's regimes need no model loading
+    from mdm_mi.mi.contexts import load_label_shards
+
+    runs = json.loads(Path(args.runs).read_text())["runs"] if Path(args.runs).is_file() else None
+    run_id = f"eb@1/{args.divisor}"
+    if runs is None or run_id not in runs:
+        raise InputError(f"{args.runs}: no {run_id} run (a sudoku-compare runs.json with ÷{args.divisor})")
+    gamma = weighted_setting(runs[run_id]["settings"], "gamma")
+    backbone, _ = load_model(args.model)
+    labels = load_label_shards(args.labels, "mi", backbone)
+    entropy = masked_entropy(backbone, labels["contexts"])
+    return {"name": args.name, "kind": "backbone", **profile(entropy, labels["label"], labels["masked"], gamma)}
