@@ -91,6 +91,13 @@ def test_the_verb_places_a_backbone_from_its_label_shards_and_runs(tmp_path, tin
                  "--runs", str(runs), "--out", str(out), "--tracking-uri", "none"]) == 0
     row = json.loads(out.read_text())["rows"][0]
     assert row["name"] == "tiny" and row["gamma"] == 2.0 and row["contexts"] == 6
+    assert main(["testbed-place", "--name", "tiny 2", "--model", str(tiny_checkpoint), "--labels", *shards,
+                 "--runs", str(runs), "--out", str(out), "--tracking-uri", "none"]) == 0
+    assert [r["name"] for r in json.loads(out.read_text())["rows"]] == ["tiny", "tiny 2"]  # rows gather
+    before = out.read_text()
+    assert main(["testbed-place", "--name", "tiny", "--model", str(tiny_checkpoint), "--labels", *shards,
+                 "--runs", str(runs), "--divisor", "8", "--out", str(out), "--tracking-uri", "none"]) != 0
+    assert out.read_text() == before  # another budget: refused, the file untouched
     assert row["pass_contexts"] == 0 or row["share"] >= 0.0
     assert main(["testbed-place", "--name", "tiny", "--model", str(tiny_checkpoint), "--out", str(out),
                  "--tracking-uri", "none"]) != 0  # a backbone without labels and runs: refused

@@ -38,6 +38,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {  # name → renderer(data file) 
     "job-times": doc_tables.job_times,
     "test-durations": doc_tables.durations_table,
     "testbed": testbed_report.render_table,
+    "placement": testbed_report.render_placement,
 }
 
 

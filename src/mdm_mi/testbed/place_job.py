@@ -9,7 +9,9 @@ placed on the testbed's map.
 
 EB's γ is the one its matched run spends the budget at (weighted over its settings): a regime's from
 the testbed's ``runs.csv``, a backbone's from its comparison's ``runs.json`` (run ``eb@1/<d>``).
-Writes ``--out`` (JSON: ``rows``, one per regime or the backbone, and the inputs it read).
+Writes ``--out`` (JSON: ``divisor`` and ``rows``, one per regime or backbone, each with the inputs it
+was measured from); rows already in it under other names are kept, so one file gathers the map's
+regimes and every backbone placed on it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import setup
 from mdm_mi.testbed.placement import parse_setting_text, profile, masked_entropy, regime_profile, weighted_setting
 from mdm_mi.testbed.regimes import REGIMES
-from mdm_mi.testbed.study import StudySettings
+from mdm_mi.testbed.study import StudySettings, rounded
 
 PLACE_DIVISOR = 4  # the pre-registered primary budget: sequential's passes ÷ 4
 
@@ -50,11 +52,29 @@ def testbed_place(args: PlaceArgs, tracker) -> None:
         raise InputError("pass --testbed-runs (the regimes) or --model with --labels, --runs and --name (a backbone)")
     if args.model is not None and not all(backbone) or (args.model is not None and not args.name):
         raise InputError("a backbone needs --model, --labels, --runs and --name")
+    earlier = read_placement(args.out, args.divisor)
     rows = regime_rows(args.testbed_runs, args.divisor) if args.testbed_runs else [backbone_row(args)]
     inputs = {k: str(v) for k, v in (("testbed_runs", args.testbed_runs), ("model", args.model), ("runs", args.runs))
               if v is not None} | ({"labels": [str(p) for p in args.labels]} if args.labels else {})
-    write_json(args.out, {"divisor": args.divisor, "inputs": inputs, "rows": rows})
+    rows = [rounded(r) | {"inputs": inputs} for r in rows]
+    names = {r["name"] for r in rows}
+    write_json(args.out, {"divisor": args.divisor, "rows": [r for r in earlier if r["name"] not in names] + rows})
     tracker.log_artifact(args.out)
+
+
+def read_placement(path: Path, divisor: int) -> list[dict]:
+    """The rows already in ``path`` (none if it does not exist); refused if they were measured at
+    another budget: each invocation adds or replaces its own rows (by name) and keeps the others."""
+    if not Path(path).is_file():
+        return []
+    try:
+        found = json.loads(Path(path).read_text())
+        rows, at = found["rows"], found["divisor"]
+    except (ValueError, KeyError, TypeError):
+        raise InputError(f"{path} is not a testbed-place file: choose another --out") from None
+    if at != divisor:
+        raise InputError(f"{path} holds rows at ÷{at}, not ÷{divisor}: choose another --out")
+    return rows
 
 
 def regime_rows(runs_csv: Path, divisor: int) -> list[dict]:

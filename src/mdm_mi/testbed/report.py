@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from pathlib import Path
 from typing import Callable
@@ -146,3 +147,23 @@ def figure_curves(rows: list[dict], out: str | Path) -> None:
     axes[0][0].set_ylabel("KL(p‖q), nats")
     axes[0][-1].legend(fontsize=7)
     save(fig, out)
+
+
+def render_placement(path: str | Path) -> str:
+    """The placement table of ``testbed-place``'s JSON (``path``): one row per testbed regime and per
+    backbone, with each regime's verdict on the map (Algorithm 1 with exact MI against EB, at the same
+    budget, from ``map.csv`` beside it); ends with a newline."""
+    found = json.loads(Path(path).read_text())
+    divisor = str(found["divisor"])
+    map_csv = Path(path).parent / "map.csv"
+    verdicts = {r["regime"]: r["verdict"] for r in read_rows(map_csv)
+                if r["rule"] == "mi-exact" and r["divisor"] == divisor} if map_csv.is_file() else {}
+    lines = [f"| | EB's γ at ÷{divisor} | contexts (EB admits ≥ 2) | positions EB admits | dependence share "
+             "[95% CI] | strongest pair MI ÷ mean entropy | near-independent positions | on the map at "
+             f"÷{divisor} |", "|" + "---|" * 8]
+    for r in found["rows"]:
+        where = verdicts.get(r["name"], "—") if r["kind"] == "testbed regime" else "placed by its share"
+        lines.append(f"| {r['name']} ({r['kind']}) | {r['gamma']:g} | {r['contexts']} ({r['pass_contexts']}) | "
+                     f"{r['admitted']:g} | {r['share']:g} [{r['share_lo']:g}, {r['share_hi']:g}] | "
+                     f"{r['max_ratio']:g} | {r['independent']:g} | {where} |")
+    return "\n".join(lines) + "\n"
