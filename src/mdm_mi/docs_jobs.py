@@ -30,6 +30,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {  # name → renderer(data file) 
     "provenance": doc_tables.provenance,
     "sudoku-budgets": doc_tables.sudoku_budgets,
     "primary": doc_tables.primary_contrast,
+    "prereg-sudoku": doc_tables.prereg_sudoku,
     "fidelity": doc_tables.head_fidelity,
     "primary-csv": doc_tables.primary_rows_csv,
     "answer-lines": doc_tables.answer_lines,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.evaluation import paper
+from mdm_mi.evaluation import paper, prereg
 from mdm_mi.evaluation.budgets import SEQUENTIAL, budget_rows, markdown, table_order
 from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
 from mdm_mi.evaluation.verdicts import classify
@@ -124,6 +124,31 @@ def primary_contrast(path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def prereg_sudoku(path: Path) -> str:
+    """The pre-registered analysis of one Sudoku comparison (:mod:`mdm_mi.evaluation.prereg`): each
+    family's rows (difference [95%], p, Holm p, TOST p, verdict), then the primary verdict in words."""
+    set_name, runs = comparison_runs(path)
+    rows = prereg.prereg_rows(runs, set_name)
+    lines = ["| family (Holm inside) | contrast | budget (passes) | first % | second % | first − second (pp) [95%] | "
+             f"p | Holm p | TOST p (±{100 * prereg.MARGIN:g} pp) | verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['role']} | {r['first']} − {r['second']} | 1/{r['divisor']} ({r['passes_first']:.1f}) | "
+                     f"{100 * r['acc_first']:.1f} | {100 * r['acc_second']:.1f} | {100 * r['diff']:+.1f} "
+                     f"[{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}] | {r['p_value']:.2g} | {r['p_holm']:.2g} | "
+                     f"{r['p_tost_holm']:.2g} | **{r['verdict']}** |")
+    return "\n".join(lines) + "\n\n" + prereg_sentence(runs, set_name) + "\n"
+
+
+def prereg_sentence(runs: dict[str, dict], set_name: str) -> str:
+    """The decision rule applied to the primary row, in one sentence, with the paper's difference beside it."""
+    r = prereg.primary_row(prereg.prereg_rows(runs, set_name))
+    paper_rows = {name: acc for name, _, _, _, acc in paper.SUDOKU}
+    return (f"Primary ({r['n']:,} {set_name} test puzzles): {prereg.ALGORITHM_1} − EB at ÷{r['divisor']} "
+            f"({r['passes_first']:.1f} passes) = {100 * r['diff']:+.1f} pp [{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}], "
+            f"p {r['p_value']:.2g}, TOST p {r['p_tost_holm']:.2g}: **{r['verdict']}**, so the paper's claim is "
+            f"**{prereg.answer_of(r)}** on this backbone (the paper: {paper_rows['mi'] - paper_rows['eb']:+.1f} pp).")
+
+
 def head_fidelity(path: Path) -> str:
     """A head's fidelity JSON (``train-head``): the reported test split's Pearson and Spearman with
     their bootstrap intervals over contexts, the contexts and pairs, and the validation split's."""
@@ -178,7 +203,12 @@ def answer_lines(path: Path) -> str:
         if re.search(r"(?<![A-Za-z])\d", entry.get("note", "") + " " + entry["title"]):
             raise InputError(f"{path}: {name}'s title and note are words only (numbers come from data files)")
         head = entry["title"]
-        if "runs" in entry:
+        if "prereg_runs" in entry:
+            set_name, runs = comparison_runs(Path(entry["prereg_runs"]))
+            seq = runs[SEQUENTIAL]
+            body = (f"sequential {100 * float(np.mean(seq['solved'])):.1f}% on {len(seq['solved']):,} {set_name} puzzles; "
+                    + prereg_sentence(runs, set_name).removesuffix("."))
+        elif "runs" in entry:
             set_name, runs = comparison_runs(Path(entry["runs"]))
             rows = _classified(runs, set_name, "primary")
             seq = runs[SEQUENTIAL]

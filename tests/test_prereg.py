@@ -1,0 +1,76 @@
+"""The pre-registered analysis (issue 48, docs/preregistration.md): its constants match the committed
+design, each contrast lands in its family, Holm runs inside each family only, and the decision rule
+maps verdicts to answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mdm_mi.evaluation import prereg
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_constants_are_the_committed_designs():
+    design = json.loads((REPO / "docs/data/preregistration/design.json").read_text())["sudoku"]
+    assert prereg.PRIMARY_DIVISOR == design["divisors"][0]
+    assert prereg.MARGIN == design["margin"]
+
+
+@pytest.mark.parametrize("first, second, divisor, role", [
+    ("mi λ=1", "eb", 4, prereg.PRIMARY),
+    ("mi λ=1", "eb", 8, "secondary: the other budgets"),
+    ("mi λ=1", "naive", 4, "secondary: against naive"),
+    ("mi λ=1", "sequential", 16, "secondary: against sequential"),
+    ("mi*", "eb", 4, prereg.BEST_MI_FAMILY),
+    ("mi*", "naive", 4, prereg.EXPLORATORY),
+    ("mi λ=2", "eb", 4, prereg.EXPLORATORY),
+    ("mi λ=1", "threshold", 4, prereg.EXPLORATORY),
+])
+def test_each_contrast_has_its_family(first, second, divisor, role):
+    assert prereg.prereg_role({"first": first, "second": second, "divisor": divisor}) == role
+
+
+def _runs(rng, n=400):
+    """A toy comparison: sequential, naive, EB and two λ at ÷4 and ÷8; λ=1 solves 30 puzzles more than
+    EB at ÷4, the same at ÷8; λ = 0.5 has the better calibration score (so it is mi*)."""
+    solved = lambda p: (rng.random(n) < p).astype(float)  # noqa: E731
+    eb4, eb8 = solved(0.5), solved(0.4)
+    better = eb4.copy()
+    better[np.flatnonzero(eb4 == 0)[:30]] = 1.0
+    runs = {"sequential": {"family": "sequential", "divisor": 1, "solved": solved(0.6), "passes": np.full(n, 50.0)}}
+    for d, eb, mi in ((4, eb4, better), (8, eb8, eb8)):
+        for fam, s, score in (("naive", solved(0.3), 0), ("eb", eb, 0), ("mi λ=1", mi, 0.1), ("mi λ=0.5", eb, 0.2)):
+            runs[f"{fam}@1/{d}"] = {"family": fam, "divisor": d, "solved": s, "passes": np.full(n, 50.0 / d),
+                                    "target": 50.0 / d, "calib_score": score}
+    return runs
+
+
+def test_the_primary_is_alone_and_holm_stays_inside_families():
+    rows = prereg.prereg_rows(_runs(np.random.default_rng(0)), "toy")
+    primary = prereg.primary_row(rows)
+    assert (primary["first"], primary["second"], primary["divisor"]) == ("mi λ=1", "eb", 4)
+    assert primary["family_size"] == 1 and primary["p_holm"] == primary["p_value"]
+    assert primary["verdict"] == "better" and prereg.answer_of(primary) == "confirmed"
+    best = [r for r in rows if r["role"] == prereg.BEST_MI_FAMILY]
+    assert len(best) == 2 and all(r["family_size"] == 2 for r in best)  # mi* = λ 0.5 = EB: two rows
+    assert all(r["diff"] == 0 for r in best)
+    assert rows[0] is not None and rows[0]["role"] == prereg.PRIMARY  # primary first
+    assert all(r["role"] != prereg.EXPLORATORY for r in rows)
+
+
+@pytest.mark.parametrize("verdict, answer", [("better", "confirmed"), ("worse", "refuted"),
+                                             ("equivalent", "refuted"), ("not resolved", "not answered")])
+def test_the_decision_rule(verdict, answer):
+    assert prereg.answer_of({"verdict": verdict}) == answer
+
+
+def test_a_comparison_without_the_primary_contrast_is_refused():
+    runs = _runs(np.random.default_rng(1))
+    runs = {k: v for k, v in runs.items() if not k.startswith("mi λ=1@1/4")}
+    with pytest.raises(ValueError, match="no mi λ=1 − EB row at ÷4"):
+        prereg.primary_row(prereg.prereg_rows(runs, "toy"))
