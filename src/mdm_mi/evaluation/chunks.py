@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -29,22 +28,12 @@ from typing import Callable
 import numpy as np
 
 from mdm_mi.infra.io import atomic_path
+from mdm_mi.infra.tracking import git_commit
 
 CHUNK_ITEMS = 100  # items per saved chunk: a stopped Sudoku run on the 4M backbone loses under a minute
 COMMIT_KEY = "commit"
 
 DecodeRange = Callable[[int, int], dict[str, np.ndarray]]  # (start, stop) → name → array (stop − start, ...)
-
-
-def git_commit() -> str:
-    """The working tree's commit (with ``+dirty`` when it has changes), or ``unknown`` outside git."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
 
 
 @dataclass
