@@ -13,10 +13,10 @@ import torch
 from mdm_mi.core.samplers import EntropyBounded, NaiveTopK, Sequential, StepView
 from mdm_mi.mi.guided import MIGuided, OracleMI
 from mdm_mi.testbed.chain import ChainBackbone, PottsChain, exact_pairwise_fn
-from mdm_mi.testbed.exact_kl import completions, draw, enumerate_kl, replay
+from mdm_mi.testbed.exact_kl import completions, draw_decodes, enumerate_kl, replay
 from mdm_mi.testbed.noise import calibrate_sigma, noisy_pairwise_fn, random_contexts
 from mdm_mi.testbed.regimes import REGIMES, build_chain, valid_mass
-from mdm_mi.testbed.report import read_rows, render_table, write_tables
+from mdm_mi.testbed.report import read_table, render_table, write_tables
 from mdm_mi.testbed.study import StudySettings, run_study
 
 N_SITES, N_STATES, INSTANCE = 5, 3, 1  # the tiny chain: 3^5 = 243 sequences; instance 1 of 2
@@ -135,7 +135,7 @@ def test_the_project_decode_draws_from_the_replayed_q(tiny, rule):
     sampler, pairwise_fn = _rules(tiny)[rule]
     prompt = tiny.prompts(torch.tensor([INSTANCE]))[0]
     n = 20_000
-    drawn = draw(tiny, prompt.expand(n, -1), sampler, torch.Generator().manual_seed(2), pairwise_fn)
+    drawn = draw_decodes(tiny, prompt.expand(n, -1), sampler, torch.Generator().manual_seed(2), pairwise_fn)
     x = completions(prompt, N_STATES)
     rep = replay(tiny, prompt.expand_as(x), x, sampler, pairwise_fn)
     code = (drawn.tokens[:, 1:] * N_STATES ** torch.arange(N_SITES - 1, -1, -1)).sum(1)
@@ -184,7 +184,7 @@ def test_the_study_is_deterministic_and_its_tables_render(tmp_path):
     table = render_table(tmp_path / "map.csv")
     lines = table.splitlines()
     assert lines[0].startswith("| regime | budget | rule |") and len(lines) == 2 + len(first.map)
-    row = read_rows(tmp_path / "map.csv")[0]
+    row = read_table(tmp_path / "map.csv")[0]
     assert f"{row['diff']} [{row['diff_lo']}, {row['diff_hi']}]" in lines[2]
     assert len(render_table(tmp_path / "runs.csv").splitlines()) == 2 + len(first.runs)
 

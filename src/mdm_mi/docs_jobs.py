@@ -27,11 +27,11 @@ RECORD = "docs/record"
 
 RENDERERS: dict[str, Callable[[Path], str]] = {  # name → renderer(data file) → Markdown
     "prereg-design": doc_tables.preregistration_design,
-    "provenance": doc_tables.provenance,
+    "provenance": doc_tables.provenance_table,
     "sudoku-budgets": doc_tables.sudoku_budgets,
     "primary": doc_tables.primary_contrast,
     "prereg-sudoku": doc_tables.prereg_sudoku,
-    "fidelity": doc_tables.head_fidelity,
+    "fidelity": doc_tables.fidelity_table,
     "primary-csv": doc_tables.primary_rows_csv,
     "answer-lines": doc_tables.answer_lines,
     "same-baseline": doc_tables.same_baseline,

@@ -59,7 +59,7 @@ def preregistration_design(path: Path) -> str:
     ]) + "\n"
 
 
-def provenance(path: Path) -> str:
+def provenance_table(path: Path) -> str:
     """A data folder's ``provenance.json`` as a two-column table: command, commit, machine, date, cost."""
     p = _json(path)
     rows = [(k, p[k]) for k in ("command", "config", "commit", "machine", "date", "wall_minutes", "cpu_minutes", "note")
@@ -69,7 +69,7 @@ def provenance(path: Path) -> str:
     return "\n".join(["| | |", "|---|---|"] + [f"| {k.replace('_', ' ')} | {cell(k, v)} |" for k, v in rows]) + "\n"
 
 
-def comparison_runs(path: Path) -> tuple[str, dict[str, dict]]:
+def read_sudoku_comparison(path: Path) -> tuple[str, dict[str, dict]]:
     """A comparison folder's runs: ``runs.json``'s summaries (``path``) with the per-item ``solved``
     and ``passes`` arrays of the ``outcomes.npz`` beside it → (set name, runs in table order)."""
     meta = _json(path)
@@ -96,7 +96,7 @@ def _primary_csv_rows(path: Path, metric: str | None = None) -> list[dict]:
 def sudoku_budgets(path: Path) -> str:
     """A Sudoku comparison's budgets tables, recomputed from its runs and per-puzzle outcomes (the
     same statistics ``sudoku-compare`` writes: :func:`budget_rows`, :func:`classify`)."""
-    set_name, runs = comparison_runs(path)
+    set_name, runs = read_sudoku_comparison(path)
     return markdown(_classified(runs, set_name), runs, set_name, OFF_BUDGET_NOTE)
 
 
@@ -108,7 +108,7 @@ def _verdict_cell(r: dict) -> str:
 def primary_contrast(path: Path) -> str:
     """mi* − EB at each budget of one Sudoku comparison (pp, 95% interval, Holm p, verdict), with
     each sampler's accuracy, from its runs and outcomes; the paper's Table 1 beside it."""
-    set_name, runs = comparison_runs(path)
+    set_name, runs = read_sudoku_comparison(path)
     rows = _classified(runs, set_name, "primary")
     seq = runs[SEQUENTIAL]
     lines = ["| budget (passes) | EB % | mi* % | mi* − EB (pp) |", "|---|---|---|---|"]
@@ -127,7 +127,7 @@ def primary_contrast(path: Path) -> str:
 def prereg_sudoku(path: Path) -> str:
     """The pre-registered analysis of one Sudoku comparison (:mod:`mdm_mi.evaluation.prereg`): each
     family's rows (difference [95%], p, Holm p, TOST p, verdict), then the primary verdict in words."""
-    set_name, runs = comparison_runs(path)
+    set_name, runs = read_sudoku_comparison(path)
     rows = prereg.prereg_rows(runs, set_name)
     lines = ["| family (Holm inside) | contrast | budget (passes) | first % | second % | first − second (pp) [95%] | "
              f"p | Holm p | TOST p (±{100 * prereg.MARGIN:g} pp) | verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -149,7 +149,7 @@ def prereg_sentence(runs: dict[str, dict], set_name: str) -> str:
             f"**{prereg.answer_of(r)}** on this backbone (the paper: {paper_rows['mi'] - paper_rows['eb']:+.1f} pp).")
 
 
-def head_fidelity(path: Path) -> str:
+def fidelity_table(path: Path) -> str:
     """A head's fidelity JSON (``train-head``): the reported test split's Pearson and Spearman with
     their bootstrap intervals over contexts, the contexts and pairs, and the validation split's."""
     fid = _json(path)
@@ -204,12 +204,12 @@ def answer_lines(path: Path) -> str:
             raise InputError(f"{path}: {name}'s title and note are words only (numbers come from data files)")
         head = entry["title"]
         if "prereg_runs" in entry:
-            set_name, runs = comparison_runs(Path(entry["prereg_runs"]))
+            set_name, runs = read_sudoku_comparison(Path(entry["prereg_runs"]))
             seq = runs[SEQUENTIAL]
             body = (f"sequential {100 * float(np.mean(seq['solved'])):.1f}% on {len(seq['solved']):,} {set_name} puzzles; "
                     + prereg_sentence(runs, set_name).removesuffix("."))
         elif "runs" in entry:
-            set_name, runs = comparison_runs(Path(entry["runs"]))
+            set_name, runs = read_sudoku_comparison(Path(entry["runs"]))
             rows = _classified(runs, set_name, "primary")
             seq = runs[SEQUENTIAL]
             body = (f"sequential {100 * float(np.mean(seq['solved'])):.1f}% on {len(seq['solved']):,} {set_name} puzzles; "
@@ -237,7 +237,7 @@ def same_baseline(path: Path) -> str:
     calibrated setting(s), accuracy and passes in each, and on how many items the two differ."""
     spec = _json(path)
     (la, pa), (lb, pb) = spec["runs"].items()
-    (_, a), (_, b) = comparison_runs(Path(pa)), comparison_runs(Path(pb))
+    (_, a), (_, b) = read_sudoku_comparison(Path(pa)), read_sudoku_comparison(Path(pb))
     lines = [f"| run | {la} | {lb} | items that differ |", "|---|---|---|---|"]
     for name in a:
         fam = a[name].get("family", name)

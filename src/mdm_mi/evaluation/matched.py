@@ -40,7 +40,7 @@ Decode = Callable[["Sampler"], tuple[np.ndarray, np.ndarray]]  # sampler → sol
 
 
 @dataclass(frozen=True)
-class Setting:
+class DecodedSetting:
     """One decoded setting: the parameter, the sampler's params, its mean passes on the calibration
     items and its per-item outcomes and passes on the test items."""
 
@@ -64,7 +64,7 @@ def mixing_weight(cheap: float, dear: float, budget: float) -> float:
 
 
 def bracket_settings(family: Family, point: Point, budget: float, decode: Decode, measure: Measure, cache: dict,
-                     ceiling: float | None = None) -> list[Setting]:
+                     ceiling: float | None = None) -> list[DecodedSetting]:
     """The calibrated setting ``point`` decoded on the test items, and, when its test passes miss
     ``budget``, a second setting on the other side of it: one, or two with test passes bracketing it.
 
@@ -90,13 +90,13 @@ def bracket_settings(family: Family, point: Point, budget: float, decode: Decode
     return [min(tried.values(), key=lambda s: abs(s.test_passes - budget))]
 
 
-def _decode(family: Family, value: float, calib_passes: float, decode: Decode) -> Setting:
+def _decode(family: Family, value: float, calib_passes: float, decode: Decode) -> DecodedSetting:
     sampler = family.build(value)
     solved, passes = decode(sampler)
-    return Setting(value, sampler.params(), calib_passes, np.asarray(solved), np.asarray(passes))
+    return DecodedSetting(value, sampler.params(), calib_passes, np.asarray(solved), np.asarray(passes))
 
 
-def mixture(settings: list[Setting], budget: float) -> dict:
+def mixture(settings: list[DecodedSetting], budget: float) -> dict:
     """The run of one or two settings (sorted by test passes) at ``budget``: per-item solved
     probability and expected passes ``(P,)`` of the randomised sampler, each setting's weight, and
     whether its mean test passes lie within ``BUDGET_RTOL`` of the budget."""
@@ -108,7 +108,7 @@ def mixture(settings: list[Setting], budget: float) -> dict:
             "on_budget": bool(abs(float(np.mean(passes)) / budget - 1) <= BUDGET_RTOL)}
 
 
-def settings_summary(settings: list[Setting], weights: list[float]) -> list[dict]:
+def settings_summary(settings: list[DecodedSetting], weights: list[float]) -> list[dict]:
     """What ``runs.json`` keeps of each setting: params, weight, calibration and test passes, test accuracy."""
     return [{"params": s.params, "weight": w, "calib_passes": s.calib_passes, "test_passes": s.test_passes,
              "test_accuracy": float(np.mean(s.solved))} for s, w in zip(settings, weights)]

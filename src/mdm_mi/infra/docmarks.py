@@ -43,7 +43,7 @@ ISSUE_REF = re.compile(r"(?i)\b(?:issue|issues|stop|lease|step|item|items|PF)\s+
 
 
 @dataclass(frozen=True)
-class Block:
+class RenderBlock:
     """One rendered block of a page: its renderer, its data file and the text it holds now."""
 
     name: str
@@ -51,9 +51,9 @@ class Block:
     body: str
 
 
-def render_blocks(text: str) -> list[Block]:
+def render_blocks(text: str) -> list[RenderBlock]:
     """The rendered blocks of a page, in order."""
-    return [Block(m["name"], m["path"], m["body"]) for m in BLOCK.finditer(text)]
+    return [RenderBlock(m["name"], m["path"], m["body"]) for m in BLOCK.finditer(text)]
 
 
 def rewrite_blocks(text: str, render) -> str:

@@ -43,7 +43,7 @@ class Replay:
     passes: torch.Tensor
 
 
-def draw(model: Backbone, prompts: torch.Tensor, sampler: Sampler, generator: torch.Generator,
+def draw_decodes(model: Backbone, prompts: torch.Tensor, sampler: Sampler, generator: torch.Generator,
          pairwise_fn: PairwiseFn | None = None) -> DecodeResult:
     """One sequence per row of ``prompts (B, L)`` from ``sampler``, by the project's own :func:`decode` at
     temperature 1."""

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
 from mdm_mi.core.backbone import BackboneOutput
 from mdm_mi.core.samplers import PairwiseFn
+from mdm_mi.mi.fidelity import masked_pairs, pearson
 from mdm_mi.testbed.chain import ChainBackbone
 
 HEAD_PEARSON = 0.85  # the Pearson r of Î with the exact MI that the issue asks the noisy rule to have
@@ -89,22 +89,11 @@ def random_contexts(model: ChainBackbone, instance: torch.Tensor, generator: tor
     return model.rows(instance, torch.where(masked, model.mask_id, x))
 
 
-def masked_pairs(contexts: torch.Tensor, mask_id: int) -> torch.Tensor:
-    """``(B, L)`` → ``(B, L, L)`` bool: the pairs i < j that are both masked (the pairs a head is scored on)."""
-    m = contexts == mask_id
-    return m[:, :, None] & m[:, None, :] & torch.ones(m.shape[1], m.shape[1], dtype=torch.bool).triu(1)
-
-
-def pearson(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Pearson r of two 1-D tensors."""
-    return float(np.corrcoef(a.double().numpy(), b.double().numpy())[0, 1])
-
-
 def calibrate_sigma(model: ChainBackbone, contexts: torch.Tensor, seed: int,
                     target: float = HEAD_PEARSON) -> tuple[float, float]:
     """σ at which Pearson(Î, I) over the masked pairs of ``contexts (B, L)`` is ``target`` (bisection on
     log σ; r falls as σ grows) → (σ, the r it gives)."""
-    pairs = masked_pairs(contexts, model.mask_id)
+    pairs = masked_pairs(contexts == model.mask_id)
     truth, z = model.pair_mi(contexts)[pairs], hashed_normals(contexts, seed)[pairs]
     r_at = lambda s: pearson((truth + s * z).clamp_min(0.0), truth)
     lo, hi = (math.log(s) for s in SIGMA_BRACKET)

@@ -2,7 +2,7 @@
 
     write_tables(result, out_dir)                # regimes.csv, runs.csv, map.csv
     print(render_table("docs/data/testbed/map.csv"))
-    figure_map(read_rows(out_dir / "map.csv"), "map.png")
+    figure_map(read_table(out_dir / "map.csv"), "map.png")
 
 :func:`render_table` builds the markdown from the data file alone, quoting its values as written (the
 numbers the docs' prose states are these strings), so a doc renderer can regenerate the table between
@@ -47,7 +47,7 @@ def write_tables(result, out_dir: Path) -> list[Path]:
     return paths
 
 
-def read_rows(path: str | Path) -> list[dict[str, str]]:
+def read_table(path: str | Path) -> list[dict[str, str]]:
     """A table's rows, values as the strings written."""
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -92,7 +92,7 @@ def render_table(path: str | Path) -> str:
     alone; ends with a newline."""
     layout = LAYOUTS[Path(path).stem]
     lines = ["| " + " | ".join(h for h, _ in layout) + " |", "|" + "---|" * len(layout)]
-    lines += ["| " + " | ".join(fn(row) for _, fn in layout) + " |" for row in read_rows(path)]
+    lines += ["| " + " | ".join(fn(row) for _, fn in layout) + " |" for row in read_table(path)]
     return "\n".join(lines) + "\n"
 
 
@@ -156,7 +156,7 @@ def render_placement(path: str | Path) -> str:
     found = json.loads(Path(path).read_text())
     divisor = str(found["divisor"])
     map_csv = Path(path).parent / "map.csv"
-    verdicts = {r["regime"]: r["verdict"] for r in read_rows(map_csv)
+    verdicts = {r["regime"]: r["verdict"] for r in read_table(map_csv)
                 if r["rule"] == "mi-exact" and r["divisor"] == divisor} if map_csv.is_file() else {}
     lines = [f"| | EB's γ at ÷{divisor} | contexts (EB admits ≥ 2) | positions EB admits | dependence share "
              "[95% CI] | strongest pair MI ÷ mean entropy | near-independent positions | on the map at "

@@ -33,11 +33,11 @@ import torch
 from mdm_mi.core.sampler_table import GAMMA_RANGE
 from mdm_mi.core.samplers import EntropyBounded, NaiveTopK, PairwiseFn, Sampler, Sequential
 from mdm_mi.evaluation.calibrate import Family, calibrate
-from mdm_mi.evaluation.matched import Setting, bracket_settings, mixture
+from mdm_mi.evaluation.matched import DecodedSetting, bracket_settings, mixture
 from mdm_mi.evaluation.stats import CI_LEVEL, Z95
 from mdm_mi.mi.guided import MIGuided, OracleMI
 from mdm_mi.testbed.chain import ChainBackbone, PottsChain, exact_pairwise_fn, site_entropy
-from mdm_mi.testbed.exact_kl import draw, mean_se, replay
+from mdm_mi.testbed.exact_kl import draw_decodes, mean_se, replay
 from mdm_mi.testbed.noise import calibrate_sigma, noisy_pairwise_fn, random_contexts
 from mdm_mi.testbed.regimes import Regime, build_chain, valid_mass
 
@@ -90,7 +90,7 @@ def mean_passes_measure(model: ChainBackbone, prompts: torch.Tensor, seed: int, 
     same seed every call."""
 
     def measure(sampler: Sampler) -> tuple[float, dict]:
-        result = draw(model, prompts, sampler, torch.Generator().manual_seed(seed), pairwise_fn)
+        result = draw_decodes(model, prompts, sampler, torch.Generator().manual_seed(seed), pairwise_fn)
         return float(result.passes.double().mean()), {}
 
     return measure
@@ -127,7 +127,7 @@ def outcomes(regime: Regime, model: ChainBackbone, sampler: Sampler, pairwise_fn
     """One setting on the test prompts → (outcomes ``(n_test, 3)``, the :data:`OUTCOMES` per prompt,
     passes ``(n_test,)`` of one draw of the rule per prompt by the project's ``decode``)."""
     lr_p = model.log_prob(test.x) - replay(model, test.prompts, test.x, sampler, pairwise_fn).log_q
-    drawn = draw(model, test.prompts, sampler, torch.Generator().manual_seed(seed), pairwise_fn)
+    drawn = draw_decodes(model, test.prompts, sampler, torch.Generator().manual_seed(seed), pairwise_fn)
     rep = replay(model, test.prompts, drawn.tokens, sampler, pairwise_fn)
     if not torch.equal(rep.passes, drawn.passes):
         raise RuntimeError(f"{sampler.name}: replaying its draws took other paths than decode ({sampler.params()})")
@@ -210,7 +210,7 @@ def matched_rules(regime: Regime, model: ChainBackbone, prompts: torch.Tensor, s
     :func:`calibrate` (one decode cache per rule) and matched on the test prompts to the budget exactly by
     the project's mixture of two bracketing settings (:func:`mdm_mi.evaluation.matched.bracket_settings`)."""
     n = model.chain.n_sites
-    exact = lambda label, sampler, calib: [Setting(math.nan, sampler.params(), calib, *decode(label, sampler))]
+    exact = lambda label, sampler, calib: [DecodedSetting(math.nan, sampler.params(), calib, *decode(label, sampler))]
     runs = exact(SEQUENTIAL, Sequential(), float(n))
     yield SEQUENTIAL, 1, mixture(runs, float(n)), runs
     for d in settings.divisors:
@@ -239,7 +239,7 @@ def compare(regime: Regime, scored: dict, label: str, divisor: int, settings: St
             "kl_eb": eb.row["kl_pq"], "kl_mi": mi.row["kl_pq"],
             "diff": d, "diff_lo": d - Z95 * d_se, "diff_hi": d + Z95 * d_se,
             "ratio": mi.row["kl_pq"] / eb.row["kl_pq"], "ratio_lo": lo, "ratio_hi": hi,
-            "verdict": verdict(d - Z95 * d_se, d + Z95 * d_se),
+            "verdict": map_verdict(d - Z95 * d_se, d + Z95 * d_se),
             "diff_qp": qp, "diff_qp_lo": qp - Z95 * qp_se, "diff_qp_hi": qp + Z95 * qp_se}
 
 
@@ -253,7 +253,7 @@ def ratio_interval(mi: np.ndarray, eb: np.ndarray, settings: StudySettings) -> t
     return float(lo), float(hi)
 
 
-def verdict(lo: float, hi: float) -> str:
+def map_verdict(lo: float, hi: float) -> str:
     """``beats`` when the whole interval of KL(Algorithm 1) − KL(EB) is below 0, ``loses`` above, else ``ties``."""
     return "beats" if hi < 0 else "loses" if lo > 0 else "ties"
 

@@ -21,7 +21,7 @@ from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import setup
 from mdm_mi.testbed.provenance import provenance
 from mdm_mi.testbed.regimes import REGIMES
-from mdm_mi.testbed.report import figure_curves, figure_map, read_rows, write_tables
+from mdm_mi.testbed.report import figure_curves, figure_map, read_table, write_tables
 from mdm_mi.testbed.study import StudySettings, run_study
 
 DEFAULTS = StudySettings()
@@ -52,8 +52,8 @@ def testbed(args: TestbedArgs, tracker) -> None:
     paths = write_tables(result, args.out_dir)
     figures = args.figure_dir or args.out_dir
     figures.mkdir(parents=True, exist_ok=True)
-    figure_map(read_rows(args.out_dir / "map.csv"), figures / "map.png")
-    figure_curves(read_rows(args.out_dir / "runs.csv"), figures / "curves.png")
+    figure_map(read_table(args.out_dir / "map.csv"), figures / "map.png")
+    figure_curves(read_table(args.out_dir / "runs.csv"), figures / "curves.png")
     record = provenance(cpu_seconds=time.process_time() - started)
     write_json(args.out_dir / "provenance.json", {**record, "settings": dataclasses.asdict(settings),
                                                    "regimes": list(args.regimes)})
