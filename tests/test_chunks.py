@@ -65,6 +65,20 @@ def test_nothing_is_read_across_identities_settings_or_items(tmp_path, change):
     assert (store.hits, store.misses) == (0, 2) and len(calls) == 2
 
 
+def test_parts_are_kept_apart_and_a_key_without_part_is_unchanged(tmp_path):
+    """An infilling run keeps each fill (and its scores) of the same items and setting as a part of its
+    own; the keys of a run without parts (Sudoku's chunk folders) are those written before parts existed."""
+    store = ChunkStore(tmp_path, "id", chunk_items=3)
+    assert store.key(np.arange(3), 0, 'naive {"k": 2}') == "1f14c53b2d3e02ac35f04b80ebbd9242"
+    assert store.key(np.arange(6).reshape(2, 3), 5, 'eb {"gamma": 0.5}') == "e6415d2b895632280375b44c0ae8fed3"
+    items = np.arange(6)
+    for part in ("fill 0", "fill 1", "score fill 0", ""):
+        store.decode(items, NaiveTopK(2), _counting(items)[0], part=part)
+    assert (store.hits, store.misses) == (0, 8)
+    store.decode(items, NaiveTopK(2), _counting(items)[0], part="fill 1")
+    assert (store.hits, store.misses) == (2, 8)
+
+
 def test_chunks_record_the_commit_that_wrote_them(tmp_path):
     store = ChunkStore(tmp_path, "id", chunk_items=2, commit="abc123")
     store.decode(np.arange(4), NaiveTopK(1), _counting(np.arange(4))[0])
