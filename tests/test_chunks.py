@@ -96,3 +96,20 @@ def test_sudoku_decoder_with_chunks_equals_one_decode(tmp_path, tiny_model, easy
         whole = Decoder(tiny_model, None, 8, 0)(ps, sampler)
         chunked = Decoder(tiny_model, None, 2, 0, store=ChunkStore(tmp_path, "tiny", chunk_items=3))(ps, sampler)
         assert all(np.array_equal(a, b) for a, b in zip(whole, chunked))
+
+
+def test_weights_identity_keeps_the_sudoku_comparisons_keys(tmp_path, tiny_checkpoint):
+    """sudoku-compare's identity, now built by loading.weights_identity, is the string its chunk folders
+    were keyed by before (model and head fingerprints, device type), so they are still read back."""
+    import json
+
+    from mdm_mi.infra.checkpoint import read_meta
+    from mdm_mi.loading import compute_fingerprint, model_fingerprint, weights_identity
+    from mdm_mi.mi.head import HeadConfig, MIHead, save_head
+
+    save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / "head", {})
+    before = json.dumps({"model": model_fingerprint(tiny_checkpoint),
+                         "heads": [compute_fingerprint(tmp_path / "head", read_meta(tmp_path / "head"))],
+                         "device": "cuda"})
+    assert weights_identity(tiny_checkpoint, (tmp_path / "head", None), "cuda:0") == before
+    assert json.loads(weights_identity(tiny_checkpoint, (), "cpu", seed=3))["seed"] == 3
