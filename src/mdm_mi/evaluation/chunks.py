@@ -105,6 +105,11 @@ class ChunkStore:
         self.misses += 1
         return {k: np.asarray(v) for k, v in arrays.items()}
 
+    def record(self) -> dict:
+        """What a run's result files say of its chunks: how many were read back and decoded, and the
+        commits that decoded the folder's chunks."""
+        return {"read": self.hits, "decoded": self.misses, "commits": self.commits()}
+
     def commits(self) -> list[str]:
         """The commits that wrote this folder's chunks, sorted (for a run's provenance)."""
         found = set()

@@ -97,7 +97,7 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
     runs = decode_matched(decoder, test, calib_decoder, calib, families, points, caches, seq_passes)
     rows = classify(budget_rows(runs, args.set))
     _write(out, args, runs, rows, seq_passes, {"calibration_s": t_calib, "test_s": time.time() - t0 - t_calib},
-           None if store is None else {"read": store.hits, "decoded": store.misses, "commits": store.commits()})
+           None if store is None else store.record())
     write_csv(rows, out / "budgets.csv", FIELDS + VERDICT_FIELDS)
     write_text(out / "budgets.md", markdown(rows, runs, args.set, OFF_BUDGET_NOTE))
     curve_figure(runs, out / "curve.png", args.set, args.bootstrap, args.seed)
