@@ -7,7 +7,7 @@ the calibration templates and its fills of the test templates, and the result fi
     runs = {"sequential": sequential_run(filler, test, args)} | calibrated_runs(filler, test, calib, args, pairwise)
 
 With a store, every fill of the test and calibration templates and each fill's scores (PLL and
-recovery, :meth:`InfillSet.fill_scores`) are kept on disk per chunk of templates, per fill and per
+recovery, :func:`fill_scores`) are kept on disk per chunk of templates, per fill and per
 sampler setting: a stopped run, rerun, fills and scores only what is missing.
 """
 
@@ -58,7 +58,7 @@ class InfillSet:
         native = backbone.encode([r.sequence for r in picked])
         return InfillSet(tokens, native, tokens == backbone.mask_id, [r.id for r in picked])
 
-    def fill_scores(self, backbone, filled: torch.Tensor, start: int, stop: int, batch: int) -> dict[str, np.ndarray]:
+    def score_rows(self, backbone, filled: torch.Tensor, start: int, stop: int, batch: int) -> dict[str, np.ndarray]:
         """PLL (nats/residue) and native recovery of rows ``start:stop`` of one fill ``filled (P, N)`` of
         these templates, scored ``batch`` templates per call from ``start`` → ``(stop − start,)`` each."""
         pll, rec = [], []
@@ -100,11 +100,12 @@ def one_per_lineage(rows: list, n: int | None, seed: int) -> list:
 def fill_scores(filler: Filler, infill: InfillSet, sampler, filled: Filled) -> dict[str, np.ndarray]:
     """PLL and recovery of ``sampler``'s fills ``filled (n·P, N)`` of ``infill``'s templates (fill ``k`` of
     template ``p`` at row ``k·P + p``) → {pll, recovery: ``(n·P,)``}. With the filler's store, fill ``k``'s
-    scores are kept beside it (part ``score fill k``). Outside any captured pass: scoring runs the model."""
+    scores are kept beside it (part ``score fill k``). Scoring runs the model: call it outside a
+    :func:`mdm_mi.mi.dapd.pairwise_source` block, whose captured pass would see it."""
     size, scores = len(infill.ids), []
     for k in range(len(filled.tokens) // size):
         rows = filled.tokens[k * size : (k + 1) * size]
-        score = lambda start, stop: infill.fill_scores(filler.backbone, rows, start, stop, filler.batch_size)
+        score = lambda start, stop: infill.score_rows(filler.backbone, rows, start, stop, filler.batch_size)
         scores.append(score(0, size) if filler.store is None else
                       filler.store.decode(infill.tokens.numpy(), sampler, score, part=filler.part(k, "score fill")))
     return {m: np.concatenate([s[m] for s in scores]) for m in METRICS}
