@@ -272,6 +272,101 @@ def test_compare_without_the_tv_head_its_families_need_is_one_line(bert_dir, ant
     assert "need --tv-head" in err and len(err.strip().splitlines()) == 1 and not out.exists()
 
 
+def _chunked_compare(bert_dir, data_dir, head, out, *extra) -> int:
+    """antibody-compare on 5 test VH (batches and chunks of 2: three chunks per fill), 3 calibration VH,
+    2 fills, naive, eb, mi at two λ (mi* scores its calibration fills), margin order and the oracle."""
+    return main(["antibody-compare", "--model", str(bert_dir), "--head", str(head), "--data-dir", str(data_dir),
+                 "--set-name", "cdr3", "--n-test", "5", "--n-calibration", "3", "--fills", "2", "--divisors", "2", "3",
+                 "--samplers", "naive", "eb", "--mi-lambda", "1", "0.5", "--mi-on-reject", "skip", "--no-mi-charge-first",
+                 "--temperature", "1", "--threads", "1", "--batch-size", "2", "--seed", "0", "--margin",
+                 "--oracle-contexts", "2", "--oracle-divisors", "3", "--oracle-tol", "0.01", "--out-dir", str(out), *extra])
+
+
+def _results(out: Path) -> dict:
+    """A comparison's result files, less what differs between runs that decode the same: timings (the
+    oracle's seconds, also its column of budgets.md) and the chunk record."""
+    import re
+
+    summary = json.loads((out / "summary.json").read_text())
+    chunks = [summary.pop(k, None) for k in ("seconds", "chunks")][1]
+    refs = json.loads((out / "references.json").read_text())
+    for r in refs["oracle"].values():
+        r.pop("seconds")
+    head, oracle = (out / "budgets.md").read_text().split("Exact-MI oracle")
+    return {"runs": (out / "runs.json").read_text(), "refs": refs, "csv": (out / "budgets.csv").read_text(),
+            "md": head + re.sub(r"\| \d+ \|$", "|", oracle, flags=re.M), "summary": summary,
+            "png": (out / "budgets.png").read_bytes(), "chunks": chunks}
+
+
+def test_compare_with_chunks_resumes_and_writes_what_a_run_without_them_writes(bert_dir, antibody_data_dir, tmp_path,
+                                                                                monkeypatch):
+    """Issue 48: antibody-compare --chunks keeps every fill and its scores per chunk of templates. A run
+    stopped mid-way (the 12th chunk's write raises), rerun with the same command, decodes only what is
+    missing and writes what a run without --chunks writes (but timings); a second rerun reads every
+    chunk back and decodes nothing."""
+    from user_verb_helpers import save_tiny_head
+
+    from mdm_mi.evaluation.chunks import ChunkStore
+
+    head, chunks = save_tiny_head(tmp_path / "head", in_dim=16), tmp_path / "chunks"
+    assert _chunked_compare(bert_dir, antibody_data_dir, head, tmp_path / "plain") == 0
+    write, written = ChunkStore._write, []
+
+    def stops_at_the_12th(self, path, arrays):
+        if len(written) == 11:
+            raise KeyboardInterrupt
+        written.append(path)
+        return write(self, path, arrays)
+
+    monkeypatch.setattr(ChunkStore, "_write", stops_at_the_12th)
+    assert _chunked_compare(bert_dir, antibody_data_dir, head, tmp_path / "stopped", "--chunks", str(chunks)) == 130
+    monkeypatch.setattr(ChunkStore, "_write", write)
+    assert len(list(chunks.glob("*.npz"))) == 11 and not (tmp_path / "stopped").exists()
+    for name in ("resumed", "again"):
+        assert _chunked_compare(bert_dir, antibody_data_dir, head, tmp_path / name, "--chunks", str(chunks)) == 0
+    plain, resumed, again = (_results(tmp_path / n) for n in ("plain", "resumed", "again"))
+    assert plain.pop("chunks") is None
+    kept = [resumed.pop("chunks"), again.pop("chunks")]
+    assert plain == resumed == again
+    assert kept[0]["read"] >= 11 and kept[0]["decoded"] > 0
+    assert kept[1] == {"read": kept[0]["read"] + kept[0]["decoded"], "decoded": 0, "commits": kept[0]["commits"]}
+    assert len(list(chunks.glob("*.npz"))) == 11 + kept[0]["decoded"]
+
+
+def test_the_chunks_identity_names_what_fixes_a_fill(bert_dir, tmp_path):
+    """Another seed, temperature or head never reads a chunk kept by this one; a chunk is one batch."""
+    from types import SimpleNamespace
+
+    from user_verb_helpers import TINY_HEAD, save_tiny_head
+
+    from mdm_mi.antibody.antibody_jobs import compare_filler
+    from mdm_mi.mi.head import MIHead, save_head
+
+    heads = [save_tiny_head(tmp_path / "head0", in_dim=16), tmp_path / "head1"]
+    torch.manual_seed(1)
+    save_head(MIHead(16, TINY_HEAD), heads[1], {"backbone": "tiny"})
+    base = dict(model=bert_dir, head=heads[0], tv_head=None, seed=0, temperature=1.0, batch_size=4, chunks=tmp_path)
+    changes = [{}, {"seed": 1}, {"temperature": 0.5}, {"head": heads[1]}, {"head": None}]
+    fillers = [compare_filler(None, SimpleNamespace(**(base | c))) for c in changes]
+    assert len({f.store.identity for f in fillers}) == len(changes)
+    assert fillers[0].store.chunk_items == 4 and compare_filler(None, SimpleNamespace(**(base | {"chunks": None}))).store is None
+
+
+def test_every_lineage_when_no_count_is_given(bert_dir, antibody_data_dir):
+    """--n-test and --n-calibration left out: one VH of every lineage of the table (the decisive run's
+    test); a count above the lineages is one line."""
+    from mdm_mi.antibody.infill_runs import InfillSet
+    from mdm_mi.loading import load_model
+
+    backbone, _ = load_model(bert_dir, "cpu")
+    rows = read_vh(antibody_data_dir / "test.tsv")
+    every = InfillSet.from_tsv(backbone, antibody_data_dir / "test.tsv", ("cdr3",), None, 0)
+    assert len(every.ids) == len({r.lineage for r in rows}) < len(rows)
+    assert every.first(4).ids == InfillSet.from_tsv(backbone, antibody_data_dir / "test.tsv", ("cdr3",), 4, 0).ids
+    with pytest.raises(InputError, match="fewer than"):
+        InfillSet.from_tsv(backbone, antibody_data_dir / "test.tsv", ("cdr3",), len(every.ids) + 1, 0)
+
+
 def test_the_captured_attention_is_the_passes_own_and_changes_nothing(bert_dir):
     """HFBackbone.capture_attention: one (B, N, N) matrix per forward, the model's last-layer attention
     averaged over heads (rows sum to 1 over the unpadded tokens), the logits unchanged; none outside it."""

@@ -65,6 +65,20 @@ def test_nothing_is_read_across_identities_settings_or_items(tmp_path, change):
     assert (store.hits, store.misses) == (0, 2) and len(calls) == 2
 
 
+def test_parts_are_kept_apart_and_a_key_without_part_is_unchanged(tmp_path):
+    """An infilling run keeps each fill (and its scores) of the same items and setting as a part of its
+    own; the keys of a run without parts (Sudoku's chunk folders) are those written before parts existed."""
+    store = ChunkStore(tmp_path, "id", chunk_items=3)
+    assert store.key(np.arange(3), 0, 'naive {"k": 2}') == "1f14c53b2d3e02ac35f04b80ebbd9242"
+    assert store.key(np.arange(6).reshape(2, 3), 5, 'eb {"gamma": 0.5}') == "e6415d2b895632280375b44c0ae8fed3"
+    items = np.arange(6)
+    for part in ("fill 0", "fill 1", "score fill 0", ""):
+        store.decode(items, NaiveTopK(2), _counting(items)[0], part=part)
+    assert (store.hits, store.misses) == (0, 8)
+    store.decode(items, NaiveTopK(2), _counting(items)[0], part="fill 1")
+    assert (store.hits, store.misses) == (2, 8)
+
+
 def test_chunks_record_the_commit_that_wrote_them(tmp_path):
     store = ChunkStore(tmp_path, "id", chunk_items=2, commit="abc123")
     store.decode(np.arange(4), NaiveTopK(1), _counting(np.arange(4))[0])
@@ -82,3 +96,20 @@ def test_sudoku_decoder_with_chunks_equals_one_decode(tmp_path, tiny_model, easy
         whole = Decoder(tiny_model, None, 8, 0)(ps, sampler)
         chunked = Decoder(tiny_model, None, 2, 0, store=ChunkStore(tmp_path, "tiny", chunk_items=3))(ps, sampler)
         assert all(np.array_equal(a, b) for a, b in zip(whole, chunked))
+
+
+def test_weights_identity_keeps_the_sudoku_comparisons_keys(tmp_path, tiny_checkpoint):
+    """sudoku-compare's identity, now built by loading.weights_identity, is the string its chunk folders
+    were keyed by before (model and head fingerprints, device type), so they are still read back."""
+    import json
+
+    from mdm_mi.infra.checkpoint import read_meta
+    from mdm_mi.loading import compute_fingerprint, model_fingerprint, weights_identity
+    from mdm_mi.mi.head import HeadConfig, MIHead, save_head
+
+    save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / "head", {})
+    before = json.dumps({"model": model_fingerprint(tiny_checkpoint),
+                         "heads": [compute_fingerprint(tmp_path / "head", read_meta(tmp_path / "head"))],
+                         "device": "cuda"})
+    assert weights_identity(tiny_checkpoint, (tmp_path / "head", None), "cuda:0") == before
+    assert json.loads(weights_identity(tiny_checkpoint, (), "cpu", seed=3))["seed"] == 3

@@ -187,7 +187,8 @@ def leaf_paths(d: dict, prefix: tuple = ()) -> set[tuple]:
 
 # configs run for one target only → the sections that target never reads (config/hf.yaml: `snakemake hf`)
 ONE_TARGET_CONFIGS = {"hf.yaml": ("sudoku", "protein"), "antibody.yaml": ("sudoku", "protein"),
-                      "sudoku_paper.yaml": ("protein",), "decisive_sudoku.yaml": ("protein",)}
+                      "sudoku_paper.yaml": ("protein",), "decisive_sudoku.yaml": ("protein",),
+                      "decisive_antibody.yaml": ("sudoku", "protein")}
 
 
 # Overlays of the default run: they take its every value on purpose and change only the keys they name

@@ -407,19 +407,24 @@ def test_smoke_dag_runs_in_a_fresh_directory(tmp_path):
     assert {r["second"] for r in pb} >= {"eb", "naive", "sequential"} and {r["first"] for r in pb} >= {"mi*"}
 
 
+def antibody_plan(workdir: Path, *configs: str, target: str = "antibody") -> list[list[str]]:
+    """The commands of ``snakemake -n -p --cores 2 target`` with ``configs`` (config/ files) in ``workdir``;
+    the VH table is read from the working directory, so the repository's is named."""
+    tsv = workdir / "tsv.yaml"
+    tsv.write_text(f"antibody:\n  tsv: {REPO / 'resources' / 'data' / 'antibody' / 'vh_public.tsv'}\n")
+    cmd = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "-n", "-p",
+           "--cores", "2", "--configfile", *(str(REPO / "config" / c) for c in configs), str(tsv), "--", target]
+    env = os.environ | {"PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return shell_commands(proc.stdout + proc.stderr)
+
+
 def test_the_antibody_rivals_overlay_trains_a_tv_head_and_passes_it(tmp_path):
     """config/antibody-rivals.yaml (demask ε, mi-tv λ on AntiBERTy) plans train-head --target tv on
     the hf label shards beside the MI head, and antibody-compare reads it; antibody.yaml alone does not."""
-    tsv = tmp_path / "tsv.yaml"  # the VH table is read from the working directory: name the repository's
-    tsv.write_text(f"antibody:\n  tsv: {REPO / 'resources' / 'data' / 'antibody' / 'vh_public.tsv'}\n")
-
     def plan(*configs):
-        cmd = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path), "-n", "-p",
-               "--configfile", *(str(REPO / "config" / c) for c in configs), str(tsv), "--", "antibody"]
-        env = os.environ | {"PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
-        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        commands = shell_commands(proc.stdout + proc.stderr)
+        commands = antibody_plan(tmp_path, *configs)
         heads = [build_parser().parse_args(c[3:]) for c in commands if c[3] == "train-head"]
         compares = [build_parser().parse_args(c[3:]) for c in commands if c[3] == "antibody-compare"]
         return heads, compares
@@ -429,3 +434,19 @@ def test_the_antibody_rivals_overlay_trains_a_tv_head_and_passes_it(tmp_path):
     assert compare.tv_head is not None and compare.tv_head.name == "tv_head" and compare.demask_eps and compare.mi_tv_lambda
     heads, compares = plan("antibody.yaml")
     assert [h.target for h in heads] == ["mi"] and all(c.tv_head is None and not c.demask_eps for c in compares)
+
+
+def test_the_decisive_antibody_run_takes_every_lineage_and_keeps_its_chunks(tmp_path):
+    """config/decisive_antibody.yaml (docs/preregistration.md): one CDR-H3 comparison of every test and
+    calibration lineage (no --n-test, --n-calibration), 4 fills at ÷4, ÷3, ÷6, mi λ among 1, 0.5, 2, no
+    oracle, its fills kept in antibody/cdr3.chunks beside its outputs, both threads; and the head's
+    fidelity. config/antibody.yaml keeps no chunks."""
+    commands = antibody_plan(tmp_path, "decisive_antibody.yaml", target="decisive_antibody")
+    (argv,) = [c for c in commands if c[3] == "antibody-compare"]
+    ns = build_parser().parse_args(argv[3:])
+    assert ns.chunks == Path("results/decisive-antibody/antibody/cdr3.chunks") and ns.threads == 2
+    assert ns.n_test is None and ns.n_calibration is None and ns.set_name == "cdr3"
+    assert (ns.fills, ns.divisors, ns.mi_lambda, ns.samplers) == (4, [4, 3, 6], [1.0, 0.5, 2.0], ["naive", "eb"])
+    assert ns.oracle_contexts == 0 and not ns.margin
+    assert any(c[3] == "train-head" and "--fidelity" in c for c in commands)
+    assert all("--chunks" not in c for c in antibody_plan(tmp_path, "antibody.yaml"))

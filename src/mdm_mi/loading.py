@@ -96,6 +96,16 @@ def model_fingerprint(folder: str | Path, meta: dict | None = None) -> str:
     return meta.get(FINGERPRINT) or compute_fingerprint(folder, meta)
 
 
+def weights_identity(model: str | Path, heads=(), device="cpu", **settings) -> str:
+    """What fixes a decode besides its items and sampler, as one JSON string (a
+    :class:`~mdm_mi.evaluation.chunks.ChunkStore`'s identity): the model's fingerprint, the fingerprints
+    of the ``heads`` folders' weights (``None`` entries skipped), the device type (``cuda:0`` → ``cuda``)
+    and the caller's ``settings`` (seed, temperature, ...), in that order."""
+    fingerprints = [compute_fingerprint(p, read_meta(p)) for p in heads if p is not None]
+    base = {"model": model_fingerprint(model), "heads": fingerprints, "device": str(device).split(":")[0]}
+    return json.dumps(base | settings)
+
+
 def head_stamp(folder: str | Path, meta: dict) -> dict:
     """What a head trained on the model in ``folder`` (its ``meta``) records of it, for
     :func:`check_head_model`: the model's fingerprint and hidden layer."""

@@ -114,6 +114,14 @@ if not HF_ON:
             "--data-dir {params.data_dir} --set-name {wildcards.set} --out-dir {params.out_dir} {params.options} "
             "--threads {threads} {params.tracking} > {log} 2>&1"
 
+    rule decisive_antibody:
+        """Target of config/decisive_antibody.yaml (issue 48's pre-registered AntiBERTy run): the CDR-H3
+        comparison on every test lineage and the head's fidelity; the comparison resumes from its chunks
+        (antibody/cdr3.chunks) after a stop."""
+        input:
+            f"{A}/cdr3/budgets.md",
+            f"{R}/hf/head_fidelity.json",
+
     rule figure_antibody_mi:
         input:
             model=AB_MODEL,

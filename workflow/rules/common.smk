@@ -245,13 +245,16 @@ def antibody_tv_head(set_name):
 
 def antibody_compare_options(set_name):
     """Rule antibody_compare's flags: antibody.compare with the set's own antibody.set_compare keys;
-    the oracle only for the sets in oracle_sets."""
+    the oracle only for the sets in oracle_sets; with resume_chunks, ``--chunks`` names the set's folder
+    of kept fills beside its outputs."""
     ab = config["antibody"]
     own = ab["set_compare"][set_name]
     unknown = set(own) - set(ab["compare"])
     if unknown:
         raise ValueError(f"antibody.set_compare.{set_name} has keys that antibody.compare lacks: {sorted(unknown)}")
-    opts = {k: v for k, v in (ab["compare"] | own).items() if k != "oracle_sets"}
+    merged = ab["compare"] | own
+    opts = {k: v for k, v in merged.items() if k not in ("oracle_sets", "resume_chunks")}
     if set_name not in ab["compare"]["oracle_sets"]:
         opts["oracle_contexts"] = 0
-    return cli_flags(opts | {"seed": config["seed"]})
+    chunks = {"chunks": f"{R}/antibody/{set_name}.chunks"} if merged["resume_chunks"] else {}
+    return cli_flags(opts | chunks | {"seed": config["seed"]})

@@ -26,10 +26,13 @@ from mdm_mi.antibody.infill_runs import (calibrated_runs, InfillSet, one_per_lin
                                          write_results)
 from mdm_mi.core.backbone import full_precision, token_fingerprint
 from mdm_mi.core.hf_folder import DOMAIN
+from mdm_mi.evaluation.chunks import ChunkStore
+from mdm_mi.evaluation.infill import Filler
+from mdm_mi.infra.checkpoint import read_meta
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h, OutDir, SeedFlag, THREADS_HELP
 from mdm_mi.infra.io import write_json
-from mdm_mi.loading import load_mi_head, load_model
+from mdm_mi.loading import load_mi_head, load_model, weights_identity
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.mi.probe import exact_mi
 
@@ -118,8 +121,10 @@ class AntibodyCompareArgs(OutDir, SeedFlag):
     head: Path | None = field(metadata=h("MI head folder trained on the model (MI-guided); none: no MI-guided family"))
     data_dir: Path = field(metadata=h("antibody-data's folder (calibration.tsv, test.tsv)"))
     set_name: str = field(metadata=h("cdr3 (CDR-H3, IMGT 105-117, masked and filled) or cdrs (all three CDRs)"))
-    n_test: int = field(metadata=h("test contexts (one VH per lineage)"))
-    n_calibration: int = field(metadata=h("calibration contexts (one VH per lineage)"))
+    n_test: int | None = field(default=None, kw_only=True, metadata=h(
+        "test contexts (one VH per lineage); none: every lineage of test.tsv"))
+    n_calibration: int | None = field(default=None, kw_only=True, metadata=h(
+        "calibration contexts (one VH per lineage); none: every lineage of calibration.tsv"))
     fills: int = field(metadata=h("fills per context and setting (>= 2)"))
     divisors: tuple[int, ...] = field(metadata=h("budgets: sequential's passes ÷ each"))
     samplers: tuple[str, ...] = field(metadata=h("calibrated baselines compared (naive, eb, threshold)"))
@@ -146,38 +151,66 @@ class AntibodyCompareArgs(OutDir, SeedFlag):
     oracle_contexts: int = field(metadata=h("first test contexts also filled by the exact-MI oracle (0: none)"))
     oracle_divisors: tuple[int, ...] = field(metadata=h("budgets (among --divisors) at which the oracle runs"))
     oracle_tol: float = field(metadata=h("the oracle's certified probing tolerance (nats)"))
+    chunks: Path | None = field(default=None, kw_only=True, metadata=h(
+        "folder keeping every fill of each --batch-size templates and its scores: the same command rerun after a "
+        "stop fills only what is missing (delete it after changing decoding or scoring code)"))
 
 
 def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
     """Calibrate every family on the calibration contexts, fill the test contexts with each at each
-    budget (same seed: common random numbers), score PLL and recovery, write the paired verdicts."""
-    if args.set_name not in SETS:
-        raise InputError(f"--set-name must be one of {', '.join(SETS)}, got {args.set_name!r}")
-    if args.fills < 2 or args.n_test < 2 or args.n_calibration < 1 or not args.divisors:
-        raise InputError("need --fills >= 2, --n-test >= 2, --n-calibration >= 1 and at least one divisor")
-    if args.demask_mi_eps and not args.head:
-        raise InputError("--demask-mi-eps needs --head (demask-mi reads the MI head)")
-    if (args.demask_eps or args.mi_tv_lambda) and not args.tv_head:
-        raise InputError("--demask-eps and --mi-tv-lambda need --tv-head (demask and mi-tv read the TV head)")
-    if args.oracle_contexts and (args.oracle_contexts > args.n_test or not args.head
-                                 or not set(args.oracle_divisors) <= set(args.divisors)):
-        raise InputError("the oracle needs --head, --oracle-contexts <= --n-test and --oracle-divisors among --divisors")
+    budget (same seed: common random numbers), score PLL and recovery, write the paired verdicts. With
+    ``--chunks``, every fill and its scores are kept there (:func:`compare_filler`)."""
+    _check_compare(args)
     torch.set_num_threads(args.threads)
     t0 = time.time()
     backbone, _ = load_model(args.model, "cpu", DOMAIN)
     pairwise = head_pairwise_fn(load_mi_head(args.head, "cpu", backbone, args.model)) if args.head else None
     tv_fn = head_pairwise_fn(load_mi_head(args.tv_head, "cpu", backbone, args.model, target="tv")) if args.tv_head else None
-    test = InfillSet.from_tsv(backbone, Path(args.data_dir) / "test.tsv", SETS[args.set_name], args.n_test, args.seed)
-    calib = InfillSet.from_tsv(backbone, Path(args.data_dir) / "calibration.tsv", SETS[args.set_name], args.n_calibration,
-                               args.seed)
-    runs = {"sequential": sequential_run(backbone, test, args)}
-    runs |= calibrated_runs(backbone, test, calib, args, pairwise, tv_fn)
+    test, calib = (InfillSet.from_tsv(backbone, Path(args.data_dir) / f"{part}.tsv", SETS[args.set_name], n, args.seed)
+                   for part, n in (("test", args.n_test), ("calibration", args.n_calibration)))
+    if len(test.ids) < 2 or args.oracle_contexts > len(test.ids):
+        raise InputError(f"test.tsv gives {len(test.ids)} test contexts: need >= 2 and >= --oracle-contexts")
+    filler = compare_filler(backbone, args)
+    runs = {"sequential": sequential_run(filler, test, args)}
+    runs |= calibrated_runs(filler, test, calib, args, pairwise, tv_fn)
     rows = contrast_rows(runs, args.set_name)
-    references = {"margin": sequential_run(backbone, test, args, order="margin") if args.margin else None,
-                  "oracle": oracle_runs(backbone, test, runs, args) if args.oracle_contexts else {}}
+    references = {"margin": sequential_run(filler, test, args, order="margin") if args.margin else None,
+                  "oracle": oracle_runs(filler, test, runs, args) if args.oracle_contexts else {}}
     native = float(pll_per_residue(backbone, test.native, test.positions).mean())
-    write_results(Path(args.out_dir), runs, rows, args, len(test.ids), native, time.time() - t0, references)
+    write_results(Path(args.out_dir), runs, rows, args, len(test.ids), native, time.time() - t0, references,
+                  filler.store)
     tracker.log_metrics({"seconds": time.time() - t0})
+
+
+def _check_compare(args: AntibodyCompareArgs) -> None:
+    """``antibody-compare``'s flag checks that need no model (one-line errors)."""
+    if args.set_name not in SETS:
+        raise InputError(f"--set-name must be one of {', '.join(SETS)}, got {args.set_name!r}")
+    if (args.fills < 2 or (args.n_test is not None and args.n_test < 2)
+            or (args.n_calibration is not None and args.n_calibration < 1) or not args.divisors):
+        raise InputError("need --fills >= 2, --n-test >= 2, --n-calibration >= 1 and at least one divisor")
+    if args.batch_size < 1:
+        raise InputError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.demask_mi_eps and not args.head:
+        raise InputError("--demask-mi-eps needs --head (demask-mi reads the MI head)")
+    if (args.demask_eps or args.mi_tv_lambda) and not args.tv_head:
+        raise InputError("--demask-eps and --mi-tv-lambda need --tv-head (demask and mi-tv read the TV head)")
+    too_many = args.n_test is not None and args.oracle_contexts > args.n_test
+    if args.oracle_contexts and (too_many or not args.head or not set(args.oracle_divisors) <= set(args.divisors)):
+        raise InputError("the oracle needs --head, --oracle-contexts <= --n-test and --oracle-divisors among --divisors")
+
+
+def compare_filler(backbone, args: AntibodyCompareArgs) -> Filler:
+    """How the comparison fills templates: its seed, temperature and batch size, and with ``--chunks`` a
+    :class:`ChunkStore` there, keyed by the model's and heads' weights, the model's hidden layer, the
+    device type, the seed and the temperature, in chunks of ``--batch-size`` templates (so a chunk is
+    one decode batch: the fills equal a run's without ``--chunks``)."""
+    store = None
+    if args.chunks is not None:
+        identity = weights_identity(args.model, (args.head, args.tv_head), "cpu", seed=args.seed,
+                                    temperature=args.temperature, hidden_layer=read_meta(args.model).get("hidden_layer"))
+        store = ChunkStore(args.chunks, identity, chunk_items=args.batch_size)
+    return Filler(backbone, args.seed, args.temperature, args.batch_size, store)
 
 
 @dataclass(frozen=True)

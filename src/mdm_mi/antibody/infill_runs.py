@@ -2,13 +2,19 @@
 ``regions`` masked at natural lengths), sequential's fills, every family calibrated to each budget on
 the calibration templates and its fills of the test templates, and the result files.
 
-    test = InfillSet.from_tsv(backbone, "data/test.tsv", ("cdr3",), n=48, seed=0)
-    runs = {"sequential": sequential_run(backbone, test, args)} | calibrated_runs(backbone, test, calib, args, pairwise)
+    test = InfillSet.from_tsv(backbone, "data/test.tsv", ("cdr3",), n=48, seed=0)   # n=None: every lineage
+    filler = Filler(backbone, args.seed, args.temperature, args.batch_size, store)   # store: None or a ChunkStore
+    runs = {"sequential": sequential_run(filler, test, args)} | calibrated_runs(filler, test, calib, args, pairwise)
+
+With a store, every fill of the test and calibration templates and each fill's scores (PLL and
+recovery, :func:`fill_scores`) are kept on disk per chunk of templates, per fill and per
+sampler setting: a stopped run, rerun, fills and scores only what is missing.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import platform
 import subprocess
 import time
@@ -23,7 +29,8 @@ from mdm_mi.antibody.compare import (composition, diversity, METRICS, paired_t, 
 from mdm_mi.antibody.data import read_vh, template
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.budgets import BEST_MI, by_budget, off_budget, OFF_TARGET, OFF_TARGET_NOTE, SEQUENTIAL
-from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked
+from mdm_mi.evaluation.chunks import ChunkStore
+from mdm_mi.evaluation.infill import calibrate_to, family_of, Filled, Filler, max_masked
 from mdm_mi.evaluation.stats import jsd_bits
 from mdm_mi.evaluation.verdicts import verdict, WORDS
 from mdm_mi.infra.errors import InputError
@@ -44,19 +51,22 @@ class InfillSet:
     ids: list[str]
 
     @staticmethod
-    def from_tsv(backbone, path: Path, regions: tuple[str, ...], n: int, seed: int) -> "InfillSet":
-        """One VH per lineage (:func:`one_per_lineage`), ``regions`` masked."""
+    def from_tsv(backbone, path: Path, regions: tuple[str, ...], n: int | None, seed: int) -> "InfillSet":
+        """One VH per lineage (:func:`one_per_lineage`; ``n=None``: every lineage), ``regions`` masked."""
         picked = one_per_lineage(read_vh(path), n, seed)
         tokens = backbone.encode([template(r, tuple(regions)) for r in picked])
         native = backbone.encode([r.sequence for r in picked])
         return InfillSet(tokens, native, tokens == backbone.mask_id, [r.id for r in picked])
 
-    def score(self, backbone, filled: torch.Tensor) -> dict[str, np.ndarray]:
-        """Per-fill PLL and recovery of ``filled (k·P, N)`` → per-context means ``(P,)`` each."""
-        k = filled.shape[0] // len(self.ids)
-        pos, nat = self.positions.repeat(k, 1), self.native.repeat(k, 1)
-        per_fill = {"pll": pll_per_residue(backbone, filled, pos).numpy(), "recovery": recovery(filled, nat, pos).numpy()}
-        return {m: per_context(v, len(self.ids)) for m, v in per_fill.items()}
+    def score_rows(self, backbone, filled: torch.Tensor, start: int, stop: int, batch: int) -> dict[str, np.ndarray]:
+        """PLL (nats/residue) and native recovery of rows ``start:stop`` of one fill ``filled (P, N)`` of
+        these templates, scored ``batch`` templates per call from ``start`` → ``(stop − start,)`` each."""
+        pll, rec = [], []
+        for first in range(start, stop, batch):
+            rows = slice(first, min(first + batch, stop))
+            pll.append(pll_per_residue(backbone, filled[rows], self.positions[rows]))
+            rec.append(recovery(filled[rows], self.native[rows], self.positions[rows]))
+        return {"pll": torch.cat(pll).numpy(), "recovery": torch.cat(rec).numpy()}
 
     def set_metrics(self, backbone, filled: torch.Tensor) -> dict:
         """Of the fills ``(k·P, N)`` as a set: ``jsd`` (bits) of their amino-acid composition at the
@@ -73,50 +83,75 @@ class InfillSet:
         return InfillSet(self.tokens[:n], self.native[:n], self.positions[:n], self.ids[:n])
 
 
-def one_per_lineage(rows: list, n: int, seed: int) -> list:
-    """``n`` rows, one per lineage: the first of each lineage in a seeded shuffle, first ``n`` lineages."""
+def one_per_lineage(rows: list, n: int | None, seed: int) -> list:
+    """``n`` rows, one per lineage: the first of each lineage in a seeded shuffle, first ``n`` lineages
+    (``n=None``: every lineage, in that order)."""
     order = np.random.default_rng(seed).permutation(len(rows))
     picked, seen = [], set()
     for i in order:
         if rows[i].lineage not in seen:
             seen.add(rows[i].lineage)
             picked.append(rows[i])
-    if len(picked) < n:
+    if n is not None and len(picked) < n:
         raise InputError(f"the table has {len(picked)} lineages, fewer than the {n} contexts asked for")
     return picked[:n]
 
 
-def _run(test: InfillSet, backbone, filled, family: str, divisor: int, params: dict, extra: dict) -> dict:
-    scores = test.score(backbone, filled.tokens)
+def fill_scores(filler: Filler, infill: InfillSet, sampler, filled: Filled) -> dict[str, np.ndarray]:
+    """PLL and recovery of ``sampler``'s fills ``filled (n·P, N)`` of ``infill``'s templates (fill ``k`` of
+    template ``p`` at row ``k·P + p``) → {pll, recovery: ``(n·P,)``}. With the filler's store, fill ``k``'s
+    scores are kept beside it (part ``score fill k``). Scoring runs the model: call it outside a
+    :func:`mdm_mi.mi.dapd.pairwise_source` block, whose captured pass would see it."""
+    size, scores = len(infill.ids), []
+    for k in range(len(filled.tokens) // size):
+        rows = filled.tokens[k * size : (k + 1) * size]
+        score = lambda start, stop: infill.score_rows(filler.backbone, rows, start, stop, filler.batch_size)
+        scores.append(score(0, size) if filler.store is None else
+                      filler.store.decode(infill.tokens.numpy(), sampler, score, part=filler.part(k, "score fill")))
+    return {m: np.concatenate([s[m] for s in scores]) for m in METRICS}
+
+
+def scored_fills(filler: Filler, infill: InfillSet, sampler, n: int, pairwise_fn=None) -> tuple[Filled, dict]:
+    """``n`` fills of ``infill``'s templates (:class:`mdm_mi.evaluation.infill.Filler`) and their scores
+    (:func:`fill_scores`) → (:class:`Filled` ``(n·P, N)``, {pll, recovery: ``(n·P,)``})."""
+    filled = filler(infill.tokens, sampler, n, pairwise_fn)
+    return filled, fill_scores(filler, infill, sampler, filled)
+
+
+def _run(test: InfillSet, backbone, fills: tuple[Filled, dict], family: str, divisor: int, params: dict,
+         extra: dict) -> dict:
+    """The record of one sampler's ``fills`` of the test templates (:func:`scored_fills`): per-context
+    passes, PLL and recovery ``(P,)`` lists, the set metrics and ``extra``."""
+    filled, scores = fills
     passes = per_context(filled.passes.numpy(), len(test.ids))
     return {"family": family, "divisor": divisor, "params": params, "passes": passes.tolist(),
-            "mean_passes": float(passes.mean()), **{m: scores[m].tolist() for m in METRICS},
+            "mean_passes": float(passes.mean()), **{m: per_context(scores[m], len(test.ids)).tolist() for m in METRICS},
             **test.set_metrics(backbone, filled.tokens), **extra}
 
 
-def sequential_run(backbone, test: InfillSet, args, order: str = "entropy") -> dict:
+def sequential_run(filler: Filler, test: InfillSet, args, order: str = "entropy") -> dict:
     """Sequential decoding (one position per pass: lowest entropy first, or with ``order="margin"`` the
     largest top-1/top-2 margin, Kim et al. 2025) on the test templates."""
-    filled = fill(backbone, test.tokens, Sequential(order=order), args.fills, args.seed,
-                  args.temperature, None, args.batch_size)
+    fills = scored_fills(filler, test, Sequential(order=order), args.fills)
     name = SEQUENTIAL if order == "entropy" else f"{SEQUENTIAL} ({order} order)"
-    return _run(test, backbone, filled, name, 1, {"order": order}, {"calib_score": 0.0})
+    return _run(test, filler.backbone, fills, name, 1, {"order": order}, {"calib_score": 0.0})
 
 
-def oracle_runs(backbone, test: InfillSet, runs: dict, args) -> dict[int, dict]:
+def oracle_runs(filler: Filler, test: InfillSet, runs: dict, args) -> dict[int, dict]:
     """Algorithm 1 fed the certified probing MI (±``args.oracle_tol`` nats) in place of the head, at
     mi*'s calibrated setting of each of ``args.oracle_divisors``, on the first ``args.oracle_contexts``
     test contexts; paired by context with the head (mi*) and sequential on the same contexts. The
-    oracle's probing passes (``≤ 1 + |M|·20`` per step) are not counted, as in the Sudoku ceiling."""
+    oracle's probing passes (``≤ 1 + |M|·20`` per step) are not counted, as in the Sudoku ceiling. With
+    a store, its fills are kept under the label ``oracle tol=<tol>``."""
     sub, n = test.first(args.oracle_contexts), args.oracle_contexts
-    oracle = oracle_pairwise_fn(backbone, method="certified", tol=args.oracle_tol)
+    oracle = oracle_pairwise_fn(filler.backbone, method="certified", tol=args.oracle_tol)
+    filler = dataclasses.replace(filler, label=f"oracle tol={args.oracle_tol}")
     table, out = by_budget(runs), {}
     for d in args.oracle_divisors:
         head = table[d][BEST_MI]
         t0 = time.time()
-        filled = fill(backbone, sub.tokens, OracleMI(**head["params"]), args.fills, args.seed,
-                      args.temperature, oracle, args.batch_size)
-        run = _run(sub, backbone, filled, "mi-oracle", d, head["params"], {"seconds": time.time() - t0})
+        fills = scored_fills(filler, sub, OracleMI(**head["params"]), args.fills, oracle)
+        run = _run(sub, filler.backbone, fills, "mi-oracle", d, head["params"], {"seconds": time.time() - t0})
         arms = {"head": head, "sequential": runs[SEQUENTIAL]}
         run["contrasts"] = {f"oracle − {a}": paired_t(np.asarray(run["pll"]), np.asarray(r["pll"][:n]))
                             for a, r in arms.items()}
@@ -142,28 +177,29 @@ def _families(args, with_head: bool, with_tv: bool, most: int) -> list:
     return fams + [family_of("dapd", most, {"dapd_theta": theta}, SAMPLER_CLASSES) for theta in args.dapd_theta]
 
 
-def calibrated_runs(backbone, test: InfillSet, calib: InfillSet, args, pairwise, tv_fn=None) -> dict[str, dict]:
+def calibrated_runs(filler: Filler, test: InfillSet, calib: InfillSet, args, pairwise, tv_fn=None) -> dict[str, dict]:
     """Every family at every budget: calibrated on ``calib`` (one cache per family, cheapest budget
     first), then filling ``test``. ``pairwise`` is the MI head's Î, ``tv_fn`` the TV head's T̂ (each family
     reads its own, :func:`mdm_mi.mi.dapd.pairwise_source`). ``calib_score`` (mi*'s choice of λ) is the
     calibration fills' PLL."""
-    runs = {}
+    runs, backbone = {}, filler.backbone
     several_mi = len(args.mi_lambda) > 1 and pairwise is not None
     most = max(max_masked(backbone, calib.tokens), max_masked(backbone, test.tokens))
     for fam in _families(args, pairwise is not None, tv_fn is not None, most):
         cache: dict = {}
         for d in sorted(args.divisors, reverse=True):
             with pairwise_source(backbone, fam.sampler, pairwise, tv_fn) as pf:
-                point = calibrate_to(backbone, calib.tokens, fam, d, args.seed, args.temperature, pf, cache,
-                                     log=lambda s: print(s, flush=True), batch_size=args.batch_size)
+                point = calibrate_to(backbone, calib.tokens, fam, d, args.seed, pairwise_fn=pf, cache=cache,
+                                     log=lambda s: print(s, flush=True), filler=filler)
             sampler = fam.build(point.value)
             score = 0.0
             if several_mi and fam.sampler == "mi":
-                cal = fill(backbone, calib.tokens, sampler, 1, args.seed, args.temperature, pairwise, args.batch_size)
-                score = float(calib.score(backbone, cal.tokens)["pll"].mean())
+                pll = scored_fills(filler, calib, sampler, 1, pairwise)[1]["pll"]
+                score = float(per_context(pll, len(calib.ids)).mean())
             with pairwise_source(backbone, fam.sampler, pairwise, tv_fn) as pf:
-                filled = fill(backbone, test.tokens, sampler, args.fills, args.seed, args.temperature, pf, args.batch_size)
-            runs[f"{fam.slug}@{d}"] = _run(test, backbone, filled, fam.label, d, sampler.params(), {
+                filled = filler(test.tokens, sampler, args.fills, pf)
+            fills = (filled, fill_scores(filler, test, sampler, filled))
+            runs[f"{fam.slug}@{d}"] = _run(test, backbone, fills, fam.label, d, sampler.params(), {
                 "target": point.target, "calib_passes": point.passes, "on_target": point.on_target,
                 "calib_score": score})
             print(f"{fam.label} 1/{d}: {fam.param}={point.value:.4g}, calibration {point.passes:.2f} passes "
@@ -290,9 +326,10 @@ def markdown(runs: dict[str, dict], rows: list[dict], set_name: str, native_pll:
 
 
 def write_results(out: Path, runs: dict, rows: list[dict], args, n_test: int, native_pll: float, seconds: float,
-                  references: dict | None = None) -> None:
+                  references: dict | None = None, store: ChunkStore | None = None) -> None:
     """runs.json, references.json (margin order, oracle), budgets.csv (classified rows), budgets.md,
-    budgets.png (PLL and recovery against passes) and summary.json (cost, CPU, sizes)."""
+    budgets.png (PLL and recovery against passes) and summary.json (cost, CPU, sizes; with the run's
+    ``store``, ``chunks``: how many chunks were read back and decoded, and by which commits)."""
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "runs.json", runs)
     write_json(out / "references.json", {"margin": (references or {}).get("margin"),
@@ -306,5 +343,5 @@ def write_results(out: Path, runs: dict, rows: list[dict], args, n_test: int, na
     write_json(out / "summary.json", {"seconds": seconds, "cpu": _cpu(), "threads": args.threads, "n_test": n_test,
                                       "n_calibration": args.n_calibration, "fills": args.fills,
                                       "set": args.set_name, "divisors": list(args.divisors),
-                                      "native_pll": native_pll})
+                                      "native_pll": native_pll} | ({} if store is None else {"chunks": store.record()}))
     print((out / "budgets.md").read_text())

@@ -9,7 +9,9 @@ keyed stream (:mod:`mdm_mi.core.streams`), fixed by its index in the set, whatev
 
 The key is the sha256 of everything that fixes a chunk's outcome: the run's ``identity`` (the caller
 names the model and head weights and the seed), the chunk's first index and its items' bytes, and the
-sampler's name and setting (:meth:`mdm_mi.core.samplers.Sampler.stream_tag`). It does not hash the
+sampler's name and setting (:meth:`mdm_mi.core.samplers.Sampler.stream_tag`), and the ``part`` the
+caller names when one item set and setting yield several outcomes (an infilling run's fill ``k``, or
+the scores of that fill: ``part="fill 2"``, ``"score fill 2"``; none for Sudoku). It does not hash the
 code: after a change to decoding code, delete the folder (each chunk records the commit that wrote it,
 in ``commit``, so a run can list them).
 
@@ -53,22 +55,25 @@ class ChunkStore:
             raise ValueError(f"chunk_items must be >= 1, got {self.chunk_items}")
         self.folder = Path(self.folder)
 
-    def key(self, items: np.ndarray, start: int, tag: str) -> str:
-        """The chunk file's name for ``items`` (this chunk's rows) starting at index ``start``."""
+    def key(self, items: np.ndarray, start: int, tag: str, part: str = "") -> str:
+        """The chunk file's name for ``items`` (this chunk's rows) starting at index ``start``, decoded
+        by the sampler setting ``tag``, outcome ``part`` (none: the key of a run without parts)."""
         digest = hashlib.sha256()
-        header = json.dumps({"identity": self.identity, "start": start, "sampler": tag,
-                             "shape": list(items.shape), "dtype": str(items.dtype)}, sort_keys=True)
+        fields = {"identity": self.identity, "start": start, "sampler": tag,
+                  "shape": list(items.shape), "dtype": str(items.dtype)} | ({"part": part} if part else {})
+        header = json.dumps(fields, sort_keys=True)
         digest.update(header.encode())
         digest.update(np.ascontiguousarray(items).tobytes())
         return digest.hexdigest()[:32]
 
-    def decode(self, items: np.ndarray, sampler, decode_range: DecodeRange) -> dict[str, np.ndarray]:
+    def decode(self, items: np.ndarray, sampler, decode_range: DecodeRange, part: str = "") -> dict[str, np.ndarray]:
         """``decode_range(start, stop)`` of every chunk of ``items (P, ...)`` not on disk yet, each saved
-        as soon as it is decoded, merged with the saved ones in order → name → array ``(P, ...)``."""
+        as soon as it is decoded, merged with the saved ones in order → name → array ``(P, ...)``;
+        ``part`` names which of several outcomes of the same items and setting this is."""
         parts: list[dict[str, np.ndarray]] = []
         for start in range(0, len(items), self.chunk_items):
             stop = min(start + self.chunk_items, len(items))
-            path = self.folder / f"{self.key(items[start:stop], start, sampler.stream_tag())}.npz"
+            path = self.folder / f"{self.key(items[start:stop], start, sampler.stream_tag(), part)}.npz"
             parts.append(self._read(path, stop - start) if path.is_file() else self._write(path, decode_range(start, stop)))
         if not parts:
             return {}
@@ -88,6 +93,11 @@ class ChunkStore:
             np.savez(fh, **{COMMIT_KEY: np.array(self.commit)}, **{k: np.asarray(v) for k, v in arrays.items()})
         self.misses += 1
         return {k: np.asarray(v) for k, v in arrays.items()}
+
+    def record(self) -> dict:
+        """What a run's result files say of its chunks: how many were read back and decoded, and the
+        commits that decoded the folder's chunks."""
+        return {"read": self.hits, "decoded": self.misses, "commits": self.commits()}
 
     def commits(self) -> list[str]:
         """The commits that wrote this folder's chunks, sorted (for a run's provenance)."""

@@ -11,19 +11,22 @@ the calibration templates given).
     fam = family_of("eb", max_masked=16, settings={}, classes=SAMPLER_CLASSES)  # EB's γ, on a log scale
     point = calibrate_to(backbone, calib_tokens, fam, d, seed=0)       # γ giving mean |M| / 4 passes
     filled = fill(backbone, tokens, fam.build(point.value), n=2, seed=0)  # tokens (2B, N), passes (2B,)
+    kept = Filler(backbone, seed=0, store=ChunkStore(folder, identity, 64))    # the same fills, kept on disk
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
+import numpy as np
 import torch
 
 from mdm_mi.core.sampler_table import SAMPLERS, swept_settings
 from mdm_mi.core.samplers import decode
 from mdm_mi.core.streams import RowStreams, row_keys
 from mdm_mi.evaluation.calibrate import Family, calibrate, calibrated_families
+from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import Decoding
 
@@ -70,6 +73,61 @@ class Filled:
     tokens: torch.Tensor
     passes: torch.Tensor
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        """{tokens, passes} as numpy arrays (what a chunk keeps)."""
+        return {"tokens": self.tokens.cpu().numpy(), "passes": self.passes.cpu().numpy()}
+
+
+@dataclass(frozen=True)
+class Filler:
+    """How a run fills templates: on ``backbone``, each fill from its keyed stream (``seed``), at
+    ``temperature``, ``batch_size`` templates per decode call. With a ``store``
+    (:class:`mdm_mi.evaluation.chunks.ChunkStore`), each fill ``k`` of each chunk of templates is decoded
+    once and kept on disk, under the part ``"<label> fill k"``: ``label`` names what else fixes the
+    fills besides the store's identity and the sampler's setting (the oracle's tolerance, ...). A
+    store's ``chunk_items`` that is a multiple of ``batch_size`` decodes the very batches a run without
+    a store decodes."""
+
+    backbone: Any
+    seed: int
+    temperature: float = 1.0
+    batch_size: int = DEFAULT_BATCH
+    store: ChunkStore | None = None
+    label: str = ""
+
+    def __call__(self, tokens: torch.Tensor, sampler, n: int, pairwise_fn: Callable | None = None) -> Filled:
+        """``n`` fills of every template ``tokens (B, N)`` → :class:`Filled` ``(n·B, N)``, ``(n·B,)``."""
+        assert tokens.ndim == 2, tokens.shape
+        fills = [self.one(tokens, sampler, k, pairwise_fn) for k in range(n)]
+        return Filled(torch.cat([f.tokens for f in fills]), torch.cat([f.passes for f in fills]))
+
+    def part(self, k: int, what: str = "fill") -> str:
+        """The store's part name of fill ``k`` (``what="score fill"``: of its scores)."""
+        return f"{self.label} {what} {k}".strip()
+
+    def one(self, tokens: torch.Tensor, sampler, k: int, pairwise_fn: Callable | None = None) -> Filled:
+        """Fill ``k`` of every template ``tokens (B, N)`` → tokens ``(B, N)``, passes ``(B,)``."""
+        if self.store is None:
+            return self.rows(tokens, sampler, k, pairwise_fn, 0, len(tokens))
+        kept = self.store.decode(tokens.cpu().numpy(), sampler, lambda start, stop: self.rows(
+            tokens, sampler, k, pairwise_fn, start, stop).arrays(), part=self.part(k))
+        return Filled(*(torch.from_numpy(kept[name]).to(tokens.device) for name in ("tokens", "passes")))
+
+    def rows(self, tokens: torch.Tensor, sampler, k: int, pairwise_fn: Callable | None, start: int,
+             stop: int) -> Filled:
+        """Fill ``k`` of templates ``start:stop`` of ``tokens (B, N)`` in batches from ``start``: template
+        ``b`` draws from the stream of (``seed``, ``b``, ``k``, the sampler and its setting:
+        :func:`mdm_mi.core.streams.row_keys`) → tokens ``(stop − start, N)``, passes ``(stop − start,)``."""
+        decoding, tag = Decoding(temperature=self.temperature), sampler.stream_tag()
+        out, passes = [], []
+        for first in range(start, stop, self.batch_size):
+            batch = tokens[first : min(first + self.batch_size, stop)]
+            streams = RowStreams(row_keys(self.seed, torch.arange(first, first + len(batch)), k, tag))
+            res = decode(self.backbone, batch, sampler, streams, decoding=decoding, pairwise_fn=pairwise_fn)
+            out.append(res.tokens)
+            passes.append(res.passes)
+        return Filled(torch.cat(out), torch.cat(passes))
+
 
 def fill(backbone, tokens: torch.Tensor, sampler, n: int, seed: int, temperature: float = 1.0,
          pairwise_fn: Callable | None = None, batch_size: int = DEFAULT_BATCH) -> Filled:
@@ -77,19 +135,9 @@ def fill(backbone, tokens: torch.Tensor, sampler, n: int, seed: int, temperature
     non-mask positions are never written (:func:`mdm_mi.core.samplers.decode`). Fill ``k`` of template
     ``b`` draws from its own keyed stream (``seed``, ``b``, ``k``, the sampler and its setting:
     :func:`mdm_mi.core.streams.row_keys`), so it is the same whatever other templates, samplers,
-    budgets or batch size the run holds, and a prefix of the templates keeps its fills."""
-    assert tokens.ndim == 2, tokens.shape
-    decoding = Decoding(temperature=temperature)
-    tag = sampler.stream_tag()
-    out, passes = [], []
-    for k in range(n):
-        for start in range(0, len(tokens), batch_size):
-            batch = tokens[start : start + batch_size]
-            streams = RowStreams(row_keys(seed, torch.arange(start, start + len(batch)), k, tag))
-            res = decode(backbone, batch, sampler, streams, decoding=decoding, pairwise_fn=pairwise_fn)
-            out.append(res.tokens)
-            passes.append(res.passes)
-    return Filled(torch.cat(out), torch.cat(passes))
+    budgets or batch size the run holds, and a prefix of the templates keeps its fills (:class:`Filler`
+    with no store)."""
+    return Filler(backbone, seed, temperature, batch_size)(tokens, sampler, n, pairwise_fn)
 
 
 def max_masked(backbone, tokens: torch.Tensor) -> int:
@@ -104,14 +152,17 @@ def sequential_passes(backbone, tokens: torch.Tensor) -> float:
 
 def calibrate_to(backbone, tokens: torch.Tensor, family: Family, divisor: int, seed: int,
                  temperature: float = 1.0, pairwise_fn: Callable | None = None, cache: dict | None = None,
-                 log: Callable[[str], None] = lambda s: None, batch_size: int = DEFAULT_BATCH):
+                 log: Callable[[str], None] = lambda s: None, batch_size: int = DEFAULT_BATCH,
+                 filler: Filler | None = None):
     """``family``'s parameter whose fills of ``tokens`` take sequential's passes ÷ ``divisor`` on
     average → a :class:`mdm_mi.evaluation.calibrate.Point`. ``cache`` (value → result) may be shared
-    between the budgets of one family."""
+    between the budgets of one family. A ``filler`` (one with a store: the search's fills kept on disk)
+    replaces ``seed``, ``temperature`` and ``batch_size``."""
     ceiling = sequential_passes(backbone, tokens)
+    filler = filler or Filler(backbone, seed, temperature, batch_size)
 
     def measure(sampler):
-        res = fill(backbone, tokens, sampler, 1, seed, temperature, pairwise_fn, batch_size)
+        res = filler(tokens, sampler, 1, pairwise_fn)
         mean = float(res.passes.float().mean())
         log(f"  {family.label} {sampler.params()}: {mean:.2f} passes")
         return mean, {}

@@ -18,7 +18,6 @@ roles, Holm and TOST p and verdicts) and ``budgets.md``, ``curve.png``.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,12 +31,11 @@ from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
 from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify, side_by_side, verdict_markdown
-from mdm_mi.infra.checkpoint import read_meta
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.loading import compute_fingerprint, load_mi_head, load_model_and_head, model_fingerprint
+from mdm_mi.loading import load_mi_head, load_model_and_head, weights_identity
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.sampler_classes import SAMPLER_CLASSES
 from mdm_mi.sudoku.sudoku_compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_matched
@@ -99,7 +97,7 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
     runs = decode_matched(decoder, test, calib_decoder, calib, families, points, caches, seq_passes)
     rows = classify(budget_rows(runs, args.set))
     _write(out, args, runs, rows, seq_passes, {"calibration_s": t_calib, "test_s": time.time() - t0 - t_calib},
-           None if store is None else {"read": store.hits, "decoded": store.misses, "commits": store.commits()})
+           None if store is None else store.record())
     write_csv(rows, out / "budgets.csv", FIELDS + VERDICT_FIELDS)
     write_text(out / "budgets.md", markdown(rows, runs, args.set, OFF_BUDGET_NOTE))
     curve_figure(runs, out / "curve.png", args.set, args.bootstrap, args.seed)
@@ -127,8 +125,7 @@ def _check_sizes(args: CompareArgs) -> None:
 def run_identity(args: CompareArgs, device) -> str:
     """What fixes a decoded chunk besides its puzzles and sampler: the model's and the heads' weights
     and the device type (the seeds are the decoders': :class:`ChunkStore` keys each decoder apart)."""
-    heads = [compute_fingerprint(p, read_meta(p)) for p in (args.head, args.tv_head) if p is not None]
-    return json.dumps({"model": model_fingerprint(args.model), "heads": heads, "device": torch.device(device).type})
+    return weights_identity(args.model, (args.head, args.tv_head), torch.device(device))
 
 
 def _write(out: Path, args: CompareArgs, runs: dict, rows: list, seq_passes: float, seconds: dict,
