@@ -1,6 +1,6 @@
 """The package's shape: imports run one way (no cycle; library → verbs → CLI; every domain apart;
-lazy imports included), and each of the verb, sampler and domain tables is one literal dict whose keys
-are unique and match their entries."""
+lazy imports included), each of the verb, sampler and domain tables is one literal dict whose keys
+are unique and match their entries, and no module's file name repeats its package's name."""
 
 from __future__ import annotations
 
@@ -302,3 +302,42 @@ def test_the_loader_check_finds_a_verb_calling_a_low_level_loader(tmp_path):
     (pkg / "__init__.py").write_text("")
     (pkg / "report_jobs.py").write_text("def f():\n    from mdm_mi.sudoku.model import load_model\n")
     assert low_level_loader_uses(tmp_path) == ["mdm_mi.sudoku.report_jobs: load_model"]
+
+
+# Module files that still repeat their package's name, each pending its own change.
+NAME_REPEATS_PENDING = {
+    "antibody/antibody_jobs.py",  # pending: antibody/ is being changed elsewhere; it becomes antibody/jobs.py there
+}
+
+
+def name_repeats(src: Path = SRC, package: str = PACKAGE) -> list[str]:
+    """Module files (relative to the package) whose name repeats a package they sit in, as a whole
+    name or as words of it (``sudoku/sudoku_compare.py``, ``protein/family/protein_oracle_job.py``): the
+    directory already says which domain a module belongs to, so each domain names a role by the role
+    alone (``model.py``, ``data.py``, ``compare.py``, ``jobs.py``, ...) and one domain reads like another."""
+    root = src / package
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        words = path.stem.split("_")
+        for pkg in (package, *rel.parts[:-1]):
+            n = len(pkg.split("_"))
+            if any(words[i:i + n] == pkg.split("_") for i in range(len(words) - n + 1)):
+                found.append(rel.as_posix())
+                break
+    return found
+
+
+def test_no_module_repeats_its_package_name():
+    assert set(name_repeats()) <= NAME_REPEATS_PENDING, sorted(set(name_repeats()) - NAME_REPEATS_PENDING)
+
+
+def test_the_name_check_finds_a_module_repeating_its_package(tmp_path):
+    pkg = tmp_path / "toy"
+    for name in ("__init__.py", "toy_cli.py", "sudoku/__init__.py", "sudoku/sudoku_compare.py", "sudoku/model.py",
+                 "sudoku/grid_sudoku.py", "protein/family/family_jobs.py", "protein/family/protein_oracle_job.py",
+                 "protein/family/jobs.py", "protein/sequences.py", "user/mi_map.py"):
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text("")
+    assert name_repeats(tmp_path, "toy") == ["protein/family/family_jobs.py", "protein/family/protein_oracle_job.py",
+                                             "sudoku/grid_sudoku.py", "sudoku/sudoku_compare.py", "toy_cli.py"]
