@@ -18,8 +18,8 @@ import torch
 
 from mdm_mi.evaluation.paired import paired_difference
 from mdm_mi.loading import load_model
-from mdm_mi.sudoku.sudoku_compare import sequential_solved
-from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
+from mdm_mi.sudoku.compare import sequential_solved
+from mdm_mi.sudoku.data import load_puzzle_csv
 
 
 def decode(model_dir: str, puzzles, batch_size: int) -> tuple:

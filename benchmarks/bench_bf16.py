@@ -27,8 +27,8 @@ from mdm_mi.core.samplers import EntropyBounded, Sequential
 from mdm_mi.evaluation.paired import mcnemar_exact
 from mdm_mi.infra.flags import Decoding
 from mdm_mi.loading import load_model
-from mdm_mi.sudoku.sudoku_compare import Decoder
-from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
+from mdm_mi.sudoku.compare import Decoder
+from mdm_mi.sudoku.data import load_puzzle_csv
 
 SAMPLERS = [("sequential", Sequential("entropy")), ("eb γ=0.05", EntropyBounded(0.05)), ("eb γ=1", EntropyBounded(1.0))]
 
@@ -72,7 +72,7 @@ def proteins(args) -> None:
     import numpy as np
 
     from mdm_mi.core.backbone import for_decoding
-    from mdm_mi.protein.family.family_jobs import family_scores, read_splits
+    from mdm_mi.protein.family.jobs import family_scores, read_splits
     from mdm_mi.protein.generate import draw_lengths, generate
 
     train, val, reference, _ = read_splits(args.data_dir)

@@ -96,9 +96,9 @@ def setup_domain(args):
     compare = cfg["compare"]
     if args.domain == "sudoku":
         from mdm_mi.sudoku.grid import MASK_ID
-        from mdm_mi.sudoku.sudoku_compare import Decoder
-        from mdm_mi.sudoku.sudoku_compare_job import SUDOKU_CELLS
-        from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
+        from mdm_mi.sudoku.compare import Decoder
+        from mdm_mi.sudoku.compare_job import SUDOKU_CELLS
+        from mdm_mi.sudoku.data import load_puzzle_csv
 
         calib = load_puzzle_csv(args.puzzles)
         decoder = Decoder(backbone, pairwise, compare["batch_size"], seed=0)
@@ -110,7 +110,7 @@ def setup_domain(args):
     else:
         from mdm_mi.infra.fasta import read_fasta
         from mdm_mi.protein.generate import draw_lengths, generate
-        from mdm_mi.protein.protein_compare_job import MAX_PROTEIN_TOKENS
+        from mdm_mi.protein.compare_job import MAX_PROTEIN_TOKENS
 
         gen_cfg = cfg["generate"]
         lengths = draw_lengths([len(s) for _, s in read_fasta(args.reference)], compare["calib_n"],

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from mdm_mi.protein.family import alignment as fam
-from mdm_mi.protein.family import family_metrics as fm
+from mdm_mi.protein.family import metrics as fm
 
 A2M = "resources/data/protein/pf00014_kunitz_pfam_full.a2m"
 

@@ -31,7 +31,7 @@ from mdm_mi.core.samplers import StepView
 from mdm_mi.mi.guided import HeadPairs, admit
 from mdm_mi.mi.head import HeadConfig, MIHead, count_params, head_flops
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS
-from mdm_mi.sudoku.sudoku_model import ModelConfig, SudokuMDM, n_params
+from mdm_mi.sudoku.model import ModelConfig, SudokuMDM, n_params
 
 RECOMMENDED = {  # name → head size, each built on the backbone's D (the config schema has the defaults)
     "D128": HeadConfig(hidden=32, heads=4, rank=8, unary=True),  # 5,222 params at D = 128

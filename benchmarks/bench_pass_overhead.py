@@ -52,7 +52,7 @@ from mdm_mi.core.samplers import DecodeResult, EntropyBounded, StepView, choose_
 from mdm_mi.loading import load_mi_head, load_model
 from mdm_mi.mi.guided import MIGuided, head_pairwise_fn
 from mdm_mi.mi.head import HeadConfig, MIHead
-from mdm_mi.sudoku.sudoku_data import HARD_LEVELS, load_puzzle_csv
+from mdm_mi.sudoku.data import HARD_LEVELS, load_puzzle_csv
 
 BACKBONE = "resources/pretrained/sudoku"
 PUZZLES = "resources/data/sudoku/radcliffe_curated_5000.csv"

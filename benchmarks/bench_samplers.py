@@ -18,7 +18,7 @@ from mdm_mi.loading import load_model
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.sampler_classes import build_sampler
 from mdm_mi.sudoku.evaluate import decode_set, score
-from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
+from mdm_mi.sudoku.data import load_puzzle_csv
 
 SETTINGS = [  # (sampler, params)
     ("sequential", {"order": "entropy"}),

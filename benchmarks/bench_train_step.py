@@ -18,8 +18,8 @@ import time
 import numpy as np
 import torch
 
-from mdm_mi.sudoku.sudoku_model import ModelConfig, SudokuMDM, n_params
-from mdm_mi.sudoku.sudoku_train import TrainConfig, augment, diffusion_loss
+from mdm_mi.sudoku.model import ModelConfig, SudokuMDM, n_params
+from mdm_mi.sudoku.train import TrainConfig, augment, diffusion_loss
 
 DEFAULT_TRAIN = TrainConfig(steps=0, batch_size=128, lr=2e-3, warmup=0, weight_decay=0.01, t_min=0.05, t_max=1.0,
                             loss_weight="none", augment=True, grad_clip=1.0, seed=0, log_every=0, compile=True, ema=0.0, save_every=0, snapshot_every=0)

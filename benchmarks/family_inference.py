@@ -46,7 +46,7 @@ from mdm_mi.evaluation.stats import jackknife_t
 from mdm_mi.protein.family import alignment as fam
 from mdm_mi.protein.family import jackknife as jk
 from mdm_mi.protein.family.covariation import METRICS, Reference, SetStats, paired_difference, set_stats
-from mdm_mi.protein.family.family_metrics import MI_SHUFFLES
+from mdm_mi.protein.family.metrics import MI_SHUFFLES
 
 KUNITZ = Path(__file__).resolve().parents[1] / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"
 SHUFFLED_FRACTION = 0.3
@@ -90,7 +90,7 @@ def _pair_counts(codes: np.ndarray) -> np.ndarray:
 
 
 def _residue_mi(joint: np.ndarray) -> np.ndarray:
-    """:func:`mdm_mi.protein.family.family_metrics.residue_mi` from pair counts ``(P, 20, 20)``."""
+    """:func:`mdm_mi.protein.family.metrics.residue_mi` from pair counts ``(P, 20, 20)``."""
     first, second = joint.sum(2), joint.sum(1)
     n = first.sum(1)
     t = jk._xlogx(int(n.max()))

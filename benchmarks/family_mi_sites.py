@@ -15,7 +15,7 @@ from itertools import combinations
 import numpy as np
 from safetensors.torch import load_file
 
-from mdm_mi.protein.family import family_metrics as fm
+from mdm_mi.protein.family import metrics as fm
 from mdm_mi.protein.family.alignment import AMINO_ACIDS, parse_a2m
 from mdm_mi.protein.tokens import protein_tokens
 

@@ -27,7 +27,7 @@ from mdm_mi.loading import load_model
 from mdm_mi.mi.fidelity import fidelity
 from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, train_head
 from mdm_mi.mi.probe import certified_mi, exact_mi, mask_contexts
-from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
+from mdm_mi.sudoku.data import load_puzzle_csv
 
 SETTINGS = ((1, 7), (2, 300))  # (torch threads, batch size) of the two runs of each stage
 EB_GAMMA = 0.02621  # the shipped backbone's calibrated EB at ÷3 (its MANIFEST)

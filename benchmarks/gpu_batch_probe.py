@@ -22,8 +22,8 @@ import time
 import numpy as np
 import torch
 
-from mdm_mi.sudoku.sudoku_model import ModelConfig, SudokuMDM
-from mdm_mi.sudoku.sudoku_train import TrainConfig, augment, diffusion_loss
+from mdm_mi.sudoku.model import ModelConfig, SudokuMDM
+from mdm_mi.sudoku.train import TrainConfig, augment, diffusion_loss
 
 PAPER_SHAPE = ModelConfig(d_model=256, n_layers=5, n_heads=8, ff_mult=4, dropout=0.0, hidden_layer=-1)
 BASE_BATCH, BASE_LR = 256, 1e-3  # config/paper.yaml's sudoku.train

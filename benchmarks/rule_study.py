@@ -32,8 +32,8 @@ from mdm_mi.evaluation.paired import mcnemar_exact
 from mdm_mi.loading import load_model
 from mdm_mi.loading import load_mi_head
 from mdm_mi.mi.guided import DensePairs, MIGuided, head_pairwise_fn
-from mdm_mi.sudoku.sudoku_compare import Decoder, calibrate_families, decode_matched
-from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
+from mdm_mi.sudoku.compare import Decoder, calibrate_families, decode_matched
+from mdm_mi.sudoku.data import load_puzzle_csv
 
 ERR_RANGE = (1e-6, 100.0)
 FRONTIER = [("sequential margin", Sequential("margin"))] + \

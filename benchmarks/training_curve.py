@@ -28,8 +28,8 @@ from mdm_mi.evaluation.stats import wilson_interval
 from mdm_mi.infra.config import load_config
 from mdm_mi.infra.train_loop import SNAPSHOTS
 from mdm_mi.loading import load_model
-from mdm_mi.sudoku.sudoku_compare import SplitSpec, compare_splits, sequential_solved
-from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
+from mdm_mi.sudoku.compare import SplitSpec, compare_splits, sequential_solved
+from mdm_mi.sudoku.data import load_puzzle_csv
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "resources" / "data" / "sudoku"

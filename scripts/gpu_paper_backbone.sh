@@ -82,7 +82,7 @@ elif [ -f "$model/resume/train_state.safetensors" ]; then
 import dataclasses, json, sys
 from safetensors import safe_open
 from mdm_mi.infra.checkpoint import save_checkpoint
-from mdm_mi.sudoku.sudoku_model import DOMAIN, ModelConfig, SudokuMDM
+from mdm_mi.sudoku.model import DOMAIN, ModelConfig, SudokuMDM
 path, out, init = sys.argv[1], sys.argv[2], sys.argv[3]
 with safe_open(path, "pt") as fh:
     meta = json.loads(fh.metadata()["state"])

@@ -14,7 +14,7 @@ import torch
 from mdm_mi.core.backbone import BackboneOutput
 from mdm_mi.infra.checkpoint import save_checkpoint
 from mdm_mi.sudoku.grid import parse_puzzle
-from mdm_mi.sudoku.sudoku_model import DOMAIN, ModelConfig, SudokuMDM
+from mdm_mi.sudoku.model import DOMAIN, ModelConfig, SudokuMDM
 
 REPO = Path(__file__).resolve().parents[1]
 EASY_CSV = REPO / "resources" / "data" / "sudoku" / "hkunlp_easy_1k.csv"

@@ -268,7 +268,7 @@ def test_a_dependent_candidate_is_skipped_and_a_later_independent_one_admitted()
 def test_protein_jsd_rows_put_the_contender_first_and_lower_jsd_is_better():
     from types import SimpleNamespace
 
-    from mdm_mi.protein.protein_compare import jsd_rows
+    from mdm_mi.protein.compare import jsd_rows
 
     rng = np.random.default_rng(0)
     centres = rng.normal(size=(4, 3)) * 5

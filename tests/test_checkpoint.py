@@ -1,4 +1,4 @@
-"""Properties of :mod:`mdm_mi.infra.checkpoint` and :func:`mdm_mi.sudoku.sudoku_model.load_model`: an exact
+"""Properties of :mod:`mdm_mi.infra.checkpoint` and :func:`mdm_mi.sudoku.model.load_model`: an exact
 round trip without unpickling, and a one-line CheckpointError for every broken checkpoint."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from conftest import TINY_CFG, make_tiny_model
 from mdm_mi.infra.checkpoint import META, WEIGHTS, CheckpointError, load_checkpoint, save_checkpoint
 from mdm_mi.sudoku.grid import MASK_ID
-from mdm_mi.sudoku.sudoku_model import DOMAIN, SudokuMDM, load_model
+from mdm_mi.sudoku.model import DOMAIN, SudokuMDM, load_model
 
 
 @pytest.fixture

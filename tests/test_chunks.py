@@ -87,8 +87,8 @@ def test_chunks_record_the_commit_that_wrote_them(tmp_path):
 
 def test_sudoku_decoder_with_chunks_equals_one_decode(tmp_path, tiny_model, easy_puzzles):
     """Chunks of 3 puzzles, batches of 2: the same solved and passes as one decode of the whole set."""
-    from mdm_mi.sudoku.sudoku_compare import Decoder
-    from mdm_mi.sudoku.sudoku_data import PuzzleSet
+    from mdm_mi.sudoku.compare import Decoder
+    from mdm_mi.sudoku.data import PuzzleSet
 
     puzzles, solutions = easy_puzzles
     ps = PuzzleSet(puzzles[:8], solutions[:8], ["easy"] * 8)

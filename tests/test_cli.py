@@ -16,7 +16,7 @@ import torch
 from conftest import REPO, write_csv
 from mdm_mi.cli import main
 from mdm_mi.infra.tracking import NullTracker, TrackingArgs, open_tracker
-from mdm_mi.sudoku.sudoku_report import COLUMNS
+from mdm_mi.sudoku.report import COLUMNS
 
 SUMMARY_KEYS = {"sampler", "params", "set", "seconds", "levels"}
 LEVEL_KEYS = {"n", "accuracy", "acc_lo", "acc_hi", "mean_passes", "passes_ci", "mean_clues"}

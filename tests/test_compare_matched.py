@@ -89,13 +89,13 @@ def test_without_a_bracket_the_closest_setting_is_kept_and_marked():
 
 @pytest.fixture(scope="module")
 def puzzle_pools():
-    from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
+    from mdm_mi.sudoku.data import load_puzzle_csv
 
     return load_puzzle_csv(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"), load_puzzle_csv(EASY_CSV)
 
 
 def test_the_test_puzzles_do_not_depend_on_the_calibration_seed(puzzle_pools):
-    from mdm_mi.sudoku.sudoku_compare import SETS, SplitSpec, compare_splits
+    from mdm_mi.sudoku.compare import SETS, SplitSpec, compare_splits
 
     radcliffe, easy = puzzle_pools
     splits = {s: compare_splits(radcliffe, easy, SETS, SplitSpec(100, 500, (23, 26), 20, seed=0, calib_seed=s))
@@ -114,8 +114,8 @@ def test_sudoku_runs_are_matched_to_sequentials_test_passes(tiny_model, easy_puz
     budget (sequential's test passes ÷ d) exactly or is marked off budget."""
     from mdm_mi.evaluation.budgets import budget_rows
     from mdm_mi.evaluation.calibrate import calibrated_families
-    from mdm_mi.sudoku.sudoku_compare import Decoder, calibrate_families, decode_matched
-    from mdm_mi.sudoku.sudoku_data import PuzzleSet
+    from mdm_mi.sudoku.compare import Decoder, calibrate_families, decode_matched
+    from mdm_mi.sudoku.data import PuzzleSet
 
     puzzles, solutions = easy_puzzles
     calib = PuzzleSet(puzzles[:10], solutions[:10], ["easy"] * 10)

@@ -26,8 +26,8 @@ from mdm_mi.mi.head import HeadConfig, MIHead
 from mdm_mi.mi.probe import certified_mi, exact_mi
 from mdm_mi.sampler_classes import build_sampler
 from mdm_mi.sudoku.grid import MASK_ID
-from mdm_mi.sudoku.sudoku_model import DOMAIN, ModelConfig, SudokuMDM, load_model
-from mdm_mi.sudoku.sudoku_train import TrainConfig, train
+from mdm_mi.sudoku.model import DOMAIN, ModelConfig, SudokuMDM, load_model
+from mdm_mi.sudoku.train import TrainConfig, train
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

@@ -11,7 +11,7 @@ import pytest
 
 from mdm_mi.infra.errors import InputError
 from mdm_mi.protein.family import alignment as fam
-from mdm_mi.protein.family import family_metrics as fm
+from mdm_mi.protein.family import metrics as fm
 
 REPO = Path(__file__).resolve().parents[1]
 KUNITZ = REPO / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"

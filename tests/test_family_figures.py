@@ -14,8 +14,8 @@ import pytest
 from mdm_mi.cli import main
 from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL
 from mdm_mi.infra.errors import InputError
-from mdm_mi.protein.family import figure_jobs, family_figures as ff
-from mdm_mi.protein.family import family_metrics as fm
+from mdm_mi.protein.family import figure_jobs, figures as ff
+from mdm_mi.protein.family import metrics as fm
 from mdm_mi.protein.family.covariation import FIELDS
 from mdm_mi.protein.family.scores import REFERENCE_ROWS
 

@@ -14,7 +14,7 @@ import pytest
 from mdm_mi.evaluation.stats import jackknife_t, mean_t_ci, second_order_share, t_quantile
 from mdm_mi.protein.family import alignment as fam
 from mdm_mi.protein.family import jackknife as jk
-from mdm_mi.protein.family import family_metrics as fm
+from mdm_mi.protein.family import metrics as fm
 
 KUNITZ = Path(__file__).resolve().parents[1] / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"
 

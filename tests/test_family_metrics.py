@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mdm_mi.protein.family import alignment as fam
-from mdm_mi.protein.family import family_metrics as fm
+from mdm_mi.protein.family import metrics as fm
 
 REPO = Path(__file__).resolve().parents[1]
 KUNITZ = REPO / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"

@@ -17,7 +17,7 @@ from mdm_mi.protein.family import alignment as fam
 
 pytest.importorskip("esm.models.esmc")
 
-from mdm_mi.protein import protein_train as ptrain# noqa: E402
+from mdm_mi.protein import train as ptrain# noqa: E402
 from mdm_mi.protein.tokens import protein_tokens  # noqa: E402
 
 DIMS = {"d_model": 16, "n_heads": 2, "n_layers": 1}
@@ -96,7 +96,7 @@ def test_same_seed_same_weights_and_model():
 
 
 def test_dropout_is_active_in_training_only_and_leaves_the_checkpoint_alone():
-    from mdm_mi.protein.protein_model import new_esmc
+    from mdm_mi.protein.model import new_esmc
 
     torch.manual_seed(0)
     model = new_esmc(**DIMS)

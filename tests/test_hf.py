@@ -14,7 +14,7 @@ import torch
 
 from hf_helpers import tiny_bert, tiny_esm
 from mdm_mi.core.backbone import BackboneOutput
-from mdm_mi.hf.hf_jobs import ImportHfArgs, import_hf
+from mdm_mi.hf.jobs import ImportHfArgs, import_hf
 from mdm_mi.infra.errors import BackboneError
 from mdm_mi.infra.tracking import NullTracker
 
@@ -230,7 +230,7 @@ def test_the_cli_marks_a_folder_and_refuses_a_missing_one(tmp_path):
 
 
 def test_hf_data_splits_and_encodes(hf_dir, tmp_path):
-    from mdm_mi.hf.hf_jobs import HfDataArgs, hf_data
+    from mdm_mi.hf.jobs import HfDataArgs, hf_data
 
     fasta = tmp_path / "seqs.fasta"
     fasta.write_text("".join(f">s{i}\nMKTAYIAKQ{'ACDEFGHIK'[: i % 9]}\n" for i in range(10)))

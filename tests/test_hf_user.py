@@ -195,7 +195,7 @@ def test_generate_without_meta_hints_at_import_hf(tmp_path, capsys):
 
 def test_mi_map_prints_small_mi_and_draws_whole_tokens(text, tmp_path, monkeypatch):
     from mdm_mi.core.map_domain import nats
-    from mdm_mi.hf import hf_map
+    from mdm_mi.hf import map as hf_map
 
     assert nats(1e-5) == "1.00e-05" and nats(0.25) == "0.250" and nats(0.0) == "0.000"
     drawn = {}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mdm_mi.evaluation.stats import basic_bootstrap_interval, bootstrap_bias_corrected, bootstrap_p_value
-from mdm_mi.protein import protein_metrics as metrics
+from mdm_mi.protein import metrics
 
 K = 15  # the paper's cluster count
 N_REF = N_GEN = 500  # the paper's reference and generated set sizes

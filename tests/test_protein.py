@@ -17,11 +17,11 @@ from mdm_mi.infra.checkpoint import CheckpointError  # noqa: E402
 from mdm_mi.infra.errors import InputError  # noqa: E402
 from mdm_mi.infra.fasta import AMINO_ACIDS, read_fasta, write_fasta  # noqa: E402
 from mdm_mi.loading import load_model  # noqa: E402
-from mdm_mi.protein import protein_data as pdata# noqa: E402
-from mdm_mi.protein import protein_metrics as metrics# noqa: E402
+from mdm_mi.protein import data as pdata# noqa: E402
+from mdm_mi.protein import metrics# noqa: E402
 from mdm_mi.protein.generate import generate  # noqa: E402
-from mdm_mi.protein.protein_model import load_protein_model, new_esmc, save_trained, write_300m_meta  # noqa: E402
-from mdm_mi.protein.protein_train import ProteinTrainConfig, sample_batch  # noqa: E402
+from mdm_mi.protein.model import load_protein_model, new_esmc, save_trained, write_300m_meta  # noqa: E402
+from mdm_mi.protein.train import ProteinTrainConfig, sample_batch  # noqa: E402
 from mdm_mi.protein.tokens import protein_tokens  # noqa: E402
 from mdm_mi.sampler_classes import build_sampler
   # noqa: E402
@@ -302,7 +302,7 @@ def _summary(sampler, params, passes, jsd):
 
 def test_protein_tables_and_speed_quality_figure(tmp_path):
     from mdm_mi.evaluation.tables import to_csv
-    from mdm_mi.protein import protein_report as report
+    from mdm_mi.protein import report
 
     rows = report.protein_rows([
         _summary("sequential", {"order": "entropy"}, 75.0, 0.05), _summary("naive", {"k": 8}, 10.0, 0.20),
@@ -328,7 +328,7 @@ def test_protein_tables_and_speed_quality_figure(tmp_path):
 
 
 def test_distance_profile_averages_masked_pairs_by_separation():
-    from mdm_mi.protein.protein_report import distance_profile
+    from mdm_mi.protein.report import distance_profile
 
     n = 5
     label = torch.zeros(1, n, n)

@@ -19,7 +19,7 @@ from mdm_mi.core.calibrated import Calibrated
 from mdm_mi.core.sampler_table import SAMPLERS, Calibration, SamplerSpec, Setting, Style, decode_runs, sampler_params
 from mdm_mi.core.samplers import Sampler, StepView, decode
 from mdm_mi.sampler_classes import SAMPLER_CLASSES
-from mdm_mi.sudoku.sudoku_report import COLUMNS  # imported before any toy entry: the real table's columns
+from mdm_mi.sudoku.report import COLUMNS  # imported before any toy entry: the real table's columns
 
 N, V = 40, 6
 
@@ -99,8 +99,8 @@ def test_toy_baseline_is_compared_with_the_contenders_in_the_budgets_tables(toy)
 
 def test_toy_sampler_is_tabled_and_in_the_workflow_grid(toy, monkeypatch):
     from mdm_mi.evaluation.tables import setting_label, to_csv
-    from mdm_mi.protein.protein_report import columns as protein_columns, protein_rows
-    from mdm_mi.sudoku.sudoku_report import columns, tidy_rows
+    from mdm_mi.protein.report import columns as protein_columns, protein_rows
+    from mdm_mi.sudoku.report import columns, tidy_rows
 
     level = {"n": 8, "accuracy": 0.5, "acc_lo": 0.2, "acc_hi": 0.8, "mean_passes": 10.0, "passes_ci": 1.0,
              "mean_clues": 30.0}
@@ -128,8 +128,8 @@ def test_toy_sampler_is_tabled_and_in_the_workflow_grid(toy, monkeypatch):
 
 def test_toy_sampler_is_drawn(toy, monkeypatch):
     from mdm_mi.evaluation.plotting import SAMPLER_STYLE
-    from mdm_mi.protein.family.family_figures import style
-    from mdm_mi.sudoku import sudoku_report as report
+    from mdm_mi.protein.family.figures import style
+    from mdm_mi.sudoku import report
 
     assert SAMPLER_STYLE["toy"] == ("fraction (toy)", "tab:pink") and list(SAMPLER_STYLE)[-1] == "toy"
     assert style("toy") == ("fraction (toy)", "tab:pink", "-")

@@ -20,7 +20,7 @@ import torch
 from mdm_mi.cli import main
 from mdm_mi.infra.errors import InputError
 from mdm_mi.mi.contexts import ContextDraw, draw_evaluation, draw_training, repeated_rows, split_part
-from mdm_mi.mi.mi_jobs import LabelArgs, draw_split
+from mdm_mi.mi.jobs import LabelArgs, draw_split
 from mdm_mi.sudoku.grid import MASK_ID, N_DIGITS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,7 +60,7 @@ def assert_disjoint(sequences: np.ndarray, val: ContextDraw, test: ContextDraw, 
 @pytest.fixture(scope="module")
 def radcliffe_solutions() -> np.ndarray:
     """The Sudoku held-out sequences: the Radcliffe solutions, as prepare-sudoku writes them."""
-    from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
+    from mdm_mi.sudoku.data import load_puzzle_csv
 
     return np.asarray(load_puzzle_csv(RADCLIFFE).solutions)
 
@@ -227,7 +227,7 @@ def test_train_head_without_test_shards_is_a_user_error(labelled, tiny_checkpoin
 
 
 def test_scatter_reads_the_reported_split():
-    from mdm_mi.mi.mi_figures import reported_fidelity
+    from mdm_mi.mi.figures import reported_fidelity
 
     fid = {"reported": "test", "test": {"pearson": 0.9}, "val": {"pearson": 0.8}, "n_params": 10}
     assert reported_fidelity(fid) == ("test", {"pearson": 0.9})

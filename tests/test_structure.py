@@ -1,6 +1,6 @@
 """The package's shape: imports run one way (no cycle; library → verbs → CLI; every domain apart;
-lazy imports included), and each of the verb, sampler and domain tables is one literal dict whose keys
-are unique and match their entries."""
+lazy imports included), each of the verb, sampler and domain tables is one literal dict whose keys
+are unique and match their entries, and no module's file name repeats its package's name."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_the_package_import_graph_has_no_cycle():
 def package_graph(src: Path = SRC, package_name: str = PACKAGE) -> dict[str, set[str]]:
     """Package (a directory: ``mdm_mi``, ``mdm_mi.core``, ``mdm_mi.protein.family``) → the packages its
     library modules import. A verb module is not counted: the verbs are the top layer wherever their
-    file sits (``sudoku/sudoku_jobs.py``), kept one way by :func:`wrong_way_imports`."""
+    file sits (``sudoku/jobs.py``), kept one way by :func:`wrong_way_imports`."""
     mods = _modules(src, package_name)
 
     def package(mod: str) -> str:
@@ -112,7 +112,7 @@ def test_the_package_check_finds_a_cycle_between_directories(tmp_path):
     pkg = tmp_path / "toy"
     for name, text in {"__init__.py": "", "registry.py": "from toy.core import base\nfrom toy.sudoku import grid\n",
                        "core/__init__.py": "", "core/base.py": "", "sudoku/__init__.py": "",
-                       "sudoku/grid.py": "from toy.core import base\n", "sudoku/sudoku_jobs.py": "from toy import registry\n",
+                       "sudoku/grid.py": "from toy.core import base\n", "sudoku/jobs.py": "from toy import registry\n",
                        "core/lazy.py": "def f():\n    from toy.sudoku import grid  # a lazy import counts\n"}.items():
         (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         (pkg / name).write_text(text)
@@ -271,7 +271,7 @@ def test_every_rule_is_named_after_the_verb_it_runs():
 # The low-level loaders, by the module that defines each; only loading (and the domain table's
 # ``load`` entries in domain, which it calls) may reach them; the protein entry dispatches to the
 # column model by meta "kind".
-LOW_LEVEL_LOADERS = {"load_model": "mdm_mi.sudoku.sudoku_model", "load_protein_model": "mdm_mi.protein.protein_model",
+LOW_LEVEL_LOADERS = {"load_model": "mdm_mi.sudoku.model", "load_protein_model": "mdm_mi.protein.model",
                      "load_column_model": "mdm_mi.protein.family.columns", "load_hf_model": "mdm_mi.hf.backbone",
                      "load_head": "mdm_mi.mi.head"}
 MAY_CALL_LOW_LEVEL = {"mdm_mi.loading", "mdm_mi.domain"}
@@ -300,5 +300,44 @@ def test_the_loader_check_finds_a_verb_calling_a_low_level_loader(tmp_path):
     pkg = tmp_path / PACKAGE / "sudoku"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "report_jobs.py").write_text("def f():\n    from mdm_mi.sudoku.sudoku_model import load_model\n")
+    (pkg / "report_jobs.py").write_text("def f():\n    from mdm_mi.sudoku.model import load_model\n")
     assert low_level_loader_uses(tmp_path) == ["mdm_mi.sudoku.report_jobs: load_model"]
+
+
+# Module files that still repeat their package's name, each pending its own change.
+NAME_REPEATS_PENDING = {
+    "antibody/antibody_jobs.py",  # pending: antibody/ is being changed elsewhere; it becomes antibody/jobs.py there
+}
+
+
+def name_repeats(src: Path = SRC, package: str = PACKAGE) -> list[str]:
+    """Module files (relative to the package) whose name repeats a package they sit in, as a whole
+    name or as words of it (``sudoku/sudoku_compare.py``, ``protein/family/protein_oracle_job.py``): the
+    directory already says which domain a module belongs to, so each domain names a role by the role
+    alone (``model.py``, ``data.py``, ``compare.py``, ``jobs.py``, ...) and one domain reads like another."""
+    root = src / package
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        words = path.stem.split("_")
+        for pkg in (package, *rel.parts[:-1]):
+            n = len(pkg.split("_"))
+            if any(words[i:i + n] == pkg.split("_") for i in range(len(words) - n + 1)):
+                found.append(rel.as_posix())
+                break
+    return found
+
+
+def test_no_module_repeats_its_package_name():
+    assert set(name_repeats()) <= NAME_REPEATS_PENDING, sorted(set(name_repeats()) - NAME_REPEATS_PENDING)
+
+
+def test_the_name_check_finds_a_module_repeating_its_package(tmp_path):
+    pkg = tmp_path / "toy"
+    for name in ("__init__.py", "toy_cli.py", "sudoku/__init__.py", "sudoku/sudoku_compare.py", "sudoku/model.py",
+                 "sudoku/grid_sudoku.py", "protein/family/family_jobs.py", "protein/family/protein_oracle_job.py",
+                 "protein/family/jobs.py", "protein/sequences.py", "user/mi_map.py"):
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text("")
+    assert name_repeats(tmp_path, "toy") == ["protein/family/family_jobs.py", "protein/family/protein_oracle_job.py",
+                                             "sudoku/grid_sudoku.py", "sudoku/sudoku_compare.py", "toy_cli.py"]

@@ -193,9 +193,9 @@ def test_the_testbed_verb_writes_tables_figures_and_provenance(tmp_path, monkeyp
     import json
 
     from mdm_mi.cli import main
-    from mdm_mi.testbed import testbed_job
+    from mdm_mi.testbed import jobs as testbed_jobs
 
-    monkeypatch.setitem(testbed_job.REGIMES, "tiny", dataclasses.replace(REGIMES["sparse-pairs"], name="tiny", n_sites=8))
+    monkeypatch.setitem(testbed_jobs.REGIMES, "tiny", dataclasses.replace(REGIMES["sparse-pairs"], name="tiny", n_sites=8))
     code = main(["testbed", "--out-dir", str(tmp_path / "data"), "--figure-dir", str(tmp_path / "fig"), "--regimes", "tiny",
                  "--divisors", "2", "--n-calibration", "8", "--n-test", "8", "--n-noise-contexts", "8"])
     assert code == 0

@@ -1,4 +1,4 @@
-"""Properties of :mod:`mdm_mi.sudoku.sudoku_train`: symmetries keep grids valid, masking rates stay in
+"""Properties of :mod:`mdm_mi.sudoku.train`: symmetries keep grids valid, masking rates stay in
 [t_min, t_max], the loss only reads masked cells, the LR schedule's endpoints, and a tiny model
 learns."""
 
@@ -13,7 +13,7 @@ import torch
 from conftest import TINY_CFG, make_tiny_model
 from mdm_mi.infra.train_loop import lr_at
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, is_valid_solution
-from mdm_mi.sudoku.sudoku_train import TrainConfig, augment, diffusion_loss, mask_batch, train
+from mdm_mi.sudoku.train import TrainConfig, augment, diffusion_loss, mask_batch, train
 
 BASE = TrainConfig(steps=100, batch_size=8, lr=1e-2, warmup=10, weight_decay=0.0, t_min=0.05, t_max=1.0,
                    loss_weight="none", augment=True, grad_clip=1.0, seed=0, log_every=5, compile=False, ema=0.0, save_every=0, snapshot_every=0)
@@ -226,7 +226,7 @@ class Killed(Exception):
 
 @pytest.mark.parametrize("ema", [0.0, 0.9])
 def test_a_killed_run_resumes_to_the_uninterrupted_weights(solutions, tmp_path, monkeypatch, ema):
-    import mdm_mi.sudoku.sudoku_train as train_mod
+    import mdm_mi.sudoku.train as train_mod
 
     run_cfg = cfg(steps=12, save_every=4, log_every=3, ema=ema)
     whole, whole_hist = train(solutions, TINY_CFG, run_cfg, "cpu", log=lambda m: None)
@@ -254,7 +254,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_weights(solutions, tmp_path, 
 
 
 def test_resuming_with_other_settings_is_refused(solutions, tmp_path, monkeypatch):
-    import mdm_mi.sudoku.sudoku_train as train_mod
+    import mdm_mi.sudoku.train as train_mod
     from mdm_mi.infra.errors import InputError
 
     monkeypatch.setattr(train_mod.TrainState, "clear", lambda self: None)  # keep the state of a finished run

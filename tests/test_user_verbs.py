@@ -215,7 +215,7 @@ def test_mi_map_of_a_protein_draws_positions(capsys, results, tmp_path, monkeypa
 
 def test_mi_map_of_a_protein_with_a_real_tiny_esmc(capsys, results, tmp_path):
     pytest.importorskip("esm")
-    from mdm_mi.protein.protein_model import new_esmc, save_trained
+    from mdm_mi.protein.model import new_esmc, save_trained
     from user_verb_helpers import save_tiny_head
 
     torch.manual_seed(0)

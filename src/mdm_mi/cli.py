@@ -23,13 +23,16 @@ from typing import Callable, NamedTuple
 
 from mdm_mi import budgets_summary_job, docs_jobs, pretrained_jobs, tracking_job
 from mdm_mi.antibody import antibody_jobs
-from mdm_mi.hf import hf_jobs
+from mdm_mi.hf import jobs as hf_jobs
 from mdm_mi.infra.errors import USER_ERRORS, InputError
-from mdm_mi.mi import mi_jobs
-from mdm_mi.protein import protein_compare_job, generate_job, protein_jobs, protein_report_jobs as report_jobs
-from mdm_mi.protein.family import column_jobs, family_jobs, figure_jobs as family_figure_jobs, protein_oracle_job
-from mdm_mi.sudoku import sudoku_compare_job, sudoku_oracle_job as oracle_job, sudoku_jobs, sudoku_report_jobs
-from mdm_mi.testbed import place_job, testbed_job
+from mdm_mi.mi import jobs as mi_jobs
+from mdm_mi.protein import compare_job as protein_compare_job, generate_job, jobs as protein_jobs
+from mdm_mi.protein import report_jobs as protein_report_jobs
+from mdm_mi.protein.family import column_jobs, figure_jobs as family_figure_jobs, jobs as family_jobs
+from mdm_mi.protein.family import oracle_job as family_oracle_job
+from mdm_mi.sudoku import compare_job as sudoku_compare_job, jobs as sudoku_jobs, oracle_job as sudoku_oracle_job
+from mdm_mi.sudoku import report_jobs as sudoku_report_jobs
+from mdm_mi.testbed import jobs as testbed_jobs, place_job
 from mdm_mi.infra.tracking import NullTracker, TrackingArgs, open_tracker
 from mdm_mi.user import check_config, infill, mi_map, solve
 
@@ -105,11 +108,11 @@ VERBS: dict[str, Verb] = {
                             "calibrate every sampler to common pass budgets and compare proteins by JSD"),
     "family-score": Verb(family_jobs.FamilyScoreArgs, family_jobs.family_score,
                          "score proteins against a family: HMM pass rate, C_ij / f_i / MI r, diversity, cluster JSD"),
-    "sudoku-oracle-ceiling": Verb(oracle_job.CeilingArgs, oracle_job.sudoku_oracle_ceiling,
+    "sudoku-oracle-ceiling": Verb(sudoku_oracle_job.CeilingArgs, sudoku_oracle_job.sudoku_oracle_ceiling,
                                   "decode with the exact-MI oracle at the head's calibrated settings"),
-    "protein-oracle-ceiling": Verb(protein_oracle_job.ProteinCeilingArgs, protein_oracle_job.protein_oracle_ceiling,
+    "protein-oracle-ceiling": Verb(family_oracle_job.ProteinCeilingArgs, family_oracle_job.protein_oracle_ceiling,
                                    "generate proteins with the MI oracle, the head and sequential; per-sequence scores"),
-    "testbed": Verb(testbed_job.TestbedArgs, testbed_job.testbed,
+    "testbed": Verb(testbed_jobs.TestbedArgs, testbed_jobs.testbed,
                     "exact Potts-chain testbed: every rule's exact KL to the true joint at equal passes, per regime"),
     "testbed-place": Verb(place_job.PlaceArgs, place_job.testbed_place,
                           "EB's dependence share at a budget, for the testbed's regimes or one backbone: its place on the map"),
@@ -129,7 +132,7 @@ VERBS: dict[str, Verb] = {
                           "Figure-1-style MI map of one cell of a real puzzle"),
     "figure-scatter": Verb(mi_jobs.ScatterArgs, mi_jobs.figure_scatter,
                            "MI head vs probing label on the test pairs"),
-    "protein-table": Verb(report_jobs.ProteinTableArgs, report_jobs.protein_table,
+    "protein-table": Verb(protein_report_jobs.ProteinTableArgs, protein_report_jobs.protein_table,
                           "gather protein generation summaries into one table"),
     "family-compare": Verb(family_jobs.FamilyCompareArgs, family_jobs.family_compare,
                            "co-variation (corrected-MI r, C_ij r) of protein-compare's calibrated runs, paired by budget"),
@@ -147,11 +150,12 @@ VERBS: dict[str, Verb] = {
                              "the MI head's map of one family context beside the family's column-pair MI"),
     "figure-column-contacts": Verb(column_jobs.ColumnContactsArgs, column_jobs.figure_column_contacts,
                                    "a column model's MI map beside ArDCA's couplings and the disulphide bonds"),
-    "protein-paper-table": Verb(report_jobs.ProteinPaperTableArgs, report_jobs.protein_paper_table,
+    "protein-paper-table": Verb(protein_report_jobs.ProteinPaperTableArgs, protein_report_jobs.protein_paper_table,
                                 "our protein results beside the paper's table"),
-    "figure-protein-speed-quality": Verb(report_jobs.ProteinSpeedQualityArgs, report_jobs.figure_protein_speed_quality,
+    "figure-protein-speed-quality": Verb(protein_report_jobs.ProteinSpeedQualityArgs,
+                                         protein_report_jobs.figure_protein_speed_quality,
                                          "NFE vs JSD, one curve per sampler"),
-    "figure-protein-mi": Verb(report_jobs.ProteinMiArgs, report_jobs.figure_protein_mi,
+    "figure-protein-mi": Verb(protein_report_jobs.ProteinMiArgs, protein_report_jobs.figure_protein_mi,
                               "MI map of a generated protein and MI vs sequence separation"),
     # tracking
     "init-tracking": Verb(tracking_job.InitTrackingArgs, tracking_job.init_tracking,

@@ -52,15 +52,15 @@ class Domain:
 
 
 def _load_sudoku(directory, meta, device):
-    from mdm_mi.sudoku.sudoku_model import load_model  # lazy: each domain loads on demand
+    from mdm_mi.sudoku.model import load_model  # lazy: each domain loads on demand
 
     return load_model(directory, device, meta=meta)[0]
 
 
 def _load_protein(directory, meta, device):
     """A protein model folder: a column model (``kind: columns``, :mod:`mdm_mi.protein.family.columns`)
-    or an ESM-C backbone (:func:`mdm_mi.protein.protein_model.load_protein_model`)."""
-    from mdm_mi.protein.protein_model import KIND_COLUMNS, load_protein_model  # lazy: on demand (esm: seconds)
+    or an ESM-C backbone (:func:`mdm_mi.protein.model.load_protein_model`)."""
+    from mdm_mi.protein.model import KIND_COLUMNS, load_protein_model  # lazy: on demand (esm: seconds)
 
     if meta.get("kind") == KIND_COLUMNS:
         from mdm_mi.protein.family.columns import load_column_model  # lazy: scipy (~1 s at every CLI start)
@@ -108,19 +108,19 @@ def _describe_hf(meta: dict) -> str:
 
 
 def _sudoku_mapper():
-    from mdm_mi.sudoku.sudoku_map import SudokuMap  # lazy: each domain loads on demand
+    from mdm_mi.sudoku.map import SudokuMap  # lazy: each domain loads on demand
 
     return SudokuMap()
 
 
 def _protein_mapper():
-    from mdm_mi.protein.protein_map import ProteinMap  # lazy: on demand (esm: seconds)
+    from mdm_mi.protein.map import ProteinMap  # lazy: on demand (esm: seconds)
 
     return ProteinMap()
 
 
 def _hf_mapper():
-    from mdm_mi.hf.hf_map import HFMap  # lazy: on demand (transformers: ~1 s)
+    from mdm_mi.hf.map import HFMap  # lazy: on demand (transformers: ~1 s)
 
     return HFMap()
 

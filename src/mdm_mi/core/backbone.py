@@ -17,7 +17,7 @@ acids are ids 4..23 of its 33-token tokenizer (mask 32); a Hugging Face masked L
 :func:`check_backbone` (the ids), :func:`check_output` (the first pass's shapes) and
 :func:`check_frame` (no masked BOS/EOS) enforce these rules where a backbone enters the library
 (probing, the MI head's features, :func:`mdm_mi.core.samplers.decode`), once per call, each broken rule
-one line of :class:`~mdm_mi.infra.errors.BackboneError`. The Sudoku MDM (:mod:`mdm_mi.sudoku.sudoku_model`), the ESM-C adapter
+one line of :class:`~mdm_mi.infra.errors.BackboneError`. The Sudoku MDM (:mod:`mdm_mi.sudoku.model`), the ESM-C adapter
 (:mod:`mdm_mi.protein.esmc`) and the Hugging Face adapter implement the protocol.
 """
 

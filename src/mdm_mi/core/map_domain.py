@@ -1,5 +1,5 @@
 """How ``mdm-mi mi-map`` reads, locates and draws each domain's input: the :class:`MapDomain`
-interface, implemented by :class:`mdm_mi.sudoku.sudoku_map.SudokuMap` and :class:`mdm_mi.protein.protein_map.ProteinMap`
+interface, implemented by :class:`mdm_mi.sudoku.map.SudokuMap` and :class:`mdm_mi.protein.map.ProteinMap`
 and named by :data:`mdm_mi.domain.DOMAINS` (``mapper``).
 
 A context is the checked input (Sudoku: ``(81,)`` tokens; protein: a string over the 20 amino acids

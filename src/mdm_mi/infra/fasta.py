@@ -25,7 +25,7 @@ def read_fasta(path: str | Path, as_written: bool = False) -> list[Record]:
 
     Sequences are upper-cased with whitespace removed (proteins), or with ``as_written`` kept as
     written: case kept and each line break a space, so a record reads like a line of text (tokens of
-    several characters separated by spaces or line breaks: :func:`mdm_mi.hf.hf_jobs.read_sequences`).
+    several characters separated by spaces or line breaks: :func:`mdm_mi.hf.jobs.read_sequences`).
     Raises :class:`InputError` (one line) for a missing file, text before the first header, a record
     without sequence, or a file without records. Letters are not checked here (see
     :func:`mdm_mi.protein.sequences.validate_sequence`).

@@ -12,7 +12,7 @@ The reading used here (the paper's method section could not be read; ``docs/reco
   entropy budget γ, the knob the comparisons calibrate to a number of passes — the walk of
   :class:`mdm_mi.mi.decoding_rules.IndependentSet` (``mi-indep``) with the attention graph for the MI head's.
 
-A backbone exposes its attention by a ``capture_attention()`` context (:class:`mdm_mi.sudoku.sudoku_model.SudokuMDM`,
+A backbone exposes its attention by a ``capture_attention()`` context (:class:`mdm_mi.sudoku.model.SudokuMDM`,
 :class:`mdm_mi.hf.backbone.HFBackbone`: AntiBERTy and any Hugging Face masked LM);
 :func:`attention_source` takes it from the pass ``decode`` runs anyway, so DAPD costs no extra pass.
 

@@ -24,7 +24,7 @@ from mdm_mi.infra.io import write_json
 from mdm_mi.loading import SEQUENCES, load_model
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
 from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
-from mdm_mi.protein.protein_metrics import score_sample
+from mdm_mi.protein.metrics import score_sample
 from mdm_mi.protein.sequences import validate_sequence
 from mdm_mi.run_models import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
                                 progress, start)

@@ -14,7 +14,7 @@ import torch
 from mdm_mi.core.samplers import Sampler, decode
 from mdm_mi.core.streams import RowStreams, row_keys
 from mdm_mi.evaluation.stats import mean_ci, wilson_interval
-from mdm_mi.sudoku.sudoku_data import PuzzleSet
+from mdm_mi.sudoku.data import PuzzleSet
 from mdm_mi.sudoku.grid import MASK_ID, consistent_with_clues, format_grid, is_valid_solution
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import read_text_input
-from mdm_mi.sudoku.sudoku_data import read_puzzle_csv
+from mdm_mi.sudoku.data import read_puzzle_csv
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, PuzzleFormatError, SIDE, cell_name, parse_puzzle, rule_break
 from mdm_mi.sudoku.puzzle_maker import SearchLimitError, count_solutions
 

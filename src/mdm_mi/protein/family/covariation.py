@@ -45,7 +45,7 @@ FIELDS = ["set", "divisor", "metric", "first", "second", "n", "passes_first", "p
 class Reference:
     """The reference's side of every comparison, computed once with the sets' own estimators: its
     realigned match columns, its bias-corrected residue MI ``(P,)`` (block shuffles of its own
-    jackknife groups, :data:`~mdm_mi.protein.family.family_metrics.MI_SHUFFLES` of them) and its residue
+    jackknife groups, :data:`~mdm_mi.protein.family.metrics.MI_SHUFFLES` of them) and its residue
     connected correlations ``(P·400,)``."""
 
     columns: list[str]
@@ -56,7 +56,7 @@ class Reference:
     def of(cls, columns: list[str], seed: int) -> "Reference":
         from mdm_mi.protein.family import jackknife as jk# lazy: scipy (~1 s at every CLI start)
         from mdm_mi.protein.family.alignment import encode_columns  # lazy: scipy (~1 s at every CLI start)
-        from mdm_mi.protein.family.family_metrics import MI_SHUFFLES  # lazy: pyhmmer, scipy (~1 s at every CLI start)
+        from mdm_mi.protein.family.metrics import MI_SHUFFLES  # lazy: pyhmmer, scipy (~1 s at every CLI start)
 
         codes = encode_columns(columns)
         mi = jk.corrected_mi(codes, jk.group_labels(len(codes), seed), seed, MI_SHUFFLES)
@@ -81,7 +81,7 @@ def set_stats(cols: list[str], ref: Reference, seed: int) -> SetStats:
     shuffles depend on ``seed`` and the set's size only, so sets of one size are paired."""
     from mdm_mi.protein.family import jackknife as jk# lazy: scipy (~1 s at every CLI start)
     from mdm_mi.protein.family.alignment import encode_columns  # lazy: scipy (~1 s at every CLI start)
-    from mdm_mi.protein.family.family_metrics import MI_SHUFFLES  # lazy: pyhmmer, scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family.metrics import MI_SHUFFLES  # lazy: pyhmmer, scipy (~1 s at every CLI start)
 
     codes = encode_columns(cols)
     labels = jk.group_labels(len(codes), seed)
@@ -220,7 +220,7 @@ def primary_sentences(rows: list[dict]) -> list[str]:
 def run_scores(stats: SetStats, cols: list[str], ref: Reference, scores: np.ndarray, threshold: float) -> dict:
     """One run's scores: its co-variation r's exactly as :func:`covariation_budgets` compares them
     (``stats``), f_i r and the HMM pass rate."""
-    from mdm_mi.protein.family import family_metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family import metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
 
     return {**{m: stats.value[m] for m in METRICS}, "f_i_r": fm.frequency_r(cols, ref.columns),
             "hmm_pass_rate": fm.pass_rate(scores, threshold)}

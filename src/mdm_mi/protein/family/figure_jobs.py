@@ -1,5 +1,5 @@
 """The protein-family figure verbs: ``figure-family-covariation``, ``figure-family-pass-rate`` and
-``figure-family-mi`` (drawing in :mod:`mdm_mi.protein.family.family_figures`)."""
+``figure-family-mi`` (drawing in :mod:`mdm_mi.protein.family.figures`)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import FigureOut, h as _h
 from mdm_mi.infra.runtime import resolve_device
 from mdm_mi.loading import load_model_and_head
-from mdm_mi.protein.family.family_figures import (calibrated_points, covariation_figure, fixed_grid_points, head_matrix,
+from mdm_mi.protein.family.figures import (calibrated_points, covariation_figure, fixed_grid_points, head_matrix,
                                            map_agreement, match_positions, mi_map_figure, pass_rate_figure,
                                            read_covariation, read_input_json, square, to_match_columns, write_map_csv)
 from mdm_mi.protein.family.scores import REFERENCE_ROWS, hmm_frame, read_splits
-from mdm_mi.protein.protein_flags import ProteinMiMapFlags
+from mdm_mi.protein.flags import ProteinMiMapFlags
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class FamilyMiArgs(ProteinMiMapFlags):
 
 
 def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
-    from mdm_mi.protein.family import family_metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family import metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
 
     if not 0 < args.mask_fraction <= 1:
         raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")

@@ -147,7 +147,7 @@ def _xlogx_sums(total: np.ndarray, triplets: tuple, per: int, groups: int, xlogx
 
 
 def residue_mi_jackknife(counts: PairCounts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Plug-in residue MI of every column pair (as :func:`mdm_mi.protein.family.family_metrics.residue_mi`)
+    """Plug-in residue MI of every column pair (as :func:`mdm_mi.protein.family.metrics.residue_mi`)
     → ``(P,)``, of the set without each group → ``(G, P)``, and without each two groups → ``(G, G, P)``
     (the diagonal is meaningless)."""
     n_pairs, groups = counts.n_pairs, counts.groups
@@ -183,7 +183,7 @@ def corrected_mi_jackknife(codes: np.ndarray, labels: np.ndarray, seed: int, n_s
 
 def corrected_mi(codes: np.ndarray, labels: np.ndarray, seed: int, n_shuffles: int) -> np.ndarray:
     """The value of :func:`corrected_mi_jackknife` alone ``(P,)``, without replicates (the reference's)."""
-    from mdm_mi.protein.family.family_metrics import residue_mi  # lazy: pyhmmer, scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family.metrics import residue_mi  # lazy: pyhmmer, scipy (~1 s at every CLI start)
 
     nulls = block_shuffles(codes, labels, n_shuffles, seed)
     return residue_mi(codes) - np.mean([residue_mi(s) for s in nulls], axis=0)
@@ -199,7 +199,7 @@ def _site_counts(codes: np.ndarray) -> np.ndarray:
 def _connected(joint: np.ndarray, sites: np.ndarray, n: int) -> np.ndarray:
     """``C_ij(a, b) = f_ij(a, b) − f_i(a) f_j(b)`` over residue pairs, flat ``(P·400,)``, from pair
     counts ``(P·400,)`` and site counts ``(L, 20)`` of ``n`` sequences (as
-    :func:`mdm_mi.protein.family.family_metrics.residue_correlations`)."""
+    :func:`mdm_mi.protein.family.metrics.residue_correlations`)."""
     i, j = np.triu_indices(len(sites), k=1)
     f = sites / n
     return (joint.reshape(-1, _K, _K) / n - f[i][:, :, None] * f[j][:, None, :]).ravel()
@@ -301,5 +301,5 @@ def correlation_r_jackknife(codes: np.ndarray, labels: np.ndarray, ref: np.ndarr
 
 def connected(codes: np.ndarray) -> np.ndarray:
     """Residue connected correlations of codes ``(n, L)``, flat ``(P·400,)`` (the values, in the same
-    order, of :func:`mdm_mi.protein.family.family_metrics.residue_correlations`)."""
+    order, of :func:`mdm_mi.protein.family.metrics.residue_correlations`)."""
     return _connected(PairCounts.of(codes, np.zeros(len(codes), dtype=np.int64)).joint, _site_counts(codes), len(codes))

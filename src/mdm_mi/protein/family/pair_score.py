@@ -7,7 +7,7 @@ For match columns ``i < j`` and residues ``a, b``, the natural pair log-odds are
     w_ij(a, b) = ln f̃_ij(a, b) − ln f̃_i(a) − ln f̃_j(b),
 
 with ``f̃_ij`` the training split's residue-pair frequencies of the column pair (sequences with a gap
-in either column left out, like :func:`mdm_mi.protein.family.family_metrics.residue_mi`), mixed with a
+in either column left out, like :func:`mdm_mi.protein.family.metrics.residue_mi`), mixed with a
 uniform share ``PSEUDOCOUNT`` (the pseudocount of direct-coupling analysis), and ``f̃_i, f̃_j`` its
 marginals. A sequence's pair score is the mean of ``w_ij(x_i, x_j)`` over its residue-residue column
 pairs. Its expectation under ``f̃_ij`` is the column pairs' mean MI (≥ 0); under the product of the

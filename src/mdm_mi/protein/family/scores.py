@@ -35,7 +35,7 @@ def read_splits(data_dir: Path) -> tuple[list, list, list, dict]:
 def hmm_threshold(train, val):
     """The profile HMM built from the training split and its pass threshold (1st percentile of the
     validation split's bit scores) → ``(hmm, threshold)``."""
-    from mdm_mi.protein.family import family_metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family import metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
 
     hmm = fm.build_hmm(train)
     return hmm, fm.score_threshold(fm.hmm_scores(hmm, [r.sequence for r in val]))
@@ -44,7 +44,7 @@ def hmm_threshold(train, val):
 def hmm_frame(train, val, reference):
     """What every family score is measured against: :func:`hmm_threshold` and the reference's match
     columns realigned to that HMM → ``(hmm, threshold, reference columns)``."""
-    from mdm_mi.protein.family import family_metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family import metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
 
     hmm, threshold = hmm_threshold(train, val)
     return hmm, threshold, fm.align_columns(hmm, [r.sequence for r in reference])
@@ -58,7 +58,7 @@ def family_scores(seqs: list[str], train, val, reference, clusters: int, seed: i
     the reference); the mean fraction of match columns holding a residue (coverage); mean pairwise
     identity; each sequence's highest identity to a (realigned) training sequence, median and max
     (identity counts aligned residues only: a sequence that barely aligns, low coverage, can reach 1)."""
-    from mdm_mi.protein.family import family_metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family import metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
     from mdm_mi.protein.family.alignment import GAP  # lazy: scipy (~1 s at every CLI start)
 
     hmm, threshold, ref = hmm_frame(train, val, reference)

@@ -33,9 +33,9 @@ from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.loading import load_model, model_fingerprint
 from mdm_mi.mi.guided import oracle_pairwise_fn
 from mdm_mi.sampler_classes import build_sampler
-from mdm_mi.sudoku.sudoku_compare import Decoder
-from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
-from mdm_mi.sudoku.sudoku_flags import SudokuDecodeFlags
+from mdm_mi.sudoku.compare import Decoder
+from mdm_mi.sudoku.data import load_puzzle_csv
+from mdm_mi.sudoku.flags import SudokuDecodeFlags
 
 CEILING_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
 

@@ -19,9 +19,9 @@ from mdm_mi.infra.flags import (BackboneFlag, DeviceFlag, FigureOut, HeadFlag, M
                                 h as _h)
 from mdm_mi.infra.io import read_json, write_text
 from mdm_mi.infra.runtime import resolve_device
-from mdm_mi.mi.mi_figures import mi_matrices, pick_cell, write_matrix_csv
-from mdm_mi.sudoku.sudoku_data import load_puzzle_csv
-from mdm_mi.sudoku.sudoku_report import (columns, matched_table, mi_map_figure, paper_table, read_table, speed_quality,
+from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
+from mdm_mi.sudoku.data import load_puzzle_csv
+from mdm_mi.sudoku.report import (columns, matched_table, mi_map_figure, paper_table, read_table, speed_quality,
                                   tidy_rows, to_markdown)
 
 

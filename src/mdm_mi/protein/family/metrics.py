@@ -22,7 +22,7 @@ import numpy as np
 import pyhmmer
 from pyhmmer import easel, plan7
 
-from mdm_mi.protein import protein_metrics as metrics
+from mdm_mi.protein import metrics
 from mdm_mi.protein.family.alignment import (FamilyRecord, GAP, GAP_INDEX, N_LETTERS, a2m_row, encode_columns,
                                              identity_blocks, pad_insertions, residue_one_hot)
 
@@ -263,8 +263,8 @@ def max_identity_to(columns: Sequence[str], train_columns: Sequence[str]) -> np.
 def cluster_jsd_columns(reference_columns: Sequence[str], other_columns: Sequence[str], k: int,
                         seed: int) -> dict:
     """The paper's cluster JSD (bits) on one-hot match columns instead of ESM embeddings: k-means on
-    the reference (:func:`mdm_mi.protein.protein_metrics.fit_clusters`), histograms compared with a bootstrap
-    interval (:func:`mdm_mi.protein.protein_metrics.jsd_with_interval`) → ``cluster_jsd`` (plug-in),
+    the reference (:func:`mdm_mi.protein.metrics.fit_clusters`), histograms compared with a bootstrap
+    interval (:func:`mdm_mi.protein.metrics.jsd_with_interval`) → ``cluster_jsd`` (plug-in),
     ``cluster_jsd_bc`` (bias-corrected), ``cluster_jsd_lo`` / ``cluster_jsd_hi`` (basic 95%)."""
     ref = one_hot_columns(reference_columns)
     km = metrics.fit_clusters(ref, k, seed)

@@ -3,7 +3,7 @@
 A protein model folder always holds ``meta.json`` with ``domain: protein``:
 
 - ``kind: trained`` — a small ``ESMC(d_model, n_heads, n_layers)`` trained with the masked-diffusion
-  objective (:mod:`mdm_mi.protein.protein_train`); weights in ``model.safetensors`` beside it.
+  objective (:mod:`mdm_mi.protein.train`); weights in ``model.safetensors`` beside it.
 - ``kind: columns`` — a :class:`~mdm_mi.protein.family.columns.ColumnMDM` over one family's alignment
   columns (Potts term + small transformer, :mod:`mdm_mi.protein.family.column_jobs`); the protein entry
   of :data:`mdm_mi.domain.DOMAINS` loads it (not this module: ``protein/family/`` sits above ``protein/``)

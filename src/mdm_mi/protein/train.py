@@ -38,8 +38,8 @@ from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, draw_prob
 from mdm_mi.infra.train_state import TrainState
 from mdm_mi.protein.esmc import ESMCBackbone
 from mdm_mi.protein.masked_loss import MASK_RATES, masked_loss
-from mdm_mi.protein.protein_data import random_crop
-from mdm_mi.protein.protein_model import new_esmc
+from mdm_mi.protein.data import random_crop
+from mdm_mi.protein.model import new_esmc
 from mdm_mi.protein.tokens import ProteinTokens, protein_tokens
 
 
@@ -115,7 +115,7 @@ def train_protein_mdm(seqs: Sequence[str], dims: dict, hidden_layer: int, cfg: P
                       snapshot: Callable[[int, torch.nn.Module], None] | None = None,
                       weights: np.ndarray | None = None, val: Sequence[str] | None = None):
     """Train a fresh small ESMC on ``seqs`` → (ESMCBackbone in eval mode, history, validation).
-    ``resume_dir`` and ``snapshot`` as in :func:`mdm_mi.sudoku.sudoku_train.train`; ``weights`` ``(n,)``: the
+    ``resume_dir`` and ``snapshot`` as in :func:`mdm_mi.sudoku.train.train`; ``weights`` ``(n,)``: the
     sequences' drawing weights (None: uniform); ``val``: the validation sequences scored every
     ``cfg.eval_every`` steps. ``validation`` is None without them, else the
     :class:`~mdm_mi.infra.train_loop.BestWeights` whose weights the model ends with."""

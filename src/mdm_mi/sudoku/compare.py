@@ -25,7 +25,7 @@ from mdm_mi.evaluation.matched import bracket_settings, mixture, settings_summar
 from mdm_mi.mi.dapd import pairwise_source
 from mdm_mi.sudoku.evaluate import decode_set, solved_mask
 from mdm_mi.sudoku.grid import MASK_ID
-from mdm_mi.sudoku.sudoku_data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
+from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
 
 SEQUENTIAL = "sequential"
 SETS = ("hard", "graded", "levels", "easy")

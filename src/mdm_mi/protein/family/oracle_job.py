@@ -43,8 +43,8 @@ from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.family.scores import hmm_threshold, read_splits
 from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths
-from mdm_mi.protein.protein_compare import PART_FILE
-from mdm_mi.protein.protein_flags import ProteinDecodeJobFlags
+from mdm_mi.protein.compare import PART_FILE
+from mdm_mi.protein.flags import ProteinDecodeJobFlags
 from mdm_mi.protein.sequences import sample_reference
 from mdm_mi.sampler_classes import build_sampler
 
@@ -76,7 +76,7 @@ class SequenceScorer:
 
     def __call__(self, seqs: list[str]) -> dict[str, np.ndarray]:
         """→ ``bit_score``, ``pair_score`` ``(n,)`` float64 and ``passes_hmm`` ``(n,)`` bool."""
-        from mdm_mi.protein.family import family_metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
+        from mdm_mi.protein.family import metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
         from mdm_mi.protein.family.alignment import encode_columns  # lazy: scipy (~1 s at every CLI start)
         from mdm_mi.protein.family.pair_score import pair_scores  # lazy: scipy (~1 s at every CLI start)
 

@@ -22,11 +22,11 @@ from mdm_mi.infra.flags import ModelShapeFlags, OutDir, SeedFlag, h as _h
 from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.infra.train_loop import DiffusionTrainFlags, RESUME, SNAPSHOTS, run_metrics
-from mdm_mi.protein.protein_data import PrepareConfig, crops_like, reference_pair, split_records, standard_only, write_contexts
+from mdm_mi.protein.data import PrepareConfig, crops_like, reference_pair, split_records, standard_only, write_contexts
 from mdm_mi.protein.esmc import ESMC_300M_DIMS, ensure_esmc_300m, load_esmc
 from mdm_mi.protein.sequences import validate_sequence
-from mdm_mi.protein.protein_model import save_trained, write_300m_meta
-from mdm_mi.protein.protein_train import ProteinTrainConfig, train_protein_mdm
+from mdm_mi.protein.model import save_trained, write_300m_meta
+from mdm_mi.protein.train import ProteinTrainConfig, train_protein_mdm
 
 
 @dataclass(frozen=True)

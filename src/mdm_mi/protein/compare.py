@@ -3,7 +3,7 @@
 Every parallel sampler is calibrated on *calibration* lengths (drawn from the reference, seeded) to
 sequential's mean passes ÷ each divisor; then each generates the *test* lengths (another draw, as
 many as the reference holds). Generated sets are compared with the cluster JSD, and differences
-between samplers by :func:`mdm_mi.protein.protein_metrics.bootstrap_jsd_differences` (generated sequences and
+between samplers by :func:`mdm_mi.protein.metrics.bootstrap_jsd_differences` (generated sequences and
 reference resampled, k-means refit in every replicate). Lower JSD is better.
 
     runs = run_part(backbone, pairwise_fn, scorer, families, spec, reference_lengths, sequential=True)
@@ -28,7 +28,7 @@ from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import read_json, write_json
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.generate import draw_lengths, generate
-from mdm_mi.protein.protein_metrics import bootstrap_jsd_differences, cluster_histogram, embed, fit_clusters, jsd_with_interval
+from mdm_mi.protein.metrics import bootstrap_jsd_differences, cluster_histogram, embed, fit_clusters, jsd_with_interval
 from mdm_mi.mi.dapd import pairwise_source
 
 SEQUENTIAL = "sequential"

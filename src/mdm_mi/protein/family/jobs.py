@@ -48,14 +48,14 @@ from mdm_mi.infra.flags import DeviceFlag, OutDir, TableOuts, h as _h
 from mdm_mi.infra.io import read_json, read_jsons, write_json, write_npy, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.loading import load_model
-from mdm_mi.protein.protein_compare import run_fasta
-from mdm_mi.protein.protein_data import write_contexts
+from mdm_mi.protein.compare import run_fasta
+from mdm_mi.protein.data import write_contexts
 from mdm_mi.protein.family.covariation import (FIELDS, METRICS, Reference, covariation_budgets, covariation_scale,
                                            covariation_stats, markdown, run_scores)
 from mdm_mi.protein.masked_loss import MASK_RATES, masked_loss
 from mdm_mi.protein.family.scores import (FAMILY_COLUMNS, family_markdown, family_rows, family_scores, hmm_frame,
                                           loss_lines, read_splits)
-from mdm_mi.protein.protein_flags import ProteinModelFlag
+from mdm_mi.protein.flags import ProteinModelFlag
 from mdm_mi.protein.sequences import sample_reference, validate_sequence
 
 
@@ -274,7 +274,7 @@ class FamilyCompareArgs:
 def family_compare(args: FamilyCompareArgs, tracker) -> None:
     """Realign every calibrated run of protein-compare and the reference to the training HMM, score
     them and write the co-variation budgets table (see :mod:`mdm_mi.protein.family.covariation`)."""
-    from mdm_mi.protein.family import family_metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
+    from mdm_mi.protein.family import metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
 
     budgets = Path(args.budgets_dir)
     if not (budgets / "runs.json").is_file():

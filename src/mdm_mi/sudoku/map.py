@@ -9,7 +9,7 @@ from mdm_mi.core.map_domain import MapDomain
 from mdm_mi.infra.errors import InputError
 from mdm_mi.sudoku.grid import MASK_ID, SIDE, cell_name
 from mdm_mi.sudoku.puzzles import check_puzzle, read_puzzles
-from mdm_mi.sudoku.sudoku_report import mi_map_figure
+from mdm_mi.sudoku.report import mi_map_figure
 
 
 class SudokuMap(MapDomain):

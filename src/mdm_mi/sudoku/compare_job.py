@@ -38,10 +38,10 @@ from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.loading import load_mi_head, load_model_and_head, weights_identity
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.sampler_classes import SAMPLER_CLASSES
-from mdm_mi.sudoku.sudoku_compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_matched
-from mdm_mi.sudoku.sudoku_data import load_puzzle_csv, write_puzzle_csv
-from mdm_mi.sudoku.sudoku_flags import SudokuDecodeFlags
-from mdm_mi.sudoku.sudoku_report import curve_figure
+from mdm_mi.sudoku.compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_matched
+from mdm_mi.sudoku.data import load_puzzle_csv, write_puzzle_csv
+from mdm_mi.sudoku.flags import SudokuDecodeFlags
+from mdm_mi.sudoku.report import curve_figure
 
 SUDOKU_CELLS = 81
 

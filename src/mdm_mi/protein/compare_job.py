@@ -1,6 +1,6 @@
 """The ``protein-compare`` verb: every parallel sampler calibrated to sequential's passes ÷ 2…10, then
 as many proteins as the reference holds generated at each budget and compared by cluster JSD with a
-whole-metric bootstrap (see :mod:`mdm_mi.protein.protein_compare`).
+whole-metric bootstrap (see :mod:`mdm_mi.protein.compare`).
 
     python -m mdm_mi protein-compare --model results/x/protein/model --head results/x/protein/head \
         --reference results/x/protein/data/reference.fasta --out-dir results/x/protein/budgets ...
@@ -33,11 +33,11 @@ from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.loading import SEQUENCES, load_mi_head, load_model, load_model_and_head
 from mdm_mi.mi.guided import head_pairwise_fn
-from mdm_mi.protein.protein_compare import (PART_FILE, ProteinCompareSpec, SEQUENTIAL, Scorer, calibration_lengths, jsd_rows,
+from mdm_mi.protein.compare import (PART_FILE, ProteinCompareSpec, SEQUENTIAL, Scorer, calibration_lengths, jsd_rows,
                                     read_parts, run_fasta, run_part, write_part)
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
 from mdm_mi.protein.generate import reference_lengths
-from mdm_mi.protein.protein_flags import ProteinDecodeJobFlags
+from mdm_mi.protein.flags import ProteinDecodeJobFlags
 from mdm_mi.protein.sequences import validate_sequence
 from mdm_mi.sampler_classes import SAMPLER_CLASSES
 
@@ -142,7 +142,7 @@ def _load(args: ProteinCompareBase, reference: list[str]):
 
 def _run_parts(args: ProteinCompareBase, names: list[str], reference: list[str], loaded) -> dict[str, dict]:
     """The runs of the named parts, decoded here with ``loaded`` (:func:`_load`'s four) → run id →
-    run (see :func:`mdm_mi.protein.protein_compare.run_part`)."""
+    run (see :func:`mdm_mi.protein.compare.run_part`)."""
     backbone, pairwise, scorer, tv_fn = loaded
     by_slug = {f.slug: f for f in _families(args)}
     families = [by_slug[n] for n in names if n != SEQUENTIAL]

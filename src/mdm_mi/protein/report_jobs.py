@@ -23,8 +23,8 @@ from mdm_mi.infra.io import atomic_path, read_jsons, write_text
 from mdm_mi.infra.runtime import resolve_device
 from mdm_mi.loading import load_model_and_head, model_fingerprint
 from mdm_mi.mi.contexts import load_label_shards
-from mdm_mi.protein.protein_flags import ProteinMiMapFlags, ProteinModelFlag
-from mdm_mi.protein.protein_report import (columns, distance_profile, matched_table, mi_map, paper_table, protein_rows,
+from mdm_mi.protein.flags import ProteinMiMapFlags, ProteinModelFlag
+from mdm_mi.protein.report import (columns, distance_profile, matched_table, mi_map, paper_table, protein_rows,
                                    read_rows, speed_quality, to_markdown)
 
 

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from mdm_mi.infra.train_loop import DiffusionTrainConfig, optimise
 from mdm_mi.infra.train_state import TrainState
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, SIDE
-from mdm_mi.sudoku.sudoku_model import ModelConfig, SudokuMDM
+from mdm_mi.sudoku.model import ModelConfig, SudokuMDM
 
 UNFINGERPRINTED = ("save_every", "snapshot_every")  # how often to save: may change on resume
 

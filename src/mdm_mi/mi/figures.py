@@ -1,6 +1,6 @@
 """Domain-neutral MI figures and their data: the head's and the exact MI matrices of one context,
 the cell to map, the matrices as CSV, and the head-vs-label scatter (each domain draws its own map:
-:func:`mdm_mi.sudoku.sudoku_report.mi_map_figure`, :func:`mdm_mi.evaluation.plotting.sequence_map_figure`).
+:func:`mdm_mi.sudoku.report.mi_map_figure`, :func:`mdm_mi.evaluation.plotting.sequence_map_figure`).
 
     pred, label = mi_matrices(backbone, head, tokens, exact=True)     # (N, N) each
     python -m mdm_mi figure-scatter --pairs pairs.csv --fidelity fidelity.json --model M --out scatter.png

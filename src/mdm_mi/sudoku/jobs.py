@@ -25,9 +25,9 @@ from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.infra.train_loop import DiffusionTrainFlags, RESUME, SNAPSHOTS
 from mdm_mi.sudoku.evaluate import decode_set, score, summarise
 from mdm_mi.sudoku.puzzle_maker import random_solutions
-from mdm_mi.sudoku.sudoku_data import HARD_LEVELS, OTHER_LEVELS, graded, load_puzzle_csv, stratified, write_puzzle_csv
-from mdm_mi.sudoku.sudoku_model import DOMAIN, ModelConfig, n_params
-from mdm_mi.sudoku.sudoku_train import TrainConfig, train
+from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, graded, load_puzzle_csv, stratified, write_puzzle_csv
+from mdm_mi.sudoku.model import DOMAIN, ModelConfig, n_params
+from mdm_mi.sudoku.train import TrainConfig, train
 from mdm_mi.run_models import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
                                 progress, start)
 from mdm_mi.sampler_classes import sampler_from_args

@@ -41,7 +41,7 @@ from mdm_mi.mi.contexts import (TOKEN_FILE_HINT, ContextDraw, draw_evaluation, d
 from mdm_mi.mi.fidelity import bootstrap_over_contexts, fidelity, masked_pairs
 from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, count_params, save_head, train_head
 from mdm_mi.mi.labeller import check_settings, label_contexts, recorded_k
-from mdm_mi.mi.mi_figures import scatter_figure
+from mdm_mi.mi.figures import scatter_figure
 
 
 @dataclass(frozen=True)
