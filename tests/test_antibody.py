@@ -339,7 +339,7 @@ def test_the_chunks_identity_names_what_fixes_a_fill(bert_dir, tmp_path):
 
     from user_verb_helpers import TINY_HEAD, save_tiny_head
 
-    from mdm_mi.antibody.antibody_jobs import compare_filler
+    from mdm_mi.antibody.jobs import compare_filler
     from mdm_mi.mi.head import MIHead, save_head
 
     heads = [save_tiny_head(tmp_path / "head0", in_dim=16), tmp_path / "head1"]

@@ -22,7 +22,7 @@ import typing
 from typing import Callable, NamedTuple
 
 from mdm_mi import budgets_summary_job, docs_jobs, pretrained_jobs, tracking_job
-from mdm_mi.antibody import antibody_jobs
+from mdm_mi.antibody import jobs as antibody_jobs
 from mdm_mi.hf import jobs as hf_jobs
 from mdm_mi.infra.errors import USER_ERRORS, InputError
 from mdm_mi.mi import jobs as mi_jobs

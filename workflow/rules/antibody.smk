@@ -115,9 +115,7 @@ if not HF_ON:
             "--threads {threads} {params.tracking} > {log} 2>&1"
 
     rule decisive_antibody:
-        """Target of config/decisive_antibody.yaml (issue 48's pre-registered AntiBERTy run): the CDR-H3
-        comparison on every test lineage and the head's fidelity; the comparison resumes from its chunks
-        (antibody/cdr3.chunks) after a stop."""
+        """Target of config/decisive_antibody.yaml (issue 48): the CDR-H3 comparison, resumable, and the head's fidelity."""
         input:
             f"{A}/cdr3/budgets.md",
             f"{R}/hf/head_fidelity.json",

@@ -136,8 +136,7 @@ rule oracle_ceiling:
 
 
 rule decisive_sudoku:
-    """Target of config/decisive_sudoku.yaml (issue 48's pre-registered run): the hard comparison, its MI-oracle
-    ceiling and the head's fidelity; each resumes from its shards and chunks after a stop."""
+    """Target of config/decisive_sudoku.yaml (issue 48): the hard comparison, its MI-oracle ceiling, the head's fidelity."""
     input:
         f"{R}/sudoku/{BUDGETS}/hard/budgets.md",
         f"{R}/sudoku/{CEILING}/hard/ceiling.md",
