@@ -19,6 +19,21 @@ def test_constants_are_the_committed_designs():
     design = json.loads((REPO / "docs/data/preregistration/design.json").read_text())["sudoku"]
     assert prereg.PRIMARY_DIVISOR == design["divisors"][0]
     assert prereg.MARGIN == design["margin"]
+    antibody = json.loads((REPO / "docs/data/preregistration/design.json").read_text())["antibody"]
+    assert prereg.PRIMARY_DIVISOR in antibody["divisors"] and prereg.ANTIBODY_MARGIN == antibody["margin"]
+
+
+def test_antibody_rows_from_the_comparisons_csv(tmp_path):
+    """The pilot's CSV (÷2, ÷3, ÷4, ÷6): the primary is mi λ=1 − EB in PLL at ÷4 alone, recovery is its
+    own family, and the TOST uses the registered ±0.10 nats/residue, not the comparison's own margin."""
+    rows = prereg.antibody_prereg_rows(prereg.read_csv_rows(REPO / "docs/figures/antibody/cdr3/budgets.csv"))
+    primary = prereg.primary_row(rows)
+    assert (primary["metric"], primary["first"], primary["second"], primary["divisor"]) == ("pll", "mi λ=1", "eb", 4)
+    assert primary["family_size"] == 1 and primary["p_holm"] == primary["p_value"]
+    recovery = [r for r in rows if r["role"] == prereg.RECOVERY_FAMILY]
+    assert len(recovery) == 4 and all(r["family_size"] == 4 for r in recovery)
+    from mdm_mi.evaluation.stats import tost_t
+    assert primary["p_tost"] == tost_t(primary["diff"], primary["se"], primary["df"], 0.10)
 
 
 @pytest.mark.parametrize("first, second, divisor, role", [

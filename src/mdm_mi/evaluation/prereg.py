@@ -11,17 +11,31 @@ Each row's verdict is the comparison's (:func:`mdm_mi.evaluation.verdicts.verdic
 (Holm p < 5%), equivalent (Holm TOST p < 5% at ±:data:`MARGIN`), not resolved. The primary verdict
 answers the paper's question: **confirmed** (better), **refuted** (equivalent or worse), **not answered**.
 
-    rows = prereg_rows(runs, "hard")           # runs with per-puzzle outcomes (doc_tables.comparison_runs)
+    rows = prereg_rows(runs, "hard")           # runs with per-puzzle outcomes (doc_tables.read_sudoku_comparison)
     answer = answer_of(primary_row(rows))      # "confirmed" | "refuted" | "not answered"
+    rows = antibody_prereg_rows(read_csv_rows("results/x/antibody/cdr3/budgets.csv"))
+
+AntiBERTy's rows come from ``antibody-compare``'s long-format CSV (per-VH means over fills, paired t):
+the same families on its ``pll`` metric, equivalence by Student's TOST at ±:data:`ANTIBODY_MARGIN`
+nats/residue, and one more secondary family, ``mi λ=1`` − EB in ``recovery`` at every budget.
 """
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, budget_rows
+from mdm_mi.evaluation.stats import tost_t
 from mdm_mi.evaluation.verdicts import classify
 
 PRIMARY_DIVISOR = 4  # docs/data/preregistration/design.json: the first of the Sudoku divisors
 MARGIN = 0.02  # ±2 pp: the design's Sudoku equivalence margin (a test holds both to design.json)
+ANTIBODY_MARGIN = 0.10  # nats/residue: the design's AntiBERTy margin
+ANTIBODY_METRIC, RECOVERY = "pll", "recovery"
+RECOVERY_FAMILY = "secondary: recovery"
+NUMBERS = ("divisor", "n", "passes_first", "passes_second", "value_first", "value_second", "diff", "lo", "hi",
+           "p_value", "se", "df")
 ALGORITHM_1 = "mi λ=1"
 PRIMARY = "primary"
 SECONDARY = {("eb", False): "secondary: the other budgets", ("naive", None): "secondary: against naive",
@@ -41,6 +55,31 @@ def prereg_role(row: dict) -> str:
         return PRIMARY
     at_primary = row["divisor"] == PRIMARY_DIVISOR
     return SECONDARY.get((row["second"], at_primary if row["second"] == "eb" else None), EXPLORATORY)
+
+
+def antibody_role(row: dict) -> str:
+    """:func:`prereg_role` on the ``pll`` rows; ``mi λ=1`` − EB in ``recovery`` is its own family."""
+    if row["metric"] == RECOVERY:
+        return RECOVERY_FAMILY if (row["first"], row["second"]) == (ALGORITHM_1, "eb") else EXPLORATORY
+    return prereg_role(row) if row["metric"] == ANTIBODY_METRIC else EXPLORATORY
+
+
+def read_csv_rows(path: str | Path) -> list[dict]:
+    """A long-format comparison CSV's rows, its number columns as numbers (``divisor`` and ``n`` as int)."""
+    with Path(path).open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return [r | {k: (int(float(r[k])) if k in ("divisor", "n") else float(r[k])) for k in NUMBERS if k in r}
+            for r in rows]
+
+
+def antibody_prereg_rows(rows: list[dict]) -> list[dict]:
+    """The pre-registered rows of an ``antibody-compare`` CSV (:func:`read_csv_rows`): each family's
+    Holm p and Student TOST at ±:data:`ANTIBODY_MARGIN`, exploratory rows left out, primary first."""
+    out = [r for r in classify(rows, role_of=antibody_role,
+                               equivalence_p=lambda r: tost_t(r["diff"], r["se"], r["df"], ANTIBODY_MARGIN))
+           if r["role"] != EXPLORATORY]
+    order = [PRIMARY, *SECONDARY.values(), BEST_MI_FAMILY, RECOVERY_FAMILY]
+    return sorted(out, key=lambda r: (order.index(r["role"]), r["divisor"]))
 
 
 def prereg_rows(runs: dict[str, dict], set_name: str) -> list[dict]:
