@@ -101,3 +101,21 @@ def test_the_verb_places_a_backbone_from_its_label_shards_and_runs(tmp_path, tin
     assert row["pass_contexts"] == 0 or row["share"] >= 0.0
     assert main(["testbed-place", "--name", "tiny", "--model", str(tiny_checkpoint), "--out", str(out),
                  "--tracking-uri", "none"]) != 0  # a backbone without labels and runs: refused
+
+
+def test_the_table_says_where_a_backbone_falls_against_the_regimes(tmp_path):
+    from mdm_mi.testbed.report import render_placement
+
+    def row(name, kind, share, pair_mi):
+        return {"name": name, "kind": kind, "gamma": 1.0, "contexts": 10, "pass_contexts": 9, "admitted": 3.0,
+                "entropy": 1.0, "pair_mi": pair_mi, "share": share, "share_lo": share, "share_hi": share,
+                "max_ratio": 0.5, "independent": 0.5}
+
+    (tmp_path / "map.csv").write_text("regime,rule,divisor,verdict\nweak,mi-exact,4,ties\nstrong,mi-exact,4,beats\n"
+                                      "strong,mi-exact,2,beats\n")
+    rows = [row("weak", "testbed regime", 0.01, 0.01), row("strong", "testbed regime", 0.1, 0.2),
+            row("model", "backbone", 0.3, 0.05)]
+    (tmp_path / "placement.json").write_text(json.dumps({"divisor": 4, "rows": rows}))
+    table = render_placement(tmp_path / "placement.json")
+    assert "| ties |" in table and "| beats |" in table
+    assert "share above every beats regime; pairwise MI between the ties and the beats" in table

@@ -46,16 +46,18 @@ def masked_entropy(backbone, contexts: torch.Tensor) -> torch.Tensor:
 
 def context_profile(entropy: torch.Tensor, mi: torch.Tensor, masked: torch.Tensor, gamma: float) -> dict:
     """One context: ``entropy (N,)`` (+inf where not masked), ``mi (N, N)`` exact MI, ``masked (N,)``
-    → {admitted: |U|, share: s (nan if |U| < 2), max_ratio: max masked-pair MI / mean masked entropy
+    → {admitted: |U|, share: s, pair_mi: Σ_{i<j∈U} I_ij and entropy: Σ_{i∈U} H_i in nats (the three nan if
+    |U| < 2), max_ratio: max masked-pair MI / mean masked entropy
     (nan if fewer than two masked), independent: share of masked positions with no masked partner of
     MI ≥ INDEPENDENT_MI (nan if fewer than two masked)}."""
     h, i_mat, m = entropy.double(), mi.double(), masked.bool()
     u = eb_prefix(h.tolist(), m.tolist(), gamma)
-    out = {"admitted": len(u), "share": math.nan, "max_ratio": math.nan, "independent": math.nan}
+    out = {"admitted": len(u), "share": math.nan, "pair_mi": math.nan, "entropy": math.nan, "max_ratio": math.nan,
+           "independent": math.nan}
     if len(u) >= MIN_ADMITTED:
         idx = torch.tensor(u)
-        pairs = i_mat[idx][:, idx].triu(1).sum()
-        out["share"] = float(pairs / h[idx].sum()) if float(h[idx].sum()) > 0 else math.nan
+        pairs, total = float(i_mat[idx][:, idx].triu(1).sum()), float(h[idx].sum())
+        out |= {"pair_mi": pairs, "entropy": total, "share": pairs / total if total > 0 else math.nan}
     pos = m.nonzero().flatten()
     if len(pos) >= 2:
         sub = i_mat[pos][:, pos].clone()
@@ -80,7 +82,8 @@ def profile(entropy: torch.Tensor, mi: torch.Tensor, masked: torch.Tensor, gamma
         return float(np.mean(vals)) if vals else math.nan
 
     return {"gamma": gamma, "contexts": len(rows), "pass_contexts": int(len(share)), "admitted": avg("admitted"),
-            "share": mean, "share_lo": mean - half, "share_hi": mean + half, "max_ratio": avg("max_ratio"),
+            "share": mean, "share_lo": mean - half, "share_hi": mean + half, "pair_mi": avg("pair_mi"),
+            "entropy": avg("entropy"), "max_ratio": avg("max_ratio"),
             "independent": avg("independent")}
 
 

@@ -158,12 +158,29 @@ def render_placement(path: str | Path) -> str:
     map_csv = Path(path).parent / "map.csv"
     verdicts = {r["regime"]: r["verdict"] for r in read_table(map_csv)
                 if r["rule"] == "mi-exact" and r["divisor"] == divisor} if map_csv.is_file() else {}
-    lines = [f"| | EB's γ at ÷{divisor} | contexts (EB admits ≥ 2) | positions EB admits | dependence share "
-             "[95% CI] | strongest pair MI ÷ mean entropy | near-independent positions | on the map at "
-             f"÷{divisor} |", "|" + "---|" * 8]
+    lines = [f"| | EB's γ at ÷{divisor} | contexts (EB admits ≥ 2) | positions EB admits | their entropy (nats) | "
+             "their pairwise MI (nats) | dependence share [95% CI] | strongest pair MI ÷ mean entropy | "
+             f"near-independent positions | on the map at ÷{divisor} |", "|" + "---|" * 10]
+    regimes = [(r, verdicts.get(r["name"])) for r in found["rows"] if r["kind"] == "testbed regime"]
     for r in found["rows"]:
-        where = verdicts.get(r["name"], "—") if r["kind"] == "testbed regime" else "placed by its share"
+        where = (verdicts.get(r["name"], "—") if r["kind"] == "testbed regime" else
+                 f"share {_side(r, regimes, 'share')}; pairwise MI {_side(r, regimes, 'pair_mi')}")
         lines.append(f"| {r['name']} ({r['kind']}) | {r['gamma']:g} | {r['contexts']} ({r['pass_contexts']}) | "
-                     f"{r['admitted']:g} | {r['share']:g} [{r['share_lo']:g}, {r['share_hi']:g}] | "
+                     f"{r['admitted']:g} | {r['entropy']:g} | {r['pair_mi']:g} | "
+                     f"{r['share']:g} [{r['share_lo']:g}, {r['share_hi']:g}] | "
                      f"{r['max_ratio']:g} | {r['independent']:g} | {where} |")
     return "\n".join(lines) + "\n"
+
+
+def _side(row: dict, regimes: list[tuple[dict, str | None]], key: str) -> str:
+    """Where ``row[key]`` falls against the regimes' values: above every regime where Algorithm 1 beats
+    EB, below every tie, or between the highest tie and the lowest beat."""
+    beats = [r[key] for r, v in regimes if v == "beats"]
+    ties = [r[key] for r, v in regimes if v == "ties"]
+    if beats and row[key] > max(beats):
+        return "above every beats regime"
+    if ties and row[key] < min(ties):
+        return "below every tie"
+    if beats and ties and max(ties) < row[key] < min(beats):
+        return "between the ties and the beats"
+    return "among the beats" if beats and row[key] >= min(beats) else "among the ties"
