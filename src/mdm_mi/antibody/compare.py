@@ -19,7 +19,6 @@ import math
 
 import numpy as np
 import torch
-from scipy.stats import t
 
 from mdm_mi.evaluation.budgets import BEST_MI, by_budget, contrast_pairs, is_contender, SEQUENTIAL
 from mdm_mi.evaluation.stats import t_quantile, tost_t
@@ -84,6 +83,8 @@ def paired_t(first: np.ndarray, second: np.ndarray) -> dict:
     n = len(d)
     mean, se = float(d.mean()), float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else float("nan")
     df = n - 1.0
+    from scipy.stats import t  # lazy: scipy.stats adds seconds to every CLI start
+
     p = 1.0 if se == 0 and mean == 0 else (0.0 if se == 0 else float(2 * t.sf(abs(mean) / se, df)))
     half = t_quantile(df) * se
     return {"diff": mean, "lo": mean - half, "hi": mean + half, "p_value": p, "se": se, "df": df}

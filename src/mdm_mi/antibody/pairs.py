@@ -17,7 +17,6 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from scipy.stats import pearsonr, spearmanr
 
 from mdm_mi.antibody.data import CDRS, REGIONS, template, VH
 
@@ -133,5 +132,7 @@ def agreement(head: torch.Tensor, exact: torch.Tensor, masked: torch.Tensor) -> 
         h.append(head[b][idx][:, idx][up])
         e.append(exact[b][idx][:, idx][up])
     h, e = torch.cat(h).double().numpy(), torch.cat(e).double().numpy()
+    from scipy.stats import pearsonr, spearmanr  # lazy: scipy.stats adds seconds to every CLI start
+
     return {"pairs": len(h), "pearson": float(pearsonr(h, e)[0]), "spearman": float(spearmanr(h, e)[0]),
             "mean_exact": float(e.mean()), "mean_head": float(h.mean())}
