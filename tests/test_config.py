@@ -243,6 +243,7 @@ VERB_SECTIONS = {
     "import-hf": ["hf"],
     "hf-data": ["hf"],
     "hf-compare": ["hf.compare", "hf.generate", "hf.samplers"],
+    "antibody-compare": ["antibody.compare"],
 }
 SAMPLER_GRID_FLAGS = {"mi_on_reject": "on_reject", "mi_charge_first": "charge_first"}
 
