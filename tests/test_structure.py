@@ -271,7 +271,7 @@ def test_every_rule_is_named_after_the_verb_it_runs():
 # The low-level loaders, by the module that defines each; only loading (and the domain table's
 # ``load`` entries in domain, which it calls) may reach them; the protein entry dispatches to the
 # column model by meta "kind".
-LOW_LEVEL_LOADERS = {"load_model": "mdm_mi.sudoku.model", "load_protein_model": "mdm_mi.protein.model",
+LOW_LEVEL_LOADERS = {"load_sudoku_model": "mdm_mi.sudoku.model", "load_protein_model": "mdm_mi.protein.model",
                      "load_column_model": "mdm_mi.protein.family.columns", "load_hf_model": "mdm_mi.hf.backbone",
                      "load_head": "mdm_mi.mi.head"}
 MAY_CALL_LOW_LEVEL = {"mdm_mi.loading", "mdm_mi.domain"}
@@ -293,15 +293,15 @@ def test_every_verb_loads_models_through_the_one_loader():
     assert low_level_loader_uses() == []
     text = (SRC / PACKAGE / "domain.py").read_text()
     imported = {a.name for node in ast.walk(ast.parse(text)) if isinstance(node, ast.ImportFrom) for a in node.names}
-    assert {"load_model", "load_protein_model", "load_column_model", "load_hf_model"} <= imported
+    assert {"load_sudoku_model", "load_protein_model", "load_column_model", "load_hf_model"} <= imported
 
 
 def test_the_loader_check_finds_a_verb_calling_a_low_level_loader(tmp_path):
     pkg = tmp_path / PACKAGE / "sudoku"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "report_jobs.py").write_text("def f():\n    from mdm_mi.sudoku.model import load_model\n")
-    assert low_level_loader_uses(tmp_path) == ["mdm_mi.sudoku.report_jobs: load_model"]
+    (pkg / "report_jobs.py").write_text("def f():\n    from mdm_mi.sudoku.model import load_sudoku_model\n")
+    assert low_level_loader_uses(tmp_path) == ["mdm_mi.sudoku.report_jobs: load_sudoku_model"]
 
 
 # Module files that still repeat their package's name, each pending its own change (none left).
