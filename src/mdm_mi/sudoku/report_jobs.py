@@ -54,7 +54,7 @@ def paper_table_job(args: PaperTableArgs, tracker) -> None:
 
 
 @dataclass(frozen=True)
-class MiMapArgs(BackboneFlag, HeadFlag, FigureOut, DeviceFlag):
+class FigureMiMapArgs(BackboneFlag, HeadFlag, FigureOut, DeviceFlag):
     puzzles: Path = field(metadata=_h("puzzle CSV"))
     csv: Path = field(metadata=_h("output CSV of the full matrices"))
     index: int = field(default=0, metadata=_h("row of the puzzle in the CSV"))
@@ -62,7 +62,7 @@ class MiMapArgs(BackboneFlag, HeadFlag, FigureOut, DeviceFlag):
     exact: bool = field(default=True, metadata=_h("also compute the exact probing MI"))
 
 
-def figure_mi_map(args: MiMapArgs, tracker) -> None:
+def figure_mi_map(args: FigureMiMapArgs, tracker) -> None:
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "sudoku")
     ps = load_puzzle_csv(args.puzzles)
