@@ -59,7 +59,7 @@ class Reference:
         from mdm_mi.protein.family.metrics import MI_SHUFFLES  # lazy: pyhmmer, scipy (~1 s at every CLI start)
 
         codes = encode_columns(columns)
-        mi = jk.corrected_mi(codes, jk.group_labels(len(codes), seed), seed, MI_SHUFFLES)
+        mi = jk.block_corrected_mi(codes, jk.group_labels(len(codes), seed), seed, MI_SHUFFLES)
         return cls(columns, mi, jk.connected(codes))
 
 
