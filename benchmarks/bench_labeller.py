@@ -144,7 +144,7 @@ def report(rows: list[dict], t: list[float]) -> None:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--checkpoint", help="trained Sudoku MDM directory (mdm_mi.sudoku.model.load_model)")
+    src.add_argument("--checkpoint", help="trained Sudoku MDM directory (mdm_mi.sudoku.model.load_sudoku_model)")
     src.add_argument("--random-model", action="store_true", help="random MLP backbone (dry run)")
     ap.add_argument("--solutions", default=DEFAULT_SOLUTIONS, help="CSV with a `solution` column")
     ap.add_argument("--contexts", type=int, default=20)

@@ -45,7 +45,7 @@ from mdm_mi.evaluation.paired import ALPHA
 from mdm_mi.evaluation.stats import jackknife_t
 from mdm_mi.protein.family import alignment as fam
 from mdm_mi.protein.family import jackknife as jk
-from mdm_mi.protein.family.covariation import METRICS, Reference, SetStats, paired_difference, set_stats
+from mdm_mi.protein.family.covariation import METRICS, Reference, SetStats, jackknife_difference, set_stats
 from mdm_mi.protein.family.metrics import MI_SHUFFLES
 
 KUNITZ = Path(__file__).resolve().parents[1] / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"
@@ -197,7 +197,7 @@ def run_new(sets: dict[str, np.ndarray], refs: dict[str, np.ndarray], d: int) ->
     for k in refs:
         stats = {name: per_set[name][k] for name in sets}
         out[k] = {"values": {s: stats[s].value for s in sets},
-                  "comparisons": {c: paired_difference(stats, a, b) for c, (a, b) in COMPARISONS.items()},
+                  "comparisons": {c: jackknife_difference(stats, a, b) for c, (a, b) in COMPARISONS.items()},
                   "plain": {c: plain_jackknife(stats, a, b) for c, (a, b) in COMPARISONS.items()}}
     return out
 

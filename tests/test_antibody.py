@@ -389,12 +389,12 @@ def test_the_captured_attention_is_the_passes_own_and_changes_nothing(bert_dir):
 
 
 def test_diversity_and_composition_on_hand_built_fills():
-    from mdm_mi.antibody.compare import composition, diversity
+    from mdm_mi.antibody.compare import composition, fill_diversity
     from mdm_mi.evaluation.stats import jsd_bits as jsd
 
     pos = torch.tensor([[False, True, True, True, True]] * 2)
     fills = torch.tensor([[0, 5, 6, 7, 8], [0, 5, 6, 7, 8], [0, 5, 6, 9, 9], [0, 5, 6, 7, 8]])  # fill k of context p: row k·2 + p
-    assert diversity(fills, pos.repeat(2, 1), 2).tolist() == [0.5, 0.0]
+    assert fill_diversity(fills, pos.repeat(2, 1), 2).tolist() == [0.5, 0.0]
     vocab = torch.arange(5, 10)
     p = composition(fills, pos.repeat(2, 1), vocab)
     assert p.sum() == pytest.approx(1) and jsd(p, p) == 0
@@ -428,7 +428,7 @@ def test_a_family_off_its_budget_is_marked_with_its_contrasts():
     """A family whose calibration missed the budget (DAPD's graph allowing too few positions per pass)
     is marked † in the values table and in mi*'s contrasts with it; the contender role is counted."""
     from mdm_mi.antibody.compare import contrast_rows
-    from mdm_mi.antibody.infill_runs import markdown
+    from mdm_mi.antibody.infill_runs import antibody_markdown
 
     rng = np.random.default_rng(0)
 
@@ -440,6 +440,6 @@ def test_a_family_off_its_budget_is_marked_with_its_contrasts():
     runs = {"sequential": run("sequential", 1, 12.0), "eb@2": run("eb", 2, 6.0), "mi-l1@2": run("mi λ=1", 2, 6.0),
             "dapd-t1@2": run("dapd θ=1", 2, 11.0, on_target=False)}
     rows = contrast_rows(runs, "cdr3")
-    text = markdown(runs, rows, "cdr3", -1.8, 4, 2, {})
+    text = antibody_markdown(runs, rows, "cdr3", -1.8, 4, 2, {})
     assert "@ 11.0†" in text and "mi* − dapd θ=1† |" in text and "mi* − eb |" in text
     assert "| contender | 2 |" in text  # PLL and recovery

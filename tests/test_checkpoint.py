@@ -1,4 +1,4 @@
-"""Properties of :mod:`mdm_mi.infra.checkpoint` and :func:`mdm_mi.sudoku.model.load_model`: an exact
+"""Properties of :mod:`mdm_mi.infra.checkpoint` and :func:`mdm_mi.sudoku.model.load_sudoku_model`: an exact
 round trip without unpickling, and a one-line CheckpointError for every broken checkpoint."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from conftest import TINY_CFG, make_tiny_model
 from mdm_mi.infra.checkpoint import META, WEIGHTS, CheckpointError, load_checkpoint, save_checkpoint
 from mdm_mi.sudoku.grid import MASK_ID
-from mdm_mi.sudoku.model import DOMAIN, SudokuMDM, load_model
+from mdm_mi.sudoku.model import DOMAIN, SudokuMDM, load_sudoku_model
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def assert_one_line_error(info, *fragments):
 
 def test_round_trip_gives_identical_weights_and_outputs(tmp_path, tiny_model):
     save_checkpoint(tiny_model, tmp_path / "m", {"domain": DOMAIN, "model": dataclasses.asdict(TINY_CFG), "x": [1]})
-    loaded, meta = load_model(tmp_path / "m")
+    loaded, meta = load_sudoku_model(tmp_path / "m")
     assert meta["x"] == [1] and meta["domain"] == DOMAIN
     assert not loaded.training
     ref, got = tiny_model.state_dict(), loaded.state_dict()
@@ -65,20 +65,20 @@ def test_loading_never_unpickles(monkeypatch, tiny_checkpoint):
     monkeypatch.setattr(pickle, "loads", refuse)
     monkeypatch.setattr(pickle, "Unpickler", refuse)
     monkeypatch.setattr(torch, "load", refuse)
-    model, meta = load_model(tiny_checkpoint)
+    model, meta = load_sudoku_model(tiny_checkpoint)
     assert isinstance(model, SudokuMDM) and meta["domain"] == DOMAIN
 
 
 def test_load_model_moves_to_the_requested_device(tiny_checkpoint):
-    model, _ = load_model(tiny_checkpoint, device="cpu")
+    model, _ = load_sudoku_model(tiny_checkpoint, device="cpu")
     assert next(model.parameters()).device.type == "cpu"
 
 
 def test_a_different_model_loads_different_weights(tmp_path, tiny_checkpoint):
     other = make_tiny_model(seed=1)
     save_checkpoint(other, tmp_path / "m", {"domain": DOMAIN, "model": dataclasses.asdict(TINY_CFG)})
-    a, _ = load_model(tiny_checkpoint)
-    b, _ = load_model(tmp_path / "m")
+    a, _ = load_sudoku_model(tiny_checkpoint)
+    b, _ = load_sudoku_model(tmp_path / "m")
     assert not torch.equal(a.out.weight, b.out.weight)
 
 
@@ -97,7 +97,7 @@ def test_damaged_weights_raise_checkpoint_error(ckpt, damage):
     weights = ckpt / WEIGHTS
     weights.write_bytes(damage(weights.read_bytes()))
     with pytest.raises(CheckpointError) as info:
-        load_model(ckpt)
+        load_sudoku_model(ckpt)
     assert_one_line_error(info, "corrupt or truncated", WEIGHTS)
 
 
@@ -105,7 +105,7 @@ def test_damaged_weights_raise_checkpoint_error(ckpt, damage):
 def test_missing_file_raises_checkpoint_error(ckpt, name):
     (ckpt / name).unlink()
     with pytest.raises(CheckpointError) as info:
-        load_model(ckpt)
+        load_sudoku_model(ckpt)
     assert_one_line_error(info, "missing", name)
 
 
@@ -117,27 +117,27 @@ def test_missing_directory_raises_checkpoint_error(tmp_path):
 def test_invalid_json_meta_raises_checkpoint_error(ckpt):
     (ckpt / META).write_text('{"domain": "sudoku", ')
     with pytest.raises(CheckpointError) as info:
-        load_model(ckpt)
+        load_sudoku_model(ckpt)
     assert_one_line_error(info, "not valid JSON", META)
 
 
 def test_meta_that_is_not_an_object_raises_checkpoint_error(ckpt):
     (ckpt / META).write_text("[1, 2, 3]")
     with pytest.raises(CheckpointError):
-        load_model(ckpt)
+        load_sudoku_model(ckpt)
 
 
 def test_binary_meta_raises_checkpoint_error(ckpt):
     (ckpt / META).write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(CheckpointError):
-        load_model(ckpt)
+        load_sudoku_model(ckpt)
 
 
 def test_checkpoint_of_another_domain_raises(ckpt):
     meta = json.loads((ckpt / META).read_text())
     (ckpt / META).write_text(json.dumps(meta | {"domain": "protein"}))
     with pytest.raises(CheckpointError) as info:
-        load_model(ckpt)
+        load_sudoku_model(ckpt)
     assert_one_line_error(info, "'protein'", "'sudoku'")
 
 
@@ -146,7 +146,7 @@ def test_checkpoint_without_domain_raises(ckpt):
     del meta["domain"]
     (ckpt / META).write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match="domain None"):
-        load_model(ckpt)
+        load_sudoku_model(ckpt)
 
 
 def test_load_checkpoint_without_domain_skips_the_check(ckpt):
@@ -174,7 +174,7 @@ def test_meta_not_matching_the_weights_raises_checkpoint_error(ckpt, model_meta)
         meta["model"] = model_meta
     (ckpt / META).write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match="does not match the Sudoku model"):
-        load_model(ckpt)
+        load_sudoku_model(ckpt)
 
 
 def test_meta_with_invalid_model_shape_raises_checkpoint_error(ckpt):
@@ -182,4 +182,4 @@ def test_meta_with_invalid_model_shape_raises_checkpoint_error(ckpt):
     meta["model"]["n_heads"] = 3
     (ckpt / META).write_text(json.dumps(meta))
     with pytest.raises(CheckpointError):
-        load_model(ckpt)
+        load_sudoku_model(ckpt)

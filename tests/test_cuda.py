@@ -26,7 +26,7 @@ from mdm_mi.mi.head import HeadConfig, MIHead
 from mdm_mi.mi.probe import certified_mi, exact_mi
 from mdm_mi.sampler_classes import build_sampler
 from mdm_mi.sudoku.grid import MASK_ID
-from mdm_mi.sudoku.model import DOMAIN, ModelConfig, SudokuMDM, load_model
+from mdm_mi.sudoku.model import DOMAIN, ModelConfig, SudokuMDM, load_sudoku_model
 from mdm_mi.sudoku.train import TrainConfig, train
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -168,7 +168,7 @@ def test_bf16_training_on_gpu_learns_and_saves(tmp_path, puzzles):
     assert history[-1]["loss"] < history[0]["loss"]
     assert next(model.parameters()).dtype == torch.float32  # bf16 is autocast only
     save_checkpoint(model, tmp_path / "m", {"domain": DOMAIN, "model": dataclasses.asdict(SMALL)})
-    loaded, _ = load_model(tmp_path / "m", device="cpu")
+    loaded, _ = load_sudoku_model(tmp_path / "m", device="cpu")
     assert next(loaded.parameters()).device.type == "cpu"
 
 

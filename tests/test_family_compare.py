@@ -17,9 +17,9 @@ from mdm_mi.protein.family.covariation import (
     METRICS,
     Reference,
     covariation_budgets,
+    covariation_markdown,
     covariation_stats,
-    markdown,
-    paired_differences,
+    jackknife_differences,
     run_scores,
 )
 
@@ -39,7 +39,7 @@ def sets():
 
 def test_natural_beats_site_independent_draws_on_corrected_mi(sets):
     ref, cols = sets
-    out = paired_differences(cols, ref, [("natural", "floor"), ("natural", "natural")], seed=0)
+    out = jackknife_differences(cols, ref, [("natural", "floor"), ("natural", "natural")], seed=0)
     mi = out[("natural", "floor")]["corrected_mi_r"]
     assert mi["diff"] > 0.2 and mi["lo"] > 0 and mi["p_value"] < 0.05
     assert mi["value_first"] > mi["value_second"]
@@ -60,7 +60,7 @@ def test_set_stats_are_the_same_in_two_worker_processes(sets):
 def test_paired_comparisons_refuse_sets_of_different_sizes(sets):
     ref, cols = sets
     with pytest.raises(InputError, match="one size"):
-        paired_differences({"natural": cols["natural"], "floor": cols["floor"][:-1]}, ref,
+        jackknife_differences({"natural": cols["natural"], "floor": cols["floor"][:-1]}, ref,
                            [("natural", "floor")], seed=0)
 
 
@@ -101,11 +101,11 @@ def test_a_tabled_difference_is_the_reported_difference(sets):
         assert row["value_first"] == first[row["metric"]] and row["value_second"] == second[row["metric"]]
         assert row["diff"] == first[row["metric"]] - second[row["metric"]]
         assert row["lo"] <= row["diff"] <= row["hi"]
-    text = markdown(runs, scores, rows, N)
+    text = covariation_markdown(runs, scores, rows, N)
     eb4 = scores["eb@1/4"]["corrected_mi_r"]
     assert f"{eb4:.3f} / " in text and "paired grouped jackknife" in text and "†" not in text
     runs["eb@1/4"] = runs["eb@1/4"] | {"on_target": False}  # a calibration that missed its budget is marked
-    marked = markdown(runs, scores, rows, N)
+    marked = covariation_markdown(runs, scores, rows, N)
     assert marked.count("†") == 1 + 1 + len(METRICS)  # its cell, the note, mi* − eb at 1/4 in each metric
 
 
@@ -116,7 +116,7 @@ def test_small_sets_get_a_finite_interval_without_warnings(sets):
     ref, cols = sets
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        out = paired_differences({k: v[:16] for k, v in cols.items()}, ref, [("natural", "floor")], seed=0)
+        out = jackknife_differences({k: v[:16] for k, v in cols.items()}, ref, [("natural", "floor")], seed=0)
     for r in out[("natural", "floor")].values():
         assert np.isfinite([r["lo"], r["hi"], r["p_value"]]).all() and r["lo"] <= r["diff"] <= r["hi"]
 
@@ -135,7 +135,8 @@ def test_tost_t_matches_the_interval_rule():
 
 
 def test_covariation_verdicts_name_the_primary_contrast_and_need_tost_for_equivalence():
-    from mdm_mi.protein.family.covariation import covariation_verdicts, primary_sentences
+    from mdm_mi.evaluation.verdicts import primary_sentences
+    from mdm_mi.protein.family.covariation import covariation_scale, covariation_verdicts
 
     def row(d, second, metric, diff, se, p):
         return {"set": "family", "divisor": d, "metric": metric, "first": "mi*", "second": second, "diff": diff,
@@ -148,5 +149,5 @@ def test_covariation_verdicts_name_the_primary_contrast_and_need_tost_for_equiva
     assert [r["role"] for r in rows] == ["primary", "primary", "secondary", "secondary"]
     assert [r["verdict"] for r in rows] == ["equivalent", "not resolved", "better", "worse"]
     assert rows[0]["family_size"] == 2 and rows[2]["family_size"] == 2
-    sentences = primary_sentences(rows)
+    sentences = primary_sentences(rows, covariation_scale())
     assert len(sentences) == 2 and "equivalent within ±0.05" in sentences[0] and "not resolved" in sentences[1]

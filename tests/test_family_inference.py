@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from mdm_mi.protein.family import alignment as fam
-from mdm_mi.protein.family.covariation import METRICS, Reference, covariation_stats, paired_difference
+from mdm_mi.protein.family.covariation import METRICS, Reference, covariation_stats, jackknife_difference
 
 KUNITZ = Path(__file__).resolve().parents[1] / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"
 DRAWS, N, COLUMNS = 200, 200, 26
@@ -48,7 +48,7 @@ def test_paired_intervals_have_their_size_and_coverage():
     for d in range(DRAWS):
         stats = covariation_stats(_draw(pool, shuffled, d), ref, seed=d)
         values.append({k: s.value for k, s in stats.items()})
-        results.append({c: paired_difference(stats, a, b) for c, (a, b) in COMPARISONS.items()})
+        results.append({c: jackknife_difference(stats, a, b) for c, (a, b) in COMPARISONS.items()})
     size, cover = {}, {}
     for m in METRICS:
         natural = np.array([(v["A"][m] + v["B"][m]) / 2 for v in values])

@@ -66,7 +66,7 @@ def test_corrected_mi_without_each_group_equals_recomputing_it(columns):
         return fm.residue_mi(codes[keep]) - np.mean([fm.residue_mi(s[keep]) for s in nulls], axis=0)
 
     np.testing.assert_allclose(point, corrected(np.ones(len(codes), bool)), atol=1e-12)
-    np.testing.assert_allclose(jk.corrected_mi(codes, labels, seed=2, n_shuffles=3), point, atol=1e-12)
+    np.testing.assert_allclose(jk.block_corrected_mi(codes, labels, seed=2, n_shuffles=3), point, atol=1e-12)
     for g in (0, labels.max()):
         np.testing.assert_allclose(loo[g], corrected(labels != g), atol=1e-12)
     np.testing.assert_allclose(loo2[1, 5], corrected((labels != 1) & (labels != 5)), atol=1e-12)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, is_valid_solution, parse_puzzle
-from mdm_mi.sudoku.puzzle_maker import count_solutions, make_puzzles, random_solutions, reveal_cells, solve
+from mdm_mi.sudoku.puzzle_maker import count_solutions, find_solution, make_puzzles, random_solutions, reveal_cells
 
 CURATED_CSV = Path(__file__).resolve().parents[1] / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"
 # A 17-clue puzzle known to be hard for plain backtracking.
@@ -65,14 +65,14 @@ def test_count_solutions_is_one_for_curated_expert_puzzle_and_solve_finds_it():
     row = _first_expert_row()
     puzzle, solution = parse_puzzle(row["puzzle"]), parse_puzzle(row["solution"])
     assert count_solutions(puzzle) == 1
-    np.testing.assert_array_equal(solve(puzzle), solution)
+    np.testing.assert_array_equal(find_solution(puzzle), solution)
 
 
 def test_hard_17_clue_puzzle_is_unique_and_solved_fast():
     puzzle = parse_puzzle(HARD_17)
     start = time.perf_counter()
     assert count_solutions(puzzle) == 1
-    solution = solve(puzzle)
+    solution = find_solution(puzzle)
     assert time.perf_counter() - start < 1.0
     assert _all_valid(solution[None]) and (solution[puzzle != MASK_ID] == puzzle[puzzle != MASK_ID]).all()
 
@@ -81,7 +81,7 @@ def test_count_solutions_empty_grid_hits_limit():
     empty = np.full(N_CELLS, MASK_ID)
     assert count_solutions(empty) == 2
     assert count_solutions(empty, limit=50) == 50
-    assert _all_valid(solve(empty)[None])
+    assert _all_valid(find_solution(empty)[None])
 
 
 def test_count_solutions_is_exactly_two_for_blanked_unavoidable_rectangle():
@@ -96,7 +96,7 @@ def test_count_solutions_is_zero_and_solve_none_for_conflicting_givens():
     puzzle = np.full(N_CELLS, MASK_ID)
     puzzle[0] = puzzle[5] = 3  # the same digit twice in row 0
     assert count_solutions(puzzle) == 0
-    assert solve(puzzle) is None
+    assert find_solution(puzzle) is None
 
 
 def test_solve_none_for_unsolvable_puzzle_without_direct_conflict():
@@ -104,7 +104,7 @@ def test_solve_none_for_unsolvable_puzzle_without_direct_conflict():
     puzzle[:8] = np.arange(8)  # row 0 forces digit id 8 at cell 8 ...
     puzzle[4 * 9 + 8] = 8  # ... which column 8 already holds further down
     assert count_solutions(puzzle) == 0
-    assert solve(puzzle) is None
+    assert find_solution(puzzle) is None
 
 
 def test_count_solutions_rejects_bad_input():
@@ -122,7 +122,7 @@ def test_make_puzzles_are_unique_minimal_and_agree_with_solution():
     assert (puzzles[given] == solutions[given]).all()
     for puzzle, solution in zip(puzzles, solutions):
         assert count_solutions(puzzle) == 1
-        np.testing.assert_array_equal(solve(puzzle), solution)
+        np.testing.assert_array_equal(find_solution(puzzle), solution)
         for cell in np.flatnonzero(puzzle != MASK_ID):  # default settings give minimal puzzles
             fewer = puzzle.copy()
             fewer[cell] = MASK_ID

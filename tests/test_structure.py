@@ -1,6 +1,7 @@
 """The package's shape: imports run one way (no cycle; library → verbs → CLI; every domain apart;
 lazy imports included), each of the verb, sampler and domain tables is one literal dict whose keys
-are unique and match their entries, and no module's file name repeats its package's name."""
+are unique and match their entries, no module's file name repeats its package's name, and no public
+name means two things in two modules."""
 
 from __future__ import annotations
 
@@ -271,7 +272,7 @@ def test_every_rule_is_named_after_the_verb_it_runs():
 # The low-level loaders, by the module that defines each; only loading (and the domain table's
 # ``load`` entries in domain, which it calls) may reach them; the protein entry dispatches to the
 # column model by meta "kind".
-LOW_LEVEL_LOADERS = {"load_model": "mdm_mi.sudoku.model", "load_protein_model": "mdm_mi.protein.model",
+LOW_LEVEL_LOADERS = {"load_sudoku_model": "mdm_mi.sudoku.model", "load_protein_model": "mdm_mi.protein.model",
                      "load_column_model": "mdm_mi.protein.family.columns", "load_hf_model": "mdm_mi.hf.backbone",
                      "load_head": "mdm_mi.mi.head"}
 MAY_CALL_LOW_LEVEL = {"mdm_mi.loading", "mdm_mi.domain"}
@@ -293,15 +294,15 @@ def test_every_verb_loads_models_through_the_one_loader():
     assert low_level_loader_uses() == []
     text = (SRC / PACKAGE / "domain.py").read_text()
     imported = {a.name for node in ast.walk(ast.parse(text)) if isinstance(node, ast.ImportFrom) for a in node.names}
-    assert {"load_model", "load_protein_model", "load_column_model", "load_hf_model"} <= imported
+    assert {"load_sudoku_model", "load_protein_model", "load_column_model", "load_hf_model"} <= imported
 
 
 def test_the_loader_check_finds_a_verb_calling_a_low_level_loader(tmp_path):
     pkg = tmp_path / PACKAGE / "sudoku"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "report_jobs.py").write_text("def f():\n    from mdm_mi.sudoku.model import load_model\n")
-    assert low_level_loader_uses(tmp_path) == ["mdm_mi.sudoku.report_jobs: load_model"]
+    (pkg / "report_jobs.py").write_text("def f():\n    from mdm_mi.sudoku.model import load_sudoku_model\n")
+    assert low_level_loader_uses(tmp_path) == ["mdm_mi.sudoku.report_jobs: load_sudoku_model"]
 
 
 # Module files that still repeat their package's name, each pending its own change (none left).
@@ -339,3 +340,80 @@ def test_the_name_check_finds_a_module_repeating_its_package(tmp_path):
         (pkg / name).write_text("")
     assert name_repeats(tmp_path, "toy") == ["protein/family/family_jobs.py", "protein/family/protein_oracle_job.py",
                                              "sudoku/grid_sudoku.py", "sudoku/sudoku_compare.py", "toy_cli.py"]
+
+
+# Public top-level names defined in more than one module, each with the one meaning they share: the
+# same role in parallel places (two domains' reports, trainers, models). Any other name is defined once;
+# a second module wanting a name it means differently picks a name that says what it is.
+SHARED_NAMES: dict[str, tuple[set[str], str]] = {
+    "ceiling_markdown": ({"protein/family/oracle_job.py", "sudoku/oracle_job.py"},
+                         "each domain's MI-oracle ceiling result as Markdown"),
+    "columns": ({"protein/report.py", "sudoku/report.py"}, "each domain's tidy-table columns for its rows' samplers"),
+    "composition": ({"antibody/compare.py", "protein/metrics.py"},
+                    "the residue composition (share of each residue) of a sample, on each domain's encoding"),
+    "diffusion_loss": ({"protein/train.py", "sudoku/train.py"}, "each domain's masked-diffusion training loss"),
+    "matched_table": ({"evaluation/plotting.py", "protein/report.py", "sudoku/report.py"},
+                      "the MI-guided-vs-baselines-at-matched-passes Markdown: the shared builder and each domain's"),
+    "mi_map_figure": ({"protein/family/figures.py", "sudoku/report.py"},
+                      "the head's MI map beside its reference, on each domain's layout (family columns, 9×9 grid)"),
+    "n_params": ({"protein/family/columns.py", "sudoku/model.py"}, "a model's parameter count"),
+    "paper_table": ({"protein/report.py", "sudoku/report.py"}, "each domain's paper table with ours beside it"),
+    "read_rows": ({"protein/report.py", "sudoku/report.py"}, "each domain's tidy table CSV read back, numbers as floats"),
+    "sample_batch": ({"protein/family/column_train.py", "protein/train.py"},
+                     "one masked training batch (inputs, targets, t) for each trainer"),
+    "speed_quality": ({"protein/report.py", "sudoku/report.py"}, "each domain's quality-against-mean-passes figure"),
+    "to_markdown": ({"protein/report.py", "sudoku/report.py"}, "each domain's tidy table as Markdown"),
+}
+
+
+def public_definitions(src: Path = SRC, package: str = PACKAGE) -> dict[str, set[str]]:
+    """Public top-level name (not ``_private``, not an UPPER constant) → the modules (paths relative to
+    the package) that define it by ``def``, ``class`` or assignment."""
+    defs: dict[str, set[str]] = {}
+    root = src / package
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [node.target.id]
+            else:
+                names = []
+            for name in names:
+                if not name.startswith("_") and not name.isupper():
+                    defs.setdefault(name, set()).add(path.relative_to(root).as_posix())
+    return defs
+
+
+def names_with_two_meanings(src: Path = SRC, package: str = PACKAGE,
+                            shared: dict[str, tuple[set[str], str]] = SHARED_NAMES) -> list[str]:
+    """``name: modules`` for each public name defined in more than one module where :data:`SHARED_NAMES`
+    does not give exactly those modules one meaning."""
+    return [f"{name}: {sorted(mods)}" for name, mods in sorted(public_definitions(src, package).items())
+            if len(mods) > 1 and shared.get(name, (set(), ""))[0] != mods]
+
+
+def test_public_names_have_one_meaning():
+    assert names_with_two_meanings() == []
+
+
+def test_every_shared_name_is_still_shared():
+    """An entry of :data:`SHARED_NAMES` whose name is now defined once (or not at all) goes."""
+    defs = public_definitions()
+    assert [n for n in SHARED_NAMES if len(defs.get(n, ())) < 2] == []
+
+
+def test_the_meaning_check_finds_a_name_defined_twice(tmp_path):
+    pkg = tmp_path / "toy"
+    for name, text in (("__init__.py", ""), ("a.py", "def solve(x):\n    pass\nN_MAX = 3\n_helper = 1\n"),
+                       ("sub/b.py", "class solve:\n    pass\nN_MAX = 4\n_helper = 2\ndef shared(): pass\n"),
+                       ("sub/c.py", "shared = None\n"), ("d.py", "def shared(): pass\n")):
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text)
+    assert names_with_two_meanings(tmp_path, "toy", {}) == ["shared: ['d.py', 'sub/b.py', 'sub/c.py']",
+                                                            "solve: ['a.py', 'sub/b.py']"]
+    # a shared name is allowed in exactly the modules given, not in a third
+    allowed = {"shared": ({"sub/b.py", "sub/c.py"}, "one meaning"), "solve": ({"a.py", "sub/b.py"}, "one meaning")}
+    assert names_with_two_meanings(tmp_path, "toy", allowed) == ["shared: ['d.py', 'sub/b.py', 'sub/c.py']"]

@@ -25,7 +25,7 @@ from mdm_mi.cli import main
 from mdm_mi.core.backbone import BackboneOutput
 from mdm_mi.infra.errors import InputError
 from mdm_mi.sudoku.grid import MASK_ID, N_DIGITS, parse_puzzle
-from mdm_mi.sudoku.puzzle_maker import solve as reference_solve
+from mdm_mi.sudoku.puzzle_maker import find_solution as reference_solve
 from user_verb_helpers import MANY_SOLUTIONS, PUZZLE, make_run
 
 SOLUTION_LINES = ["534 678 912", "672 195 348", "198 342 567", "859 761 423", "426 853 791",

@@ -128,7 +128,7 @@ VERBS: dict[str, Verb] = {
                         "our Sudoku results laid out beside the paper's table"),
     "figure-speed-quality": Verb(sudoku_report_jobs.SpeedQualityArgs, sudoku_report_jobs.figure_speed_quality,
                                  "mean passes vs accuracy, one curve per sampler"),
-    "figure-mi-map": Verb(sudoku_report_jobs.MiMapArgs, sudoku_report_jobs.figure_mi_map,
+    "figure-mi-map": Verb(sudoku_report_jobs.FigureMiMapArgs, sudoku_report_jobs.figure_mi_map,
                           "Figure-1-style MI map of one cell of a real puzzle"),
     "figure-scatter": Verb(mi_jobs.ScatterArgs, mi_jobs.figure_scatter,
                            "MI head vs probing label on the test pairs"),

@@ -52,9 +52,9 @@ class Domain:
 
 
 def _load_sudoku(directory, meta, device):
-    from mdm_mi.sudoku.model import load_model  # lazy: each domain loads on demand
+    from mdm_mi.sudoku.model import load_sudoku_model  # lazy: each domain loads on demand
 
-    return load_model(directory, device, meta=meta)[0]
+    return load_sudoku_model(directory, device, meta=meta)[0]
 
 
 def _load_protein(directory, meta, device):

@@ -4,7 +4,7 @@ and an MI head checked against that backbone. Every verb loads models here.
 ``meta.json`` is read once per folder; every check lives here (the folder is a model and not a head,
 or a head and not a model; of the domain asked for; a domain the table knows; a head that reads the
 backbone's hidden width), and every failure is one :class:`~mdm_mi.infra.checkpoint.CheckpointError`
-line. The domain-specific loaders (``sudoku.model.load_model``, ``protein.model.load_protein_model``,
+line. The domain-specific loaders (``sudoku.model.load_sudoku_model``, ``protein.model.load_protein_model``,
 ``hf.backbone.load_hf_model``, ``mi.head.load_head``) are reached only from here, through each
 :data:`~mdm_mi.domain.DOMAINS` entry's ``load`` (``tests/test_structure.py`` checks).
 

@@ -60,7 +60,7 @@ def composition(tokens: torch.Tensor, positions: torch.Tensor, vocab_ids: torch.
     return (counts / counts.sum().clamp(min=1)).numpy()
 
 
-def diversity(filled: torch.Tensor, positions: torch.Tensor, n_contexts: int) -> np.ndarray:
+def fill_diversity(filled: torch.Tensor, positions: torch.Tensor, n_contexts: int) -> np.ndarray:
     """``(P,)`` per context: the mean share of filled positions at which two of its fills differ (over
     every pair of its fills; fill ``k`` of context ``p`` at row ``k·P + p`` of ``filled (k·P, N)``)."""
     k = filled.shape[0] // n_contexts

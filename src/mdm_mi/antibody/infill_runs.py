@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mdm_mi.antibody.compare import (composition, diversity, METRICS, paired_t, per_context, pll_per_residue,
+from mdm_mi.antibody.compare import (composition, fill_diversity, METRICS, paired_t, per_context, pll_per_residue,
                                      pll_scale, recovery)
 from mdm_mi.antibody.data import read_vh, template
 from mdm_mi.core.samplers import Sequential
@@ -76,7 +76,7 @@ class InfillSet:
         native = composition(self.native, self.positions, vocab)
         positions = self.positions.repeat(k, 1)
         return {"jsd": jsd_bits(composition(filled, positions, vocab), native),
-                "diversity": diversity(filled, positions, len(self.ids)).tolist()}
+                "diversity": fill_diversity(filled, positions, len(self.ids)).tolist()}
 
     def first(self, n: int) -> "InfillSet":
         """The first ``n`` contexts."""
@@ -287,8 +287,8 @@ def reference_lines(runs: dict[str, dict], references: dict) -> list[str]:
     return lines
 
 
-def markdown(runs: dict[str, dict], rows: list[dict], set_name: str, native_pll: float, n: int, fills: int,
-             references: dict | None = None) -> str:
+def antibody_markdown(runs: dict[str, dict], rows: list[dict], set_name: str, native_pll: float, n: int, fills: int,
+                      references: dict | None = None) -> str:
     """The values table (PLL / recovery % @ passes per family and budget), the set metrics (composition
     JSD, diversity), mi*'s contrasts, the primary verdict sentences, the count of verdict words and
     the references (margin order, exact-MI oracle)."""
@@ -338,7 +338,7 @@ def write_results(out: Path, runs: dict, rows: list[dict], args, n_test: int, na
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    write_text(out / "budgets.md", markdown(runs, rows, args.set_name, native_pll, n_test, args.fills, references))
+    write_text(out / "budgets.md", antibody_markdown(runs, rows, args.set_name, native_pll, n_test, args.fills, references))
     draw_budgets(runs, references or {}, args.set_name, native_pll, out / "budgets.png")
     write_json(out / "summary.json", {"seconds": seconds, "cpu": _cpu(), "threads": args.threads, "n_test": n_test,
                                       "n_calibration": args.n_calibration, "fills": args.fills,

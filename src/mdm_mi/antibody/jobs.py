@@ -250,9 +250,9 @@ def figure_antibody_mi(args: FigureAntibodyMiArgs, tracker) -> None:
     known = P.known_pairs(rows)
     sub = {k: v[: args.exact_contexts] for k, v in known.items()}
     result = {"n_contexts": len(rows), "exact_contexts": args.exact_contexts, "hidden_layer": meta.get("hidden_layer"),
-              "head": P.pair_ranks(head_mi, ctx.masked, known),
-              "head_on_exact_contexts": P.pair_ranks(head_mi[: args.exact_contexts], ctx.masked[: args.exact_contexts], sub),
-              "exact": P.pair_ranks(exact_mi_, ctx.masked[: args.exact_contexts], sub),
+              "head": P.named_pair_ranks(head_mi, ctx.masked, known),
+              "head_on_exact_contexts": P.named_pair_ranks(head_mi[: args.exact_contexts], ctx.masked[: args.exact_contexts], sub),
+              "exact": P.named_pair_ranks(exact_mi_, ctx.masked[: args.exact_contexts], sub),
               "head_vs_exact": P.agreement(head_mi[: args.exact_contexts], exact_mi_, ctx.masked[: args.exact_contexts]),
               "head_region_shares": P.region_shares(head_mi, ctx.masked, rows),
               "exact_region_shares": P.region_shares(exact_mi_, ctx.masked[: args.exact_contexts], rows[: args.exact_contexts]),

@@ -8,7 +8,7 @@ bridge at the CDR-H3 base (IMGT 106 and 116). Token index = residue position + 1
 
     ctx = masked_contexts(backbone, rows)                  # tokens (B, N), masked (B, N)
     mi = head_mi(backbone, head, ctx.tokens)                # (B, N, N) nats
-    ranks = pair_ranks(mi, ctx.masked, known_pairs(rows))   # pair → list of ranks (1 = highest)
+    ranks = named_pair_ranks(mi, ctx.masked, known_pairs(rows))  # pair → list of ranks (1 = highest)
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def head_mi(backbone, head, tokens: torch.Tensor) -> torch.Tensor:
     return head(backbone(tokens).hidden, masked).float()
 
 
-def pair_ranks(mi: torch.Tensor, masked: torch.Tensor, pairs: dict[str, list[tuple[int, int]]]) -> dict[str, dict]:
+def named_pair_ranks(mi: torch.Tensor, masked: torch.Tensor, pairs: dict[str, list[tuple[int, int]]]) -> dict[str, dict]:
     """For each named pair, in each context: its rank among all masked pairs ``i < j`` by MI (1 =
     highest), the number of pairs and its MI → per pair: ranks, percentiles (rank / pairs), MI values."""
     out = {}

@@ -7,7 +7,7 @@ A verb's arguments inherit the shared flags it takes (each a frozen, keyword-onl
 can come before required ones; the CLI builds every dataclass by keyword) and declare the rest:
 
     @dataclass(frozen=True)
-    class MiMapArgs(FigureOut, DeviceFlag):
+    class FigureMiMapArgs(FigureOut, DeviceFlag):
         puzzles: Path = field(metadata=h("puzzle CSV"))
 """
 

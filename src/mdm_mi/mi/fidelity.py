@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 NAN = float("nan")
@@ -40,13 +41,21 @@ def average_ranks(x: torch.Tensor) -> torch.Tensor:
     return ranks
 
 
-def pearson(x: torch.Tensor, y: torch.Tensor) -> float:
-    """Pearson correlation of two 1-D tensors (NaN when either is constant or has < 2 entries)."""
+def _flat(v) -> torch.Tensor:
+    """A tensor, or an array (a list) as a float64 tensor, flattened."""
+    return (v if isinstance(v, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(v, np.float64))).flatten()
+
+
+def pearson(x, y) -> float:
+    """Pearson correlation of two tensors or arrays of the same shape, flattened (NaN when either is
+    constant or has < 2 entries; clipped to [-1, 1] against round-off, as ``np.corrcoef`` is)."""
+    x, y = _flat(x), _flat(y)
+    assert x.shape == y.shape, (x.shape, y.shape)
     if x.numel() < 2:
         return NAN
     xc, yc = x.double() - x.double().mean(), y.double() - y.double().mean()
     denom = float(xc.norm() * yc.norm())
-    return float((xc * yc).sum()) / denom if denom > 0 else NAN
+    return float(np.clip(float((xc * yc).sum()) / denom, -1.0, 1.0)) if denom > 0 else NAN
 
 
 def spearman(x: torch.Tensor, y: torch.Tensor) -> float:

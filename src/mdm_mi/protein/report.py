@@ -7,7 +7,7 @@
   against EB and naive at matched mean passes (±10%).
 * :func:`speed_quality` — mean passes (NFE) vs JSD (plug-in points, basic-bootstrap interval bars), one
   curve per sampler, noise floor and paper points.
-* :func:`mi_map` — the head's MI on a generated protein (position × position) and MI vs |i − j|.
+* :func:`protein_mi_figure` — the head's MI on a generated protein (position × position) and MI vs |i − j|.
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def distance_profile(pred: torch.Tensor, label: torch.Tensor, masked: torch.Tens
     return np.array(d), np.array(lab), np.array(hed), np.array(cnt)
 
 
-def mi_map(matrix: np.ndarray, seq: str, profile, out, title: str) -> None:
+def protein_mi_figure(matrix: np.ndarray, seq: str, profile, out, title: str) -> None:
     """Left: the head's Î over a generated protein's masked context (position × position, nats).
     Right: mean MI against separation |i − j| on held-out contexts (labels and head)."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")

@@ -24,8 +24,8 @@ from mdm_mi.infra.runtime import resolve_device
 from mdm_mi.loading import load_model_and_head, model_fingerprint
 from mdm_mi.mi.contexts import load_label_shards
 from mdm_mi.protein.flags import ProteinMiMapFlags, ProteinModelFlag
-from mdm_mi.protein.report import (columns, distance_profile, matched_table, mi_map, paper_table, protein_rows,
-                                   read_rows, speed_quality, to_markdown)
+from mdm_mi.protein.report import (columns, distance_profile, matched_table, paper_table, protein_mi_figure,
+                                   protein_rows, read_rows, speed_quality, to_markdown)
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
                                for c, m in zip(test["contexts"].split(64), test["masked"].split(64))])
     inner = pred[1 : len(seq) + 1, 1 : len(seq) + 1].numpy()
     profile = distance_profile(test_pred, test["label"], test["masked"], args.max_distance)
-    mi_map(inner, seq, profile, args.out, f"backbone: {backbone_name(args.model)}")
+    protein_mi_figure(inner, seq, profile, args.out, f"backbone: {backbone_name(args.model)}")
     with atomic_path(args.csv) as tmp:
         lines = ["kind,i,j,value"] + [f"map,{i},{j},{inner[i, j]:.6g}" for i in range(len(seq)) for j in range(len(seq))]
         lines += [f"profile_label,{d},,{v:.6g}" for d, v in zip(profile[0], profile[1])]

@@ -131,7 +131,7 @@ def n_params(model: nn.Module) -> int:
 DOMAIN = "sudoku"
 
 
-def load_model(directory, device: str = "cpu", meta: dict | None = None) -> tuple[SudokuMDM, dict]:
+def load_sudoku_model(directory, device: str = "cpu", meta: dict | None = None) -> tuple[SudokuMDM, dict]:
     """Load a Sudoku checkpoint (safetensors, never unpickled) → (model in eval mode, meta). Verbs reach
     it through :func:`mdm_mi.loading.load_model`, which passes the ``meta`` it read."""
     state, meta = load_checkpoint(directory, domain=DOMAIN, meta=meta)

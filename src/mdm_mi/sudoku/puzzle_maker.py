@@ -8,7 +8,7 @@ Grids use the encoding of :mod:`mdm_mi.sudoku.grid`: 81 cells row-major, digit `
   per grid (row-major, candidates from a random start) followed by a random validity-preserving
   transform (digit relabelling, row/column permutations within bands/stacks, band/stack
   permutations, transpose). ~7k grids/s on one core.
-* :func:`count_solutions` / :func:`solve` — backtracking over per-unit used-digit bitmasks,
+* :func:`count_solutions` / :func:`find_solution` — backtracking over per-unit used-digit bitmasks,
   branching on the blank with the fewest candidates (MRV) or, when that is ≥ 2, on the places of a
   digit with fewer places in some unit (hidden singles/pairs). Hard 17-clue puzzles take < 0.1 s.
 * :func:`make_puzzles` — "minimal-ish random" unique-solution puzzles: clues are removed from a
@@ -240,7 +240,7 @@ def _search(
 
 
 def _count(puzzle: np.ndarray, limit: int, found: list, max_nodes: int | None = None) -> int:
-    """Shared body of :func:`count_solutions` and :func:`solve`."""
+    """Shared body of :func:`count_solutions` and :func:`find_solution`."""
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
     loaded = _load(puzzle)
@@ -262,7 +262,7 @@ def count_solutions(puzzle: np.ndarray, limit: int = 2, max_nodes: int | None = 
     return _count(puzzle, limit, [], max_nodes)
 
 
-def solve(puzzle: np.ndarray, max_nodes: int | None = None) -> np.ndarray | None:
+def find_solution(puzzle: np.ndarray, max_nodes: int | None = None) -> np.ndarray | None:
     """One solution ``(81,)`` int64 of a ``(81,)`` puzzle, or None if it has none (or givens conflict);
     :class:`SearchLimitError` after ``max_nodes`` search nodes."""
     found: list[list[int]] = []

@@ -65,7 +65,7 @@ def to_markdown(rows: list[dict], level: str = "all") -> str:
     return "\n".join(lines) + "\n"
 
 
-def read_table(path: str | Path) -> list[dict]:
+def read_rows(path: str | Path) -> list[dict]:
     """Read a tidy table written by ``sudoku-table`` (numbers as floats)."""
     with Path(path).open(newline="") as fh:
         rows = list(csv.DictReader(fh))

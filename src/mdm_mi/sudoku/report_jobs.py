@@ -21,7 +21,7 @@ from mdm_mi.infra.io import read_json, write_text
 from mdm_mi.infra.runtime import resolve_device
 from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
 from mdm_mi.sudoku.data import load_puzzle_csv
-from mdm_mi.sudoku.report import (columns, matched_table, mi_map_figure, paper_table, read_table, speed_quality,
+from mdm_mi.sudoku.report import (columns, matched_table, mi_map_figure, paper_table, read_rows, speed_quality,
                                   tidy_rows, to_markdown)
 
 
@@ -34,7 +34,7 @@ class SpeedQualityArgs(FigureOut, PaperOverlay):
 
 def figure_speed_quality(args: SpeedQualityArgs, tracker) -> None:
     title = f"Sudoku '{args.set}' set — {backbone_name(args.model)}"
-    speed_quality(read_table(args.table), args.set, args.out, title, args.paper)
+    speed_quality(read_rows(args.table), args.set, args.out, title, args.paper)
     tracker.log_artifact(args.out)
 
 
@@ -48,13 +48,13 @@ class PaperTableArgs(MarkdownOut):
 def paper_table_job(args: PaperTableArgs, tracker) -> None:
     caption = (f"Sudoku, set '{args.set}', backbone: {backbone_name(args.model)}; paper: 1000 hard puzzles, "
                "4.16M-parameter MDM.")
-    rows = read_table(args.table)
+    rows = read_rows(args.table)
     write_text(args.out, paper_table(rows, args.set, caption) + "\n" + matched_table(rows, args.set))
     tracker.log_artifact(args.out)
 
 
 @dataclass(frozen=True)
-class MiMapArgs(BackboneFlag, HeadFlag, FigureOut, DeviceFlag):
+class FigureMiMapArgs(BackboneFlag, HeadFlag, FigureOut, DeviceFlag):
     puzzles: Path = field(metadata=_h("puzzle CSV"))
     csv: Path = field(metadata=_h("output CSV of the full matrices"))
     index: int = field(default=0, metadata=_h("row of the puzzle in the CSV"))
@@ -62,7 +62,7 @@ class MiMapArgs(BackboneFlag, HeadFlag, FigureOut, DeviceFlag):
     exact: bool = field(default=True, metadata=_h("also compute the exact probing MI"))
 
 
-def figure_mi_map(args: MiMapArgs, tracker) -> None:
+def figure_mi_map(args: FigureMiMapArgs, tracker) -> None:
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "sudoku")
     ps = load_puzzle_csv(args.puzzles)

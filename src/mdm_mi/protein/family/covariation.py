@@ -7,7 +7,7 @@ metric that decoding dependent positions together should break), of the connecte
 C_ij (20×20 residue pairs) and of the site frequencies f_i, and the HMM pass rate. At each budget,
 ``mi*`` (the MI-guided λ chosen on calibration JSD by ``protein-compare``) minus each baseline gets a
 95% interval and a two-sided p from a paired grouped jackknife (:func:`set_stats`,
-:func:`paired_difference`): every set's sequences fall into the same G groups by index (every sampler
+:func:`jackknife_difference`): every set's sequences fall into the same G groups by index (every sampler
 generated sequence ``i`` at the ``i``-th test length), each r is recomputed without each group and
 each two groups, and the difference's variance is the jackknife's less the second-order part it
 counts twice, with Student's t. The tabled r's are the same estimates (same shuffles, same
@@ -30,7 +30,7 @@ import numpy as np
 from mdm_mi.evaluation.budgets import (BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, SEQUENTIAL, by_budget, contrast_pairs,
                                        off_budget)
 from mdm_mi.evaluation.stats import jackknife_t, t_quantile, tost_t
-from mdm_mi.evaluation.verdicts import Scale, classify, primary_sentences as sentences, role
+from mdm_mi.evaluation.verdicts import Scale, classify, primary_sentences, role
 from mdm_mi.infra.errors import InputError
 
 METRICS = ("corrected_mi_r", "c_ij_r")  # with intervals; higher is better
@@ -59,7 +59,7 @@ class Reference:
         from mdm_mi.protein.family.metrics import MI_SHUFFLES  # lazy: pyhmmer, scipy (~1 s at every CLI start)
 
         codes = encode_columns(columns)
-        mi = jk.corrected_mi(codes, jk.group_labels(len(codes), seed), seed, MI_SHUFFLES)
+        mi = jk.block_corrected_mi(codes, jk.group_labels(len(codes), seed), seed, MI_SHUFFLES)
         return cls(columns, mi, jk.connected(codes))
 
 
@@ -144,7 +144,7 @@ def covariation_stats(sets: dict[str, list[str]], ref: Reference, seed: int, wor
     return dict(zip(sets, _map(_set_stats_task, [(v, ref, seed) for v in sets.values()], workers)))
 
 
-def paired_difference(stats: dict[str, SetStats], a: str, b: str) -> dict[str, dict]:
+def jackknife_difference(stats: dict[str, SetStats], a: str, b: str) -> dict[str, dict]:
     """metric → {value_first, value_second, diff, lo, hi, p_value} of set ``a`` minus set ``b``.
 
     ``diff`` is the difference of the two sets' tabled values. Its variance is the paired grouped
@@ -164,12 +164,12 @@ def paired_difference(stats: dict[str, SetStats], a: str, b: str) -> dict[str, d
     return out
 
 
-def paired_differences(sets: dict[str, list[str]], ref: Reference, pairs: list[tuple[str, str]],
-                       seed: int) -> dict[tuple[str, str], dict[str, dict]]:
-    """(first, second) → :func:`paired_difference` of the sets the pairs name."""
+def jackknife_differences(sets: dict[str, list[str]], ref: Reference, pairs: list[tuple[str, str]],
+                          seed: int) -> dict[tuple[str, str], dict[str, dict]]:
+    """(first, second) → :func:`jackknife_difference` of the sets the pairs name."""
     names = {n for pair in pairs for n in pair}
     stats = covariation_stats({n: sets[n] for n in names}, ref, seed)
-    return {(a, b): paired_difference(stats, a, b) for a, b in pairs}
+    return {(a, b): jackknife_difference(stats, a, b) for a, b in pairs}
 
 
 def covariation_budgets(runs: dict[str, dict], stats: dict[str, SetStats]) -> list[dict]:
@@ -181,7 +181,7 @@ def covariation_budgets(runs: dict[str, dict], stats: dict[str, SetStats]) -> li
     for d, fams in sorted(by_budget(runs).items()):
         run_of = {f: run_id(r) for f, r in fams.items()} | {SEQUENTIAL: SEQUENTIAL}
         for a, b in contrast_pairs(fams):
-            for m, r in paired_difference(stats, run_of[a], run_of[b]).items():
+            for m, r in jackknife_difference(stats, run_of[a], run_of[b]).items():
                 rows.append({"set": "family", "divisor": d, "metric": m, "first": a, "second": b,
                              "n": stats[run_of[a]].n, "passes_first": runs[run_of[a]]["mean_passes"],
                              "passes_second": runs[run_of[b]]["mean_passes"], **r})
@@ -212,11 +212,6 @@ def covariation_scale():
     return Scale(lambda x: f"{x:+.3f}", "", " in corrected-MI r", f"±{EQUIVALENCE_MARGIN_R:g}", interval90)
 
 
-def primary_sentences(rows: list[dict]) -> list[str]:
-    """One sentence per primary row of classified co-variation ``rows``, with its numbers."""
-    return sentences(rows, covariation_scale())
-
-
 def run_scores(stats: SetStats, cols: list[str], ref: Reference, scores: np.ndarray, threshold: float) -> dict:
     """One run's scores: its co-variation r's exactly as :func:`covariation_budgets` compares them
     (``stats``), f_i r and the HMM pass rate."""
@@ -226,7 +221,7 @@ def run_scores(stats: SetStats, cols: list[str], ref: Reference, scores: np.ndar
             "hmm_pass_rate": fm.pass_rate(scores, threshold)}
 
 
-def markdown(runs: dict[str, dict], scores: dict[str, dict], rows: list[dict], n: int) -> str:
+def covariation_markdown(runs: dict[str, dict], scores: dict[str, dict], rows: list[dict], n: int) -> str:
     """Every family's corrected-MI r / C_ij r / HMM pass % @ mean passes at each budget, then ``mi*``
     minus each baseline in corrected-MI r and C_ij r (paired grouped jackknife 95%, p, verdict): the
     differences of the first table's values."""
@@ -258,5 +253,5 @@ def markdown(runs: dict[str, dict], scores: dict[str, dict], rows: list[dict], n
                 f"**{at[s]['verdict']}**" + (OFF_TARGET if (d, s) in off else "") if s in at else "" for s in seconds) + " |")
     lines += ["", f"Primary contrast, {BEST_MI} − eb in corrected-MI r (Holm over the budgets; the other {BEST_MI} "
                   f"contrasts are Holm-corrected as one secondary family; equivalence: TOST at ±{EQUIVALENCE_MARGIN_R:g}):", ""]
-    lines += [f"- {x}" for x in primary_sentences(rows)]
+    lines += [f"- {x}" for x in primary_sentences(rows, covariation_scale())]
     return "\n".join(lines) + "\n"

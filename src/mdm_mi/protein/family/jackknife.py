@@ -181,7 +181,7 @@ def corrected_mi_jackknife(codes: np.ndarray, labels: np.ndarray, seed: int, n_s
     return tuple(x - np.mean([m[i] for m in nulls], axis=0) for i, x in enumerate(data))
 
 
-def corrected_mi(codes: np.ndarray, labels: np.ndarray, seed: int, n_shuffles: int) -> np.ndarray:
+def block_corrected_mi(codes: np.ndarray, labels: np.ndarray, seed: int, n_shuffles: int) -> np.ndarray:
     """The value of :func:`corrected_mi_jackknife` alone ``(P,)``, without replicates (the reference's)."""
     from mdm_mi.protein.family.metrics import residue_mi  # lazy: pyhmmer, scipy (~1 s at every CLI start)
 

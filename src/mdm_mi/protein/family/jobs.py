@@ -51,7 +51,7 @@ from mdm_mi.loading import load_model
 from mdm_mi.protein.compare import run_fasta
 from mdm_mi.protein.data import write_contexts
 from mdm_mi.protein.family.covariation import (FIELDS, METRICS, Reference, covariation_budgets, covariation_scale,
-                                           covariation_stats, markdown, run_scores)
+                                           covariation_markdown, covariation_stats, run_scores)
 from mdm_mi.protein.masked_loss import MASK_RATES, masked_loss
 from mdm_mi.protein.family.scores import (FAMILY_COLUMNS, family_markdown, family_rows, family_scores, hmm_frame,
                                           loss_lines, read_splits)
@@ -295,7 +295,7 @@ def family_compare(args: FamilyCompareArgs, tracker) -> None:
     out = Path(args.out_dir)
     write_json(out / "scores.json", {"n": n, "hmm_threshold": threshold, "scores": scores})
     write_csv(rows, out / "covariation.csv", FIELDS)
-    write_text(out / "covariation.md", markdown(runs, scores, rows, n))
+    write_text(out / "covariation.md", covariation_markdown(runs, scores, rows, n))
     tracker.log_params({"n": n})
     tracker.log_artifact(out / "covariation.md")
 

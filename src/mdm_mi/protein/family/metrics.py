@@ -22,6 +22,7 @@ import numpy as np
 import pyhmmer
 from pyhmmer import easel, plan7
 
+from mdm_mi.mi.fidelity import pearson
 from mdm_mi.protein import metrics
 from mdm_mi.protein.family.alignment import (FamilyRecord, GAP, GAP_INDEX, N_LETTERS, a2m_row, encode_columns,
                                              identity_blocks, pad_insertions, residue_one_hot)
@@ -156,13 +157,6 @@ def connected_correlations(columns: Sequence[str]) -> np.ndarray:
     ``(L(L−1)/2, 21, 21)``."""
     codes = encode_columns(columns)
     return _connected(_one_hot(codes), codes.shape[1], N_LETTERS)
-
-
-def pearson(a: np.ndarray, b: np.ndarray) -> float:
-    """Pearson correlation of two arrays of the same shape, flattened."""
-    a, b = np.ravel(a), np.ravel(b)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    return float(np.corrcoef(a, b)[0, 1])
 
 
 def frequency_r(columns_a: Sequence[str], columns_b: Sequence[str]) -> float:
