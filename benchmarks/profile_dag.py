@@ -95,10 +95,10 @@ class Job:
     rule: str = ""
 
 
-def job_graph(configfile: str) -> dict[str, Job]:
-    """Every job of ``snakemake -n --forceall`` → :class:`Job` by jobid, with the jobs whose outputs
-    it reads as ``needs``."""
-    text = subprocess.run(["snakemake", "-n", "--forceall", "--configfile", configfile], cwd=REPO,
+def job_graph(configfile: str, targets: tuple[str, ...] = ()) -> dict[str, Job]:
+    """Every job of ``snakemake -n --forceall [targets]`` → :class:`Job` by jobid, with the jobs whose
+    outputs it reads as ``needs``."""
+    text = subprocess.run(["snakemake", "-n", "--forceall", *targets, "--configfile", configfile], cwd=REPO,
                           capture_output=True, text=True, check=True).stdout
     jobs: dict[str, Job] = {}
     for block in re.split(r"\n(?=(?:local)?rule \w+:)", text):
@@ -173,7 +173,7 @@ def job_critical_path(jobs: dict[str, Job], cost: dict[str, float]) -> tuple[flo
 def bench_report(args) -> None:
     """The ``--bench`` report: per-rule sums, the ten most expensive jobs, the critical path of jobs,
     the estimates; ``--csv`` writes one row per measured job."""
-    graph = job_graph(args.configfile)
+    graph = job_graph(args.configfile, tuple(args.target))
     measured = bench_minutes(graph)
     cost = {jid: measured[j.key]["minutes"] for jid, j in graph.items() if j.key in measured}
     total = sum(cost.values())
@@ -212,6 +212,7 @@ def main() -> None:
     ap.add_argument("--cores", type=int, nargs="+", default=[2, 8])
     ap.add_argument("--since", type=datetime.fromisoformat, default=None,
                     help="only jobs started at or after this time (e.g. 2026-12-01T20:32, UTC): one run's jobs")
+    ap.add_argument("--target", nargs="*", default=[], help="the run's targets (default: the workflow's all)")
     ap.add_argument("--bench", action="store_true", help="read each job's benchmark: file instead of MLflow")
     ap.add_argument("--csv", type=Path, default=None, help="with --bench: one row per measured job")
     ap.add_argument("--root", type=Path, default=None, help="the checkout that ran the workflow (its logs/)")
@@ -233,7 +234,7 @@ def main() -> None:
     print(f"\ncritical path {path_minutes:.1f} min: {' → '.join(path)}")
     for c in args.cores:
         print(f"estimate on {c} cores (lower bound, one thread per job): {max(path_minutes, total / c):.1f} min")
-    graph = job_graph(args.configfile)
+    graph = job_graph(args.configfile, tuple(args.target))
     missing = [sorted(j.key) for j in graph.values() if j.key not in named and "all" not in j.key]
     for c in args.cores:
         print(f"simulated greedy schedule on {c} cores (this Snakefile's threads and priorities, the measured "
