@@ -207,7 +207,7 @@ def answer_lines(path: Path) -> str:
             set_name, runs = read_sudoku_comparison(Path(entry["prereg_runs"]))
             seq = runs[SEQUENTIAL]
             body = (f"sequential {100 * float(np.mean(seq['solved'])):.1f}% on {len(seq['solved']):,} {set_name} puzzles; "
-                    + prereg_sentence(runs, set_name).removesuffix("."))
+                    + "primary " + prereg_sentence(runs, set_name).split(": ", 1)[1].removesuffix("."))
         elif "runs" in entry:
             set_name, runs = read_sudoku_comparison(Path(entry["runs"]))
             rows = _classified(runs, set_name, "primary")
