@@ -286,3 +286,29 @@ def test_the_same_compare_command_twice_writes_the_same_runs(tmp_path, tiny_chec
     kept = [json.loads((out / "runs.json").read_text())["chunks"] for out in outs[2:]]
     assert kept[0]["read"] == 0 and kept[0]["decoded"] > 0
     assert kept[1] == {"read": kept[0]["decoded"], "decoded": 0, "commits": kept[0]["commits"]}
+
+
+def test_the_oracle_ceiling_decodes_a_comparisons_puzzles(tmp_path, tiny_checkpoint):
+    """sudoku-oracle-ceiling reads a comparison's folder and decodes with the probing oracle in the
+    MI's place (it was refused as 'not given' before the pairwise sources mapped the oracle)."""
+    import json
+
+    from mdm_mi.cli import main
+    from mdm_mi.mi.head import HeadConfig, MIHead, save_head
+
+    save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / "head", {})
+    compare = tmp_path / "compare"
+    assert main(["sudoku-compare", "--model", str(tiny_checkpoint), "--head", str(tmp_path / "head"),
+                 "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
+                 "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(compare), "--calib-puzzles", "3",
+                 "--test-puzzles", "4", "--divisors", "3", "--mi-lambda", "1", "--on-reject", "skip",
+                 "--no-charge-first", "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps",
+                 "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--bootstrap", "5", "--batch-size", "500",
+                 "--device", "cpu", "--tracking-uri", "none"]) == 0
+    out = tmp_path / "ceiling"
+    assert main(["sudoku-oracle-ceiling", "--model", str(tiny_checkpoint), "--compare-dir", str(compare),
+                 "--out-dir", str(out), "--puzzles", "2", "--divisors", "3", "--tol", "0.01", "--batch-size", "2",
+                 "--chunks", str(tmp_path / "chunks"), "--device", "cpu", "--tracking-uri", "none"]) == 0
+    result = json.loads((out / "ceiling.json").read_text())
+    assert result["n"] == 2 and set(result["divisors"]) == {"3"}
+    assert result["divisors"]["3"]["oracle_passes"] >= 1

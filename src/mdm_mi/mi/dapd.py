@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 import torch
 
-from mdm_mi.core.sampler_table import ATTENTION, HEAD, SAMPLERS, TV_HEAD
+from mdm_mi.core.sampler_table import ATTENTION, HEAD, ORACLE, SAMPLERS, TV_HEAD
 from mdm_mi.core.samplers import Sampler, StepView
 from mdm_mi.infra.errors import InputError
 from mdm_mi.mi.decoding_rules import _check, eb_walk
@@ -75,7 +75,7 @@ def attention_source(backbone):
 @contextmanager
 def pairwise_source(backbone, sampler: Sampler | str, head_fn=None, tv_fn=None):
     """The ``pairwise_fn`` a sampler (or a table entry's name) reads, by its entry's ``pairwise``, for one decoding call:
-    the MI head's (``head_fn``), the TV head's (``tv_fn``), the backbone's attention of each pass
+    the MI head's (``head_fn``; for ``mi-oracle``, the probing oracle's a caller passes there), the TV head's (``tv_fn``), the backbone's attention of each pass
     (captured only while this is open, so scoring passes between decodes are not captured), or
     ``None`` for a sampler that reads no matrix. One-line :class:`InputError` when the caller has no
     source for it (no TV head, a backbone without attention).
@@ -92,7 +92,8 @@ def pairwise_source(backbone, sampler: Sampler | str, head_fn=None, tv_fn=None):
         with attention_source(backbone) as fn:
             yield fn
         return
-    fn = {None: None, HEAD: head_fn, TV_HEAD: tv_fn}.get(source)
+    fn = {None: None, HEAD: head_fn, ORACLE: head_fn, TV_HEAD: tv_fn}.get(source)  # the oracle's MI comes in
+    # head_fn's place: the oracle ceilings build their decoder with oracle_pairwise_fn as its MI source
     if source is not None and fn is None:
         raise InputError(f"sampler {sampler.name!r} reads the {source}, which this comparison was not given")
     yield fn
