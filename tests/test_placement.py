@@ -101,6 +101,14 @@ def test_the_verb_places_a_backbone_from_its_label_shards_and_runs(tmp_path, tin
     assert row["pass_contexts"] == 0 or row["share"] >= 0.0
     assert main(["testbed-place", "--name", "tiny", "--model", str(tiny_checkpoint), "--out", str(out),
                  "--tracking-uri", "none"]) != 0  # a backbone without labels and runs: refused
+    import dataclasses
+
+    from mdm_mi.infra.checkpoint import save_checkpoint
+    from tests.conftest import DOMAIN, TINY_CFG, make_tiny_model
+    other = tmp_path / "other"
+    save_checkpoint(make_tiny_model(seed=1), other, {"domain": DOMAIN, "model": dataclasses.asdict(TINY_CFG)})
+    assert main(["testbed-place", "--name", "other", "--model", str(other), "--labels", *shards, "--runs", str(runs),
+                 "--out", str(out), "--tracking-uri", "none"]) != 0  # labels of another model: refused
 
 
 def test_the_table_says_where_a_backbone_falls_against_the_regimes(tmp_path):

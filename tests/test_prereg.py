@@ -26,7 +26,8 @@ def test_constants_are_the_committed_designs():
 def test_antibody_rows_from_the_comparisons_csv(tmp_path):
     """The pilot's CSV (÷2, ÷3, ÷4, ÷6): the primary is mi λ=1 − EB in PLL at ÷4 alone, recovery is its
     own family, and the TOST uses the registered ±0.10 nats/residue, not the comparison's own margin."""
-    rows = prereg.antibody_prereg_rows(prereg.read_csv_rows(REPO / "docs/figures/antibody/cdr3/budgets.csv"))
+    from mdm_mi.evaluation.budgets import read_csv
+    rows = prereg.antibody_prereg_rows(read_csv(REPO / "docs/figures/antibody/cdr3/budgets.csv"))
     primary = prereg.primary_row(rows)
     assert (primary["metric"], primary["first"], primary["second"], primary["divisor"]) == ("pll", "mi λ=1", "eb", 4)
     assert primary["family_size"] == 1 and primary["p_holm"] == primary["p_value"]

@@ -136,17 +136,18 @@ def prereg_sudoku(path: Path) -> str:
                      f"{100 * r['acc_first']:.1f} | {100 * r['acc_second']:.1f} | {100 * r['diff']:+.1f} "
                      f"[{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}] | {r['p_value']:.2g} | {r['p_holm']:.2g} | "
                      f"{r['p_tost_holm']:.2g} | **{r['verdict']}** |")
-    return "\n".join(lines) + "\n\n" + prereg_sentence(runs, set_name) + "\n"
+    r = prereg.primary_row(rows)
+    return "\n".join(lines) + f"\n\nPrimary ({r['n']:,} {set_name} test puzzles): {primary_clause(r)}.\n"
 
 
-def prereg_sentence(runs: dict[str, dict], set_name: str) -> str:
-    """The decision rule applied to the primary row, in one sentence, with the paper's difference beside it."""
-    r = prereg.primary_row(prereg.prereg_rows(runs, set_name))
+def primary_clause(r: dict) -> str:
+    """The decision rule applied to the primary row (:func:`mdm_mi.evaluation.prereg.primary_row`), as
+    one clause, with the paper's difference beside it."""
     paper_rows = {name: acc for name, _, _, _, acc in paper.SUDOKU}
-    return (f"Primary ({r['n']:,} {set_name} test puzzles): {prereg.ALGORITHM_1} − EB at ÷{r['divisor']} "
-            f"({r['passes_first']:.1f} passes) = {100 * r['diff']:+.1f} pp [{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}], "
-            f"p {r['p_value']:.2g}, TOST p {r['p_tost_holm']:.2g}: **{r['verdict']}**, so the paper's claim is "
-            f"**{prereg.answer_of(r)}** on this backbone (the paper: {paper_rows['mi'] - paper_rows['eb']:+.1f} pp).")
+    return (f"{prereg.ALGORITHM_1} − EB at ÷{r['divisor']} ({r['passes_first']:.1f} passes) = {100 * r['diff']:+.1f} pp "
+            f"[{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}], p {r['p_value']:.2g}, TOST p {r['p_tost_holm']:.2g}: "
+            f"**{r['verdict']}**, so the paper's claim is **{prereg.answer_of(r)}** on this backbone (the paper: "
+            f"{paper_rows['mi'] - paper_rows['eb']:+.1f} pp)")
 
 
 def fidelity_table(path: Path) -> str:
@@ -207,7 +208,7 @@ def answer_lines(path: Path) -> str:
             set_name, runs = read_sudoku_comparison(Path(entry["prereg_runs"]))
             seq = runs[SEQUENTIAL]
             body = (f"sequential {100 * float(np.mean(seq['solved'])):.1f}% on {len(seq['solved']):,} {set_name} puzzles; "
-                    + "primary " + prereg_sentence(runs, set_name).split(": ", 1)[1].removesuffix("."))
+                    + "primary " + primary_clause(prereg.primary_row(prereg.prereg_rows(runs, set_name))))
         elif "runs" in entry:
             set_name, runs = read_sudoku_comparison(Path(entry["runs"]))
             rows = _classified(runs, set_name, "primary")

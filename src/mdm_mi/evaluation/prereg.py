@@ -13,7 +13,7 @@ answers the paper's question: **confirmed** (better), **refuted** (equivalent or
 
     rows = prereg_rows(runs, "hard")           # runs with per-puzzle outcomes (doc_tables.read_sudoku_comparison)
     answer = answer_of(primary_row(rows))      # "confirmed" | "refuted" | "not answered"
-    rows = antibody_prereg_rows(read_csv_rows("results/x/antibody/cdr3/budgets.csv"))
+    rows = antibody_prereg_rows(read_csv("results/x/antibody/cdr3/budgets.csv"))   # evaluation.budgets.read_csv
 
 AntiBERTy's rows come from ``antibody-compare``'s long-format CSV (per-VH means over fills, paired t):
 the same families on its ``pll`` metric, equivalence by Student's TOST at ±:data:`ANTIBODY_MARGIN`
@@ -21,9 +21,6 @@ nats/residue, and one more secondary family, ``mi λ=1`` − EB in ``recovery`` 
 """
 
 from __future__ import annotations
-
-import csv
-from pathlib import Path
 
 from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, budget_rows
 from mdm_mi.evaluation.stats import tost_t
@@ -34,14 +31,13 @@ MARGIN = 0.02  # ±2 pp: the design's Sudoku equivalence margin (a test holds bo
 ANTIBODY_MARGIN = 0.10  # nats/residue: the design's AntiBERTy margin
 ANTIBODY_METRIC, RECOVERY = "pll", "recovery"
 RECOVERY_FAMILY = "secondary: recovery"
-NUMBERS = ("divisor", "n", "passes_first", "passes_second", "value_first", "value_second", "diff", "lo", "hi",
-           "p_value", "se", "df")
 ALGORITHM_1 = "mi λ=1"
 PRIMARY = "primary"
-SECONDARY = {("eb", False): "secondary: the other budgets", ("naive", None): "secondary: against naive",
-             (SEQUENTIAL, None): "secondary: against sequential"}
+OTHER_BUDGETS = "secondary: the other budgets"
+AGAINST = {"naive": "secondary: against naive", SEQUENTIAL: "secondary: against sequential"}
 BEST_MI_FAMILY = "secondary: mi*"
 EXPLORATORY = "exploratory"
+ORDER = (PRIMARY, OTHER_BUDGETS, *AGAINST.values(), BEST_MI_FAMILY, RECOVERY_FAMILY)  # the tables' order
 ANSWERS = {"better": "confirmed", "equivalent": "refuted", "worse": "refuted", "not resolved": "not answered"}
 
 
@@ -51,10 +47,9 @@ def prereg_role(row: dict) -> str:
         return BEST_MI_FAMILY if row["second"] == "eb" else EXPLORATORY
     if row["first"] != ALGORITHM_1:
         return EXPLORATORY
-    if row["second"] == "eb" and row["divisor"] == PRIMARY_DIVISOR:
-        return PRIMARY
-    at_primary = row["divisor"] == PRIMARY_DIVISOR
-    return SECONDARY.get((row["second"], at_primary if row["second"] == "eb" else None), EXPLORATORY)
+    if row["second"] == "eb":
+        return PRIMARY if row["divisor"] == PRIMARY_DIVISOR else OTHER_BUDGETS
+    return AGAINST.get(row["second"], EXPLORATORY)
 
 
 def antibody_role(row: dict) -> str:
@@ -64,31 +59,24 @@ def antibody_role(row: dict) -> str:
     return prereg_role(row) if row["metric"] == ANTIBODY_METRIC else EXPLORATORY
 
 
-def read_csv_rows(path: str | Path) -> list[dict]:
-    """A long-format comparison CSV's rows, its number columns as numbers (``divisor`` and ``n`` as int)."""
-    with Path(path).open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    return [r | {k: (int(float(r[k])) if k in ("divisor", "n") else float(r[k])) for k in NUMBERS if k in r}
-            for r in rows]
+def registered(rows: list[dict], **classify_args) -> list[dict]:
+    """``rows`` classified (:func:`mdm_mi.evaluation.verdicts.classify` with ``classify_args``: Holm
+    inside each family), exploratory rows left out, in :data:`ORDER` then by budget."""
+    out = [r for r in classify(rows, **classify_args) if r["role"] != EXPLORATORY]
+    return sorted(out, key=lambda r: (ORDER.index(r["role"]), r["divisor"]))
 
 
 def antibody_prereg_rows(rows: list[dict]) -> list[dict]:
-    """The pre-registered rows of an ``antibody-compare`` CSV (:func:`read_csv_rows`): each family's
-    Holm p and Student TOST at ±:data:`ANTIBODY_MARGIN`, exploratory rows left out, primary first."""
-    out = [r for r in classify(rows, role_of=antibody_role,
-                               equivalence_p=lambda r: tost_t(r["diff"], r["se"], r["df"], ANTIBODY_MARGIN))
-           if r["role"] != EXPLORATORY]
-    order = [PRIMARY, *SECONDARY.values(), BEST_MI_FAMILY, RECOVERY_FAMILY]
-    return sorted(out, key=lambda r: (order.index(r["role"]), r["divisor"]))
+    """The pre-registered rows of an ``antibody-compare`` CSV (read by
+    :func:`mdm_mi.evaluation.budgets.read_csv`): Student TOST at ±:data:`ANTIBODY_MARGIN`."""
+    return registered(rows, role_of=antibody_role,
+                      equivalence_p=lambda r: tost_t(r["diff"], r["se"], r["df"], ANTIBODY_MARGIN))
 
 
 def prereg_rows(runs: dict[str, dict], set_name: str) -> list[dict]:
-    """Every pre-registered row (exploratory ones left out) of a comparison's ``runs`` (with per-puzzle
-    ``solved`` and ``passes``), classified with Holm inside each family, primary first."""
-    rows = [r for r in classify(budget_rows(runs, set_name), margin=MARGIN, role_of=prereg_role)
-            if r["role"] != EXPLORATORY]
-    order = [PRIMARY, *SECONDARY.values(), BEST_MI_FAMILY]
-    return sorted(rows, key=lambda r: (order.index(r["role"]), r["divisor"]))
+    """The pre-registered rows of a Sudoku comparison's ``runs`` (with per-puzzle ``solved`` and
+    ``passes``): paired cells' TOST at ±:data:`MARGIN`."""
+    return registered(budget_rows(runs, set_name), margin=MARGIN, role_of=prereg_role)
 
 
 def primary_row(rows: list[dict]) -> dict:

@@ -16,7 +16,6 @@ regimes and every backbone placed on it.
 
 from __future__ import annotations
 
-import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import setup
 from mdm_mi.testbed.placement import parse_setting_text, profile, masked_entropy, regime_profile, weighted_setting
 from mdm_mi.testbed.regimes import REGIMES
+from mdm_mi.testbed.report import read_table
 from mdm_mi.testbed.study import StudySettings, rounded
 
 PLACE_DIVISOR = 4  # the pre-registered primary budget: sequential's passes ÷ 4
@@ -47,10 +47,9 @@ class PlaceArgs:
 
 def testbed_place(args: PlaceArgs, tracker) -> None:
     setup(args.threads, 0)
-    backbone = (args.model, args.runs, args.labels)
     if (args.testbed_runs is None) == (args.model is None):
         raise InputError("pass --testbed-runs (the regimes) or --model with --labels, --runs and --name (a backbone)")
-    if args.model is not None and not all(backbone) or (args.model is not None and not args.name):
+    if args.model is not None and not (args.labels and args.runs and args.name):
         raise InputError("a backbone needs --model, --labels, --runs and --name")
     earlier = read_placement(args.out, args.divisor)
     rows = regime_rows(args.testbed_runs, args.divisor) if args.testbed_runs else [backbone_row(args)]
@@ -81,8 +80,7 @@ def regime_rows(runs_csv: Path, divisor: int) -> list[dict]:
     """One row per regime of the testbed's ``runs.csv``: its EB γ at ``divisor`` and :func:`regime_profile`."""
     if not Path(runs_csv).is_file():
         raise InputError(f"testbed runs table not found: {runs_csv}")
-    with open(runs_csv, newline="") as fh:
-        eb = {r["regime"]: r for r in csv.DictReader(fh) if r["rule"] == "eb" and int(r["divisor"]) == divisor}
+    eb = {r["regime"]: r for r in read_table(runs_csv) if r["rule"] == "eb" and int(r["divisor"]) == divisor}
     if not eb:
         raise InputError(f"{runs_csv} has no EB run at ÷{divisor}")
     settings = StudySettings()
@@ -93,7 +91,7 @@ def regime_rows(runs_csv: Path, divisor: int) -> list[dict]:
 
 def backbone_row(args: PlaceArgs) -> dict:
     """The backbone's :func:`profile` on its test label shards at the EB γ of its comparison."""
-    from mdm_mi.loading import load_model  # lazy: the testbed's regimes need no model loading
+    from mdm_mi.loading import load_model, model_fingerprint  # lazy: the regimes need no model loading
     from mdm_mi.mi.contexts import load_label_shards
 
     runs = json.loads(Path(args.runs).read_text())["runs"] if Path(args.runs).is_file() else None
@@ -102,6 +100,6 @@ def backbone_row(args: PlaceArgs) -> dict:
         raise InputError(f"{args.runs}: no {run_id} run (a sudoku-compare runs.json with ÷{args.divisor})")
     gamma = weighted_setting(runs[run_id]["settings"], "gamma")
     backbone, _ = load_model(args.model)
-    labels = load_label_shards(args.labels, "mi", backbone)
+    labels = load_label_shards(args.labels, "mi", backbone, model_fingerprint(args.model), args.model)  # foreign shards refused
     entropy = masked_entropy(backbone, labels["contexts"])
     return {"name": args.name, "kind": "backbone", **profile(entropy, labels["label"], labels["masked"], gamma)}

@@ -28,10 +28,10 @@ import torch
 
 from mdm_mi.core.backbone import forward_chunked
 from mdm_mi.core.samplers import StepView, eb_prefix
-from mdm_mi.testbed.chain import ChainBackbone
-from mdm_mi.testbed.noise import random_contexts
-from mdm_mi.testbed.regimes import Regime, build_chain
-from mdm_mi.testbed.study import INDEPENDENT_MI, StudySettings, derived_seed
+from mdm_mi.evaluation.stats import Z95
+from mdm_mi.testbed.exact_kl import mean_se
+from mdm_mi.testbed.regimes import Regime
+from mdm_mi.testbed.study import INDEPENDENT_MI, StudySettings, regime_model
 
 MIN_ADMITTED = 2  # a pass that admits one position has no pair to weigh
 
@@ -74,8 +74,8 @@ def profile(entropy: torch.Tensor, mi: torch.Tensor, masked: torch.Tensor, gamma
     normal interval (``share_lo``, ``share_hi``), the number of contexts and of those with |U| ≥ 2."""
     rows = [context_profile(entropy[c], mi[c], masked[c], gamma) for c in range(len(entropy))]
     share = np.array([r["share"] for r in rows if not math.isnan(r["share"])])
-    half = 1.96 * share.std(ddof=1) / math.sqrt(len(share)) if len(share) > 1 else math.nan
-    mean = float(share.mean()) if len(share) else math.nan
+    mean, se = mean_se(share) if len(share) > 1 else (float(share.mean()) if len(share) else math.nan, math.nan)
+    half = Z95 * se
 
     def avg(key):
         vals = [r[key] for r in rows if not math.isnan(r[key])]
@@ -106,11 +106,7 @@ def parse_setting_text(text: str) -> float:
 
 def regime_profile(regime: Regime, settings: StudySettings, gamma: float) -> dict:
     """A testbed regime's :func:`profile` on the contexts that set its noise level (the study's
-    calibration instances, one random context each: :func:`mdm_mi.testbed.study.run_regime`), exact
+    calibration instances, one random context each: :func:`mdm_mi.testbed.study.regime_model`), exact
     entropies and MI, at EB's ``gamma``."""
-    seed = settings.seed
-    chain = build_chain(regime, settings.n_calibration + settings.n_test, derived_seed(seed, regime.name, "fields"))
-    model = ChainBackbone(chain)
-    contexts = random_contexts(model, torch.arange(settings.n_calibration)[: settings.n_noise_contexts],
-                               torch.Generator().manual_seed(derived_seed(seed, regime.name, "contexts")))
+    model, contexts = regime_model(regime, settings)
     return profile(masked_entropy(model, contexts), model.pair_mi(contexts), contexts == model.mask_id, gamma)

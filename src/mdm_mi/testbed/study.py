@@ -177,16 +177,26 @@ def regime_row(regime: Regime, chain: PottsChain, instance: torch.Tensor, sigma:
             "valid_mass": float(valid_mass(regime, chain, instance).mean()), "noise_sigma": sigma, "noise_pearson": r}
 
 
+def regime_model(regime: Regime, settings: StudySettings) -> tuple[ChainBackbone, torch.Tensor]:
+    """A regime's chain as a backbone (n_calibration + n_test instances) and the random contexts
+    ``(n_noise_contexts, 1 + N)`` of its first calibration instances, which set the noise level (and
+    on which :mod:`mdm_mi.testbed.placement` measures the regime)."""
+    seed = settings.seed
+    chain = build_chain(regime, settings.n_calibration + settings.n_test, derived_seed(seed, regime.name, "fields"))
+    model = ChainBackbone(chain)
+    contexts = random_contexts(model, torch.arange(settings.n_calibration)[: settings.n_noise_contexts],
+                               torch.Generator().manual_seed(derived_seed(seed, regime.name, "contexts")))
+    return model, contexts
+
+
 def run_regime(regime: Regime, settings: StudySettings, log: Callable = print) -> tuple[dict, list[dict], list[dict]]:
     """One regime: its row, its runs rows and its map rows. Instances 0..n_calibration−1 calibrate (the
     budgets and the noise), the next n_test are the test."""
     seed = settings.seed
-    chain = build_chain(regime, settings.n_calibration + settings.n_test, derived_seed(seed, regime.name, "fields"))
-    model = ChainBackbone(chain)
+    model, contexts = regime_model(regime, settings)
+    chain = model.chain
     calibration = torch.arange(settings.n_calibration)
     test_instances = torch.arange(settings.n_calibration, chain.n_instances)
-    contexts = random_contexts(model, calibration[: settings.n_noise_contexts],
-                               torch.Generator().manual_seed(derived_seed(seed, regime.name, "contexts")))
     noise_seed = derived_seed(seed, regime.name, "noise")
     sigma, r = calibrate_sigma(model, contexts, noise_seed)
     sources = pairwise_sources(model, sigma, noise_seed)
