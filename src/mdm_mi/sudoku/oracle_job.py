@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from mdm_mi.evaluation.budgets import best_mi_run, diff_cell, disagree_note
 from mdm_mi.evaluation.chunks import ChunkStore
@@ -30,7 +29,7 @@ from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
 from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.loading import load_model, model_fingerprint
+from mdm_mi.loading import load_model, weights_identity
 from mdm_mi.mi.guided import oracle_pairwise_fn
 from mdm_mi.sampler_classes import build_sampler
 from mdm_mi.sudoku.compare import Decoder
@@ -69,9 +68,8 @@ def sudoku_oracle_ceiling(args: CeilingArgs, tracker) -> None:
     idx = np.sort(np.random.default_rng([args.seed, 4]).permutation(len(test))[: args.puzzles])
     device = resolve_device(args.device)
     model, _ = load_model(args.model, device, "sudoku")
-    identity = json.dumps({"model": model_fingerprint(args.model), "oracle_tol": args.tol,
-                           "device": torch.device(device).type})
-    store = None if args.chunks is None else ChunkStore(args.chunks, identity)
+    store = None if args.chunks is None else ChunkStore(args.chunks, weights_identity(args.model, (), device,
+                                                                                      oracle_tol=args.tol))
     oracle = Decoder(model, oracle_pairwise_fn(model, method="certified", tol=args.tol), args.batch_size, args.seed,
                      store=store)
     result = {"n": len(idx), "tol": args.tol, "divisors": {}}
