@@ -78,7 +78,7 @@ def test_weak_coupling_puts_less_dependence_in_ebs_passes_than_strong_pairs(tmp_
 
 def test_the_verb_places_a_backbone_from_its_label_shards_and_runs(tmp_path, tiny_checkpoint, easy_puzzles):
     from mdm_mi.cli import main
-    from tests.test_splits import run_label
+    from test_splits import run_label
 
     solutions = tmp_path / "solutions.npy"
     np.save(solutions, easy_puzzles[1])
@@ -104,7 +104,7 @@ def test_the_verb_places_a_backbone_from_its_label_shards_and_runs(tmp_path, tin
     import dataclasses
 
     from mdm_mi.infra.checkpoint import save_checkpoint
-    from tests.conftest import DOMAIN, TINY_CFG, make_tiny_model
+    from conftest import DOMAIN, TINY_CFG, make_tiny_model
     other = tmp_path / "other"
     save_checkpoint(make_tiny_model(seed=1), other, {"domain": DOMAIN, "model": dataclasses.asdict(TINY_CFG)})
     assert main(["testbed-place", "--name", "other", "--model", str(other), "--labels", *shards, "--runs", str(runs),

@@ -417,3 +417,14 @@ def test_the_meaning_check_finds_a_name_defined_twice(tmp_path):
     # a shared name is allowed in exactly the modules given, not in a third
     allowed = {"shared": ({"sub/b.py", "sub/c.py"}, "one meaning"), "solve": ({"a.py", "sub/b.py"}, "one meaning")}
     assert names_with_two_meanings(tmp_path, "toy", allowed) == ["shared: ['d.py', 'sub/b.py', 'sub/c.py']"]
+
+
+def test_tests_import_their_helpers_as_pytest_puts_them_on_the_path():
+    """CI runs plain `pytest`, which puts tests/ (not the repository root) on sys.path: `tests.x` fails there."""
+    wrong = []
+    for path in sorted((REPO / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
+                [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            wrong += [f"{path.name}:{node.lineno}" for name in names if name == "tests" or name.startswith("tests.")]
+    assert not wrong, f"import helpers as `from conftest import …`, not through `tests.`: {wrong}"
