@@ -23,6 +23,16 @@ torch.set_num_threads(1)  # tiny tensors: threads only add overhead on a shared 
 TINY_CFG = ModelConfig(d_model=16, n_layers=1, n_heads=2, ff_mult=2, dropout=0.0, hidden_layer=-1)
 
 
+def pytest_collection_modifyitems(config, items):
+    """The slow end-to-end tests first (the smoke DAG first of all), so that with ``-n 2``
+    (scripts/test.sh) they start at once and the unit tests fill the other worker around them."""
+    def weight(item) -> int:
+        return 0 if "smoke_dag" in item.name else (1 if item.get_closest_marker("slow") else 2)
+
+    items.sort(key=weight)  # stable: the collection order within each group
+
+
+
 class MockBackbone:
     """Backbone with known logits: the same ``(N, V)`` logits for every sequence and every pass.
 

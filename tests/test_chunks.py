@@ -85,6 +85,28 @@ def test_chunks_record_the_commit_that_wrote_them(tmp_path):
     assert store.commits() == ["abc123"]
 
 
+def test_chunks_keep_their_decode_time_and_the_record_sums_it_over_invocations(tmp_path):
+    """A run spread over invocations states its whole cost: each chunk keeps its decode's wall and CPU
+    seconds, the record sums every chunk in the folder (a rerun that reads them back too), and the
+    outcome read back holds only the decode's arrays."""
+    import time
+
+    def slow_range(start, stop):
+        busy = time.process_time() + 0.02
+        while time.process_time() < busy:
+            pass
+        return {"x": np.arange(start, stop)}
+
+    first = ChunkStore(tmp_path, "id", chunk_items=2)
+    out = first.decode(np.arange(4), NaiveTopK(1), slow_range)
+    record = first.record()
+    assert record["decoded"] == 2 and record["decode_cpu_seconds"] >= 0.04 and record["decode_seconds"] >= 0.04
+    again = ChunkStore(tmp_path, "id", chunk_items=2)
+    back = again.decode(np.arange(4), NaiveTopK(1), slow_range)
+    assert set(back) == {"x"} and np.array_equal(back["x"], out["x"])
+    assert (again.record() | {"read": 0, "decoded": 2}) == record and again.record()["read"] == 2
+
+
 def test_sudoku_decoder_with_chunks_equals_one_decode(tmp_path, tiny_model, easy_puzzles):
     """Chunks of 3 puzzles, batches of 2: the same solved and passes as one decode of the whole set."""
     from mdm_mi.sudoku.compare import Decoder

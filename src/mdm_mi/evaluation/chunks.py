@@ -13,7 +13,9 @@ sampler's name and setting (:meth:`mdm_mi.core.samplers.Sampler.stream_tag`), an
 caller names when one item set and setting yield several outcomes (an infilling run's fill ``k``, or
 the scores of that fill: ``part="fill 2"``, ``"score fill 2"``; none for Sudoku). It does not hash the
 code: after a change to decoding code, delete the folder (each chunk records the commit that wrote it,
-in ``commit``, so a run can list them).
+in ``commit``, so a run can list them). Each chunk also keeps the wall and CPU seconds its decode took
+(``seconds``, ``cpu_seconds``), so a run spread over many invocations states its whole cost
+(:meth:`ChunkStore.record`).
 
     store = ChunkStore(Path("budgets/hard.chunks"), identity="model=… head=… seed=0")
     out = store.decode(puzzles, sampler, lambda start, stop: {"solved": ..., "passes": ...})
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -34,6 +37,8 @@ from mdm_mi.infra.tracking import git_commit
 
 CHUNK_ITEMS = 100  # items per saved chunk: a stopped Sudoku run on the 4M backbone loses under a minute
 COMMIT_KEY = "commit"
+SECONDS_KEY, CPU_KEY = "seconds", "cpu_seconds"  # the chunk's decode: wall and process CPU seconds
+META_KEYS = (COMMIT_KEY, SECONDS_KEY, CPU_KEY)  # what a chunk file holds besides its outcome
 
 DecodeRange = Callable[[int, int], dict[str, np.ndarray]]  # (start, stop) → name → array (stop − start, ...)
 
@@ -74,36 +79,49 @@ class ChunkStore:
         for start in range(0, len(items), self.chunk_items):
             stop = min(start + self.chunk_items, len(items))
             path = self.folder / f"{self.key(items[start:stop], start, sampler.stream_tag(), part)}.npz"
-            parts.append(self._read(path, stop - start) if path.is_file() else self._write(path, decode_range(start, stop)))
+            parts.append(self._read(path, stop - start) if path.is_file() else self._decode(path, decode_range, start, stop))
         if not parts:
             return {}
         return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
     def _read(self, path: Path, n: int) -> dict[str, np.ndarray]:
         with np.load(path) as saved:
-            arrays = {name: saved[name] for name in saved.files if name != COMMIT_KEY}
+            arrays = {name: saved[name] for name in saved.files if name not in META_KEYS}
         if any(len(a) != n for a in arrays.values()):
             raise ValueError(f"chunk {path} holds another number of items than {n}: delete {self.folder} and rerun")
         self.hits += 1
         return arrays
 
-    def _write(self, path: Path, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def _decode(self, path: Path, decode_range: DecodeRange, start: int, stop: int) -> dict[str, np.ndarray]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        arrays = {k: np.asarray(v) for k, v in decode_range(start, stop).items()}
+        return self._write(path, arrays, {SECONDS_KEY: time.perf_counter() - wall, CPU_KEY: time.process_time() - cpu})
+
+    def _write(self, path: Path, arrays: dict[str, np.ndarray], cost: dict[str, float]) -> dict[str, np.ndarray]:
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp, tmp.open("wb") as fh:  # a file object: np.savez adds no suffix
-            np.savez(fh, **{COMMIT_KEY: np.array(self.commit)}, **{k: np.asarray(v) for k, v in arrays.items()})
+            np.savez(fh, **{COMMIT_KEY: np.array(self.commit)}, **{k: np.array(v) for k, v in cost.items()}, **arrays)
         self.misses += 1
-        return {k: np.asarray(v) for k, v in arrays.items()}
+        return arrays
 
     def record(self) -> dict:
-        """What a run's result files say of its chunks: how many were read back and decoded, and the
-        commits that decoded the folder's chunks."""
-        return {"read": self.hits, "decoded": self.misses, "commits": self.commits()}
+        """What a run's result files say of its chunks: how many were read back and decoded, the
+        commits that decoded the folder's chunks, and the wall and CPU seconds of all their decodes
+        (whichever invocation made them; chunks written before chunks kept their time count 0)."""
+        commits, seconds, cpu = self._scan()
+        return {"read": self.hits, "decoded": self.misses, "commits": commits,
+                "decode_seconds": round(seconds, 3), "decode_cpu_seconds": round(cpu, 3)}
 
     def commits(self) -> list[str]:
         """The commits that wrote this folder's chunks, sorted (for a run's provenance)."""
-        found = set()
+        return self._scan()[0]
+
+    def _scan(self) -> tuple[list[str], float, float]:
+        found, seconds, cpu = set(), 0.0, 0.0
         for path in sorted(self.folder.glob("*.npz")):
             with np.load(path) as saved:
                 if COMMIT_KEY in saved.files:
                     found.add(str(saved[COMMIT_KEY]))
-        return sorted(found)
+                seconds += float(saved[SECONDS_KEY]) if SECONDS_KEY in saved.files else 0.0
+                cpu += float(saved[CPU_KEY]) if CPU_KEY in saved.files else 0.0
+        return sorted(found), seconds, cpu
