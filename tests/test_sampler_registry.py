@@ -387,3 +387,14 @@ def test_developing_md_counts_the_files_the_toy_sampler_touched(toy_added):
     touched, _ = toy_added
     heading = re.search(r"^## Adding a sampler \((\d+) files and a test\)$", (REPO / "docs/developing.md").read_text(), re.M)
     assert heading and int(heading.group(1)) == len(touched), (heading and heading.group(0), touched)
+
+
+def test_the_workflow_reads_the_sampler_table_without_torch():
+    """The DAG parse imports the table (``workflow/rules/common.smk``): it must stay torch-free."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import mdm_mi.core.sampler_table, mdm_mi.protein.decode_flags; "
+            "assert 'torch' not in sys.modules, 'the sampler table loaded torch'")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
