@@ -146,6 +146,32 @@ def test_the_comparisons_feed_each_family_the_matrix_its_entry_names(tiny_model,
         assert set(seen) == want, name
 
 
+def test_the_decoding_verbs_make_a_matrix_only_for_a_sampler_that_reads_it(tiny_model):
+    """``run_models.pairwise_from_args`` goes through the one dispatcher: the head is loaded (here: its
+    loader called) for a sampler reading the MI head only, the oracle probes for ``mi-oracle`` only,
+    DAPD gets the model's attention of each pass, and a sampler reading a matrix the run lacks is one line."""
+    from mdm_mi.core.sampler_table import HEAD, ORACLE
+    from mdm_mi.core.samplers import decode
+    from mdm_mi.infra.errors import InputError
+    from mdm_mi.mi.dapd import pairwise_source
+
+    made = []
+    loaders = {HEAD: lambda: made.append("head") or "head-fn", ORACLE: lambda: made.append("oracle") or "oracle-fn"}
+    for name, want in (("eb", None), ("unit-disjoint", None), ("mi", "head-fn"), ("mi-2b", "head-fn"),
+                       ("mi-oracle", "oracle-fn")):
+        made.clear()
+        with pairwise_source(tiny_model, name, loaders=loaders) as fn:
+            assert fn == want and made == ([want.split("-")[0]] if want else []), name
+    made.clear()
+    with pairwise_source(tiny_model, "dapd", loaders=loaders) as fn:
+        out = decode(tiny_model, torch.full((2, 81), tiny_model.mask_id), build_sampler("dapd", gamma=0.5, theta=1.0),
+                     pairwise_fn=fn)
+    assert out.passes.min() >= 1 and not made
+    with pytest.raises(InputError, match="reads the tv-head, which this run was not given"):
+        with pairwise_source(tiny_model, "demask", loaders=loaders):
+            pass
+
+
 def test_dapd_never_admits_two_positions_joined_in_the_attention_graph():
     from mdm_mi.mi.dapd import Dapd
 

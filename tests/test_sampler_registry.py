@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -248,3 +249,152 @@ def test_the_schema_has_a_key_for_each_entrys_config_settings(domain):
     assert grid <= set(section["samplers"]["properties"]), grid - set(section["samplers"]["properties"])
     swept = {s.key for s in swept_settings()}
     assert swept <= set(section["compare"]["properties"]), swept - set(section["compare"]["properties"])
+
+
+# --- adding a sampler as a contributor does: the edits on a copy of the tree, the files they touch ---------------
+
+TOY_MODULE = '''"""A toy rule (tests/test_sampler_registry.py adds it to a copy of the tree): the ⌈frac · masked⌉
+lowest-entropy masked positions per pass; ``width`` is a swept setting the comparisons calibrate at."""
+
+from __future__ import annotations
+
+import torch
+
+from mdm_mi.core.samplers import Sampler, StepView
+
+
+class ToyFraction(Sampler):
+    name = "toy"
+
+    def __init__(self, frac: float, width: float):
+        self.frac, self.width = float(frac), float(width)
+
+    def select(self, view: StepView) -> torch.Tensor:
+        k = torch.ceil(self.frac * view.masked.sum(1)).clamp(min=1)
+        rank = view.entropy.argsort(dim=1, stable=True).argsort(dim=1)
+        return (rank < k[:, None]) & view.masked
+
+    def params(self) -> dict:
+        return {"frac": self.frac, "width": self.width}
+'''
+
+# (file, the line the text goes after — or None for a new file —, how many times, the text; the schema's
+# key goes before its anchor): what docs/developing.md's "Adding a sampler" asks a contributor to write
+TOY_EDITS = (
+    ("src/mdm_mi/mi/toy_rule.py", None, 0, TOY_MODULE),
+    ("src/mdm_mi/core/sampler_table.py", '        settings_of="mi"),\n', 1,
+     '    "toy": SamplerSpec(("frac", "width"), style=Style("toy", "tab:pink"),\n'
+     '        flag_help={"frac": "toy: a fraction", "width": "toy: a width"},\n'
+     '        calibration=Calibration("frac", "φ", 1e-3, 1.0, "log", increasing=False,\n'
+     '                                each=Setting("width", "toy_widths", "w", "ω", "toy: widths, each calibrated"))),\n'),
+    ("src/mdm_mi/core/sampler_table.py", '    theta: float | None = field(default=None, metadata=_own("theta"))  # dapd\'s flag_help\n', 1,
+     '    frac: float | None = field(default=None, metadata=_own("frac"))  # toy\'s\n'
+     '    width: float | None = field(default=None, metadata=_own("width"))  # toy\'s\n'),
+    ("src/mdm_mi/core/sampler_table.py", '    dapd_theta: tuple[float, ...] = field(metadata=_swept("dapd_theta"))  # dapd\'s\n', 1,
+     '    toy_widths: tuple[float, ...] = field(metadata=_swept("toy_widths"))  # toy\'s\n'),
+    ("src/mdm_mi/sampler_classes.py", "from mdm_mi.mi.tv_guided import TVGuided\n", 1,
+     "from mdm_mi.mi.toy_rule import ToyFraction\n"),
+    ("src/mdm_mi/sampler_classes.py", '    "mi-oracle": OracleMI,\n', 1, '    "toy": ToyFraction,\n'),
+    ("workflow/schemas/config.schema.yaml", "          dapd_theta:\n", 2,
+     "          toy_widths: {type: array, items: {type: number, minimum: 0}, default: []}\n"),
+)
+
+TOY_CHECK = r'''
+import argparse, dataclasses, json
+from types import SimpleNamespace
+from mdm_mi.cli import build_parser
+from mdm_mi.core.sampler_table import SweptFlags, missing_fields, swept_settings
+from mdm_mi.evaluation.calibrate import comparison_families
+from mdm_mi.infra.config import load_schema
+from mdm_mi.sampler_classes import SAMPLER_CLASSES
+from mdm_mi.user.solve import SolveArgs, user_sampler
+
+verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+flags = {v: sorted(o for a in verbs[v]._actions for o in a.option_strings) for v in ("solve", "sudoku-compare", "protein-compare")}
+sampler_help = next(a.help for a in verbs["solve"]._actions if "--sampler" in a.option_strings)
+toy = user_sampler(SolveArgs(sampler="toy", frac=0.5, width=2.0))
+swept = {f.name: () for f in dataclasses.fields(SweptFlags)} | {"mi_lambda": (1.0,), "toy_widths": (2.0, 3.0)}
+families = comparison_families(81, SimpleNamespace(**swept, on_reject="skip", charge_first=False), SAMPLER_CLASSES)
+schema = load_schema()["properties"]
+print(json.dumps({
+    "solve_samplers": sampler_help.split(" (")[0].split(" | "), "flags": flags,
+    "toy": [type(toy).__name__, toy.params()], "families": [[f.label, f.slug, f.fixed] for f in families],
+    "missing_fields": missing_fields(),
+    "schema": {d: "toy_widths" in schema[d]["properties"]["compare"]["properties"] for d in ("sudoku", "protein")},
+}))
+'''
+
+
+def _tree_files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for part in ("src/mdm_mi", "workflow/schemas")
+            for p in (root / part).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+
+@pytest.fixture(scope="module")
+def toy_added(tmp_path_factory):
+    """A copy of the package and the schema with :data:`TOY_EDITS` applied → (the files the edits
+    touched, what the copy's verbs and comparisons then say about the toy)."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    root = tmp_path_factory.mktemp("toy_tree")
+    for part in ("src/mdm_mi", "workflow/schemas"):
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+    before = _tree_files(root)
+    for rel, anchor, times, text in TOY_EDITS:
+        path = root / rel
+        if anchor is None:
+            assert not path.exists(), rel
+            path.write_text(text)
+            continue
+        source = path.read_text()
+        assert source.count(anchor) == times, (rel, anchor, source.count(anchor))
+        path.write_text(source.replace(anchor, text + anchor if rel.endswith(".yaml") else anchor + text))
+    after = _tree_files(root)
+    touched = sorted(rel for rel in after if before.get(rel) != after[rel])
+    env = {**os.environ, "PYTHONPATH": str(root / "src"), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", TOY_CHECK], capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return touched, json.loads(out.stdout.splitlines()[-1])
+
+
+def test_a_toy_sampler_added_in_the_documented_files_reaches_solve_the_comparisons_and_the_flags(toy_added):
+    """The edits a contributor makes (a class module, the table entry and its flag fields, the class
+    table's line, the schema's key) make the toy a ``solve --sampler`` choice with its ``--frac`` /
+    ``--width`` flags, a family of each calibrated comparison at every ``--toy-widths`` value, and a
+    flag of ``sudoku-compare`` and ``protein-compare``."""
+    touched, seen = toy_added
+    assert touched == ["src/mdm_mi/core/sampler_table.py", "src/mdm_mi/mi/toy_rule.py", "src/mdm_mi/sampler_classes.py",
+                       "workflow/schemas/config.schema.yaml"]
+    assert seen["solve_samplers"][-1] == "toy" and seen["toy"] == ["ToyFraction", {"frac": 0.5, "width": 2.0}]
+    assert {"--frac", "--width", "--sampler"} <= set(seen["flags"]["solve"])
+    assert "--toy-widths" in seen["flags"]["sudoku-compare"] and "--toy-widths" in seen["flags"]["protein-compare"]
+    assert seen["families"][-2:] == [["toy ω=2", "toy-w2", {"width": 2.0}], ["toy ω=3", "toy-w3", {"width": 3.0}]]
+    assert seen["missing_fields"] == [] and seen["schema"] == {"sudoku": True, "protein": True}
+
+
+def test_developing_md_counts_the_files_the_toy_sampler_touched(toy_added):
+    """docs/developing.md's "Adding a sampler (N files and a test)" is the number the toy measured."""
+    import re
+
+    from conftest import REPO
+
+    touched, _ = toy_added
+    heading = re.search(r"^## Adding a sampler \((\d+) files and a test\)$", (REPO / "docs/developing.md").read_text(), re.M)
+    assert heading and int(heading.group(1)) == len(touched), (heading and heading.group(0), touched)
+
+
+def test_the_workflow_reads_the_sampler_table_without_torch():
+    """The DAG parse imports the table (``workflow/rules/common.smk``): it must stay torch-free."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import mdm_mi.core.sampler_table, mdm_mi.protein.decode_flags; "
+            "assert 'torch' not in sys.modules, 'the sampler table loaded torch'")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]

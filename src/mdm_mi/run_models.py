@@ -9,6 +9,7 @@ on stderr and reading input files.
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,12 +17,13 @@ import torch
 from tqdm import tqdm
 
 from mdm_mi.core.calibrated import Calibrated, read_calibrated
-from mdm_mi.core.sampler_table import HEAD, ORACLE, SAMPLERS
+from mdm_mi.core.sampler_table import HEAD, ORACLE
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
 from mdm_mi.infra.runtime import resolve_device
 from mdm_mi.loading import SEQUENCES, load_mi_head, load_model
 from mdm_mi.locate import DEFAULT_RESULTS, find_head, find_model
+from mdm_mi.mi.dapd import pairwise_source
 from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
 
 MODEL_GROUP = "model (found in the workflow's results/ unless given)"
@@ -82,15 +84,20 @@ def load_head_for(args, backbone, model: Path, domain: str, device: str):
     return load_mi_head(path, device, backbone, model)
 
 
+@contextmanager
 def pairwise_from_args(args, backbone, model_dir, domain: str, device):
-    """The pairwise matrix of MI samplers: ``HEAD`` samplers read the trained head (``--head``, else
-    the one beside ``model_dir``; no extra pass), ``mi-oracle`` probes the model exactly; else ``None``."""
-    source = SAMPLERS[args.sampler].pairwise
-    if source == HEAD:
-        return head_pairwise_fn(load_head_for(args, backbone, model_dir, domain, device))
-    if source == ORACLE:
-        return oracle_pairwise_fn(backbone, method="certified", tol=args.oracle_tol)
-    return None
+    """The ``pairwise_fn`` of ``args.sampler`` while this is open, by the one dispatcher
+    (:func:`mdm_mi.mi.dapd.pairwise_source`): a sampler reading the MI head gets the trained head
+    (``--head``, else the one beside ``model_dir``; loaded only then, no extra pass), ``mi-oracle`` the
+    model probed exactly (``--oracle-tol``), DAPD the attention of each pass; else ``None``.
+
+        with pairwise_from_args(args, backbone, model_dir, "sudoku", device) as pairwise:
+            result = decode(backbone, tokens, sampler, pairwise_fn=pairwise)
+    """
+    loaders = {HEAD: lambda: head_pairwise_fn(load_head_for(args, backbone, model_dir, domain, device)),
+               ORACLE: lambda: oracle_pairwise_fn(backbone, method="certified", tol=args.oracle_tol)}
+    with pairwise_source(backbone, args.sampler, loaders=loaders) as fn:
+        yield fn
 
 
 def progress(total: int, desc: str, quiet: bool, unit: str = "puzzle"):

@@ -27,10 +27,12 @@ import torch
 from mdm_mi.antibody.compare import (composition, fill_diversity, METRICS, paired_t, per_context, pll_per_residue,
                                      pll_scale, recovery)
 from mdm_mi.antibody.data import read_vh, template
+from mdm_mi.core.sampler_table import ATTENTION, HEAD, SAMPLERS, TV_HEAD, swept_settings
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.budgets import BEST_MI, by_budget, off_budget, OFF_TARGET, OFF_TARGET_NOTE, SEQUENTIAL
 from mdm_mi.evaluation.chunks import ChunkStore
-from mdm_mi.evaluation.infill import calibrate_to, family_of, Filled, Filler, max_masked
+from mdm_mi.evaluation.calibrate import calibrated_families
+from mdm_mi.evaluation.infill import calibrate_to, Filled, Filler, max_masked
 from mdm_mi.evaluation.stats import jsd_bits
 from mdm_mi.evaluation.verdicts import verdict, WORDS
 from mdm_mi.infra.errors import InputError
@@ -163,18 +165,18 @@ def oracle_runs(filler: Filler, test: InfillSet, runs: dict, args) -> dict[int, 
 
 
 def _families(args, with_head: bool, with_tv: bool, most: int) -> list:
-    """The calibrated families: the baselines, then (with the MI head) each MI-guided λ and each
-    demask-mi ε, (with the TV head) each demask ε and each mi-tv λ, then each DAPD θ (the model's own
-    attention)."""
-    shared = {"mi_on_reject": args.mi_on_reject, "mi_charge_first": args.mi_charge_first}
-    fams = [family_of(s, most, {}, SAMPLER_CLASSES) for s in args.samplers]
-    if with_head:
-        fams += [family_of("mi", most, {"mi_lambda": lam, **shared}, SAMPLER_CLASSES) for lam in args.mi_lambda]
-        fams += [family_of("demask-mi", most, {"demask_mi_eps": eps}, SAMPLER_CLASSES) for eps in args.demask_mi_eps]
-    if with_tv:
-        fams += [family_of("demask", most, {"demask_eps": eps}, SAMPLER_CLASSES) for eps in args.demask_eps]
-        fams += [family_of("mi-tv", most, {"mi_tv_lambda": lam, **shared}, SAMPLER_CLASSES) for lam in args.mi_tv_lambda]
-    return fams + [family_of("dapd", most, {"dapd_theta": theta}, SAMPLER_CLASSES) for theta in args.dapd_theta]
+    """The calibrated families, built as every comparison's (:func:`mdm_mi.evaluation.calibrate.calibrated_families`,
+    in the sampler table's order): the baselines ``--samplers`` names, then each value of every swept
+    setting this verb takes a flag for (MI-guided λ, demask-mi ε, demask ε, mi-tv λ, DAPD θ), but none
+    reading a matrix the comparison lacks (the MI head, the TV head; the attention is the model's own)."""
+    baselines = [n for n, spec in SAMPLERS.items() if spec.calibration and spec.calibration.each is None]
+    if not set(args.samplers) <= set(baselines):
+        raise InputError(f"--samplers takes calibrated baselines ({', '.join(baselines)}), got {', '.join(args.samplers)}")
+    settings = {s.key: getattr(args, s.key) for s in swept_settings() if hasattr(args, s.key)}
+    settings |= {"mi_on_reject": args.mi_on_reject, "mi_charge_first": args.mi_charge_first}
+    have = {None, ATTENTION} | ({HEAD} if with_head else set()) | ({TV_HEAD} if with_tv else set())
+    return [f for f in calibrated_families(max(2, most), settings, SAMPLER_CLASSES) if SAMPLERS[f.sampler].pairwise in have
+            and (SAMPLERS[f.sampler].calibration.each is not None or f.sampler in args.samplers)]
 
 
 def calibrated_runs(filler: Filler, test: InfillSet, calib: InfillSet, args, pairwise, tv_fn=None) -> dict[str, dict]:

@@ -26,6 +26,7 @@ from mdm_mi.antibody.infill_runs import (calibrated_runs, InfillSet, one_per_lin
                                          write_results)
 from mdm_mi.core.backbone import full_precision, token_fingerprint
 from mdm_mi.core.hf_folder import DOMAIN
+from mdm_mi.core.sampler_table import optional_swept
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.infill import Filler
 from mdm_mi.infra.checkpoint import read_meta
@@ -129,17 +130,10 @@ class AntibodyCompareArgs(OutDir, SeedFlag):
     divisors: tuple[int, ...] = field(metadata=h("budgets: sequential's passes ÷ each"))
     samplers: tuple[str, ...] = field(metadata=h("calibrated baselines compared (naive, eb, threshold)"))
     mi_lambda: tuple[float, ...] = field(metadata=h("MI-guided λ values, each calibrated; mi* picks per budget on calibration"))
-    demask_mi_eps: tuple[float, ...] = field(default=(), kw_only=True, metadata=h(
-        "demask-mi (DEMASK's rule on the MI head, docs/record/rivals.md): budgets ε (nats), each calibrated; none: no demask-mi",
-        empty=True))
-    dapd_theta: tuple[float, ...] = field(default=(), kw_only=True, metadata=h(
-        "dapd (DAPD's graph from the model's last-layer attention, docs/record/rivals.md): thresholds θ (× 1/N), each "
-        "calibrated; none: no dapd", empty=True))
-    demask_eps: tuple[float, ...] = field(default=(), kw_only=True, metadata=h(
-        "demask (DEMASK's rule on the TV head, docs/record/rivals.md): TV budgets ε, each calibrated; none: no demask; "
-        "needs --tv-head", empty=True))
-    mi_tv_lambda: tuple[float, ...] = field(default=(), kw_only=True, metadata=h(
-        "mi-tv (Algorithm 1 on the TV head): λ values, each calibrated; none: no mi-tv; needs --tv-head", empty=True))
+    demask_mi_eps: tuple[float, ...] = optional_swept("demask_mi_eps", "needs --head")
+    dapd_theta: tuple[float, ...] = optional_swept("dapd_theta")
+    demask_eps: tuple[float, ...] = optional_swept("demask_eps", "needs --tv-head")
+    mi_tv_lambda: tuple[float, ...] = optional_swept("mi_tv_lambda", "needs --tv-head")
     tv_head: Path | None = field(default=None, kw_only=True, metadata=h(
         "TV head folder (train-head --target tv on the same model): read by demask and mi-tv"))
     mi_on_reject: str = field(metadata=h("MI-guided: skip | stop"))

@@ -299,6 +299,14 @@ def _swept(key: str) -> dict:
     return h(setting.help, empty=key in extra_family_keys())
 
 
+def optional_swept(key: str, needs: str = ""):
+    """The comparison flag of swept setting ``key`` where a verb makes it optional (``protein-compare``,
+    ``antibody-compare``): default none (no such family), its help the entry's ``Setting.help`` (one
+    home), plus what it ``needs``; ``indep_cap: tuple[float, ...] = optional_swept("indep_cap")``."""
+    setting = next(s for s in swept_settings() if s.key == key)
+    return field(default=(), kw_only=True, metadata=h(setting.help + (f"; {needs}" if needs else ""), empty=True))
+
+
 @dataclass(frozen=True, kw_only=True)
 class SweptFlags:
     """The comparison verbs' flags of the swept settings (:func:`swept_settings`, one field each, in

@@ -15,7 +15,6 @@ generated sequences under ``fasta/``. The workflow splits the decoding into one 
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.core.backbone import embedder_of, for_decoding
-from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD, SweptFlags, swept_settings
+from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD, SweptFlags, optional_swept, swept_settings
 from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, by_budget, off_budget, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.errors import InputError
@@ -46,9 +45,6 @@ ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_secon
 MAX_PROTEIN_TOKENS = 100  # longest generated protein (reference lengths 50-100): naive k's upper end
 
 
-_SWEPT_HELP = {f.name: f.metadata["help"] for f in dataclasses.fields(SweptFlags)}
-
-
 @dataclass(frozen=True, kw_only=True)
 class ProteinCompareFlags(GenerateFlags, ComparisonFlags, SweptFlags):
     """What makes one comparison, given to each part and the merge: config ``protein.compare`` (but the
@@ -57,13 +53,13 @@ class ProteinCompareFlags(GenerateFlags, ComparisonFlags, SweptFlags):
     schema's ``protein.compare``); the rest has no default."""
 
     calib_n: int = field(metadata=_h("calibration sequences (their lengths drawn apart from the test's)"))
-    indep_cap: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["indep_cap"], empty=True))
-    two_budget_delta: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["two_budget_delta"], empty=True))
-    unit_disjoint_peers: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["unit_disjoint_peers"], empty=True))
-    demask_eps: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["demask_eps"], empty=True))
-    demask_mi_eps: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["demask_mi_eps"], empty=True))
-    mi_tv_lambda: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["mi_tv_lambda"], empty=True))
-    dapd_theta: tuple[float, ...] = field(default=(), metadata=_h(_SWEPT_HELP["dapd_theta"], empty=True))
+    indep_cap: tuple[float, ...] = optional_swept("indep_cap")
+    two_budget_delta: tuple[float, ...] = optional_swept("two_budget_delta")
+    unit_disjoint_peers: tuple[float, ...] = optional_swept("unit_disjoint_peers")
+    demask_eps: tuple[float, ...] = optional_swept("demask_eps")
+    demask_mi_eps: tuple[float, ...] = optional_swept("demask_mi_eps")
+    mi_tv_lambda: tuple[float, ...] = optional_swept("mi_tv_lambda")
+    dapd_theta: tuple[float, ...] = optional_swept("dapd_theta")
 
 
 @dataclass(frozen=True)

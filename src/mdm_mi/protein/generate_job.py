@@ -96,7 +96,6 @@ def generate_job(args: GenerateArgs, tracker) -> None:
     reference, reference2 = _reference(args.reference), _reference(args.reference2)
     device = start(args, args.seed)
     backbone, model_dir, domain = load_backbone_for(args, SEQUENCES, device)  # protein or hf
-    pairwise = pairwise_from_args(args, backbone, model_dir, domain, device)
     decoding = DecodeFlags.of(args)
     backbone = for_decoding(backbone, decoding.bf16)
     rng = np.random.default_rng(args.seed)
@@ -106,7 +105,8 @@ def generate_job(args: GenerateArgs, tracker) -> None:
                else np.full(args.n, fixed) if fixed is not None
                else uniform_lengths(args.min_length, args.max_length, args.n, rng))
     begin = time.time()
-    with progress(args.n, f"generate {sampler.name}", args.quiet, unit="seq") as bar:
+    with (pairwise_from_args(args, backbone, model_dir, domain, device) as pairwise,
+          progress(args.n, f"generate {sampler.name}", args.quiet, unit="seq") as bar):
         seqs, passes = generate(backbone, lengths, sampler, args.seed, decoding=decoding, pairwise_fn=pairwise,
                                 batch_size=args.batch_size, progress=lambda done: bar.update(done - bar.n))
     mean, ci = mean_ci(passes.tolist())

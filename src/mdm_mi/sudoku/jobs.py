@@ -162,9 +162,9 @@ def evaluate(args: EvaluateArgs, tracker) -> None:
     ps = load_puzzle_csv(args.puzzles)  # bad input fails before the model loads
     device = start(args, args.seed)
     model, model_dir, _ = load_backbone_for(args, "sudoku", device)
-    pairwise = pairwise_from_args(args, model, model_dir, "sudoku", device)
     start_time = time.time()
-    with progress(len(ps), f"evaluate {sampler.name}", args.quiet) as bar:
+    with (pairwise_from_args(args, model, model_dir, "sudoku", device) as pairwise,
+          progress(len(ps), f"evaluate {sampler.name}", args.quiet) as bar):
         grids, passes = decode_set(model, ps, sampler, args.batch_size, args.seed, pairwise, progress=bar.update)
     records = score(ps, grids, passes)
     summary = {"sampler": sampler.name, "params": sampler.params(), "set": Path(args.puzzles).stem,

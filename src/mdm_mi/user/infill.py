@@ -191,9 +191,9 @@ def infill(args: InfillArgs, tracker) -> None:
     domain = SEQUENCES if args.model is None else _domain(args.model)
     backbone, path, found = load_backbone_for(args, domain, device)
     tokens = encode_templates(backbone, templates, device)
-    pairwise = pairwise_from_args(args, backbone, path, found, device)
-    sampler, calibrated = _sampler(args, backbone, tokens, pairwise, path, args.quiet)
-    res = fill(backbone, tokens, sampler, args.n, args.seed, args.temperature, pairwise, args.batch_size)
+    with pairwise_from_args(args, backbone, path, found, device) as pairwise:
+        sampler, calibrated = _sampler(args, backbone, tokens, pairwise, path, args.quiet)
+        res = fill(backbone, tokens, sampler, args.n, args.seed, args.temperature, pairwise, args.batch_size)
     rows, params = decode_rows(backbone, res.tokens), " ".join(f"{k}={v}" for k, v in sampler.params().items())
     lines = []
     for i, (row, passes) in enumerate(zip(rows, res.passes.tolist())):

@@ -22,8 +22,7 @@ from mdm_mi.core.samplers import decode
 from mdm_mi.core.streams import RowStreams, row_keys
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import Decoding, h
-from mdm_mi.mi.guided import head_pairwise_fn
-from mdm_mi.run_models import ModelFlags, calibrated_for, load_backbone_for, load_head_for, note, progress, start
+from mdm_mi.run_models import ModelFlags, calibrated_for, load_backbone_for, note, pairwise_from_args, progress, start
 from mdm_mi.sampler_classes import sampler_from_args
 from mdm_mi.sudoku.puzzles import MAX_NODES, Puzzle, answer_problem, check_puzzle, grid_lines, read_puzzles
 
@@ -112,10 +111,8 @@ def solve(args: SolveArgs, tracker) -> int:
     device = start(args, args.seed)
     backbone, path, _ = load_backbone_for(args, "sudoku", device)
     note(f"model: {path}", args.quiet)
-    pairwise = None
-    if sampler.uses_pairwise:  # the MI head reads the same forward pass
-        pairwise = head_pairwise_fn(load_head_for(args, backbone, path, "sudoku", device))
-    grids, passes = decode_puzzles(backbone, puzzles, sampler, pairwise, args, device)
+    with pairwise_from_args(args, backbone, path, "sudoku", device) as pairwise:  # the MI head: the same pass
+        grids, passes = decode_puzzles(backbone, puzzles, sampler, pairwise, args, device)
     valid = []
     for i, p in enumerate(puzzles):
         if i:
