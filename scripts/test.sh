@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Set up the environment (if needed) and run the whole test suite: lint and dry runs of the
-# workflow, unit tests, then the smoke DAG end to end (pytest -m slow). ~10 minutes on 2 cores.
+# workflow, then every test (unit tests and the end-to-end runs, the smoke DAG first) on two pytest
+# workers (pytest-xdist; TEST_WORKERS=1 for one). Timings: docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
 snakemake --lint --configfile config/smoke.yaml > /dev/null
 snakemake -n --quiet --configfile config/paper.yaml > /dev/null
-pytest -q "$@"
+pytest -q -n "${TEST_WORKERS:-2}" "$@"

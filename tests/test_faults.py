@@ -108,7 +108,7 @@ def test_writer_killed_mid_first_write_leaves_no_target(tmp_path):
 
 # --- 1b. the DAG killed during pretraining, then rerun -----------------------------------------------
 
-EVAL = "results/smoke/sudoku/eval/easy/sequential-entropy"  # needs data → pretrain → evaluate
+EVAL = "results/smoke/sudoku/eval/hard/sequential-entropy"  # needs data → pretrain → evaluate
 MODEL = "results/smoke/sudoku/model"
 PRETRAIN_LOG = "logs/smoke/sudoku/pretrain.log"
 # More steps than smoke.yaml, logged often, so the kill lands inside training with room to spare.

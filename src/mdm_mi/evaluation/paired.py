@@ -13,6 +13,8 @@ fractional (a puzzle's solved probability under a mixture of two settings, :mod:
 
 from __future__ import annotations
 
+import functools
+
 import math
 import warnings
 from dataclasses import dataclass
@@ -126,14 +128,23 @@ def sign_flip_p(diffs, n_flips: int = N_FLIPS, seed: int = FLIP_SEED) -> float:
     if _binary(np.abs(d)):
         return mcnemar_exact(int((d > 0).sum()), int((d < 0).sum()))
     observed = abs(d.sum()) * (1 - 1e-12)  # ties within round-off count as "as extreme"
+    mags, counts = np.unique(np.abs(d), return_counts=True)
+    return _flip_p(tuple(mags.tolist()), tuple(counts.tolist()), observed, n_flips, seed)
+
+
+@functools.lru_cache(maxsize=4096)
+def _flip_p(mags: tuple[float, ...], counts: tuple[int, ...], observed: float, n_flips: int, seed: int) -> float:
+    """The Monte Carlo p of :func:`sign_flip_p` from its sufficient statistics (each magnitude and how
+    many differences have it): seeded, so the same comparison is drawn once per process (the docs'
+    check renders the same runs many times)."""
     # the nᵢ differences of one magnitude mᵢ flip together as mᵢ·(2·Bin(nᵢ, ½) − nᵢ): a mixture's
     # outcomes take a few values, so this draws a few binomials per flip instead of one sign per item
-    mags, counts = np.unique(np.abs(d), return_counts=True)
+    mags_a, counts_a = np.asarray(mags), np.asarray(counts)
     rng = np.random.default_rng(seed)
     extreme, done = 0, 0
     while done < n_flips:  # in chunks: n_flips × magnitudes need not fit in memory at once
-        m = min(n_flips - done, max(1, 2_000_000 // len(mags)))
-        flips = (2 * _half_binomials(counts, m, rng) - counts) @ mags
+        m = min(n_flips - done, max(1, 2_000_000 // len(mags_a)))
+        flips = (2 * _half_binomials(counts_a, m, rng) - counts_a) @ mags_a
         extreme += int((np.abs(flips) >= observed).sum())
         done += m
     return (1 + extreme) / (1 + n_flips)
