@@ -3,6 +3,8 @@ are rejected with the key named, and the schema's defaults are filled in."""
 
 from __future__ import annotations
 
+import json
+import os
 
 import pytest
 import yaml
@@ -218,51 +220,51 @@ def _has(cfg: dict, path: tuple) -> bool:
 
 # --- the schema is the one home of defaults --------------------------------------------------------
 
-# Each workflow verb → the config sections its rule passes as flags. "section/prefix": only the keys
-# with that prefix, without it (protein.family's oracle_n is protein-oracle-ceiling's --n). A sampler
-# grid's mi_on_reject / mi_charge_first are the verbs' --on-reject / --charge-first. (label is left
-# out: its flags are the mi section's per split, renamed by the rule's label_options.)
-VERB_SECTIONS = {
-    "prepare-sudoku": ["sudoku.data"],
-    "sudoku-pretrain": ["sudoku.model", "sudoku.train"],
-    "protein-data": ["protein.data"],
-    "prepare-family": ["protein.data", "protein.family"],
-    "protein-pretrain": ["protein.model", "protein.train"],
-    "import-esmc": ["protein", "protein.model"],
-    "train-head": ["sudoku.mi.head", "sudoku.mi.head_train", "protein.mi.head", "protein.mi.head_train",
-                   "hf.mi.head", "hf.mi.head_train"],
-    "sudoku-evaluate": ["sudoku.eval", "sudoku.samplers"],
-    "generate": ["protein.generate", "protein.samplers"],
-    "sudoku-compare": ["sudoku.compare", "sudoku.samplers"],
-    "protein-compare-part": ["protein.compare", "protein.generate", "protein.samplers"],
-    "protein-compare": ["protein.compare", "protein.generate", "protein.samplers"],
-    "sudoku-oracle-ceiling": ["sudoku.compare/oracle_"],
-    "protein-oracle-ceiling": ["protein.family/oracle_", "protein.generate"],
-    "family-score": ["protein.generate"],
-    "family-compare": ["protein.family"],
-    "import-hf": ["hf"],
-    "hf-data": ["hf"],
-    "hf-compare": ["hf.compare", "hf.generate", "hf.samplers"],
-    "antibody-compare": ["antibody.compare"],
-}
-SAMPLER_GRID_FLAGS = {"mi_on_reject": "on_reject", "mi_charge_first": "charge_first"}
+def verb_sections() -> dict[str, tuple[str, ...]]:
+    """Each workflow verb → the config sections its rule passes as flags, as its argument dataclass
+    declares them (``CONFIG_SECTIONS``, next to its fields). "section/prefix": only the keys with that
+    prefix, without it (protein.family's oracle_n is protein-oracle-ceiling's --n). A verb without
+    (label, whose flags the rule's label_options renames per split; the figures) reads none whole."""
+    from mdm_mi.cli import VERBS
+
+    return {verb: v.args.CONFIG_SECTIONS for verb, v in VERBS.items() if hasattr(v.args, "CONFIG_SECTIONS")}
 
 
-def section_defaults(schema: dict, where: str) -> dict:
-    """Flag name → schema default of the non-object keys of one section (``"a.b"`` or ``"a.b/prefix"``);
+def shared_flags() -> dict[str, str]:
+    """A sampler grid's config key → the verbs' flag (mi_on_reject → --on-reject): the sampler table's
+    ``shared`` settings, which the rules pass from ``<domain>.samplers``."""
+    from mdm_mi.core.sampler_table import SAMPLERS
+
+    return {s.key: s.flag for spec in SAMPLERS.values() for s in spec.shared}
+
+
+def section_keys(schema: dict, where: str) -> dict[str, tuple[str, dict]]:
+    """Flag name → (config key, its schema entry) of the non-object keys of one section (``"a.b"`` or
+    ``"a.b/prefix"``); a sampler grid (``<domain>.samplers``) gives its shared settings by their flags;
     a deprecated alias (no default: it is read as its new key) is left out."""
     dotted, _, prefix = where.partition("/")
+    node = schema
     for key in dotted.split("."):
-        schema = schema["properties"][key]
+        node = node["properties"][key]
+    grid = dotted.endswith(".samplers")
     out = {}
-    for key, sub in schema["properties"].items():
+    for key, sub in node["properties"].items():
         if sub.get("type") == "object" or sub.get("deprecated") or not key.startswith(prefix):
             continue
-        out[SAMPLER_GRID_FLAGS.get(key, key.removeprefix(prefix))] = sub["default"]
+        flag = shared_flags().get(key, key) if grid else key.removeprefix(prefix)
+        out[flag] = (f"{dotted}.{key}", sub)
     return out
 
 
-@pytest.mark.parametrize("verb", sorted(VERB_SECTIONS))
+def section_defaults(schema: dict, where: str) -> dict:
+    """Flag name → schema default of one section's keys (:func:`section_keys`)."""
+    return {flag: sub["default"] for flag, (_, sub) in section_keys(schema, where).items()}
+
+
+VERBS_WITH_SECTIONS = sorted(verb_sections())
+
+
+@pytest.mark.parametrize("verb", VERBS_WITH_SECTIONS)
 def test_workflow_verbs_defaults_are_the_schemas(verb):
     """A workflow verb's flag fed from the config has no default of its own, or the schema's (a None
     default is 'not given': a flag the rule passes for some jobs only, e.g. sudoku-compare's per-set sizes)."""
@@ -273,22 +275,79 @@ def test_workflow_verbs_defaults_are_the_schemas(verb):
     schema = load_schema()
     fields = {f.name: f.default for f in dataclasses.fields(VERBS[verb].args)
               if f.default is not dataclasses.MISSING and f.default is not None}
-    for where in VERB_SECTIONS[verb]:
+    for where in verb_sections()[verb]:
         for name, default in section_defaults(schema, where).items():
             if name in fields:
                 mine = list(fields[name]) if isinstance(fields[name], tuple) else fields[name]
                 assert mine == default, f"{verb} --{name.replace('_', '-')}: {mine!r}, schema {where}: {default!r}"
 
 
-def test_the_workflow_verb_table_covers_every_section_a_verb_reads():
-    """Every section named above exists, and every verb is a workflow verb of the CLI."""
+@pytest.mark.parametrize("verb", VERBS_WITH_SECTIONS)
+def test_a_config_fed_default_is_written_only_in_the_schema(verb):
+    """Each flag a verb's sections feed has no default, 'not given' (None), or one read from the schema
+    (``infra/flags.from_schema``, which names the key in the field's metadata): no literal default
+    beside the schema's. The key it reads is one of the keys the verb's sections feed that flag (or the
+    same key of the other domain's section, for a flags class two domains share: their equality is
+    :func:`test_workflow_verbs_defaults_are_the_schemas`')."""
+    import dataclasses
+
     from mdm_mi.cli import VERBS
 
     schema = load_schema()
-    for verb, sections in VERB_SECTIONS.items():
-        assert verb in VERBS and not VERBS[verb].user, verb
-        for where in sections:
-            section_defaults(schema, where)  # KeyError if the section is not in the schema
+    fed: dict[str, set] = {}
+    for where in verb_sections()[verb]:
+        for flag, (key, _) in section_keys(schema, where).items():
+            fed.setdefault(flag, set()).add(key)
+    for f in dataclasses.fields(VERBS[verb].args):
+        if f.name not in fed or f.default is dataclasses.MISSING or (f.default is None and "config" not in f.metadata):
+            continue
+        key = f.metadata.get("config")
+        assert key, f"{verb} --{f.name.replace('_', '-')}: literal default {f.default!r}; use from_schema({sorted(fed[f.name])[0]!r}, ...)"
+        same_key = {k.split(".", 1)[1] for k in fed[f.name]}
+        assert key in fed[f.name] or key.split(".", 1)[1] in same_key, f"{verb} --{f.name}: reads {key}, fed {fed[f.name]}"
+
+
+def test_the_workflow_verb_table_covers_every_section_a_verb_reads():
+    """Every section a verb declares exists, every verb that declares one is a workflow verb of the
+    CLI, and every verb whose rule passes a whole section declares it."""
+    from mdm_mi.cli import VERBS
+
+    schema = load_schema()
+    sections = verb_sections()
+    for verb, wheres in sections.items():
+        assert not VERBS[verb].user, verb
+        for where in wheres:
+            section_keys(schema, where)  # KeyError if the section is not in the schema
+    assert {"sudoku-compare", "hf-compare", "protein-oracle-ceiling", "train-head"} <= set(sections)
+
+
+def test_a_default_changed_in_the_schema_is_the_verbs_default(tmp_path):
+    """The schema is the one home of a config-fed default: in a copy of the package and the schema with
+    three defaults changed (a number, a list of a shared flags class, a sampler grid's setting), the CLI
+    parses the new ones and the dataclasses carry them."""
+    import shutil
+    import subprocess
+    import sys
+
+    for part in ("src/mdm_mi", "workflow/schemas"):
+        shutil.copytree(REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+    path = tmp_path / "workflow/schemas/config.schema.yaml"
+    schema = yaml.safe_load(path.read_text())
+    sudoku, protein = schema["properties"]["sudoku"]["properties"], schema["properties"]["protein"]["properties"]
+    sudoku["eval"]["properties"]["batch_size"]["default"] = 777
+    protein["compare"]["properties"]["indep_cap"]["default"] = [0.25]
+    sudoku["samplers"]["properties"]["mi_on_reject"]["default"] = "stop"
+    path.write_text(yaml.safe_dump(schema, sort_keys=False))
+    code = """if True:
+        import dataclasses, json
+        from mdm_mi.cli import VERBS, build_parser
+        ns = build_parser().parse_args(["sudoku-evaluate", "--puzzles", "p.csv"])
+        cap = next(f.default for f in dataclasses.fields(VERBS["protein-compare"].args) if f.name == "indep_cap")
+        print(json.dumps([ns.batch_size, ns.on_reject, list(cap)]))"""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(tmp_path / "src")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
+                         cwd=tmp_path).stdout
+    assert json.loads(out) == [777, "stop", [0.25]]
 
 
 def test_each_protein_decoding_key_is_one_flags_field_and_tells_parts_apart():

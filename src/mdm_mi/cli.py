@@ -102,7 +102,7 @@ VERBS: dict[str, Verb] = {
                            "calibrate every sampler to common pass budgets and compare them pairwise"),
     "protein-compare-part": Verb(protein_compare_job.ProteinComparePartArgs, protein_compare_job.protein_compare_part,
                                  "one part of protein-compare (sequential, or one sampler family calibrated and decoded)"),
-    "hf-compare": Verb(protein_compare_job.ProteinCompareArgs, protein_compare_job.protein_compare,
+    "hf-compare": Verb(protein_compare_job.HfCompareArgs, protein_compare_job.protein_compare,
                        "protein-compare on a Hugging Face model (--model an hf folder): calibrated samplers by JSD"),
     "protein-compare": Verb(protein_compare_job.ProteinCompareArgs, protein_compare_job.protein_compare,
                             "calibrate every sampler to common pass budgets and compare proteins by JSD"),

@@ -14,6 +14,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -118,6 +119,8 @@ def write_label_contexts(backbone, rows: list, scopes: list[str], path: Path, fi
 class AntibodyCompareArgs(OutDir, SeedFlag):
     """``antibody-compare``: ``--out-dir`` gets runs.json, budgets.csv and budgets.md."""
 
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("antibody.compare",)
+
     model: Path = field(metadata=h("hf model folder (AntiBERTy)"))
     head: Path | None = field(metadata=h("MI head folder trained on the model (MI-guided); none: no MI-guided family"))
     data_dir: Path = field(metadata=h("antibody-data's folder (calibration.tsv, test.tsv)"))
@@ -130,10 +133,10 @@ class AntibodyCompareArgs(OutDir, SeedFlag):
     divisors: tuple[int, ...] = field(metadata=h("budgets: sequential's passes ÷ each"))
     samplers: tuple[str, ...] = field(metadata=h("calibrated baselines compared (naive, eb, threshold)"))
     mi_lambda: tuple[float, ...] = field(metadata=h("MI-guided λ values, each calibrated; mi* picks per budget on calibration"))
-    demask_mi_eps: tuple[float, ...] = optional_swept("demask_mi_eps", "needs --head")
-    dapd_theta: tuple[float, ...] = optional_swept("dapd_theta")
-    demask_eps: tuple[float, ...] = optional_swept("demask_eps", "needs --tv-head")
-    mi_tv_lambda: tuple[float, ...] = optional_swept("mi_tv_lambda", "needs --tv-head")
+    demask_mi_eps: tuple[float, ...] = optional_swept("demask_mi_eps", "antibody.compare", "needs --head")
+    dapd_theta: tuple[float, ...] = optional_swept("dapd_theta", "antibody.compare")
+    demask_eps: tuple[float, ...] = optional_swept("demask_eps", "antibody.compare", "needs --tv-head")
+    mi_tv_lambda: tuple[float, ...] = optional_swept("mi_tv_lambda", "antibody.compare", "needs --tv-head")
     tv_head: Path | None = field(default=None, kw_only=True, metadata=h(
         "TV head folder (train-head --target tv on the same model): read by demask and mi-tv"))
     mi_on_reject: str = field(metadata=h("MI-guided: skip | stop"))

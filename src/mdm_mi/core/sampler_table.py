@@ -28,7 +28,7 @@ from typing import Callable, Mapping
 
 from mdm_mi.core.calibrated import Calibrated
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.flags import h
+from mdm_mi.infra.flags import from_schema, h
 
 HEAD, ORACLE = "head", "oracle"  # where a sampler's pairwise matrix comes from
 TV_HEAD = "tv-head"  # a head of the same architecture trained on DEMASK's TV target (docs/record/rivals.md)
@@ -281,8 +281,9 @@ class SamplerFlags:
     tau: float | None = field(default=None, metadata=h(
         f"{_users('tau')}: unmask every token whose top probability exceeds τ; {CALIBRATED_HELP}"))
     lam: float = field(default=1.0, metadata=h(f"{_users('lam')}: weight λ of the pairwise MI"))
-    on_reject: str = field(default="skip", metadata=h(f"{_users('on_reject')}: skip | stop at a rejected candidate"))
-    charge_first: bool = field(default=False, metadata=h(f"{_users('charge_first')}: charge the first token's entropy to γ"))
+    on_reject: str = from_schema("sudoku.samplers.mi_on_reject", f"{_users('on_reject')}: skip | stop at a rejected candidate")
+    charge_first: bool = from_schema("sudoku.samplers.mi_charge_first",
+                                     f"{_users('charge_first')}: charge the first token's entropy to γ")
     oracle_tol: float = field(default=1e-3, metadata=h(
         f"{', '.join(n for n, s in SAMPLERS.items() if s.pairwise == ORACLE)}: certified probing tolerance (nats)"))
     cap: float | None = field(default=None, metadata=_own("cap"))  # mi-indep's flag_help
@@ -299,12 +300,13 @@ def _swept(key: str) -> dict:
     return h(setting.help, empty=key in extra_family_keys())
 
 
-def optional_swept(key: str, needs: str = ""):
+def optional_swept(key: str, section: str, needs: str = ""):
     """The comparison flag of swept setting ``key`` where a verb makes it optional (``protein-compare``,
-    ``antibody-compare``): default none (no such family), its help the entry's ``Setting.help`` (one
-    home), plus what it ``needs``; ``indep_cap: tuple[float, ...] = optional_swept("indep_cap")``."""
+    ``antibody-compare``): its default the schema's for config ``section`` (none there: no such family),
+    its help the entry's ``Setting.help`` (one home), plus what it ``needs``;
+    ``indep_cap: tuple[float, ...] = optional_swept("indep_cap", "protein.compare")``."""
     setting = next(s for s in swept_settings() if s.key == key)
-    return field(default=(), kw_only=True, metadata=h(setting.help + (f"; {needs}" if needs else ""), empty=True))
+    return from_schema(f"{section}.{key}", setting.help + (f"; {needs}" if needs else ""), kw_only=True, empty=True)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -24,7 +25,7 @@ from mdm_mi.domain import FASTA_SUFFIXES
 from mdm_mi.infra.checkpoint import META
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta
-from mdm_mi.infra.flags import OutDir, SeedFlag, h as _h
+from mdm_mi.infra.flags import OutDir, SeedFlag, from_schema, h as _h
 from mdm_mi.infra.io import read_text_input, write_json
 from mdm_mi.loading import FINGERPRINT, compute_fingerprint, load_model
 
@@ -33,14 +34,16 @@ SPLITS = ("train", "heldout")  # hf-data's token files: {split}_contexts.npy
 
 @dataclass(frozen=True)
 class ImportHfArgs:
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("hf",)
+
     weights: Path = field(metadata=_h("folder written by save_pretrained (config.json, weights, tokenizer files)"))
     out: Path | None = field(default=None, metadata=_h(
         "model folder to write meta.json into (referencing --weights); default: --weights itself"))
-    alphabet: str = field(default="protein", metadata=_h(
+    alphabet: str = from_schema("hf.alphabet", (
         "allowed tokens: protein (the 20 amino acids), a file with one token per line, or a,b,c"))
-    hidden_layer: int = field(default=-1, metadata=_h(
+    hidden_layer: int = from_schema("hf.hidden_layer", (
         "hidden_states index the MI head reads (Hugging Face numbering: 0 = embeddings, -1 = last layer)"))
-    bf16: bool = field(default=False, metadata=_h("bf16 autocast on CUDA when decoding (labels stay fp32)"))
+    bf16: bool = from_schema("hf.bf16", "bf16 autocast on CUDA when decoding (labels stay fp32)")
     check: bool = field(default=True, metadata=_h("load the model once and check it against the Backbone rules"))
 
 
@@ -89,6 +92,8 @@ def _check_model(directory: Path, meta: dict) -> None:
 class HfDataArgs(OutDir, SeedFlag):
     """``hf-data``: ``--out-dir`` gets train_contexts.npy, heldout_contexts.npy, train.fasta and
     reference.fasta; ``--seed`` seeds the split."""
+
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("hf",)
 
     model: Path = field(metadata=_h("hf model folder (its tokenizer encodes the sequences)"))
     sequences: Path = field(metadata=_h("your sequences: FASTA (.fasta/.fa/.faa) or one sequence per line"))

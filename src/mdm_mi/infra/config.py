@@ -17,8 +17,8 @@ import jsonschema
 import yaml
 
 from mdm_mi.infra.errors import UserError
+from mdm_mi.infra.schema import SCHEMA_PATH, read_schema
 
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "workflow" / "schemas" / "config.schema.yaml"
 # A renamed key (its section, old name) → its new name; the old one is read for one release (CHANGELOG.md).
 DEPRECATED_KEYS = {("sudoku", "compare", "rule_sets"): "extra_family_sets"}
 
@@ -42,8 +42,8 @@ def _with_defaults(validator_cls):
 
 
 def load_schema(path: Path = SCHEMA_PATH) -> dict:
-    """Read the YAML JSON-schema."""
-    return yaml.safe_load(Path(path).read_text())
+    """Read the YAML JSON-schema (a fresh copy: the caller may change it)."""
+    return read_schema(path)
 
 
 def rename_deprecated(cfg: dict, warn=lambda line: print(line, file=sys.stderr)) -> None:

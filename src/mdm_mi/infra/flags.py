@@ -1,7 +1,8 @@
-"""Flag metadata for the verbs' argument dataclasses, and the flags many verbs share; imports nothing
-from ``mdm_mi``.
+"""Flag metadata for the verbs' argument dataclasses, and the flags many verbs share; imports only
+:mod:`mdm_mi.infra.schema` (the config schema's defaults).
 
     sampler: str = field(default="sequential", metadata=h("which sampler"))
+    batch_size: int = from_schema("sudoku.eval.batch_size", "puzzles decoded together")
 
 A verb's arguments inherit the shared flags it takes (each a frozen, keyword-only mixin, so its fields
 can come before required ones; the CLI builds every dataclass by keyword) and declare the rest:
@@ -13,8 +14,10 @@ can come before required ones; the CLI builds every dataclass by keyword) and de
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
+
+from mdm_mi.infra.schema import schema_default
 
 
 def h(text: str, positional: bool = False, group: str | None = None, empty: bool = False) -> dict:
@@ -23,6 +26,14 @@ def h(text: str, positional: bool = False, group: str | None = None, empty: bool
     under that heading in ``--help``; ``empty=True`` lets a required tuple flag be given with no values
     (``--indep-cap`` alone: none), as a config's empty list is passed."""
     return {"help": text, "positional": positional, "group": group, "empty": empty}
+
+
+def from_schema(key: str, text: str, *, kw_only: bool | None = None, **options):
+    """A flag fed from the config key ``key`` (``"sudoku.eval.batch_size"``) whose default is the
+    schema's (:func:`mdm_mi.infra.schema.schema_default`: written there only), with help ``text`` and
+    :func:`h`'s ``options``; its metadata names the key (``metadata["config"]``), which the tests read."""
+    return field(default=schema_default(key), kw_only=MISSING if kw_only is None else kw_only,
+                 metadata=h(text, **options) | {"config": key})
 
 
 DEVICE_HELP = "auto | cpu | cuda"

@@ -22,6 +22,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -158,6 +159,9 @@ def label(args: LabelArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class TrainHeadArgs(SeededTrainRunFlags):
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = (
+        "sudoku.mi.head", "sudoku.mi.head_train", "protein.mi.head", "protein.mi.head_train", "hf.mi.head", "hf.mi.head_train")
+
     model: Path = field(metadata=_h("frozen backbone checkpoint folder"))
     labels: tuple[Path, ...] = field(metadata=_h("training label shards (.safetensors)"))
     val: tuple[Path, ...] = field(metadata=_h(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -53,18 +54,20 @@ class ProteinCompareFlags(GenerateFlags, ComparisonFlags, SweptFlags):
     schema's ``protein.compare``); the rest has no default."""
 
     calib_n: int = field(metadata=_h("calibration sequences (their lengths drawn apart from the test's)"))
-    indep_cap: tuple[float, ...] = optional_swept("indep_cap")
-    two_budget_delta: tuple[float, ...] = optional_swept("two_budget_delta")
-    unit_disjoint_peers: tuple[float, ...] = optional_swept("unit_disjoint_peers")
-    demask_eps: tuple[float, ...] = optional_swept("demask_eps")
-    demask_mi_eps: tuple[float, ...] = optional_swept("demask_mi_eps")
-    mi_tv_lambda: tuple[float, ...] = optional_swept("mi_tv_lambda")
-    dapd_theta: tuple[float, ...] = optional_swept("dapd_theta")
+    indep_cap: tuple[float, ...] = optional_swept("indep_cap", "protein.compare")
+    two_budget_delta: tuple[float, ...] = optional_swept("two_budget_delta", "protein.compare")
+    unit_disjoint_peers: tuple[float, ...] = optional_swept("unit_disjoint_peers", "protein.compare")
+    demask_eps: tuple[float, ...] = optional_swept("demask_eps", "protein.compare")
+    demask_mi_eps: tuple[float, ...] = optional_swept("demask_mi_eps", "protein.compare")
+    mi_tv_lambda: tuple[float, ...] = optional_swept("mi_tv_lambda", "protein.compare")
+    dapd_theta: tuple[float, ...] = optional_swept("dapd_theta", "protein.compare")
 
 
 @dataclass(frozen=True)
 class ProteinCompareBase(ProteinCompareFlags, ProteinDecodeJobFlags, HeadFlag):
     """The arguments of both verbs: the flags, the inputs and the output folder, seed and device."""
+
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein.compare", "protein.generate", "protein.samplers")
 
     reference: Path = field(metadata=_h("reference FASTA: lengths are drawn from it and JSD is taken against it"))
     embedder: Path | None = field(default=None, kw_only=True, metadata=_h(
@@ -81,6 +84,13 @@ class ProteinCompareArgs(ProteinCompareBase):
     bootstrap: int = field(kw_only=True, metadata=_h("whole-metric bootstrap replicates (k-means refit in each)"))
     parts: tuple[Path, ...] = field(default=(), metadata=_h(
         "protein-compare-part folders to merge (one per part: sequential and each family); none: decode every part here"))
+
+
+@dataclass(frozen=True)
+class HfCompareArgs(ProteinCompareArgs):
+    """``hf-compare``: ``protein-compare``'s arguments, fed from the ``hf`` sections of the config."""
+
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("hf.compare", "hf.generate", "hf.samplers")
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -33,6 +34,8 @@ from mdm_mi.sampler_classes import sampler_from_args
 
 @dataclass(frozen=True)
 class GenerateArgs(SamplerFlags, GenerateFlags, ModelFlags):
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein.generate", "protein.samplers")
+
     out: Path = field(default=Path("generated.fasta"), metadata=_h("output FASTA"))
     min_length: int = field(default=50, metadata=_h("shortest length (without --reference)"))
     max_length: int = field(default=100, metadata=_h("longest length (without --reference)"))

@@ -13,12 +13,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta
-from mdm_mi.infra.flags import ModelShapeFlags, OutDir, SeedFlag, h as _h
+from mdm_mi.infra.flags import ModelShapeFlags, OutDir, SeedFlag, from_schema, h as _h
 from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.infra.train_loop import DiffusionTrainFlags, RESUME, SNAPSHOTS, run_metrics
@@ -31,6 +32,8 @@ from mdm_mi.protein.train import ProteinTrainConfig, train_protein_mdm
 
 @dataclass(frozen=True)
 class PrepareProteinArgs(OutDir, SeedFlag):
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein.data",)
+
     train_fasta: Path = field(metadata=_h("training FASTA (UniRef50 + CATH, no length 50-100)"))
     reference_fasta: Path = field(metadata=_h("UniRef50 sequences of length 50-100"))
     n_reference: int = field(metadata=_h("reference sequences per draw (paper: 500)"))
@@ -67,6 +70,8 @@ def prepare_protein(args: PrepareProteinArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class PretrainProteinArgs(DiffusionTrainFlags, ModelShapeFlags):
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein.model", "protein.train")
+
     train: Path = field(metadata=_h("training FASTA (train.fasta from protein-data)"))
     out: Path = field(metadata=_h("output model folder"))
     hidden_layer: int = field(metadata=_h("block whose output the MI head reads (-1 = last)"))
@@ -167,10 +172,12 @@ def download_esmc(args: DownloadEsmcArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class ImportEsmcArgs:
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein", "protein.model")
+
     weights: Path = field(metadata=_h("ESM-C 300M weights file (.pth or .safetensors)"))
     out: Path = field(metadata=_h("model folder to write (meta.json referencing the weights)"))
-    hidden_layer: int = field(default=-1, metadata=_h("block whose output the MI head reads"))
-    esmc_bf16: bool = field(default=False, metadata=_h("ESM-C's own precision: bf16 autocast on CUDA (CPU stays fp32)"))
+    hidden_layer: int = from_schema("protein.model.hidden_layer", "block whose output the MI head reads")
+    esmc_bf16: bool = from_schema("protein.esmc_bf16", "ESM-C's own precision: bf16 autocast on CUDA (CPU stays fp32)")
     check: bool = field(default=True, metadata=_h("load the weights once to check them"))
 
 

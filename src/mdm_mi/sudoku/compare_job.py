@@ -21,6 +21,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -32,7 +33,7 @@ from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
 from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify, side_by_side, verdict_markdown
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
+from mdm_mi.infra.flags import THREADS_HELP, ComparisonFlags, HeadFlag, from_schema, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.loading import load_mi_head, load_model_and_head, weights_identity
@@ -48,6 +49,8 @@ SUDOKU_CELLS = 81
 
 @dataclass(frozen=True)
 class CompareArgs(SudokuDecodeFlags, ComparisonFlags, SweptFlags, HeadFlag):
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("sudoku.compare", "sudoku.samplers")
+
     radcliffe: Path = field(metadata=_h("Radcliffe curated CSV (levels Beginner..Expert)"))
     easy: Path = field(metadata=_h("HKUNLP easy CSV"))
     set: str = field(metadata=_h("hard | graded | levels | easy"))
@@ -58,8 +61,10 @@ class CompareArgs(SudokuDecodeFlags, ComparisonFlags, SweptFlags, HeadFlag):
     graded_givens: tuple[int, ...] = field(default=(), metadata=_h("graded: givens of its levels"))
     graded_per_level: int | None = field(default=None, metadata=_h("graded: test puzzles per level"))
     seed: int = field(default=0, metadata=_h("random seed (test split, test decoding, bootstrap)"))
-    calib_seed: int = field(default=0, metadata=_h(
-        "seed of the calibration puzzles (drawn from the pool the test split leaves) and of their decoding"))
+    calib_seed: int = from_schema("sudoku.compare.calib_seed",
+                                  "seed of the calibration puzzles (drawn from the pool the test split leaves) and of their decoding")
+    # the rule's threads come from the config: its default is the schema's, over DeviceThreadsFlags' own
+    threads: int = from_schema("sudoku.compare.threads", THREADS_HELP, kw_only=True)
     tv_head: Path | None = field(default=None, metadata=_h(
         "TV head checkpoint folder (train-head --target tv): needed by the families that read it (demask, mi-tv)"))
     chunks: Path | None = field(default=None, metadata=_h(

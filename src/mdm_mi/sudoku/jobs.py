@@ -12,6 +12,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from mdm_mi.core.sampler_table import SamplerFlags
 from mdm_mi.domain import set_domain
 from mdm_mi.infra.checkpoint import load_checkpoint, save_checkpoint
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.flags import SeedFlag, h as _h
+from mdm_mi.infra.flags import SeedFlag, from_schema, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_npy
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.infra.train_loop import DiffusionTrainFlags, RESUME, SNAPSHOTS
@@ -35,6 +36,8 @@ from mdm_mi.sampler_classes import sampler_from_args
 
 @dataclass(frozen=True)
 class PrepareArgs(SeedFlag):
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("sudoku.data",)
+
     radcliffe: Path = field(metadata=_h("Radcliffe curated CSV (levels Beginner..Expert)"))
     easy: Path = field(metadata=_h("HKUNLP easy test CSV"))
     out_dir: Path = field(metadata=_h("output folder of train_solutions.npy and the eval set CSVs"))
@@ -74,6 +77,8 @@ def prepare_sudoku(args: PrepareArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class PretrainArgs(DiffusionTrainFlags):
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("sudoku.model", "sudoku.train")
+
     solutions: Path = field(metadata=_h("train_solutions.npy from prepare-sudoku"))
     out: Path = field(metadata=_h("output checkpoint folder"))
     d_model: int = field(metadata=_h("model width"))
@@ -138,11 +143,13 @@ def _pick(cls, args):
 
 @dataclass(frozen=True)
 class EvaluateArgs(SamplerFlags, ModelFlags):
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("sudoku.eval", "sudoku.samplers")
+
     puzzles: Path = field(metadata=_h("any CSV with 'puzzle' (and optional 'solution', 'level') columns "
                                        "(a protein FASTA reference is scored by generate --reference)"))
     out: Path | None = field(default=None, metadata=_h("summary JSON (default: none; the table is printed)"))
     per_puzzle: Path | None = field(default=None, metadata=_h("per-puzzle CSV (default: none)"))
-    batch_size: int = field(default=1000, metadata=_h("puzzles decoded together"))
+    batch_size: int = from_schema("sudoku.eval.batch_size", "puzzles decoded together")
     seed: int = field(default=0, metadata=_h("random seed"))
 
 

@@ -19,6 +19,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -41,6 +42,8 @@ CEILING_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequent
 
 @dataclass(frozen=True)
 class CeilingArgs(SudokuDecodeFlags, OracleCeilingFlags):
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("sudoku.compare/oracle_",)
+
     compare_dir: Path = field(metadata=_h("a sudoku-compare output folder (runs.json, outcomes.npz, test.csv)"))
     puzzles: int = field(metadata=_h("test puzzles decoded with the oracle (a seeded subset)"))
     seed: int = field(default=0, metadata=_h("random seed of the subset"))

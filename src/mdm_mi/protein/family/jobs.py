@@ -34,6 +34,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -61,6 +62,8 @@ from mdm_mi.protein.sequences import sample_reference, validate_sequence
 
 @dataclass(frozen=True)
 class PrepareFamilyArgs(OutDir):
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein.data", "protein.family")
+
     a2m: Path = field(metadata=_h("Pfam A2M alignment of the family (e.g. PF00014 Kunitz, full)"))
     identity: float = field(metadata=_h("identity at which records join one cluster (clusters stay whole in a split)"))
     n_train_contexts: int = field(metadata=_h("distinct train sequences written for MI labelling"))
@@ -199,6 +202,8 @@ def family_ardca(args: FamilyArdcaArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class FamilyScoreArgs:
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein.generate",)
+
     fasta: Path = field(metadata=_h("sequences to score: generated, or floor.fasta / ceiling.fasta / ardca.fasta"))
     data_dir: Path = field(metadata=_h("prepare-family's folder (the splits' .a2m files, summary.json)"))
     row: str = field(metadata=_h("row name in the family table: a sampler run, ceiling, ardca or floor"))
@@ -264,6 +269,8 @@ def family_table(args: FamilyTableArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class FamilyCompareArgs:
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein.family",)
+
     budgets_dir: Path = field(metadata=_h("protein-compare output (runs.json and fasta/)"))
     data_dir: Path = field(metadata=_h("prepare-family output (the splits' .a2m and summary.json)"))
     out_dir: Path = field(metadata=_h("output folder (covariation.csv, covariation.md, scores.json)"))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -55,6 +56,8 @@ LENGTH_STREAM = 8  # rng stream of the lengths (protein-compare uses 5 and 6)
 
 @dataclass(frozen=True)
 class ProteinCeilingArgs(ProteinDecodeJobFlags, OracleCeilingFlags):
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein.family/oracle_", "protein.generate")
+
     head: Path = field(metadata=_h("MI head folder (train-head)"))
     data_dir: Path = field(metadata=_h("prepare-family's folder (splits, ceiling.fasta, floor.fasta)"))
     n: int = field(metadata=_h("sequences per arm (lengths drawn from the reference)"))
