@@ -80,9 +80,10 @@ def picked(section, flags):
 
 
 def mi_flags(grid):
-    """MI-guided decoding's fixed settings in a sampler grid (config <domain>.samplers) as the verbs'
-    flags: mi_on_reject → --on-reject, mi_charge_first → --charge-first."""
-    return {"on_reject": grid["mi_on_reject"], "charge_first": grid["mi_charge_first"]}
+    """The single settings of a sampler grid (config <domain>.samplers) as the verbs' flags, named by the
+    sampler table's ``shared`` settings (MI-guided's: mi_on_reject → --on-reject, mi_charge_first →
+    --charge-first)."""
+    return {s.flag: grid[s.key] for spec in SAMPLERS.values() for s in spec.shared}
 
 
 def tracking_flags(wildcards):
@@ -127,7 +128,7 @@ def label_options(mi, split):
 def oracle_runs():
     """The exact-MI oracle (λ = 1) and the MI head at the same settings, on the small oracle set."""
     grid = SUDOKU["samplers"]
-    mi = {"on_reject": grid["mi_on_reject"], "charge_first": grid["mi_charge_first"], "lam": 1.0}
+    mi = mi_flags(grid) | {"lam": 1.0}
     runs = {}
     for g in grid["oracle_gamma"]:
         runs[f"mi-oracle-g{g}"] = {"sampler": "mi-oracle", "gamma": g} | mi
