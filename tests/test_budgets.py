@@ -5,6 +5,7 @@ the disjoint comparison splits and the budgets table."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -353,6 +354,19 @@ def test_calibration_grid_gives_each_budget_the_setting_it_gets_alone():
     alone = calibrate_grid([fam], 60.0, (3,), measure, log=lambda m: None)
     in_grid = next(p for p in grid if p.extra["divisor"] == 3)
     assert (in_grid.value, in_grid.passes) == (alone[0].value, alone[0].passes)
+
+
+def test_the_calibration_log_says_how_far_the_grid_is_and_the_time_left():
+    """Issue 52: a comparison's log tells a person where a long job stands: each calibrated point's
+    line ends with the grid's progress, counting to every family × budget."""
+    from mdm_mi.evaluation.calibrate import calibrate_grid
+
+    fams = [Family(name, "eb", "gamma", 1e-3, 50.0, "log", increasing=False, cls=EntropyBounded) for name in ("a", "b")]
+    lines = []
+    calibrate_grid(fams, 60.0, (2, 3, 4), lambda sampler: (60.0 / (1 + sampler.gamma), {}), log=lines.append)
+    counts = [re.search(r"calibration (\d+)/6 \((\d+)%\), \S+ elapsed", line) for line in lines]
+    assert all(counts) and [int(m.group(1)) for m in counts] == [1, 2, 3, 4, 5, 6]
+    assert "left" in lines[0] and "left" not in lines[-1] and counts[-1].group(2) == "100"
 
 
 @pytest.mark.parametrize(("extra", "message"), [

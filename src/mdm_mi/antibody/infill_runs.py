@@ -37,6 +37,7 @@ from mdm_mi.evaluation.stats import jsd_bits
 from mdm_mi.evaluation.verdicts import verdict, WORDS
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path, write_json, write_text
+from mdm_mi.infra.progress import Progress
 from mdm_mi.mi.dapd import pairwise_source
 from mdm_mi.mi.guided import oracle_pairwise_fn, OracleMI
 from mdm_mi.sampler_classes import SAMPLER_CLASSES
@@ -187,7 +188,9 @@ def calibrated_runs(filler: Filler, test: InfillSet, calib: InfillSet, args, pai
     runs, backbone = {}, filler.backbone
     several_mi = len(args.mi_lambda) > 1 and pairwise is not None
     most = max(max_masked(backbone, calib.tokens), max_masked(backbone, test.tokens))
-    for fam in _families(args, pairwise is not None, tv_fn is not None, most):
+    families = _families(args, pairwise is not None, tv_fn is not None, most)
+    line = Progress("settings", len(families) * len(args.divisors))  # each calibrated, filled and scored
+    for fam in families:
         cache: dict = {}
         for d in sorted(args.divisors, reverse=True):
             with pairwise_source(backbone, fam.sampler, pairwise, tv_fn) as pf:
@@ -206,7 +209,7 @@ def calibrated_runs(filler: Filler, test: InfillSet, calib: InfillSet, args, pai
                 "calib_score": score})
             print(f"{fam.label} 1/{d}: {fam.param}={point.value:.4g}, calibration {point.passes:.2f} passes "
                   f"(target {point.target:.2f}); test {runs[f'{fam.slug}@{d}']['mean_passes']:.2f} passes, "
-                  f"PLL {np.mean(runs[f'{fam.slug}@{d}']['pll']):.3f}", flush=True)
+                  f"PLL {np.mean(runs[f'{fam.slug}@{d}']['pll']):.3f}; {line(len(runs))}", flush=True)
     return runs
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from mdm_mi.core.sampler_table import SAMPLERS, TOKENS, calibrated_variants, comparison_settings, slug
+from mdm_mi.infra.progress import Progress
 
 if TYPE_CHECKING:  # annotations only: the search itself needs no torch
     from mdm_mi.core.samplers import Sampler
@@ -234,16 +235,18 @@ def calibrate_grid(families: list[Family], sequential_passes: float, divisors, m
     its budgets: a decode one budget's search already ran costs nothing again, and no budget's
     setting depends on the others (:func:`calibrate`). ``caches`` (label → cache), when given,
     receives those caches for later searches (:mod:`mdm_mi.evaluation.matched`)."""
-    points = []
+    points, budgets = [], sorted(targets(sequential_passes, divisors).items(), reverse=True)
+    line = Progress("calibration", len(families) * len(budgets))  # how far the whole grid is, and time left
     for fam in families:
         cache: dict = {} if caches is None else caches.setdefault(fam.label, {})
         found = {}
-        for d, target in sorted(targets(sequential_passes, divisors).items(), reverse=True):
+        for d, target in budgets:
             t0 = time.time()
             point = calibrate(fam, target, measure, cache=cache, ceiling=sequential_passes)
             found[d] = dataclasses.replace(point, extra={**point.extra, "divisor": d})
             log(f"calibrated {fam.label} 1/{d}: {fam.param}={point.value:.6g} → {point.passes:.2f} passes "
-                f"(target {target:.2f}, {point.decodes} decodes, {time.time() - t0:.1f} s)")
+                f"(target {target:.2f}, {point.decodes} decodes, {time.time() - t0:.1f} s); "
+                f"{line(len(points) + len(found))}")
         points += [found[d] for d in sorted(found)]
     return points
 

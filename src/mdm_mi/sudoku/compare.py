@@ -22,6 +22,7 @@ from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.matched import bracket_settings, mixture, settings_summary
+from mdm_mi.infra.progress import Progress
 from mdm_mi.mi.dapd import pairwise_source
 from mdm_mi.sudoku.evaluate import decode_set, solved_mask
 from mdm_mi.sudoku.grid import MASK_ID
@@ -156,7 +157,8 @@ def decode_matched(decoder: Decoder, test: PuzzleSet, calib_decoder: Decoder, ca
     runs = {SEQUENTIAL: {"family": SEQUENTIAL, "divisor": 1, "params": seq.params(), "solved": solved,
                          "passes": passes}}
     measure = calibration_measure(calib_decoder, calib)
-    for point in points:
+    line = Progress("test decodes", len(points))  # how far, and the time left
+    for n, point in enumerate(points, 1):
         fam, d = by_label[point.family], point.extra["divisor"]
         budget = seq_test / d
         settings = bracket_settings(fam, point, budget, lambda sampler: decoder(test, sampler), measure,
@@ -172,5 +174,5 @@ def decode_matched(decoder: Decoder, test: PuzzleSet, calib_decoder: Decoder, ca
             "setting_passes": np.stack([s.passes for s in settings] * (3 - len(settings)))[:2]}
         log(f"matched {fam.label} 1/{d}: " + ", ".join(f"{s['test_passes']:.2f} passes × {s['weight']:.2f}"
                                                        for s in runs[f"{fam.label}@1/{d}"]["settings"])
-            + f" → {np.mean(mixed['passes']):.2f} (budget {budget:.2f})")
+            + f" → {np.mean(mixed['passes']):.2f} (budget {budget:.2f}); {line(n)}")
     return runs
