@@ -37,6 +37,20 @@ def test_antibody_rows_from_the_comparisons_csv(tmp_path):
     assert primary["p_tost"] == tost_t(primary["diff"], primary["se"], primary["df"], 0.10)
 
 
+def test_the_antibody_page_block_renders_the_registered_rows_and_the_answer():
+    """`prereg-antibody` (the block docs/answer.md shows once the decisive AntiBERTy run is committed),
+    here on the pilot's CSV: one table row per registered contrast, the primary in words."""
+    from mdm_mi.docs_jobs import RENDERERS
+    from mdm_mi.evaluation.budgets import read_csv
+
+    path = REPO / "docs/figures/antibody/cdr3/budgets.csv"
+    text = RENDERERS["prereg-antibody"](path)
+    rows = prereg.antibody_prereg_rows(read_csv(path))
+    assert text.count("\n| ") == len(rows) and "| primary | mi λ=1 − eb | pll | 1/4 " in text
+    primary = prereg.primary_row(rows)
+    assert f"= {primary['diff']:+.3f} nats/residue" in text and f"**{prereg.answer_of(primary)}** on this backbone" in text
+
+
 @pytest.mark.parametrize("first, second, divisor, role", [
     ("mi λ=1", "eb", 4, prereg.PRIMARY),
     ("mi λ=1", "eb", 8, "secondary: the other budgets"),

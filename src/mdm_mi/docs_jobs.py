@@ -31,6 +31,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {  # name → renderer(data file) 
     "sudoku-budgets": doc_tables.sudoku_budgets,
     "primary": doc_tables.primary_contrast,
     "prereg-sudoku": doc_tables.prereg_sudoku,
+    "prereg-antibody": doc_tables.prereg_antibody,
     "fidelity": doc_tables.fidelity_table,
     "primary-csv": doc_tables.primary_rows_csv,
     "answer-lines": doc_tables.answer_lines,

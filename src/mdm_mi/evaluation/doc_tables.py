@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.evaluation import paper, prereg
-from mdm_mi.evaluation.budgets import SEQUENTIAL, budget_rows, markdown, table_order
+from mdm_mi.evaluation.budgets import SEQUENTIAL, budget_rows, markdown, read_csv, table_order
 from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
 from mdm_mi.evaluation.verdicts import classify
 from mdm_mi.infra.errors import InputError
@@ -138,6 +138,30 @@ def prereg_sudoku(path: Path) -> str:
                      f"{r['p_tost_holm']:.2g} | **{r['verdict']}** |")
     r = prereg.primary_row(rows)
     return "\n".join(lines) + f"\n\nPrimary ({r['n']:,} {set_name} test puzzles): {primary_clause(r)}.\n"
+
+
+def prereg_antibody(path: Path) -> str:
+    """The pre-registered analysis of an ``antibody-compare`` CSV (:func:`mdm_mi.evaluation.prereg.antibody_prereg_rows`):
+    each family's rows in nats/residue of PLL (recovery as a share), Student TOST at the registered
+    margin, then the primary verdict in words."""
+    rows = prereg.antibody_prereg_rows(read_csv(path))
+    lines = ["| family (Holm inside) | contrast | metric | budget (passes) | first | second | first − second [95%] | "
+             f"p | Holm p | TOST p (±{prereg.ANTIBODY_MARGIN:g}) | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['role']} | {r['first']} − {r['second']} | {r['metric']} | 1/{r['divisor']} "
+                     f"({r['passes_first']:.1f}) | {r['value_first']:.3f} | {r['value_second']:.3f} | {r['diff']:+.3f} "
+                     f"[{r['lo']:+.3f}, {r['hi']:+.3f}] | {r['p_value']:.2g} | {r['p_holm']:.2g} | "
+                     f"{r['p_tost_holm']:.2g} | **{r['verdict']}** |")
+    r = prereg.primary_row(rows)
+    return "\n".join(lines) + f"\n\nPrimary ({r['n']:,} test VH): {antibody_primary_clause(r)}.\n"
+
+
+def antibody_primary_clause(r: dict) -> str:
+    """The decision rule applied to AntiBERTy's primary row, as one clause (the paper has no antibody number)."""
+    return (f"{prereg.ALGORITHM_1} − EB at ÷{r['divisor']} ({r['passes_first']:.1f} passes) = {r['diff']:+.3f} "
+            f"nats/residue of PLL [{r['lo']:+.3f}, {r['hi']:+.3f}], p {r['p_value']:.2g}, TOST p "
+            f"{r['p_tost_holm']:.2g} at ±{prereg.ANTIBODY_MARGIN:g}: **{r['verdict']}**, so the paper's claim is "
+            f"**{prereg.answer_of(r)}** on this backbone")
 
 
 def primary_clause(r: dict) -> str:
