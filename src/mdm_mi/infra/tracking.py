@@ -180,17 +180,6 @@ def _environ(values: dict):
             os.environ.pop(key, None)
 
 
-def _check_sqlite(uri: str) -> None:
-    """Open a ``sqlite:///`` store once, so a folder, a corrupt or an unwritable file fails at once
-    (MLflow retries opening such a store for about 100 s)."""
-    path = uri.removeprefix("sqlite:///")
-    if not uri.startswith("sqlite:///") or path in ("", ":memory:"):
-        return
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.closing(sqlite3.connect(path, timeout=30)) as db:
-        db.execute("PRAGMA schema_version").fetchone()
-
-
 def _tags(args: TrackingArgs) -> tuple[str, dict]:
     """A job's run name (``rule/wildcard values``) and tags (rule, wildcards, git commit, config hash)."""
     tags = {"rule": args.rule, "git_commit": git_commit(), "config_hash": args.config_hash}
@@ -238,7 +227,6 @@ def _direct(args: TrackingArgs):
     try:
         import mlflow  # lazy: mlflow adds ~2 s to every CLI start, and most runs do not track
 
-        _check_sqlite(args.uri)
         mlflow.set_tracking_uri(args.uri)
         name, tags = _tags(args)
         quick = {k: v for k, v in QUICK_HTTP.items() if k not in os.environ}  # the user's settings win
