@@ -319,6 +319,7 @@ def test_tracking_sqlite_records_one_run_per_job_with_tags(tmp_path, mlflow_stor
             "--markdown", str(tmp_path / "table.md"), *tracking]
     assert main(argv) == 0
     assert main([*argv[:2], str(tmp_path / "missing.json"), *argv[3:]]) == 2
+    assert main(["track", "--tracking-uri", mlflow_store, "--experiment", "test-exp"]) == 0  # the spool → runs
 
     client, runs = tracked_runs(mlflow_store, "sudoku_table")
     assert [r.info.status for r in runs] == ["FINISHED", "FAILED"]
@@ -340,6 +341,7 @@ def test_tracking_accepts_the_graded_set_level_names(tmp_path, capsys, monkeypat
     tracking = ["--tracking-uri", mlflow_store, "--experiment", "test-exp", "--rule", "graded_eval"]
     capsys.readouterr()
     assert main(evaluate_argv(tiny_checkpoint, puzzles, tmp_path, extra=tracking)) == 0
+    assert main(["track", "--tracking-uri", mlflow_store, "--experiment", "test-exp"]) == 0
     assert "tracking skipped" not in capsys.readouterr().err
     client, (run,) = tracked_runs(mlflow_store, "graded_eval")
     assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"summary.json"}

@@ -1,5 +1,6 @@
-"""Faults a workflow run meets: a job killed mid-way and rerun, parallel jobs logging to one MLflow
-store, and an MLflow store that cannot be used. Files on disk stay trustworthy through all of them.
+"""Faults a workflow run meets: a job killed mid-way and rerun, parallel jobs tracking to one MLflow
+store (they spool, one mirror makes the runs), and an MLflow store that cannot be used. Files on disk
+stay trustworthy through all of them.
 
 The kill tests SIGKILL real processes (a writer inside ``atomic_path``; a whole ``snakemake`` process
 group during pretraining). The slow one runs a small part of the smoke DAG three times.
@@ -208,19 +209,20 @@ def test_dag_killed_during_pretraining_reruns_to_the_same_metrics(tmp_path):
     client = MlflowClient(f"sqlite:///{killed}/results/mlflow.db")
     experiment = client.get_experiment_by_name(load_config(REPO / "config" / "smoke.yaml")["tracking"]["experiment"])
     runs = client.search_runs([experiment.experiment_id], filter_string="tags.rule = 'sudoku_pretrain'")
-    # the killed job's run stays RUNNING (MLflow never hears of a SIGKILL); the rerun's is complete
+    # the killed job's spooled record stays RUNNING (SIGKILL skips its end), and the rerun's mirror
+    # shows it beside the rerun's complete one
     assert sorted(r.info.status for r in runs) == ["FINISHED", "RUNNING"]
     (done,) = [r for r in runs if r.info.status == "FINISHED"]
     assert done.data.metrics["final_loss"] == expected["final_loss"]
 
 
-# --- 2. parallel jobs logging to one sqlite store -----------------------------------------------------
+# --- 2. parallel jobs tracking to one sqlite store: each spools its record, one mirror makes the runs --
 
 N_JOBS, N_STEPS = 4, 25
 TRACKED_JOB = textwrap.dedent("""
     import pathlib, sys, time
-    import mlflow  # imported before the barrier, so every job starts logging at the same moment
-    from mdm_mi.infra.tracking import TrackingArgs, open_tracker
+    from mdm_mi.infra.tracking import TrackingArgs, open_tracker  # imported before the barrier, so every
+                                                                  # job starts logging at the same moment
 
     uri, i, go, folder = sys.argv[1], int(sys.argv[2]), pathlib.Path(sys.argv[3]), pathlib.Path(sys.argv[4])
     while not go.exists():
@@ -234,6 +236,7 @@ TRACKED_JOB = textwrap.dedent("""
         artifact.write_text('{"job": %%d}' %% i)
         tracker.log_artifact(artifact)
         tracker.log_metrics({"final": float(i)})
+    assert "mlflow" not in sys.modules  # a job on a local store only spools
 """ % N_STEPS)
 
 
@@ -258,6 +261,9 @@ def test_parallel_jobs_on_one_sqlite_store_lose_nothing(tmp_path):
     for p, (_, err) in zip(procs, results):
         assert p.returncode == 0, err[-3000:]
         assert "tracking skipped" not in err, err[-3000:]
+    mirror = subprocess.run([*PYTHON_M, "track", "--tracking-uri", uri, "--experiment", "faults"],
+                            capture_output=True, text=True, timeout=300)
+    assert mirror.returncode == 0 and f"{N_JOBS} runs mirrored" in mirror.stdout, mirror.stderr[-3000:]
 
     client = MlflowClient(uri)
     runs = client.search_runs([client.get_experiment_by_name("faults").experiment_id])
@@ -308,15 +314,25 @@ def prepare_sudoku(workdir: Path, uri: str, env: dict | None = None) -> subproce
                           timeout=300)
 
 
-def assert_job_done_without_tracking(proc, workdir: Path, uri: str, seconds: float) -> None:
+def assert_job_done_without_tracking(proc, workdir: Path, uri: str, seconds: float, quiet: bool = False) -> None:
+    """The job wrote its files and said one ``tracking skipped`` line (or, with ``quiet``, nothing
+    about tracking: a job on a local store only spools, and the mirror meets the store), in time."""
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert read_json(workdir / "data" / "summary.json")["n_train"] == 4
     for name in ("hard.csv", "easy.csv", "levels.csv", "graded.csv", "oracle.csv", "train_solutions.npy"):
         assert (workdir / "data" / name).is_file(), name
     said = [line for line in proc.stderr.splitlines() if "tracking" in line]
-    assert len(said) == 1 and said[0].startswith(f"tracking skipped: cannot use MLflow at {uri} ("), proc.stderr
-    assert said[0].endswith(")"), said  # the reason fits on the line (SQLAlchemy's spans several)
+    if quiet and not said:
+        assert seconds < 90, f"the job waited {seconds:.0f} s on tracking"
+        return
+    assert_one_skipped_line(proc.stderr, uri)
     assert seconds < 90, f"the job waited {seconds:.0f} s on MLflow"
+
+
+def assert_one_skipped_line(stderr: str, uri: str) -> None:
+    said = [line for line in stderr.splitlines() if "tracking" in line]
+    assert len(said) == 1 and said[0].startswith(f"tracking skipped: cannot use MLflow at {uri} ("), stderr
+    assert said[0].endswith(")"), said  # the reason fits on the line (SQLAlchemy's spans several)
 
 
 def test_unreachable_tracking_server_skips_tracking(tmp_path):
@@ -351,12 +367,28 @@ def db_is_a_folder(root: Path) -> str:
 
 @pytest.mark.parametrize("bad_store", [corrupt_db, db_under_a_file, db_is_a_folder])
 def test_unusable_sqlite_store_skips_tracking(tmp_path, bad_store):
+    """The job does its work (spooling quietly, or one line when not even the spool can be written);
+    the mirror says one line, exits 0, leaves the store as it was and keeps the spool for a later try."""
     store, work = tmp_path / "store", tmp_path / "work"
     store.mkdir()
     work.mkdir()
     uri = bad_store(store)
-    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+
+    def the_store():
+        return {p: p.read_bytes() for p in store.rglob("*") if p.is_file() and "mlflow-spool" not in p.parts}
+
+    before = the_store()
     start = time.monotonic()
     proc = prepare_sudoku(work, uri)
-    assert_job_done_without_tracking(proc, work, uri, time.monotonic() - start)
-    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before  # left as it was
+    assert_job_done_without_tracking(proc, work, uri, time.monotonic() - start, quiet=bad_store is not db_under_a_file)
+    spooled = sorted((store / "mlflow-spool").glob("*.json"))
+    assert len(spooled) == (0 if bad_store is db_under_a_file else 1)
+
+    start = time.monotonic()
+    mirror = subprocess.run([*PYTHON_M, "track", "--tracking-uri", uri, "--experiment", "faults"], cwd=work,
+                            capture_output=True, text=True, timeout=300)
+    assert mirror.returncode == 0, mirror.stderr[-3000:]
+    assert_one_skipped_line(mirror.stderr, uri)
+    assert time.monotonic() - start < 90
+    assert the_store() == before  # left as it was
+    assert sorted((store / "mlflow-spool").glob("*.json")) == spooled  # kept for a later try

@@ -160,6 +160,9 @@ VERBS: dict[str, Verb] = {
     # tracking
     "init-tracking": Verb(tracking_job.InitTrackingArgs, tracking_job.init_tracking,
                           "create the MLflow store before parallel jobs write to it"),
+    "track": Verb(tracking_job.TrackArgs, tracking_job.track,
+                  "mirror the jobs' spooled tracking records into MLflow (one run per job)", user=True,
+                  examples=tracking_job.TRACK_EXAMPLES),
     # by hand, on the trained models
     "solve": Verb(solve.SolveArgs, solve.solve, "solve Sudoku puzzles with the trained model", user=True,
                   examples=solve.EXAMPLES),

@@ -1,13 +1,18 @@
-"""The tracking-store verb ``init-tracking`` (run once, before parallel jobs write to MLflow)."""
+"""The tracking-store verbs: ``init-tracking`` (run once, before parallel jobs track) and ``track``
+(mirror the jobs' spooled records into MLflow; the workflow runs it when it ends).
+
+    mdm-mi track --tracking-uri sqlite:///results/mlflow.db --experiment mdm-mi
+"""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import write_json
-from mdm_mi.infra.tracking import TrackingUnavailable, init_store
+from mdm_mi.infra.tracking import TrackingUnavailable, init_store, mirror_spool, spool_dir
 
 
 @dataclass(frozen=True)
@@ -28,3 +33,29 @@ def init_tracking(args: InitTrackingArgs, tracker) -> None:
         except TrackingUnavailable as exc:
             raise InputError(str(exc)) from None
     write_json(args.out, {"uri": args.uri, "experiment": args.experiment_name})
+
+
+TRACK_EXAMPLES = """examples:
+  mdm-mi track --tracking-uri sqlite:///results/mlflow.db --experiment mdm-mi   # during a long run, too"""
+
+
+@dataclass(frozen=True)
+class TrackArgs:
+    tracking_uri: str = field(metadata={"help": "the local MLflow store the jobs spooled for: sqlite:///<folder>/<name>.db "
+                                                "(its records are in <folder>/<name>-spool/)"})
+    experiment: str = field(metadata={"help": "mirror the records of this experiment (the config's tracking.experiment)"})
+
+
+def track(args: TrackArgs, tracker) -> None:
+    """Make (or bring up to date) one MLflow run per spooled job record; a store that cannot be used
+    is one line, the store left as it was and the spool kept for a later try (exit code 0)."""
+    del tracker
+    if spool_dir(args.tracking_uri) is None:
+        raise InputError(f"track mirrors a local store (sqlite:///...); jobs tracking to {args.tracking_uri!r} "
+                         "log to it directly or not at all")
+    try:
+        made, kept = mirror_spool(args.tracking_uri, args.experiment)
+    except TrackingUnavailable as exc:
+        print(f"tracking skipped: {exc}", file=sys.stderr)
+        return
+    print(f"MLflow: {made} runs mirrored, {kept} up to date ({args.tracking_uri}, experiment {args.experiment})")

@@ -3,10 +3,13 @@
 import dataclasses
 import os
 import re
+import subprocess
+import sys
 
 from mdm_mi.core.sampler_table import (HEAD_SAMPLERS, SAMPLERS, TV_HEAD, calibrated_variants, decode_runs, extra_family_keys,
                                        slug)  # torch-free: the fixed grid's runs, the rules' lists, the protein comparison's part names
 from mdm_mi.protein.decode_flags import DecodeFlags  # torch-free: the keys of protein.generate the oracle takes
+from mdm_mi.infra.spool import spool_dir  # mlflow-free: whether jobs spool for the tracking store
 
 NAME = config["name"]
 R = f"results/{NAME}"
@@ -94,6 +97,18 @@ def tracking_flags(wildcards):
         f"--tracking-uri {config['tracking']['uri']} --experiment {config['tracking']['experiment']} "
         f"--wildcard config={NAME} {tags}"
     )
+
+
+def mirror_tracking():
+    """``mdm-mi track`` on the config's store when jobs spool for it (a sqlite:/// store; a server gets
+    its runs from the jobs, ``none`` none); a failure is a warning, never the workflow's result."""
+    tracking = config["tracking"]
+    if spool_dir(tracking["uri"]) is None:
+        return
+    try:
+        shell(f"python -m mdm_mi track --tracking-uri {tracking['uri']} --experiment {tracking['experiment']}")
+    except subprocess.CalledProcessError as exc:
+        print(f"tracking: the MLflow mirror failed ({exc}); rerun it with `mdm-mi track`", file=sys.stderr)
 
 
 def job_flags():

@@ -1,3 +1,13 @@
+# MLflow: init_tracking makes the store before any job runs; jobs on a local (sqlite) store spool their
+# records beside it, and the run's end (success or error) mirrors the spool into MLflow, one run per job.
+onsuccess:
+    mirror_tracking()
+
+
+onerror:
+    mirror_tracking()
+
+
 rule init_tracking:
     output:
         "results/tracking/{config_name}.json",
