@@ -124,20 +124,27 @@ def primary_contrast(path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _prereg_table(rows: list[dict], columns: list[str], cells, margin: str) -> str:
+    """The table of a pre-registered analysis's ``rows``: family and contrast, the domain's ``columns``
+    (``cells(row)`` → their texts), then p, Holm p, TOST p at ``margin`` and the verdict."""
+    header = ["family (Holm inside)", "contrast", *columns, "p", "Holm p", f"TOST p ({margin})", "verdict"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in rows:
+        lines.append("| " + " | ".join([r["role"], f"{r['first']} − {r['second']}", *cells(r), f"{r['p_value']:.2g}",
+                                        f"{r['p_holm']:.2g}", f"{r['p_tost_holm']:.2g}", f"**{r['verdict']}**"]) + " |")
+    return "\n".join(lines)
+
+
 def prereg_sudoku(path: Path) -> str:
     """The pre-registered analysis of one Sudoku comparison (:mod:`mdm_mi.evaluation.prereg`): each
     family's rows (difference [95%], p, Holm p, TOST p, verdict), then the primary verdict in words."""
     set_name, runs = read_sudoku_comparison(path)
     rows = prereg.prereg_rows(runs, set_name)
-    lines = ["| family (Holm inside) | contrast | budget (passes) | first % | second % | first − second (pp) [95%] | "
-             f"p | Holm p | TOST p (±{100 * prereg.MARGIN:g} pp) | verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['role']} | {r['first']} − {r['second']} | 1/{r['divisor']} ({r['passes_first']:.1f}) | "
-                     f"{100 * r['acc_first']:.1f} | {100 * r['acc_second']:.1f} | {100 * r['diff']:+.1f} "
-                     f"[{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}] | {r['p_value']:.2g} | {r['p_holm']:.2g} | "
-                     f"{r['p_tost_holm']:.2g} | **{r['verdict']}** |")
+    table = _prereg_table(rows, ["budget (passes)", "first %", "second %", "first − second (pp) [95%]"], lambda r: [
+        f"1/{r['divisor']} ({r['passes_first']:.1f})", f"{100 * r['acc_first']:.1f}", f"{100 * r['acc_second']:.1f}",
+        f"{100 * r['diff']:+.1f} [{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}]"], f"±{100 * prereg.MARGIN:g} pp")
     r = prereg.primary_row(rows)
-    return "\n".join(lines) + f"\n\nPrimary ({r['n']:,} {set_name} test puzzles): {primary_clause(r)}.\n"
+    return table + f"\n\nPrimary ({r['n']:,} {set_name} test puzzles): {primary_clause(r)}.\n"
 
 
 def prereg_antibody(path: Path) -> str:
@@ -145,15 +152,11 @@ def prereg_antibody(path: Path) -> str:
     each family's rows in nats/residue of PLL (recovery as a share), Student TOST at the registered
     margin, then the primary verdict in words."""
     rows = prereg.antibody_prereg_rows(read_csv(path))
-    lines = ["| family (Holm inside) | contrast | metric | budget (passes) | first | second | first − second [95%] | "
-             f"p | Holm p | TOST p (±{prereg.ANTIBODY_MARGIN:g}) | verdict |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['role']} | {r['first']} − {r['second']} | {r['metric']} | 1/{r['divisor']} "
-                     f"({r['passes_first']:.1f}) | {r['value_first']:.3f} | {r['value_second']:.3f} | {r['diff']:+.3f} "
-                     f"[{r['lo']:+.3f}, {r['hi']:+.3f}] | {r['p_value']:.2g} | {r['p_holm']:.2g} | "
-                     f"{r['p_tost_holm']:.2g} | **{r['verdict']}** |")
+    table = _prereg_table(rows, ["metric", "budget (passes)", "first", "second", "first − second [95%]"], lambda r: [
+        r["metric"], f"1/{r['divisor']} ({r['passes_first']:.1f})", f"{r['value_first']:.3f}", f"{r['value_second']:.3f}",
+        f"{r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"], f"±{prereg.ANTIBODY_MARGIN:g}")
     r = prereg.primary_row(rows)
-    return "\n".join(lines) + f"\n\nPrimary ({r['n']:,} test VH): {antibody_primary_clause(r)}.\n"
+    return table + f"\n\nPrimary ({r['n']:,} test VH): {antibody_primary_clause(r)}.\n"
 
 
 def antibody_primary_clause(r: dict) -> str:
