@@ -313,3 +313,62 @@ def test_the_oracle_ceiling_decodes_a_comparisons_puzzles(tmp_path, tiny_checkpo
     result = json.loads((out / "ceiling.json").read_text())
     assert result["n"] == 2 and set(result["divisors"]) == {"3"}
     assert result["divisors"]["3"]["oracle_passes"] >= 1
+
+
+def _compare_argv(tmp_path, tiny_checkpoint, out, *extra):
+    return ["--model", str(tiny_checkpoint),
+            "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
+            "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
+            "--test-puzzles", "6", "--divisors", "2", "3", "--mi-lambda", "1", "--on-reject", "skip",
+            "--no-charge-first", "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps",
+            "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--bootstrap", "5", "--batch-size", "500",
+            "--device", "cpu", "--tracking-uri", "none", *extra]
+
+
+def test_a_comparison_in_parts_merges_into_the_same_runs_as_one_job(tmp_path, tiny_checkpoint, capsys):
+    """Issue 52: sudoku-compare-part per family (only the MI family given the head) and sudoku-compare
+    --parts write the runs and per-puzzle outcomes of one sudoku-compare job; the merge refuses a
+    missing part, a part of other settings and a part made with another head, in one line each."""
+    import json
+
+    from mdm_mi.cli import main
+    from mdm_mi.mi.head import HeadConfig, MIHead, save_head
+
+    for name, seed in (("head", 0), ("other_head", 1)):
+        torch.manual_seed(seed)
+        save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / name, {})
+    head = ["--head", str(tmp_path / "head")]
+    assert main(["sudoku-compare", *_compare_argv(tmp_path, tiny_checkpoint, tmp_path / "whole", *head)]) == 0
+    parts = {p: tmp_path / "parts" / p for p in ("sequential", "naive", "eb", "threshold", "mi-l1")}
+    for name, out in parts.items():
+        given = head if name == "mi-l1" else []
+        assert main(["sudoku-compare-part", "--part", name, *_compare_argv(tmp_path, tiny_checkpoint, out, *given)]) == 0
+    merged = tmp_path / "merged"
+    assert main(["sudoku-compare", "--parts", *map(str, parts.values()),
+                 *_compare_argv(tmp_path, tiny_checkpoint, merged, *head)]) == 0
+
+    def runs(out):
+        meta = json.loads((out / "runs.json").read_text())
+        meta.pop("seconds"), meta.pop("chunks", None)
+        meta["args"].pop("out_dir"), meta["args"].pop("parts")
+        return meta
+
+    assert runs(merged) == runs(tmp_path / "whole")
+    for name in ("outcomes.npz",):
+        with np.load(tmp_path / "whole" / name) as a, np.load(merged / name) as b:
+            assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
+    assert (merged / "budgets.csv").read_text() == (tmp_path / "whole" / "budgets.csv").read_text()
+
+    def merge_error(part_dirs, *extra) -> str:
+        argv = _compare_argv(tmp_path, tiny_checkpoint, tmp_path / "bad", *extra)
+        assert main(["sudoku-compare", "--parts", *map(str, part_dirs), *argv]) == 2
+        return capsys.readouterr().err
+
+    capsys.readouterr()
+    assert "parts missing: mi-l1" in merge_error(list(parts.values())[:-1], *head)
+    assert "another head" in merge_error(parts.values(), "--head", str(tmp_path / "other_head"))
+    assert "other settings than this comparison (puzzles, seed)" in merge_error(parts.values(), *head, "--seed", "1")
+    argv = _compare_argv(tmp_path, tiny_checkpoint, tmp_path / "x")
+    assert main(["sudoku-compare-part", "--part", "mi-l1", *argv]) == 2  # the MI family without a head
+    assert "reads the head" in capsys.readouterr().err
+    assert not (tmp_path / "bad" / "runs.json").exists()

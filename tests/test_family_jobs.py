@@ -280,7 +280,7 @@ def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
     """The workflow's split (one protein-compare-part job per family, then a merge) writes the same
     runs, tables and sequences as protein-compare decoding everything itself; bad parts are refused."""
     from mdm_mi.mi.head import HeadConfig, MIHead, save_head
-    from mdm_mi.protein.compare_job import ProteinComparePartArgs, part_names
+    from mdm_mi.protein.compare_job import ProteinComparePartArgs, comparison_parts
 
     model, head = tmp_path / "model", tmp_path / "head"
     assert main(_tiny_pretrain_argv(prepared, model)) == 0
@@ -289,7 +289,7 @@ def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
               "--n", "6", "--calib-n", "4", "--divisors", "2", "4", "--mi-lambda", "1", "4", "--on-reject", "skip",
               "--no-charge-first", "--indep-cap", "--two-budget-delta", "--clusters", "2", "--batch-size", "4",
               "--device", "cpu"]
-    names = part_names(ProteinComparePartArgs(model=model, head=head, reference=prepared, out_dir=tmp_path, calib_n=4,
+    names = comparison_parts(ProteinComparePartArgs(model=model, head=head, reference=prepared, out_dir=tmp_path, calib_n=4,
                                               divisors=(2, 4), mi_lambda=(1.0, 4.0), on_reject="skip",
                                               charge_first=False, indep_cap=(), two_budget_delta=(), part="sequential"))
     assert names == ["sequential", "naive", "eb", "threshold", "mi-l1", "mi-l4"]

@@ -139,9 +139,11 @@ WHOLE_SECTIONS = {
     "sudoku-pretrain": [("sudoku.model", "", ()), ("sudoku.train", "", ())],
     "train-head": [("{domain}.mi.head", "", ()), ("{domain}.mi.head_train", "", ())],
     "sudoku-evaluate": [("sudoku.eval", "", ("sets",))],
-    "sudoku-compare": [("sudoku.compare", "", ("sets", "extra_family_sets", "test_puzzles", "graded_per_level", *extra_family_keys(),
+    "sudoku-compare": [("sudoku.compare", "", ("sets", "split_sets", "extra_family_sets", "test_puzzles", "graded_per_level", *extra_family_keys(),
                                                "oracle_", "resume_chunks", "threads"))],  # per set (their own test), the oracle's,
     # the rule's (test_resume_chunks_name_each_jobs_chunk_folder)
+    "sudoku-compare-part": [("sudoku.compare", "", ("sets", "split_sets", "extra_family_sets", "test_puzzles", "graded_per_level",
+                                                    *extra_family_keys(), "oracle_", "resume_chunks", "threads"))],
     "sudoku-oracle-ceiling": [("sudoku.compare", "oracle_", ())],
     "generate": [("protein.generate", "", ())],
     # a part gets its own swept value only (test_each_protein_part_gets_its_own_swept_value_only)
@@ -159,12 +161,12 @@ def _section(cfg: dict, dotted: str) -> dict:
 
 
 def test_resume_chunks_name_each_jobs_chunk_folder(tmp_path):
-    """config/decisive_sudoku.yaml (resume_chunks, threads 2): the comparison and the oracle ceiling keep
-    their chunks in folders of their own beside their outputs and take both threads."""
+    """config/decisive_sudoku.yaml (resume_chunks, threads 2): the comparison's parts and the oracle ceiling
+    keep their chunks in folders of their own beside their outputs and take both threads."""
     proc = snakemake(tmp_path, "-n", "-p", "--cores", "2", "decisive_sudoku", configfile="decisive_sudoku.yaml")
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = {argv[3]: argv for argv in shell_commands(proc.stdout + proc.stderr)}
-    for verb, folder in (("sudoku-compare", "budgets/hard.chunks"), ("sudoku-oracle-ceiling", "ceiling/hard.chunks")):
+    for verb, folder in (("sudoku-compare-part", "budgets/hard.chunks"), ("sudoku-oracle-ceiling", "ceiling/hard.chunks")):
         argv = found[verb]
         assert argv[argv.index("--chunks") + 1] == f"results/decisive-sudoku/sudoku/{folder}"
         assert argv[argv.index("--threads") + 1] == "2"

@@ -100,6 +100,8 @@ VERBS: dict[str, Verb] = {
                      examples=generate_job.GENERATE_EXAMPLES),
     "sudoku-compare": Verb(sudoku_compare_job.CompareArgs, sudoku_compare_job.sudoku_compare,
                            "calibrate every sampler to common pass budgets and compare them pairwise"),
+    "sudoku-compare-part": Verb(sudoku_compare_job.ComparePartArgs, sudoku_compare_job.sudoku_compare_part,
+                                "one part of sudoku-compare (sequential, or one sampler family calibrated and decoded)"),
     "protein-compare-part": Verb(protein_compare_job.ProteinComparePartArgs, protein_compare_job.protein_compare_part,
                                  "one part of protein-compare (sequential, or one sampler family calibrated and decoded)"),
     "hf-compare": Verb(protein_compare_job.HfCompareArgs, protein_compare_job.protein_compare,

@@ -203,7 +203,47 @@ def tv_head_flag(wildcards, input):
 PROTEIN_TV_HEAD = tv_head_meta("protein", config["protein"]["compare"])
 
 
-SUDOKU_COMPARE_PER_SET = ("sets", "extra_family_sets", "test_puzzles", "graded_per_level", *extra_family_keys())
+def sudoku_compare_parts(cset):
+    """The Sudoku comparison's jobs on set ``cset``, part → the sampler it decodes: sequential, then each
+    calibrated family by its slug (the comparison's λ grid and the set's extra families)."""
+    settings = SUDOKU["samplers"] | SUDOKU["compare"] | extra_family_flags(cset)
+    return {"sequential": "sequential"} | {slug(label): name for label, name, _ in calibrated_variants(settings)}
+
+
+def sudoku_part_head(wildcards):
+    """The MI head of a Sudoku comparison part whose family reads it (``[]`` for the others: they
+    start before the head is trained, and a retrained head does not rerun them)."""
+    return [HEAD] if sudoku_compare_parts(wildcards.cset).get(wildcards.part) in HEAD_SAMPLERS else []
+
+
+def sudoku_part_tv_head(wildcards):
+    """The TV head of a Sudoku comparison part whose family reads it (demask, mi-tv)."""
+    sampler = SAMPLERS.get(sudoku_compare_parts(wildcards.cset).get(wildcards.part))
+    return tv_head_input(wildcards.cset) if sampler is not None and sampler.pairwise == TV_HEAD else []
+
+
+def sudoku_parts_input(wildcards):
+    """The part files a set's comparison merges (none when the set is decoded in one job); ``BUDGETS``
+    is the comparisons' folder (rules/sudoku_budgets.smk)."""
+    if wildcards.cset not in SUDOKU["compare"]["split_sets"]:
+        return []
+    return expand(f"{R}/sudoku/{BUDGETS}/{wildcards.cset}/parts/{{part}}/part.json", part=sudoku_compare_parts(wildcards.cset))
+
+
+def sudoku_part_priority(wildcards):
+    """The longest work first on 2 cores: the parts that read the MI head (they wait for it: the
+    critical path), then the hard set's (1,000 test puzzles), the graded set's, sequential last (short)."""
+    if sudoku_part_head(wildcards):
+        return 12
+    return 8 if wildcards.part == "sequential" else (10 if wildcards.cset == "hard" else 9)
+
+
+def head_flag(wildcards, input):
+    """``--head`` of a job given the MI head (a Sudoku comparison part whose family reads it)."""
+    return f"--head {os.path.dirname(input.head[0])}" if input.head else ""
+
+
+SUDOKU_COMPARE_PER_SET = ("sets", "split_sets", "extra_family_sets", "test_puzzles", "graded_per_level", *extra_family_keys())
 
 
 def sudoku_compare_flags(cset):

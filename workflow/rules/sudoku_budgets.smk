@@ -6,13 +6,58 @@ CALIB = "" if COMPARE["calib_seed"] == 0 else f"-calib{COMPARE['calib_seed']}"
 BUDGETS, CEILING = f"budgets{CALIB}", f"ceiling{CALIB}"
 
 
+rule sudoku_compare_part:
+    """One part of a set's comparison: sequential, or one family calibrated and decoded (its own job, so
+    the parts fill both cores; only the families that read the MI head wait for it)."""
+    input:
+        model=model_meta("sudoku"),
+        head=sudoku_part_head,
+        tv_head=sudoku_part_tv_head,
+        radcliffe=f"{DATA}/sudoku/radcliffe_curated_5000.csv",
+        easy=f"{DATA}/sudoku/hkunlp_easy_1k.csv",
+        tracking=TRACKING_READY,
+    output:
+        part=f"{R}/sudoku/{BUDGETS}/{{cset}}/parts/{{part}}/part.json",
+        arrays=f"{R}/sudoku/{BUDGETS}/{{cset}}/parts/{{part}}/part.npz",
+    log:
+        f"{L}/sudoku/{BUDGETS}/{{cset}}/{{part}}.log",
+    benchmark:
+        f"{L}/sudoku/{BUDGETS}/{{cset}}/{{part}}.bench.tsv",
+    params:
+        options=lambda w: sudoku_compare_flags(w.cset),
+        job=job_flags(),
+        tracking=tracking_flags,
+        model_dir=parent_dir("model"),
+        head=head_flag,
+        tv_head=tv_head_flag,
+        out_dir=parent_dir("part"),
+    wildcard_constraints:
+        cset="|".join(COMPARE["split_sets"]),
+        part="[^/]+",
+    priority: sudoku_part_priority
+    threads: COMPARE["threads"]  # 1 by default: the parts decode side by side on 2 cores
+    resources:
+        gpu=1,
+        mem_mb=4000,
+        runtime=240,
+    conda:
+        ENV
+    shell:
+        "python -m mdm_mi sudoku-compare-part --part {wildcards.part} --model {params.model_dir} {params.head} "
+        "{params.tv_head} --radcliffe {input.radcliffe} --easy {input.easy} --set {wildcards.cset} "
+        "--out-dir {params.out_dir} {params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+
+
 rule sudoku_compare:
+    """A set's comparison: its parts merged (a set of compare.split_sets: no decoding here) or every family
+    decoded here; then the paired tests, tables and curves."""
     input:
         model=model_meta("sudoku"),
         head=HEAD,
         tv_head=lambda w: tv_head_input(w.cset),
         radcliffe=f"{DATA}/sudoku/radcliffe_curated_5000.csv",
         easy=f"{DATA}/sudoku/hkunlp_easy_1k.csv",
+        parts=sudoku_parts_input,
         tracking=TRACKING_READY,
     output:
         budgets=f"{R}/sudoku/{BUDGETS}/{{cset}}/budgets.csv",
@@ -33,20 +78,21 @@ rule sudoku_compare:
         head_dir=parent_dir("head"),
         tv_head=tv_head_flag,
         out_dir=parent_dir("budgets"),
+        parts=lambda w, input: " ".join(["--parts", *(os.path.dirname(p) for p in input.parts)]) if input.parts else "",
     wildcard_constraints:
         cset="|".join(COMPARE["sets"]),
-    priority: 10  # the hard set is the longest Sudoku job: it starts beside the protein chain, not after it
-    threads: COMPARE["threads"]  # 1 by default: with two it waited for both cores, i.e. for the protein comparison to end
+    priority: lambda w: 13 if w.cset in COMPARE["split_sets"] else 10  # a merge: seconds that unblock the figures
+    threads: lambda w: 1 if w.cset in COMPARE["split_sets"] else COMPARE["threads"]
     resources:
-        gpu=1,
+        gpu=lambda w: 0 if w.cset in COMPARE["split_sets"] else 1,
         mem_mb=4000,
         runtime=240,
     conda:
         ENV
     shell:
-        "python -m mdm_mi sudoku-compare --model {params.model_dir} --head {params.head_dir} {params.tv_head} "
-        "--radcliffe {input.radcliffe} --easy {input.easy} --set {wildcards.cset} --out-dir {params.out_dir} "
-        "{params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
+        "python -m mdm_mi sudoku-compare {params.parts} --model {params.model_dir} --head {params.head_dir} "
+        "{params.tv_head} --radcliffe {input.radcliffe} --easy {input.easy} --set {wildcards.cset} "
+        "--out-dir {params.out_dir} {params.options} {params.job} --threads {threads} {params.tracking} > {log} 2>&1"
 
 
 rule sudoku_budgets:

@@ -24,8 +24,6 @@ from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.budgets import BEST_MI, by_budget, contrast_pairs
 from mdm_mi.evaluation.calibrate import Family, calibrate_grid
 from mdm_mi.evaluation.paired import ALPHA
-from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.io import read_json, write_json
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.generate import draw_lengths, generate
 from mdm_mi.protein.metrics import bootstrap_jsd_differences, cluster_histogram, embed, fit_clusters, jsd_with_interval
@@ -158,49 +156,11 @@ def sets_passes(runs: dict, fams: dict, name: str) -> np.ndarray:
     return runs[SEQUENTIAL]["passes"] if name == SEQUENTIAL else fams[name]["passes"]
 
 
-# --- parts on disk (protein-compare-part writes them, protein-compare and the oracle read them) ---------
+# --- parts on disk (protein-compare-part writes them, protein-compare and the oracle read them:
+# mdm_mi.evaluation.parts): part.json holds each run's sequences, passes and scores, EMB_FILE its embeddings
 
-PART_FILE = "part.json"
 EMB_FILE = "emb.npz"
-
-
-def write_part(out: Path, runs: dict[str, dict], meta: dict) -> None:
-    """``part.json`` (meta and each run without its embeddings) and ``emb.npz`` (run ``i``'s ``(n, D)``
-    embeddings as array ``run{i}``, in ``part.json``'s run order)."""
-    out.mkdir(parents=True, exist_ok=True)
-    order = list(runs)
-    body = {k: {f: (v.tolist() if isinstance(v, np.ndarray) else v) for f, v in r.items() if f != "emb"}
-            for k, r in runs.items()}
-    np.savez(out / EMB_FILE, **{f"run{i}": runs[k]["emb"] for i, k in enumerate(order)})
-    write_json(out / PART_FILE, meta | {"order": order, "runs": body})
-
-
-def read_parts(dirs, key: dict, expected: list[str]) -> dict[str, dict]:
-    """The runs of every part folder, merged → run id → run (``passes`` and ``emb`` as arrays).
-    One-line :class:`InputError` when a part is missing, repeated, unknown or was made with other
-    settings than ``key``."""
-    runs: dict[str, dict] = {}
-    seen = []
-    for d in map(Path, dirs):
-        if not (d / PART_FILE).is_file() or not (d / EMB_FILE).is_file():
-            raise InputError(f"{d} is not a protein-compare-part output ({PART_FILE} and {EMB_FILE})")
-        part = read_json(d / PART_FILE)
-        # only the key's settings count: a part may hold more (written before the key was narrowed)
-        diff = sorted(k for k in key if k not in part["spec"] or part["spec"][k] != key[k])
-        if diff:
-            raise InputError(f"{d}: part made with other settings than this comparison ({', '.join(diff)})")
-        if part["part"] in seen:
-            raise InputError(f"part {part['part']!r} given twice")
-        seen.append(part["part"])
-        with np.load(d / EMB_FILE, allow_pickle=False) as emb:
-            for i, run_id in enumerate(part["order"]):
-                runs[run_id] = part["runs"][run_id] | {"passes": np.asarray(part["runs"][run_id]["passes"]),
-                                                       "emb": emb[f"run{i}"]}
-    missing = [p for p in expected if p not in seen]
-    unknown = [p for p in seen if p not in expected]
-    if missing or unknown:
-        raise InputError(f"parts missing: {missing or 'none'}; not of this comparison: {unknown or 'none'}")
-    return runs
+PART_ARRAYS = ("emb",)  # (n, D) embeddings of each run's sequences
 
 
 def run_fasta(out: Path, run_id: str) -> Path:

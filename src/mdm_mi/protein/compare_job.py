@@ -33,8 +33,9 @@ from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.loading import SEQUENCES, load_mi_head, load_model, load_model_and_head
 from mdm_mi.mi.guided import head_pairwise_fn
-from mdm_mi.protein.compare import (PART_FILE, ProteinCompareSpec, SEQUENTIAL, Scorer, calibration_lengths, jsd_rows,
-                                    read_parts, run_fasta, run_part, write_part)
+from mdm_mi.evaluation.parts import PART_FILE, part_names, read_parts, write_part
+from mdm_mi.protein.compare import (EMB_FILE, PART_ARRAYS, ProteinCompareSpec, SEQUENTIAL, Scorer, calibration_lengths,
+                                    jsd_rows, run_fasta, run_part)
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
 from mdm_mi.protein.generate import reference_lengths
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
@@ -129,9 +130,15 @@ def _check_attention(backbone, families) -> None:
                          "expose (DAPD runs on ESM-C and Hugging Face models; docs/record/rivals.md)")
 
 
-def part_names(args: ProteinCompareBase) -> list[str]:
+def comparison_parts(args: ProteinCompareBase) -> list[str]:
     """The parts of this comparison: sequential, then every calibrated family's slug."""
-    return [SEQUENTIAL] + [f.slug for f in _families(args)]
+    return part_names(_families(args))
+
+
+def _merged(args: ProteinCompareArgs) -> dict[str, dict]:
+    """The runs of the ``--parts`` folders (passes as arrays, as one job keeps them)."""
+    runs, _ = read_parts(args.parts, _part_key(args), comparison_parts(args), PART_ARRAYS, EMB_FILE, "protein-compare-part")
+    return {k: r | {"passes": np.asarray(r["passes"])} for k, r in runs.items()}
 
 
 def _load(args: ProteinCompareBase, reference: list[str]):
@@ -162,13 +169,13 @@ def protein_compare_part(args: ProteinComparePartArgs, tracker) -> None:
     sequences, passes and JSD) and ``emb.npz`` (their embeddings, one array per run)."""
     setup(args.threads, args.seed)
     reference = _check(args)
-    names = part_names(args)
+    names = comparison_parts(args)
     if args.part not in names:
         raise InputError(f"unknown --part {args.part!r}; this comparison's parts: {', '.join(names)}")
     t0 = time.time()
     runs = _run_parts(args, [args.part], reference, _load(args, reference))
     out = Path(args.out_dir)
-    write_part(out, runs, {"part": args.part, "spec": _part_key(args), "seconds": time.time() - t0})
+    write_part(out, runs, {"part": args.part, "spec": _part_key(args), "seconds": time.time() - t0}, PART_ARRAYS, EMB_FILE)
     tracker.log_params({"part": args.part, "n": args.n, "calib_n": args.calib_n})
     tracker.log_artifact(out / PART_FILE)
 
@@ -179,9 +186,9 @@ def protein_compare(args: ProteinCompareArgs, tracker) -> None:
     setup(args.threads, args.seed)
     reference = _check(args)
     t0 = time.time()
-    merged = read_parts(args.parts, _part_key(args), part_names(args)) if args.parts else None  # checked before loading
+    merged = _merged(args) if args.parts else None  # checked before loading
     loaded = _load(args, reference)
-    runs = merged if merged is not None else _run_parts(args, part_names(args), reference, loaded)
+    runs = merged if merged is not None else _run_parts(args, comparison_parts(args), reference, loaded)
     scorer, t1 = loaded[2], time.time()
     rows = jsd_rows(runs, scorer, args.bootstrap, args.seed)
     seq_passes = float(np.mean(calibration_lengths(reference_lengths(loaded[0], reference), _spec(args))))

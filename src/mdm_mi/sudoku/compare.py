@@ -130,12 +130,18 @@ def calibration_measure(decoder: Decoder, calib: PuzzleSet):
     return measure
 
 
+def mean_blanks(ps: PuzzleSet) -> float:
+    """Sequential's mean passes on ``ps`` (one per blank), known before any decode: the budgets are
+    its fractions."""
+    return float((ps.puzzles == MASK_ID).sum(1).mean())
+
+
 def calibrate_families(decoder: Decoder, calib: PuzzleSet, families: list[Family], divisors,
                        log=print) -> tuple[float, list[Point], dict[str, dict]]:
     """Sequential's passes on ``calib`` (one per blank), every family's point at each
     ``sequential ÷ d`` (each carrying its calibration accuracy in ``extra``) and each family's
     decode cache (label → value → result), which :func:`decode_matched` extends."""
-    seq_passes = float((calib.puzzles == MASK_ID).sum(1).mean())
+    seq_passes = mean_blanks(calib)
     caches: dict[str, dict] = {}
     points = calibrate_grid(families, seq_passes, divisors, calibration_measure(decoder, calib), log, caches)
     return seq_passes, points, caches
@@ -143,19 +149,17 @@ def calibrate_families(decoder: Decoder, calib: PuzzleSet, families: list[Family
 
 def decode_matched(decoder: Decoder, test: PuzzleSet, calib_decoder: Decoder, calib: PuzzleSet,
                    families: list[Family], points: list[Point], caches: dict[str, dict], seq_calib: float,
-                   log=print) -> dict[str, dict]:
-    """Decode ``test`` with sequential and every calibrated point, each matched to its budget —
-    sequential's mean test passes ÷ d — by :func:`mdm_mi.evaluation.matched.bracket_settings` (a second
-    setting calibrated on ``calib`` when needed) → run id → {family, divisor, params (the calibrated
-    setting's), target (the test budget), settings, on_target (within 3% of it in test passes),
-    solved (P,) and passes (P,) of the mixture, setting_solved / setting_passes (2, P)}; run ids are
-    ``<family>@1/<d>``."""
+                   log=print, sequential: bool = True) -> dict[str, dict]:
+    """Decode ``test`` with sequential (when ``sequential``) and every calibrated point, each matched to
+    its budget — sequential's mean test passes (:func:`mean_blanks`) ÷ d — by
+    :func:`mdm_mi.evaluation.matched.bracket_settings` (a second setting calibrated on ``calib`` when
+    needed) → run id → {family, divisor, params (the calibrated setting's), target (the test budget),
+    settings, on_target (within 3% of it in test passes), solved (P,) and passes (P,) of the mixture,
+    setting_solved / setting_passes (2, P)}; run ids are ``<family>@1/<d>``. No run depends on
+    another family's: the parts of :func:`compare_runs` merge into the whole."""
     by_label = {f.label: f for f in families}
-    seq = Sequential("entropy")
-    solved, passes = decoder(test, seq)
-    seq_test = float(np.mean(passes))
-    runs = {SEQUENTIAL: {"family": SEQUENTIAL, "divisor": 1, "params": seq.params(), "solved": solved,
-                         "passes": passes}}
+    seq_test = mean_blanks(test)
+    runs = {SEQUENTIAL: sequential_outcomes(decoder, test)} if sequential else {}
     measure = calibration_measure(calib_decoder, calib)
     line = Progress("test decodes", len(points))  # how far, and the time left
     for n, point in enumerate(points, 1):
@@ -176,3 +180,24 @@ def decode_matched(decoder: Decoder, test: PuzzleSet, calib_decoder: Decoder, ca
                                                        for s in runs[f"{fam.label}@1/{d}"]["settings"])
             + f" → {np.mean(mixed['passes']):.2f} (budget {budget:.2f}); {line(n)}")
     return runs
+
+
+def sequential_outcomes(decoder: Decoder, test: PuzzleSet) -> dict:
+    """Sequential (entropy order) on ``test``: the run every budget divides (its passes, one per blank,
+    are :func:`mean_blanks`)."""
+    seq = Sequential("entropy")
+    solved, passes = decoder(test, seq)
+    return {"family": SEQUENTIAL, "divisor": 1, "params": seq.params(), "solved": solved, "passes": passes}
+
+
+def compare_runs(decoder: Decoder, test: PuzzleSet, calib_decoder: Decoder, calib: PuzzleSet,
+                 families: list[Family], divisors, sequential: bool = True, log=print) -> tuple[dict[str, dict], dict]:
+    """``families`` calibrated on ``calib`` (:func:`calibrate_families`) and decoded on ``test`` at each
+    budget (:func:`decode_matched`), sequential too when ``sequential`` → (run id → run, seconds
+    {calibration_s, test_s}). One call with every family, or one per family and one with none but
+    sequential (the workflow's parts), make the same runs."""
+    t0 = time.time()
+    seq_calib, points, caches = calibrate_families(calib_decoder, calib, families, divisors, log)
+    t1 = time.time()
+    runs = decode_matched(decoder, test, calib_decoder, calib, families, points, caches, seq_calib, log, sequential)
+    return runs, {"calibration_s": t1 - t0, "test_s": time.time() - t1}

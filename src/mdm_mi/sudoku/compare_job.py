@@ -18,7 +18,6 @@ roles, Holm and TOST p and verdicts) and ``budgets.md``, ``curve.png``.
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -36,10 +35,12 @@ from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import THREADS_HELP, ComparisonFlags, HeadFlag, from_schema, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.loading import load_mi_head, load_model_and_head, weights_identity
+from mdm_mi.loading import load_mi_head, load_model, model_fingerprint, weights_identity
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.sampler_classes import SAMPLER_CLASSES
-from mdm_mi.sudoku.compare import Decoder, SplitSpec, calibrate_families, compare_splits, decode_matched
+from mdm_mi.sudoku.compare import SEQUENTIAL, Decoder, SplitSpec, compare_runs, compare_splits, mean_blanks
+from mdm_mi.evaluation.parts import part_names, write_part
+from mdm_mi.sudoku.compare_parts import ARRAYS, ARRAYS_FILE, merged_parts, part_key
 from mdm_mi.sudoku.data import load_puzzle_csv, write_puzzle_csv
 from mdm_mi.sudoku.flags import SudokuDecodeFlags
 from mdm_mi.sudoku.report import curve_figure
@@ -70,39 +71,38 @@ class CompareArgs(SudokuDecodeFlags, ComparisonFlags, SweptFlags, HeadFlag):
     chunks: Path | None = field(default=None, metadata=_h(
         "folder keeping every decoded chunk of 100 puzzles: the same command rerun after a stop decodes only "
         "what is missing (delete it after changing decoding code)"))
+    parts: tuple[Path, ...] = field(default=(), metadata=_h(
+        "sudoku-compare-part folders to merge (sequential and one per family); none: decode every part here"))
+
+
+@dataclass(frozen=True)
+class ComparePartArgs(CompareArgs):
+    """``sudoku-compare-part``: ``sudoku-compare``'s arguments, one part, and ``--head`` only for a part
+    whose family reads it."""
+
+    part: str = field(kw_only=True, metadata=_h(
+        "the part to run: 'sequential', or one calibrated family by its slug (naive, eb, threshold, mi-l1, ...)"))
+    head: Path | None = field(default=None, kw_only=True, metadata=_h(
+        "MI head checkpoint folder: needed by the parts whose family reads it (mi, mi-indep, mi-2b, ...)"))
 
 
 def sudoku_compare(args: CompareArgs, tracker) -> None:
+    """Every family calibrated and decoded here, or (``--parts``) the runs of the
+    ``sudoku-compare-part`` folders read back; then the tables, curves and per-puzzle outcomes."""
     setup(args.threads, args.seed)
-    if not args.divisors or min(args.divisors) < 1:
-        raise InputError(f"--divisors must be integers >= 1, got {args.divisors}")
-    _check_sizes(args)
-    spec = SplitSpec(args.calib_puzzles, args.test_puzzles or 0, tuple(args.graded_givens), args.graded_per_level or 0,
-                     args.seed, args.calib_seed)
-    try:
-        calib, test = compare_splits(load_puzzle_csv(args.radcliffe), load_puzzle_csv(args.easy), [args.set], spec)[args.set]
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-    families = comparison_families(SUDOKU_CELLS, args, SAMPLER_CLASSES)
-    tv_families = [f.label for f in families if SAMPLERS[f.sampler].pairwise == TV_HEAD]
-    if tv_families and args.tv_head is None:
-        raise InputError(f"families {', '.join(tv_families)} read the TV head: pass --tv-head (or no values for them)")
-    device = resolve_device(args.device)
-    model, head = load_model_and_head(args.model, args.head, device, "sudoku")
-    tv_fn = head_pairwise_fn(load_mi_head(args.tv_head, device, model, args.model, target="tv")) if tv_families else None
+    calib, test = _splits(args)
+    families = _families(args, None)
     out = Path(args.out_dir)
+    if args.parts:
+        runs, seconds, chunks = merged_parts(args.parts, _key(args, calib, test), part_names(families), _head_identities(args))
+    else:
+        decoder, calib_decoder, store = _decoders(args, families)
+        runs, seconds = compare_runs(decoder, test, calib_decoder, calib, families, args.divisors)
+        chunks = None if store is None else store.record()
     write_puzzle_csv(out / "calib.csv", calib)
     write_puzzle_csv(out / "test.csv", test)
-    store = None if args.chunks is None else ChunkStore(args.chunks, run_identity(args, device))
-    decoder = Decoder(model, head_pairwise_fn(head), args.batch_size, args.seed, tv_fn, store)
-    calib_decoder = Decoder(model, decoder.pairwise_fn, args.batch_size, args.calib_seed, tv_fn, store)
-    t0 = time.time()
-    seq_passes, points, caches = calibrate_families(calib_decoder, calib, families, args.divisors)
-    t_calib = time.time() - t0
-    runs = decode_matched(decoder, test, calib_decoder, calib, families, points, caches, seq_passes)
     rows = classify(budget_rows(runs, args.set))
-    _write(out, args, runs, rows, seq_passes, {"calibration_s": t_calib, "test_s": time.time() - t0 - t_calib},
-           None if store is None else store.record())
+    _write(out, args, runs, rows, mean_blanks(calib), seconds, chunks)
     write_csv(rows, out / "budgets.csv", FIELDS + VERDICT_FIELDS)
     write_text(out / "budgets.md", markdown(rows, runs, args.set, OFF_BUDGET_NOTE))
     curve_figure(runs, out / "curve.png", args.set, args.bootstrap, args.seed)
@@ -111,6 +111,72 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
     tracker.log_metrics({f"{r['first']}-{r['second']}.1_{r['divisor']}.diff": r["diff"] for r in rows})
     for name in ("budgets.md", "budgets.csv", "runs.json", "curve.png"):
         tracker.log_artifact(out / name)
+
+
+def sudoku_compare_part(args: ComparePartArgs, tracker) -> None:
+    """One part of a comparison for ``sudoku-compare --parts``: sequential, or one family calibrated and
+    decoded (``part.json`` and ``part.npz`` in ``--out-dir``). A part reads the MI head only when its
+    family does, so a retrained head reruns only those parts."""
+    setup(args.threads, args.seed)
+    calib, test = _splits(args)
+    names = part_names(_families(args, None))
+    if args.part not in names:
+        raise InputError(f"unknown --part {args.part!r}; this comparison's parts: {', '.join(names)}")
+    families = _families(args, args.part)
+    decoder, calib_decoder, store = _decoders(args, families)
+    runs, seconds = compare_runs(decoder, test, calib_decoder, calib, families, args.divisors,
+                                 sequential=args.part == SEQUENTIAL)
+    meta = {"part": args.part, "spec": _key(args, calib, test), "heads": _head_identities(args), "seconds": seconds,
+            "chunks": None if store is None else store.record()}
+    write_part(Path(args.out_dir), runs, meta, ARRAYS, ARRAYS_FILE)
+    tracker.log_params({"set": args.set, "part": args.part, "calib_puzzles": len(calib), "test_puzzles": len(test)})
+
+
+def _splits(args: CompareArgs) -> tuple:
+    """The checked arguments' (calibration, test) puzzle sets."""
+    if not args.divisors or min(args.divisors) < 1:
+        raise InputError(f"--divisors must be integers >= 1, got {args.divisors}")
+    _check_sizes(args)
+    spec = SplitSpec(args.calib_puzzles, args.test_puzzles or 0, tuple(args.graded_givens), args.graded_per_level or 0,
+                     args.seed, args.calib_seed)
+    try:
+        return compare_splits(load_puzzle_csv(args.radcliffe), load_puzzle_csv(args.easy), [args.set], spec)[args.set]
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _families(args: CompareArgs, part: str | None) -> list:
+    """The comparison's calibrated families, or only ``part``'s (none for sequential); one line when
+    one of them reads the TV head and no ``--tv-head`` was given."""
+    families = [f for f in comparison_families(SUDOKU_CELLS, args, SAMPLER_CLASSES) if part is None or f.slug == part]
+    tv_families = [f.label for f in families if SAMPLERS[f.sampler].pairwise == TV_HEAD]
+    if tv_families and args.tv_head is None and not getattr(args, "parts", ()):
+        raise InputError(f"families {', '.join(tv_families)} read the TV head: pass --tv-head (or no values for them)")
+    return families
+
+
+def _decoders(args: CompareArgs, families) -> tuple:
+    """(test decoder, calibration decoder, chunk store or None): the model, with the MI head when
+    ``--head`` is given and the TV head when a family reads it."""
+    device = resolve_device(args.device)
+    model, _ = load_model(args.model, device, "sudoku")
+    head_fn = None if args.head is None else head_pairwise_fn(load_mi_head(args.head, device, model, args.model))
+    reads_tv = any(SAMPLERS[f.sampler].pairwise == TV_HEAD for f in families)
+    tv_fn = head_pairwise_fn(load_mi_head(args.tv_head, device, model, args.model, target="tv")) if reads_tv else None
+    store = None if args.chunks is None else ChunkStore(args.chunks, run_identity(args, device))
+    decoder = Decoder(model, head_fn, args.batch_size, args.seed, tv_fn, store)
+    return decoder, Decoder(model, head_fn, args.batch_size, args.calib_seed, tv_fn, store), store
+
+
+def _key(args: CompareArgs, calib, test) -> dict:
+    """What the parts and the merge share (:func:`mdm_mi.sudoku.compare_parts.part_key`)."""
+    return part_key(args, calib, test, model_fingerprint(args.model))
+
+
+def _head_identities(args: CompareArgs) -> dict:
+    """The fingerprints of the heads given (MI, TV), for the merge to check its parts against."""
+    return {name: weights_identity(args.model, (path,)) for name, path in (("head", args.head), ("tv_head", args.tv_head))
+            if path is not None}
 
 
 def _check_sizes(args: CompareArgs) -> None:
@@ -133,6 +199,13 @@ def run_identity(args: CompareArgs, device) -> str:
     return weights_identity(args.model, (args.head, args.tv_head), torch.device(device))
 
 
+def _plain(value):
+    """An argument as JSON holds it (paths as strings, in tuples too)."""
+    if isinstance(value, Path):
+        return str(value)
+    return [_plain(v) for v in value] if isinstance(value, (tuple, list)) else value
+
+
 def _write(out: Path, args: CompareArgs, runs: dict, rows: list, seq_passes: float, seconds: dict,
            chunks: dict | None = None) -> None:
     """``runs.json`` (settings and summaries; with ``chunks``, how many chunks were read back and decoded
@@ -141,8 +214,7 @@ def _write(out: Path, args: CompareArgs, runs: dict, rows: list, seq_passes: flo
     summary = {name: {k: v for k, v in r.items() if k not in arrays}
                | {"accuracy": float(np.mean(r["solved"])), "mean_passes": float(np.mean(r["passes"]))}
                for name, r in runs.items()}
-    write_json(out / "runs.json", {"set": args.set, "args": {k: str(v) if isinstance(v, Path) else v
-                                                             for k, v in dataclasses.asdict(args).items()},
+    write_json(out / "runs.json", {"set": args.set, "args": {k: _plain(v) for k, v in dataclasses.asdict(args).items()},
                                    "sequential_passes_calib": seq_passes, "seconds": seconds, "runs": summary}
                | ({} if chunks is None else {"chunks": chunks}))
     with atomic_path(out / "outcomes.npz") as tmp, tmp.open("wb") as fh:  # a file object: no suffix added

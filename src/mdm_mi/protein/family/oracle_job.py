@@ -44,7 +44,7 @@ from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.family.scores import hmm_threshold, read_splits
 from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths
-from mdm_mi.protein.compare import PART_FILE
+from mdm_mi.evaluation.parts import PART_FILE
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
 from mdm_mi.protein.sequences import sample_reference
 from mdm_mi.sampler_classes import build_sampler
