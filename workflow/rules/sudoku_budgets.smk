@@ -7,8 +7,7 @@ BUDGETS, CEILING = f"budgets{CALIB}", f"ceiling{CALIB}"
 
 
 rule sudoku_compare_part:
-    """One part of a set's comparison: sequential, or one family calibrated and decoded (its own job, so
-    the parts fill both cores; only the families that read the MI head wait for it)."""
+    """One part of a set's comparison: sequential, or one family calibrated and decoded (only the families that read the MI head wait for it)."""
     input:
         model=model_meta("sudoku"),
         head=sudoku_part_head,
@@ -49,8 +48,7 @@ rule sudoku_compare_part:
 
 
 rule sudoku_compare:
-    """A set's comparison: its parts merged (a set of compare.split_sets: no decoding here) or every family
-    decoded here; then the paired tests, tables and curves."""
+    """A set's comparison: its parts merged (compare.split_sets) or every family decoded here; the paired tests, tables and curves."""
     input:
         model=model_meta("sudoku"),
         head=HEAD,
