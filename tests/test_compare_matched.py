@@ -319,7 +319,7 @@ def _compare_argv(tmp_path, tiny_checkpoint, out, *extra):
     return ["--model", str(tiny_checkpoint),
             "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
             "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
-            "--test-puzzles", "6", "--divisors", "2", "3", "--mi-lambda", "1", "--on-reject", "skip",
+            "--test-puzzles", "6", "--divisors", "3", "--mi-lambda", "1", "--on-reject", "skip",
             "--no-charge-first", "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps",
             "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--bootstrap", "5", "--batch-size", "500",
             "--device", "cpu", "--tracking-uri", "none", *extra]
