@@ -264,13 +264,8 @@ def test_the_same_compare_command_twice_writes_the_same_runs(tmp_path, tiny_chec
     outs = [tmp_path / "a", tmp_path / "b", tmp_path / "c", tmp_path / "d"]
     for n, out in enumerate(outs):
         chunks = ["--chunks", str(tmp_path / "chunks")] if n >= 2 else []
-        argv = ["sudoku-compare", *chunks, "--model", str(tiny_checkpoint), "--head", str(tmp_path / "head"),
-                "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
-                "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
-                "--test-puzzles", "6", "--divisors", "2", "3", "--mi-lambda", "1", "--on-reject", "skip",
-                "--no-charge-first", "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps",
-                "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--bootstrap", "5", "--batch-size", "500",
-                "--device", "cpu", "--tracking-uri", "none"]
+        argv = ["sudoku-compare", *chunks, *_compare_argv(tiny_checkpoint, out, "--head", str(tmp_path / "head"),
+                                                          divisors=("2", "3"))]
         assert main(argv) == 0
 
     def runs(out):
@@ -315,11 +310,12 @@ def test_the_oracle_ceiling_decodes_a_comparisons_puzzles(tmp_path, tiny_checkpo
     assert result["divisors"]["3"]["oracle_passes"] >= 1
 
 
-def _compare_argv(tmp_path, tiny_checkpoint, out, *extra):
+def _compare_argv(tiny_checkpoint, out, *extra, divisors=("3",)):
+    """sudoku-compare's (and sudoku-compare-part's) flags on a few hard puzzles with the tiny model."""
     return ["--model", str(tiny_checkpoint),
             "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
             "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
-            "--test-puzzles", "6", "--divisors", "3", "--mi-lambda", "1", "--on-reject", "skip",
+            "--test-puzzles", "6", "--divisors", *divisors, "--mi-lambda", "1", "--on-reject", "skip",
             "--no-charge-first", "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps",
             "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--bootstrap", "5", "--batch-size", "500",
             "--device", "cpu", "--tracking-uri", "none", *extra]
@@ -338,14 +334,14 @@ def test_a_comparison_in_parts_merges_into_the_same_runs_as_one_job(tmp_path, ti
         torch.manual_seed(seed)
         save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / name, {})
     head = ["--head", str(tmp_path / "head")]
-    assert main(["sudoku-compare", *_compare_argv(tmp_path, tiny_checkpoint, tmp_path / "whole", *head)]) == 0
+    assert main(["sudoku-compare", *_compare_argv(tiny_checkpoint, tmp_path / "whole", *head)]) == 0
     parts = {p: tmp_path / "parts" / p for p in ("sequential", "naive", "eb", "threshold", "mi-l1")}
     for name, out in parts.items():
         given = head if name == "mi-l1" else []
-        assert main(["sudoku-compare-part", "--part", name, *_compare_argv(tmp_path, tiny_checkpoint, out, *given)]) == 0
+        assert main(["sudoku-compare-part", "--part", name, *_compare_argv(tiny_checkpoint, out, *given)]) == 0
     merged = tmp_path / "merged"
     assert main(["sudoku-compare", "--parts", *map(str, parts.values()),
-                 *_compare_argv(tmp_path, tiny_checkpoint, merged, *head)]) == 0
+                 *_compare_argv(tiny_checkpoint, merged, *head)]) == 0
 
     def runs(out):
         meta = json.loads((out / "runs.json").read_text())
@@ -360,7 +356,7 @@ def test_a_comparison_in_parts_merges_into_the_same_runs_as_one_job(tmp_path, ti
     assert (merged / "budgets.csv").read_text() == (tmp_path / "whole" / "budgets.csv").read_text()
 
     def merge_error(part_dirs, *extra) -> str:
-        argv = _compare_argv(tmp_path, tiny_checkpoint, tmp_path / "bad", *extra)
+        argv = _compare_argv(tiny_checkpoint, tmp_path / "bad", *extra)
         assert main(["sudoku-compare", "--parts", *map(str, part_dirs), *argv]) == 2
         return capsys.readouterr().err
 
@@ -368,7 +364,7 @@ def test_a_comparison_in_parts_merges_into_the_same_runs_as_one_job(tmp_path, ti
     assert "parts missing: mi-l1" in merge_error(list(parts.values())[:-1], *head)
     assert "another head" in merge_error(parts.values(), "--head", str(tmp_path / "other_head"))
     assert "other settings than this comparison (puzzles, seed)" in merge_error(parts.values(), *head, "--seed", "1")
-    argv = _compare_argv(tmp_path, tiny_checkpoint, tmp_path / "x")
+    argv = _compare_argv(tiny_checkpoint, tmp_path / "x")
     assert main(["sudoku-compare-part", "--part", "mi-l1", *argv]) == 2  # the MI family without a head
     assert "reads the head" in capsys.readouterr().err
     assert not (tmp_path / "bad" / "runs.json").exists()

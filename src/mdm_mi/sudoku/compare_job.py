@@ -35,7 +35,7 @@ from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import THREADS_HELP, ComparisonFlags, HeadFlag, from_schema, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.loading import load_mi_head, load_model, model_fingerprint, weights_identity
+from mdm_mi.loading import compute_fingerprint, load_mi_head, load_model, model_fingerprint, read_meta, weights_identity
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.sampler_classes import SAMPLER_CLASSES
 from mdm_mi.sudoku.compare import SEQUENTIAL, Decoder, SplitSpec, compare_runs, compare_splits, mean_blanks
@@ -91,11 +91,12 @@ def sudoku_compare(args: CompareArgs, tracker) -> None:
     ``sudoku-compare-part`` folders read back; then the tables, curves and per-puzzle outcomes."""
     setup(args.threads, args.seed)
     calib, test = _splits(args)
-    families = _families(args, None)
+    families = comparison_families(SUDOKU_CELLS, args, SAMPLER_CLASSES)
     out = Path(args.out_dir)
     if args.parts:
         runs, seconds, chunks = merged_parts(args.parts, _key(args, calib, test), part_names(families), _head_identities(args))
     else:
+        _check_tv_head(args, families)
         decoder, calib_decoder, store = _decoders(args, families)
         runs, seconds = compare_runs(decoder, test, calib_decoder, calib, families, args.divisors)
         chunks = None if store is None else store.record()
@@ -119,10 +120,12 @@ def sudoku_compare_part(args: ComparePartArgs, tracker) -> None:
     family does, so a retrained head reruns only those parts."""
     setup(args.threads, args.seed)
     calib, test = _splits(args)
-    names = part_names(_families(args, None))
+    every = comparison_families(SUDOKU_CELLS, args, SAMPLER_CLASSES)
+    names = part_names(every)
     if args.part not in names:
         raise InputError(f"unknown --part {args.part!r}; this comparison's parts: {', '.join(names)}")
-    families = _families(args, args.part)
+    families = [f for f in every if f.slug == args.part]  # none for sequential
+    _check_tv_head(args, families)
     decoder, calib_decoder, store = _decoders(args, families)
     runs, seconds = compare_runs(decoder, test, calib_decoder, calib, families, args.divisors,
                                  sequential=args.part == SEQUENTIAL)
@@ -145,14 +148,11 @@ def _splits(args: CompareArgs) -> tuple:
         raise InputError(str(exc)) from None
 
 
-def _families(args: CompareArgs, part: str | None) -> list:
-    """The comparison's calibrated families, or only ``part``'s (none for sequential); one line when
-    one of them reads the TV head and no ``--tv-head`` was given."""
-    families = [f for f in comparison_families(SUDOKU_CELLS, args, SAMPLER_CLASSES) if part is None or f.slug == part]
+def _check_tv_head(args: CompareArgs, families) -> None:
+    """One line when a family to decode here reads the TV head and no ``--tv-head`` was given."""
     tv_families = [f.label for f in families if SAMPLERS[f.sampler].pairwise == TV_HEAD]
-    if tv_families and args.tv_head is None and not getattr(args, "parts", ()):
+    if tv_families and args.tv_head is None:
         raise InputError(f"families {', '.join(tv_families)} read the TV head: pass --tv-head (or no values for them)")
-    return families
 
 
 def _decoders(args: CompareArgs, families) -> tuple:
@@ -175,8 +175,8 @@ def _key(args: CompareArgs, calib, test) -> dict:
 
 def _head_identities(args: CompareArgs) -> dict:
     """The fingerprints of the heads given (MI, TV), for the merge to check its parts against."""
-    return {name: weights_identity(args.model, (path,)) for name, path in (("head", args.head), ("tv_head", args.tv_head))
-            if path is not None}
+    return {name: compute_fingerprint(path, read_meta(path))
+            for name, path in (("head", args.head), ("tv_head", args.tv_head)) if path is not None}
 
 
 def _check_sizes(args: CompareArgs) -> None:
