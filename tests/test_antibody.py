@@ -269,7 +269,7 @@ def test_compare_without_the_tv_head_its_families_need_is_one_line(bert_dir, ant
                  "--no-margin", "--oracle-contexts", "0", "--oracle-divisors", "2", "--oracle-tol", "0.01",
                  "--demask-eps", "0.5", "--out-dir", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "need --tv-head" in err and len(err.strip().splitlines()) == 1 and not out.exists()
+    assert "needs --tv-head" in err and len(err.strip().splitlines()) == 1 and not out.exists()
 
 
 def _chunked_compare(bert_dir, data_dir, head, out, *extra) -> int:

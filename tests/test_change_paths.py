@@ -1,6 +1,6 @@
 """The change paths of docs/developing.md, each walked by a toy: a native backbone (one class and one
 domain entry) and a new domain (its package, its entry, one verb) reach the library's verbs and
-functions without touching anything else. (A sampler, its settings entry and its class:
+functions without touching anything else. (A sampler, its class with its spec and its list entry:
 tests/test_sampler_registry.py; a config key:
 tests/test_config.py and tests/test_protein.py; a Hugging Face backbone: tests/test_hf.py.)"""
 

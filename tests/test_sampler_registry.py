@@ -1,5 +1,6 @@
-"""The sampler table is the one place a sampler is described: a toy sampler added in ONE entry (and its
-class under the same key in ``SAMPLER_CLASSES``) is
+"""A sampler is described in one place, the ``spec`` beside its class, copied into the table by
+``python -m mdm_mi.sampler_codegen``: a toy sampler added as ONE entry of the table (here monkeypatched;
+the last tests add one as a contributor does: a module and a list entry, then the generator) is
 calibrated (the comparisons search its parameter and the budgets table sets it against the
 contenders), tabled (its columns and settings in the results tables, its runs in the workflow's grid)
 and drawn (its style in the figures); the real entries still give the workflow's run names."""
@@ -17,7 +18,7 @@ import torch
 
 from conftest import MockBackbone, seeded_logits
 from mdm_mi.core.calibrated import Calibrated
-from mdm_mi.core.sampler_table import SAMPLERS, Calibration, SamplerSpec, Setting, Style, decode_runs, sampler_params
+from mdm_mi.core.sampler_table import SAMPLERS, Calibration, Flag, SamplerSpec, Setting, Style, decode_runs, sampler_params
 from mdm_mi.core.samplers import Sampler, StepView, decode
 from mdm_mi.sampler_classes import SAMPLER_CLASSES
 from mdm_mi.sudoku.report import COLUMNS  # imported before any toy entry: the real table's columns
@@ -183,43 +184,56 @@ class CappedFraction(Fraction):
 
 
 SWEPT_TOY = SamplerSpec(("frac", "width"), "head", style=Style("swept (toy)", "tab:olive"),
-                        flag_help={"frac": "toy: a fraction", "width": "toy: a width"},
+                        own_flags={"frac": Flag("float | None", "a fraction"), "width": Flag("float | None", "a width")},
                         grid=(Setting("frac", "toy_swept_frac", "f"), Setting("width", "toy_swept_width", "w")),
                         calibration=Calibration("frac", "φ", 1e-3, 1.0, "log", increasing=False,
                                                 each=Setting("width", "toy_widths", "w", "ω", "toy: widths, each calibrated")))
 
 
-def test_every_flag_an_entry_names_is_a_written_field():
-    from mdm_mi.core.sampler_table import missing_fields
+def test_the_generated_table_and_schema_keys_are_current():
+    """``core/sampler_entries.py`` and the schema's sampler keys are what the classes' specs give
+    (``python -m mdm_mi.sampler_codegen --check``, as CI runs it through this test)."""
+    from mdm_mi.sampler_codegen import specs, stale
 
-    assert missing_fields() == []
+    assert stale(write=False) == [], "run: python -m mdm_mi.sampler_codegen"
+    assert specs() == SAMPLERS and list(specs()) == list(SAMPLER_CLASSES)
 
 
-def test_toy_sampler_with_a_swept_setting_needs_one_entry_and_its_flag_fields(monkeypatch):
+def test_the_generator_refuses_a_flag_no_entry_or_two_entries_introduce():
+    from mdm_mi.infra.errors import InputError
+    from mdm_mi.sampler_codegen import flag_fields
+
+    orphan = {**SAMPLERS, "toy": dataclasses.replace(TOY, own_flags={})}
+    with pytest.raises(InputError, match="flag 'frac' of toy: no entry introduces it"):
+        flag_fields(orphan)
+    twice = {**SAMPLERS, "toy": SamplerSpec(("gamma",), own_flags={"gamma": Flag("float", "again")})}
+    with pytest.raises(InputError, match="flag 'gamma' is introduced by both eb and toy"):
+        flag_fields(twice)
+
+
+def test_toy_sampler_with_a_swept_setting_needs_one_entry(monkeypatch):
     """One entry makes the comparisons' families, the workflow's per-set rule lists and decode list,
-    the results tables' columns and the figures' style; its new flags are fields written beside the
-    others (here subclasses standing for the edited ``SamplerFlags`` / ``SweptFlags``), and
-    :func:`missing_fields` names the ones not written yet."""
-    from mdm_mi.core.sampler_table import SamplerFlags, SweptFlags, missing_fields, extra_family_keys
+    the results tables' columns and the figures' style; the generator writes its new flags as fields
+    (here subclasses standing for the regenerated ``SamplerFlags`` / ``SweptFlags``)."""
+    from mdm_mi.core.sampler_table import SamplerFlags, extra_family_keys
     from mdm_mi.evaluation.calibrate import comparison_families
     from mdm_mi.evaluation.plotting import SAMPLER_STYLE
     from mdm_mi.evaluation.tables import param_columns
     from mdm_mi.infra.flags import h
+    from mdm_mi.sampler_codegen import flag_fields, swept_fields
 
     monkeypatch.setitem(SAMPLERS, "toy-swept", SWEPT_TOY)
     monkeypatch.setitem(SAMPLER_CLASSES, "toy-swept", CappedFraction)
-    assert missing_fields() == ["frac", "width", "toy_widths"]
+    fields = [line.split(":")[0].strip() for line in flag_fields(SAMPLERS)]
+    assert fields[-3:] == ["frac", "width", "oracle_tol"] and "frac: float | None = field(default=None, " \
+        "metadata=h('toy-swept: a fraction'))" in "\n".join(flag_fields(SAMPLERS))
+    assert swept_fields(SAMPLERS)[-1].split(":")[0].strip() == "toy_widths"
 
     @dataclasses.dataclass(frozen=True, kw_only=True)
     class ToyFlags(SamplerFlags):
         frac: float | None = dataclasses.field(default=None, metadata=h("toy: a fraction"))
         width: float | None = dataclasses.field(default=None, metadata=h("toy: a width"))
 
-    @dataclasses.dataclass(frozen=True, kw_only=True)
-    class ToySwept(SweptFlags):
-        toy_widths: tuple[float, ...] = dataclasses.field(metadata=h("toy: widths, each calibrated", empty=True))
-
-    assert missing_fields(ToyFlags, ToySwept) == []
     assert extra_family_keys()[-1] == "toy_widths"  # turned off on the sudoku sets outside extra_family_sets
     args = SimpleNamespace(mi_lambda=[1.0], indep_cap=[], two_budget_delta=[], unit_disjoint_peers=[], demask_eps=[],
                            demask_mi_eps=[], mi_tv_lambda=[], dapd_theta=[], toy_widths=[2.0, 3.0],
@@ -260,11 +274,16 @@ from __future__ import annotations
 
 import torch
 
+from mdm_mi.core.sampler_spec import Calibration, Flag, SamplerSpec, Setting, Style
 from mdm_mi.core.samplers import Sampler, StepView
 
 
 class ToyFraction(Sampler):
     name = "toy"
+    spec = SamplerSpec(("frac", "width"), style=Style("toy", "tab:pink"),
+                       own_flags={"frac": Flag("float | None", "a fraction"), "width": Flag("float | None", "a width")},
+                       calibration=Calibration("frac", "φ", 1e-3, 1.0, "log", increasing=False,
+                                               each=Setting("width", "toy_widths", "w", "ω", "toy: widths, each calibrated")))
 
     def __init__(self, frac: float, width: float):
         self.frac, self.width = float(frac), float(width)
@@ -278,49 +297,39 @@ class ToyFraction(Sampler):
         return {"frac": self.frac, "width": self.width}
 '''
 
-# (file, the line the text goes after — or None for a new file —, how many times, the text; the schema's
-# key goes before its anchor): what docs/developing.md's "Adding a sampler" asks a contributor to write
+# (file, the line the text goes after — or None for a new file —, how many times, the text): what
+# docs/developing.md's "Adding a sampler" asks a contributor to write; then the generator runs
 TOY_EDITS = (
     ("src/mdm_mi/mi/toy_rule.py", None, 0, TOY_MODULE),
-    ("src/mdm_mi/core/sampler_table.py", '        settings_of="mi"),\n', 1,
-     '    "toy": SamplerSpec(("frac", "width"), style=Style("toy", "tab:pink"),\n'
-     '        flag_help={"frac": "toy: a fraction", "width": "toy: a width"},\n'
-     '        calibration=Calibration("frac", "φ", 1e-3, 1.0, "log", increasing=False,\n'
-     '                                each=Setting("width", "toy_widths", "w", "ω", "toy: widths, each calibrated"))),\n'),
-    ("src/mdm_mi/core/sampler_table.py", '    theta: float | None = field(default=None, metadata=_own("theta"))  # dapd\'s flag_help\n', 1,
-     '    frac: float | None = field(default=None, metadata=_own("frac"))  # toy\'s\n'
-     '    width: float | None = field(default=None, metadata=_own("width"))  # toy\'s\n'),
-    ("src/mdm_mi/core/sampler_table.py", '    dapd_theta: tuple[float, ...] = field(metadata=_swept("dapd_theta"))  # dapd\'s\n', 1,
-     '    toy_widths: tuple[float, ...] = field(metadata=_swept("toy_widths"))  # toy\'s\n'),
     ("src/mdm_mi/sampler_classes.py", "from mdm_mi.mi.tv_guided import TVGuided\n", 1,
      "from mdm_mi.mi.toy_rule import ToyFraction\n"),
-    ("src/mdm_mi/sampler_classes.py", '    "mi-oracle": OracleMI,\n', 1, '    "toy": ToyFraction,\n'),
-    ("workflow/schemas/config.schema.yaml", "          dapd_theta:\n", 2,
-     "          toy_widths: {type: array, items: {type: number, minimum: 0}, default: []}\n"),
+    ("src/mdm_mi/sampler_classes.py", "    OracleMI,\n", 1, "    ToyFraction,\n"),
 )
+GENERATED = ["src/mdm_mi/core/sampler_entries.py", "workflow/schemas/config.schema.yaml"]
 
 TOY_CHECK = r'''
 import argparse, dataclasses, json
 from types import SimpleNamespace
 from mdm_mi.cli import build_parser
-from mdm_mi.core.sampler_table import SweptFlags, missing_fields, swept_settings
+from mdm_mi.core.sampler_table import SweptFlags, swept_settings
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.config import load_schema
 from mdm_mi.sampler_classes import SAMPLER_CLASSES
 from mdm_mi.user.solve import SolveArgs, user_sampler
 
 verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
-flags = {v: sorted(o for a in verbs[v]._actions for o in a.option_strings) for v in ("solve", "sudoku-compare", "protein-compare")}
-sampler_help = next(a.help for a in verbs["solve"]._actions if "--sampler" in a.option_strings)
+flags = {v: sorted(o for a in verbs[v]._actions for o in a.option_strings)
+         for v in ("solve", "infill", "sudoku-compare", "protein-compare", "antibody-compare")}
+samplers = {v: next(a.help for a in verbs[v]._actions if "--sampler" in a.option_strings).split(" (")[0].split(" | ")
+            for v in ("solve", "infill")}
 toy = user_sampler(SolveArgs(sampler="toy", frac=0.5, width=2.0))
 swept = {f.name: () for f in dataclasses.fields(SweptFlags)} | {"mi_lambda": (1.0,), "toy_widths": (2.0, 3.0)}
 families = comparison_families(81, SimpleNamespace(**swept, on_reject="skip", charge_first=False), SAMPLER_CLASSES)
 schema = load_schema()["properties"]
 print(json.dumps({
-    "solve_samplers": sampler_help.split(" (")[0].split(" | "), "flags": flags,
+    "samplers": samplers, "flags": flags,
     "toy": [type(toy).__name__, toy.params()], "families": [[f.label, f.slug, f.fixed] for f in families],
-    "missing_fields": missing_fields(),
-    "schema": {d: "toy_widths" in schema[d]["properties"]["compare"]["properties"] for d in ("sudoku", "protein")},
+    "schema": {d: "toy_widths" in schema[d]["properties"]["compare"]["properties"] for d in ("sudoku", "protein", "hf", "antibody")},
 }))
 '''
 
@@ -332,8 +341,9 @@ def _tree_files(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def toy_added(tmp_path_factory):
-    """A copy of the package and the schema with :data:`TOY_EDITS` applied → (the files the edits
-    touched, what the copy's verbs and comparisons then say about the toy)."""
+    """A copy of the package and the schema with :data:`TOY_EDITS` applied and the generator run → (the
+    files the edits touched, the files the generator rewrote, what the copy's verbs and comparisons then
+    say about the toy)."""
     import json
     import os
     import shutil
@@ -354,28 +364,38 @@ def toy_added(tmp_path_factory):
             continue
         source = path.read_text()
         assert source.count(anchor) == times, (rel, anchor, source.count(anchor))
-        path.write_text(source.replace(anchor, text + anchor if rel.endswith(".yaml") else anchor + text))
-    after = _tree_files(root)
-    touched = sorted(rel for rel in after if before.get(rel) != after[rel])
+        path.write_text(source.replace(anchor, anchor + text))
+    edited = _tree_files(root)
+    touched = sorted(rel for rel in edited if before.get(rel) != edited[rel])
     env = {**os.environ, "PYTHONPATH": str(root / "src"), "OMP_NUM_THREADS": "1"}
+    stale = subprocess.run([sys.executable, "-m", "mdm_mi.sampler_codegen", "--check"], capture_output=True, text=True,
+                           env=env, cwd=root, timeout=300)
+    assert stale.returncode == 1 and "stale" in stale.stderr, stale.stderr[-3000:]  # what CI says before the generator runs
+    gen = subprocess.run([sys.executable, "-m", "mdm_mi.sampler_codegen"], capture_output=True, text=True, env=env,
+                         cwd=root, timeout=300)
+    assert gen.returncode == 0, gen.stderr[-3000:]
+    after = _tree_files(root)
+    generated = sorted(rel for rel in after if edited.get(rel) != after[rel])
     out = subprocess.run([sys.executable, "-c", TOY_CHECK], capture_output=True, text=True, env=env, cwd=root, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    return touched, json.loads(out.stdout.splitlines()[-1])
+    return touched, generated, json.loads(out.stdout.splitlines()[-1])
 
 
-def test_a_toy_sampler_added_in_the_documented_files_reaches_solve_the_comparisons_and_the_flags(toy_added):
-    """The edits a contributor makes (a class module, the table entry and its flag fields, the class
-    table's line, the schema's key) make the toy a ``solve --sampler`` choice with its ``--frac`` /
-    ``--width`` flags, a family of each calibrated comparison at every ``--toy-widths`` value, and a
-    flag of ``sudoku-compare`` and ``protein-compare``."""
-    touched, seen = toy_added
-    assert touched == ["src/mdm_mi/core/sampler_table.py", "src/mdm_mi/mi/toy_rule.py", "src/mdm_mi/sampler_classes.py",
-                       "workflow/schemas/config.schema.yaml"]
-    assert seen["solve_samplers"][-1] == "toy" and seen["toy"] == ["ToyFraction", {"frac": 0.5, "width": 2.0}]
-    assert {"--frac", "--width", "--sampler"} <= set(seen["flags"]["solve"])
-    assert "--toy-widths" in seen["flags"]["sudoku-compare"] and "--toy-widths" in seen["flags"]["protein-compare"]
+def test_a_toy_sampler_added_in_one_file_and_a_list_entry_reaches_the_verbs_and_the_schema(toy_added):
+    """The edits a contributor makes (a module holding the class and its spec, and its import and entry
+    in ``SAMPLER_LIST``), then ``python -m mdm_mi.sampler_codegen`` (which ``--check`` asked for), make
+    the toy a ``solve`` and ``infill`` ``--sampler`` choice with its ``--frac`` / ``--width`` flags, a
+    family of each calibrated comparison at every ``--toy-widths`` value, a flag of ``sudoku-compare``,
+    ``protein-compare`` and ``antibody-compare``, and a key of each comparison's schema section."""
+    touched, generated, seen = toy_added
+    assert touched == ["src/mdm_mi/mi/toy_rule.py", "src/mdm_mi/sampler_classes.py"]
+    assert generated == GENERATED
+    assert seen["samplers"]["solve"][-1] == "toy" == seen["samplers"]["infill"][-1]
+    assert seen["toy"] == ["ToyFraction", {"frac": 0.5, "width": 2.0}]
+    assert {"--frac", "--width", "--sampler"} <= set(seen["flags"]["solve"]) & set(seen["flags"]["infill"])
+    assert all("--toy-widths" in seen["flags"][v] for v in ("sudoku-compare", "protein-compare", "antibody-compare"))
     assert seen["families"][-2:] == [["toy ω=2", "toy-w2", {"width": 2.0}], ["toy ω=3", "toy-w3", {"width": 3.0}]]
-    assert seen["missing_fields"] == [] and seen["schema"] == {"sudoku": True, "protein": True}
+    assert seen["schema"] == {"sudoku": True, "protein": True, "hf": True, "antibody": True}
 
 
 def test_developing_md_counts_the_files_the_toy_sampler_touched(toy_added):
@@ -384,7 +404,7 @@ def test_developing_md_counts_the_files_the_toy_sampler_touched(toy_added):
 
     from conftest import REPO
 
-    touched, _ = toy_added
+    touched, _, _ = toy_added
     heading = re.search(r"^## Adding a sampler \((\d+) files and a test\)$", (REPO / "docs/developing.md").read_text(), re.M)
     assert heading and int(heading.group(1)) == len(touched), (heading and heading.group(0), touched)
 

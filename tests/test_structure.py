@@ -229,8 +229,8 @@ def _literal_keys(path: Path, name: str) -> list[str]:
     raise AssertionError(f"no {name} table in {path}")
 
 
-@pytest.mark.parametrize("module, table", [("cli.py", "VERBS"), ("core/sampler_table.py", "SAMPLERS"),
-                                           ("sampler_classes.py", "SAMPLER_CLASSES"), ("domain.py", "DOMAINS")])
+@pytest.mark.parametrize("module, table", [("cli.py", "VERBS"), ("core/sampler_entries.py", "SAMPLERS"),
+                                           ("domain.py", "DOMAINS")])
 def test_each_table_is_one_literal_without_repeated_names(module, table):
     keys = _literal_keys(SRC / PACKAGE / module, table)
     assert keys and len(keys) == len(set(keys)), [k for k in keys if keys.count(k) > 1]

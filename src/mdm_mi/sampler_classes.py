@@ -1,13 +1,15 @@
-"""The class of each sampler, under its key in :data:`mdm_mi.core.sampler_table.SAMPLERS` (which holds
-everything else about it: flags, pairwise matrix, style, grid, calibration). Built here by name:
+"""The samplers, in table order: :data:`SAMPLER_LIST` is the one list a new sampler joins (its class,
+with its ``spec``, in a module of its own or of its rule family); ``python -m mdm_mi.sampler_codegen``
+then writes the torch-free table (:mod:`mdm_mi.core.sampler_entries`) and the schema keys from it.
+Built here by name:
 
     sampler = build_sampler("eb", gamma=0.2)
     sampler = sampler_from_args(args, allowed=USER_SAMPLERS, calibrated=calibrated_for(args, "sudoku"))
 
-The classes are plain imports (an editor goes from a key to its class in one hop), which puts this
-module above :mod:`mdm_mi.mi` and the domains; the settings table stays in :mod:`mdm_mi.core` because
-:mod:`mdm_mi.evaluation` and the workflow (at DAG build, without torch) read it. Verbs build samplers
-here and hand the table to the library that builds its own (the calibrated families of
+The classes are plain imports (an editor goes from a list entry to its class in one hop), which puts
+this module above :mod:`mdm_mi.mi` and the domains; the settings table stays in :mod:`mdm_mi.core`
+because :mod:`mdm_mi.evaluation` and the workflow (at DAG build, without torch) read it. Verbs build
+samplers here and hand the classes to the library that builds its own (the calibrated families of
 :func:`mdm_mi.evaluation.calibrate.calibrated_families`).
 """
 
@@ -26,21 +28,22 @@ from mdm_mi.mi.guided import MIGuided, OracleMI
 from mdm_mi.mi.tv_guided import TVGuided
 from mdm_mi.sudoku.unit_disjoint import UnitDisjoint
 
-SAMPLER_CLASSES: dict[str, type[Sampler]] = {
-    "sequential": Sequential,
-    "naive": NaiveTopK,
-    "eb": EntropyBounded,
-    "threshold": ConfidenceThreshold,
-    "mi": MIGuided,
-    "mi-indep": IndependentSet,
-    "mi-2b": TwoBudget,
-    "unit-disjoint": UnitDisjoint,
-    "demask": Demask,
-    "demask-mi": DemaskMI,
-    "mi-tv": TVGuided,
-    "dapd": Dapd,
-    "mi-oracle": OracleMI,
-}
+SAMPLER_LIST: tuple[type[Sampler], ...] = (  # the table's order: baselines, Algorithm 1, the rules beyond it, the rivals
+    Sequential,
+    NaiveTopK,
+    EntropyBounded,
+    ConfidenceThreshold,
+    MIGuided,
+    IndependentSet,
+    TwoBudget,
+    UnitDisjoint,
+    Demask,
+    DemaskMI,
+    TVGuided,
+    Dapd,
+    OracleMI,
+)
+SAMPLER_CLASSES: dict[str, type[Sampler]] = {cls.name: cls for cls in SAMPLER_LIST}
 
 
 def build_sampler(name: str, **params) -> Sampler:

@@ -168,12 +168,12 @@ def oracle_runs(filler: Filler, test: InfillSet, runs: dict, args) -> dict[int, 
 def _families(args, with_head: bool, with_tv: bool, most: int) -> list:
     """The calibrated families, built as every comparison's (:func:`mdm_mi.evaluation.calibrate.calibrated_families`,
     in the sampler table's order): the baselines ``--samplers`` names, then each value of every swept
-    setting this verb takes a flag for (MI-guided λ, demask-mi ε, demask ε, mi-tv λ, DAPD θ), but none
-    reading a matrix the comparison lacks (the MI head, the TV head; the attention is the model's own)."""
+    setting (Algorithm 1's λ and the generated ``AntibodySweptFlags``), but none reading a matrix the
+    comparison lacks (the MI head, the TV head; the attention is the model's own)."""
     baselines = [n for n, spec in SAMPLERS.items() if spec.calibration and spec.calibration.each is None]
     if not set(args.samplers) <= set(baselines):
         raise InputError(f"--samplers takes calibrated baselines ({', '.join(baselines)}), got {', '.join(args.samplers)}")
-    settings = {s.key: getattr(args, s.key) for s in swept_settings() if hasattr(args, s.key)}
+    settings = {s.key: getattr(args, s.key) for s in swept_settings()}
     settings |= {"mi_on_reject": args.mi_on_reject, "mi_charge_first": args.mi_charge_first}
     have = {None, ATTENTION} | ({HEAD} if with_head else set()) | ({TV_HEAD} if with_tv else set())
     return [f for f in calibrated_families(max(2, most), settings, SAMPLER_CLASSES) if SAMPLERS[f.sampler].pairwise in have

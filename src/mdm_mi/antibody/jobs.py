@@ -27,7 +27,7 @@ from mdm_mi.antibody.infill_runs import (calibrated_runs, InfillSet, one_per_lin
                                          write_results)
 from mdm_mi.core.backbone import full_precision, token_fingerprint
 from mdm_mi.core.hf_folder import DOMAIN
-from mdm_mi.core.sampler_table import optional_swept
+from mdm_mi.core.sampler_table import HEAD, SAMPLERS, TV_HEAD, AntibodySweptFlags
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.infill import Filler
 from mdm_mi.infra.checkpoint import read_meta
@@ -116,8 +116,9 @@ def write_label_contexts(backbone, rows: list, scopes: list[str], path: Path, fi
 
 
 @dataclass(frozen=True)
-class AntibodyCompareArgs(OutDir, SeedFlag):
-    """``antibody-compare``: ``--out-dir`` gets runs.json, budgets.csv and budgets.md."""
+class AntibodyCompareArgs(OutDir, SeedFlag, AntibodySweptFlags):
+    """``antibody-compare``: ``--out-dir`` gets runs.json, budgets.csv and budgets.md. The swept settings
+    beyond Algorithm 1's are inherited (generated, ``AntibodySweptFlags``: defaults ``antibody.compare``'s)."""
 
     CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("antibody.compare",)
 
@@ -133,10 +134,6 @@ class AntibodyCompareArgs(OutDir, SeedFlag):
     divisors: tuple[int, ...] = field(metadata=h("budgets: sequential's passes ÷ each"))
     samplers: tuple[str, ...] = field(metadata=h("calibrated baselines compared (naive, eb, threshold)"))
     mi_lambda: tuple[float, ...] = field(metadata=h("MI-guided λ values, each calibrated; mi* picks per budget on calibration"))
-    demask_mi_eps: tuple[float, ...] = optional_swept("demask_mi_eps", "antibody.compare", "needs --head")
-    dapd_theta: tuple[float, ...] = optional_swept("dapd_theta", "antibody.compare")
-    demask_eps: tuple[float, ...] = optional_swept("demask_eps", "antibody.compare", "needs --tv-head")
-    mi_tv_lambda: tuple[float, ...] = optional_swept("mi_tv_lambda", "antibody.compare", "needs --tv-head")
     tv_head: Path | None = field(default=None, kw_only=True, metadata=h(
         "TV head folder (train-head --target tv on the same model): read by demask and mi-tv"))
     mi_on_reject: str = field(metadata=h("MI-guided: skip | stop"))
@@ -188,10 +185,12 @@ def _check_compare(args: AntibodyCompareArgs) -> None:
         raise InputError("need --fills >= 2, --n-test >= 2, --n-calibration >= 1 and at least one divisor")
     if args.batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {args.batch_size}")
-    if args.demask_mi_eps and not args.head:
-        raise InputError("--demask-mi-eps needs --head (demask-mi reads the MI head)")
-    if (args.demask_eps or args.mi_tv_lambda) and not args.tv_head:
-        raise InputError("--demask-eps and --mi-tv-lambda need --tv-head (demask and mi-tv read the TV head)")
+    given = {HEAD: ("--head", args.head, "MI head"), TV_HEAD: ("--tv-head", args.tv_head, "TV head")}
+    for name, spec in SAMPLERS.items():
+        each = spec.calibration and spec.calibration.each
+        if each and getattr(args, each.key) and spec.pairwise in given and not given[spec.pairwise][1]:
+            flag, _, what = given[spec.pairwise]
+            raise InputError(f"--{each.key.replace('_', '-')} needs {flag} ({name} reads the {what})")
     too_many = args.n_test is not None and args.oracle_contexts > args.n_test
     if args.oracle_contexts and (too_many or not args.head or not set(args.oracle_divisors) <= set(args.divisors)):
         raise InputError("the oracle needs --head, --oracle-contexts <= --n-test and --oracle-divisors among --divisors")

@@ -10,7 +10,11 @@ it has no mask left.
     from mdm_mi.core.samplers import EntropyBounded, decode
     result = decode(model, puzzles, EntropyBounded(gamma=0.2), torch.Generator().manual_seed(0))
 
-Samplers are chosen by name through the one table :data:`mdm_mi.core.sampler_table.SAMPLERS`.
+Each listed sampler (:data:`mdm_mi.sampler_classes.SAMPLER_LIST`) says what it is beside its class, in
+its ``spec`` (:class:`mdm_mi.core.sampler_spec.SamplerSpec`): its flags, the matrix it reads, its plot
+style, the workflow's grid of it and what the comparisons calibrate. ``python -m mdm_mi.sampler_codegen``
+copies the specs into the torch-free table :data:`mdm_mi.core.sampler_table.SAMPLERS`, through which
+samplers are chosen by name.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import math
 import torch
 
 from mdm_mi.core.backbone import Backbone, BackboneOutput, check_backbone, check_frame, check_output, forward_chunked
+from mdm_mi.core.sampler_spec import TOKENS, Calibration, Flag, SamplerSpec, Setting, Style, gamma_calibration, tau_calibration
 from mdm_mi.core.streams import RowStreams
 from mdm_mi.infra.flags import Decoding
 
@@ -74,9 +79,13 @@ class StepView:
 
 
 class Sampler(ABC):
-    """A policy choosing, at each pass, a non-empty subset of the masked positions to unmask."""
+    """A policy choosing, at each pass, a non-empty subset of the masked positions to unmask. ``name``
+    is its key in the sampler table, ``spec`` what the table says of it (required of every class in
+    :data:`mdm_mi.sampler_classes.SAMPLER_LIST`); ``uses_pairwise``: ``decode`` hands it a pairwise
+    matrix (its spec names where the matrix comes from)."""
 
     name: ClassVar[str]
+    spec: ClassVar[SamplerSpec | None] = None
     uses_pairwise: ClassVar[bool] = False
 
     @abstractmethod
@@ -107,6 +116,8 @@ class Sequential(Sampler):
     (Kim et al. 2025, "Train for the worst, plan for the best") with ``order="margin"``."""
 
     name = "sequential"
+    spec = SamplerSpec(("order",), own_flags={"order": Flag("str", "entropy | margin", "entropy")},
+                       style=Style("sequential", "black"), grid=(Setting("order", "sequential"),))
 
     def __init__(self, order: str = "entropy"):
         if order not in ("entropy", "margin"):
@@ -132,6 +143,10 @@ class NaiveTopK(Sampler):
     """
 
     name = "naive"
+    spec = SamplerSpec(("k",), own_flags={"k": Flag("float | None", "tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average)",
+                                                     calibrated=True)},
+                       style=Style("naive top-k", "tab:orange"), grid=(Setting("k", "naive_k", "k"),),
+                       calibration=Calibration("k", "k", 1.0, TOKENS, "log", increasing=False))
 
     def __init__(self, k: float):
         if not k >= 1:
@@ -177,6 +192,9 @@ class EntropyBounded(Sampler):
     """
 
     name = "eb"
+    spec = SamplerSpec(("gamma",), own_flags={"gamma": Flag("float | None", "entropy budget γ (nats)", calibrated=True)},
+                       style=Style("EB-Sampler", "tab:blue"), grid=(Setting("gamma", "eb_gamma", "g"),),
+                       calibration=gamma_calibration())
 
     def __init__(self, gamma: float):
         if gamma < 0:
@@ -205,6 +223,9 @@ class ConfidenceThreshold(Sampler):
     """
 
     name = "threshold"
+    spec = SamplerSpec(("tau",), own_flags={"tau": Flag("float | None", "unmask every token whose top probability exceeds τ",
+                                                         calibrated=True)},
+                       style=Style("threshold", "tab:red"), calibration=tau_calibration())
 
     def __init__(self, tau: float):
         if not 0 <= tau <= 1:

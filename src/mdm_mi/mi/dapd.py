@@ -28,6 +28,7 @@ from typing import Callable, Mapping
 import torch
 
 from mdm_mi.core.sampler_table import ATTENTION, HEAD, ORACLE, SAMPLERS, TV_HEAD
+from mdm_mi.core.sampler_spec import Flag, SamplerSpec, Setting, Style, gamma_calibration
 from mdm_mi.core.samplers import Sampler, StepView
 from mdm_mi.infra.errors import InputError
 from mdm_mi.mi.decoding_rules import _check, eb_walk
@@ -39,6 +40,10 @@ class Dapd(Sampler):
 
     name = "dapd"
     uses_pairwise = True
+    spec = SamplerSpec(("gamma", "theta"), ATTENTION, user=False, style=Style("DAPD", "tab:cyan"),
+                       own_flags={"theta": Flag("float | None", "attention-edge threshold θ (× the uniform 1/N); default: the comparisons' θ")},
+                       calibration=gamma_calibration(each=Setting("theta", "dapd_theta", "t", "θ", "dapd: attention-edge thresholds θ "
+                                                                  "(× the uniform 1/N), each calibrated; none: no dapd")))
 
     def __init__(self, gamma: float, theta: float):
         _check(self.name, gamma=gamma, theta=theta)

@@ -26,6 +26,7 @@ from typing import ClassVar
 
 import torch
 
+from mdm_mi.core.sampler_spec import HEAD, Flag, SamplerSpec, Setting, Style, gamma_calibration
 from mdm_mi.core.samplers import Sampler, StepView
 from mdm_mi.mi.guided import DensePairs
 
@@ -113,6 +114,10 @@ class IndependentSet(_EntropyBudgetRule):
     """EB's entropy budget γ, never two admitted positions with ``Î_ij > cap`` (nats)."""
 
     name, param, walk_arg = "mi-indep", "cap", "pair_cap"
+    spec = SamplerSpec(("gamma", "cap"), HEAD, style=Style("mi-indep", "tab:brown"),
+        own_flags={"cap": Flag("float | None", "never unmask together two tokens with MI above this cap (nats); default: the comparisons' cap")},
+        calibration=gamma_calibration(each=Setting("cap", "indep_cap", "cap", "cap",
+                                                   "mi-indep: cap values (nats), each calibrated; none: no mi-indep")))
 
     def __init__(self, gamma: float, cap: float):
         self._set(gamma, cap)
@@ -122,6 +127,10 @@ class TwoBudget(_EntropyBudgetRule):
     """EB's entropy budget γ and a dependence budget δ on ``Σ_{i<j∈U} Î_ij`` (nats)."""
 
     name, param, walk_arg = "mi-2b", "delta", "dependence_budget"
+    spec = SamplerSpec(("gamma", "delta"), HEAD, style=Style("mi-2b", "tab:brown"),
+        own_flags={"delta": Flag("float | None", "budget δ on the summed pairwise MI of one pass (nats); default: the comparisons' δ")},
+        calibration=gamma_calibration(each=Setting("delta", "two_budget_delta", "d", "δ",
+                                                   "mi-2b: delta values (nats), each calibrated; none: no mi-2b")))
 
     def __init__(self, gamma: float, delta: float):
         self._set(gamma, delta)

@@ -35,6 +35,7 @@ from typing import Sequence
 
 import torch
 
+from mdm_mi.core.sampler_spec import HEAD, TV_HEAD, Flag, SamplerSpec, Setting, Style, tau_calibration
 from mdm_mi.core.samplers import Sampler, StepView
 from mdm_mi.mi.decoding_rules import eb_walk
 
@@ -75,6 +76,9 @@ class DemaskMI(Sampler):
 
     name = "demask-mi"
     uses_pairwise = True
+    spec = SamplerSpec(("tau", "eps"), HEAD, style=Style("DEMASK rule, MI head", "tab:olive"),
+                       calibration=tau_calibration(each=Setting("eps", "demask_mi_eps", "e", "ε",
+                                                                "demask-mi: dependence budgets ε (nats), each calibrated; none: no demask-mi")))
 
     def __init__(self, tau: float, eps: float):
         if not 0 <= tau <= 1:
@@ -100,3 +104,8 @@ class Demask(DemaskMI):
     matrix the caller feeds differs (the table entry's ``pairwise``)."""
 
     name = "demask"
+    spec = SamplerSpec(  # the TV head is trained beside the MI head on the same label shards
+        ("tau", "eps"), TV_HEAD, user=False, style=Style("DEMASK", "tab:pink"),
+        own_flags={"eps": Flag("float | None", "DEMASK's budget ε on the summed pairwise dependence of one pass (TV, or nats "
+                                               "for demask-mi); default: the comparisons' ε")},
+        calibration=tau_calibration(each=Setting("eps", "demask_eps", "e", "ε", "demask: TV budgets ε, each calibrated; none: no demask")))

@@ -28,6 +28,7 @@ from typing import Sequence
 import torch
 
 from mdm_mi.core.backbone import Backbone, BackboneOutput, probe_backbone
+from mdm_mi.core.sampler_spec import HEAD, ORACLE, Flag, SamplerSpec, Setting, Style, gamma_calibration
 from mdm_mi.core.samplers import PairwiseFn, Sampler, StepView
 from mdm_mi.mi import probe
 from mdm_mi.mi.labeller import probe_context
@@ -73,6 +74,9 @@ def algorithm1(
             break
     return sorted(admitted)
 
+MI_FLAGS = ("gamma", "lam", "on_reject", "charge_first")  # Algorithm 1's constructor arguments
+MI_SHARED = (Setting("on_reject", "mi_on_reject"), Setting("charge_first", "mi_charge_first"))  # one config value each
+
 
 class MIGuided(Sampler):
     """Algorithm 1: entropy-ordered walk admitting candidates whose MI-penalised cost fits the budget.
@@ -87,6 +91,14 @@ class MIGuided(Sampler):
 
     name = "mi"
     uses_pairwise = True
+    spec = SamplerSpec(
+        MI_FLAGS, HEAD, style=Style("MI-guided (ours)", "tab:green"),
+        own_flags={"lam": Flag("float", "weight λ of the pairwise MI", 1.0),
+                   "on_reject": Flag("str", "skip | stop at a rejected candidate", schema="sudoku.samplers.mi_on_reject"),
+                   "charge_first": Flag("bool", "charge the first token's entropy to γ", schema="sudoku.samplers.mi_charge_first")},
+        grid=(Setting("gamma", "mi_gamma", "g"), Setting("lam", "mi_lambda", "l")), shared=MI_SHARED,
+        calibration=gamma_calibration(each=Setting("lam", "mi_lambda", "l", "λ", "MI-guided λ values, each calibrated"),
+                                      against=("eb", "naive", "threshold", "sequential")))
 
     def __init__(self, gamma: float, lam: float, on_reject: str, charge_first: bool):
         if not gamma >= 0:
@@ -123,6 +135,7 @@ class OracleMI(MIGuided):
     """
 
     name = "mi-oracle"
+    spec = SamplerSpec(MI_FLAGS, ORACLE, user=False, style=Style("MI-guided, exact MI", "tab:purple"), settings_of="mi")
 
 
 class DensePairs:

@@ -12,10 +12,14 @@ the MI head's Î (nats), so that a comparison can tell the target from the rule 
 
 from __future__ import annotations
 
-from mdm_mi.mi.guided import MIGuided
+from mdm_mi.core.sampler_spec import TV_HEAD, SamplerSpec, Setting, Style, gamma_calibration
+from mdm_mi.mi.guided import MI_FLAGS, MI_SHARED, MIGuided
 
 
 class TVGuided(MIGuided):
     """Algorithm 1 on the TV head's T̂: :class:`MIGuided`'s rule, another matrix."""
 
     name = "mi-tv"
+    spec = SamplerSpec(MI_FLAGS, TV_HEAD, user=False, style=Style("Algorithm 1, TV head", "tab:gray"), shared=MI_SHARED,
+                       calibration=gamma_calibration(each=Setting("lam", "mi_tv_lambda", "l", "λ",
+                                                                  "mi-tv: λ values, each calibrated; none: no mi-tv")))

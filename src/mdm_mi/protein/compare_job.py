@@ -23,7 +23,7 @@ from typing import ClassVar
 import numpy as np
 
 from mdm_mi.core.backbone import embedder_of, for_decoding
-from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD, SweptFlags, optional_swept, swept_settings
+from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD, ProteinSweptFlags, swept_settings
 from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, by_budget, off_budget, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.errors import InputError
@@ -48,20 +48,13 @@ MAX_PROTEIN_TOKENS = 100  # longest generated protein (reference lengths 50-100)
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProteinCompareFlags(GenerateFlags, ComparisonFlags, SweptFlags):
+class ProteinCompareFlags(GenerateFlags, ComparisonFlags, ProteinSweptFlags):
     """What makes one comparison, given to each part and the merge: config ``protein.compare`` (but the
     merge's bootstrap), the MI-guided rule's ``protein.samplers`` settings and ``protein.generate``
-    (inherited, with the schema's defaults), the two extra rules' settings (default none, as the
-    schema's ``protein.compare``); the rest has no default."""
+    (inherited, with the schema's defaults), the swept settings beyond Algorithm 1's (generated,
+    ``ProteinSweptFlags``: defaults the schema's ``protein.compare``); the rest has no default."""
 
     calib_n: int = field(metadata=_h("calibration sequences (their lengths drawn apart from the test's)"))
-    indep_cap: tuple[float, ...] = optional_swept("indep_cap", "protein.compare")
-    two_budget_delta: tuple[float, ...] = optional_swept("two_budget_delta", "protein.compare")
-    unit_disjoint_peers: tuple[float, ...] = optional_swept("unit_disjoint_peers", "protein.compare")
-    demask_eps: tuple[float, ...] = optional_swept("demask_eps", "protein.compare")
-    demask_mi_eps: tuple[float, ...] = optional_swept("demask_mi_eps", "protein.compare")
-    mi_tv_lambda: tuple[float, ...] = optional_swept("mi_tv_lambda", "protein.compare")
-    dapd_theta: tuple[float, ...] = optional_swept("dapd_theta", "protein.compare")
 
 
 @dataclass(frozen=True)

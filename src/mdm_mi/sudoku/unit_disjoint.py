@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import torch
 
+from mdm_mi.core.sampler_spec import Flag, SamplerSpec, Setting, Style, gamma_calibration
 from mdm_mi.core.samplers import Sampler, StepView
 from mdm_mi.infra.errors import InputError
 from mdm_mi.mi.decoding_rules import eb_walk
@@ -35,6 +36,12 @@ class UnitDisjoint(Sampler):
     """
 
     name = "unit-disjoint"
+    spec = SamplerSpec(("gamma", "peers"), style=Style("unit-disjoint", "xkcd:teal"),
+                       own_flags={"peers": Flag("float | None", "at most this many peers (same row, column or box) admitted with a cell "
+                                                                 "in one pass; default: the comparisons' peers")},
+                       calibration=gamma_calibration(each=Setting("peers", "unit_disjoint_peers", "p", "peers",
+                                                                  "unit-disjoint: peer caps (0: no two peers in a pass), each calibrated; "
+                                                                  "none: no unit-disjoint")))
 
     def __init__(self, gamma: float, peers: float):
         if not gamma >= 0:
