@@ -30,24 +30,32 @@ NUMBER = re.compile(r"-?\d+\.?\d*(?:[eE][-+]?\d+)?")
 MAX_TRIES = 2000  # digits tried per data file (a value shown once may sit after many repeats of it)
 
 
+def _spread(positions: list[int], per_pass: int = 40) -> list[int]:
+    """``positions`` reordered to sweep the file: ``per_pass`` of them spread over it, then the ones beside..."""
+    stride = max(1, len(positions) // per_pass)
+    return [positions[i] for offset in range(stride) for i in range(offset, len(positions), stride)]
+
+
 def _shown_digits(text: str, rendered: str) -> list[int]:
-    """Positions of the first significant digit of each number of ``text`` that ``rendered`` shows
-    (at some rounding, or ×100 as a percentage), then every other digit, spread over the file first: the
-    mutations worth trying, in order (a renderer may show only numbers it computes, e.g. a mixture's weights)."""
-    shown = []
+    """The digit positions of ``text`` worth mutating, in order: the first significant digit of each number
+    that ``rendered`` shows (at some rounding, or ×100 as a percentage), then the first significant digit
+    of every other number (a renderer may show only what it computes from them, e.g. a mixture's
+    weights), then every other digit, each group spread over the file."""
+    shown, leading = [], []
+    on_page = {n.lstrip("-+") for n in NUMBER.findall(rendered)}  # whole numbers only: "0.8" is not in "0.88"
     for m in NUMBER.finditer(text):
+        first = next((i for i, ch in enumerate(m.group()) if ch in "123456789"), None)
+        if first is None:
+            continue
         try:
             value = float(m.group())
         except ValueError:
             continue
         forms = {f"{value:.{d}f}" for d in range(5)} | {f"{100 * value:.1f}", f"{value:.4g}", f"{value:,.0f}"}
-        if any(len(f) > 2 and f in rendered for f in forms):
-            first = next((i for i, ch in enumerate(m.group()) if ch in "123456789"), None)
-            if first is not None:
-                shown.append(m.start() + first)
-    rest = [m.start() for m in re.finditer(r"\d", text) if m.start() not in shown]
-    stride = max(1, len(rest) // 40)  # every other digit, spread over the file: 40 of them, then the 40 beside, ...
-    return shown + [rest[i] for offset in range(stride) for i in range(offset, len(rest), stride)]
+        (shown if any(len(f) > 2 and f.lstrip("-") in on_page for f in forms) else leading).append(m.start() + first)
+    taken = set(shown) | set(leading)
+    rest = [m.start() for m in re.finditer(r"\d", text) if m.start() not in taken]
+    return _spread(shown) + _spread(leading) + _spread(rest)
 
 
 @pytest.mark.parametrize(("name", "path"), BLOCKS, ids=[f"{n}:{p}" for n, p in BLOCKS])
