@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from mdm_mi.core.sampler_spec import ALGORITHM_1, CALIBRATED_HELP, HEAD, ORACLE, TV_HEAD, SamplerSpec
+from mdm_mi.core.sampler_table import swept_entries
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.schema import SCHEMA_PATH
 from mdm_mi.sampler_classes import SAMPLER_LIST
@@ -86,11 +87,6 @@ def _users(table: dict[str, SamplerSpec], flag: str) -> str:
     return ", ".join([n for n in takers if table[n].user] or takers)
 
 
-def _swept(table: dict[str, SamplerSpec]) -> list[tuple[str, object]]:
-    """(entry name, its ``each`` setting) of every calibrated entry with one, in table order."""
-    return [(n, s.calibration.each) for n, s in table.items() if s.calibration and s.calibration.each]
-
-
 def flag_fields(table: dict[str, SamplerSpec]) -> list[str]:
     """``SamplerFlags``' field lines: ``sampler``, each flag in order of first use, ``oracle_tol``."""
     owners: dict[str, tuple[str, object]] = {}
@@ -117,13 +113,13 @@ def flag_fields(table: dict[str, SamplerSpec]) -> list[str]:
 def swept_fields(table: dict[str, SamplerSpec]) -> list[str]:
     """``SweptFlags``' field lines: one required list per swept setting (a rule's may be given empty)."""
     return [f"    {s.key}: tuple[float, ...] = field(metadata=h({s.help!r}, empty={name != ALGORITHM_1}))  # {name}'s"
-            for name, s in _swept(table)]
+            for name, s in swept_entries(table)]
 
 
 def optional_fields(table: dict[str, SamplerSpec], section: str, needs: dict) -> list[str]:
     """Field lines of the swept lists beyond Algorithm 1's, optional, defaults from ``section``."""
     lines = []
-    for name, s in _swept(table):
+    for name, s in swept_entries(table):
         if name == ALGORITHM_1:
             continue
         text = s.help + (f"; {needs[table[name].pairwise]}" if table[name].pairwise in needs else "")
@@ -188,7 +184,7 @@ def schema_source(text: str, table: dict[str, SamplerSpec]) -> str:
     schema = yaml.safe_load(text)
     wanted = {sec: [(s.key, f"{name}: {s.flag} values of the workflow's fixed grid, one run each; none: no runs")
                     for name, spec in table.items() for s in spec.grid if spec.grid] for sec in GRID_SECTIONS}
-    wanted |= {sec: [(s.key, s.help) for _, s in _swept(table)] for sec in SWEPT_SECTIONS}
+    wanted |= {sec: [(s.key, s.help) for _, s in swept_entries(table)] for sec in SWEPT_SECTIONS}
     lines, out = text.splitlines(keepends=True), []
     seen = set()
     for line in lines:

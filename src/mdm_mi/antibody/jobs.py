@@ -27,7 +27,7 @@ from mdm_mi.antibody.infill_runs import (calibrated_runs, InfillSet, one_per_lin
                                          write_results)
 from mdm_mi.core.backbone import full_precision, token_fingerprint
 from mdm_mi.core.hf_folder import DOMAIN
-from mdm_mi.core.sampler_table import HEAD, SAMPLERS, TV_HEAD, AntibodySweptFlags
+from mdm_mi.core.sampler_table import HEAD, SAMPLERS, TV_HEAD, AntibodySweptFlags, swept_entries
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.infill import Filler
 from mdm_mi.infra.checkpoint import read_meta
@@ -186,10 +186,10 @@ def _check_compare(args: AntibodyCompareArgs) -> None:
     if args.batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {args.batch_size}")
     given = {HEAD: ("--head", args.head, "MI head"), TV_HEAD: ("--tv-head", args.tv_head, "TV head")}
-    for name, spec in SAMPLERS.items():
-        each = spec.calibration and spec.calibration.each
-        if each and getattr(args, each.key) and spec.pairwise in given and not given[spec.pairwise][1]:
-            flag, _, what = given[spec.pairwise]
+    for name, each in swept_entries():
+        pairwise = SAMPLERS[name].pairwise
+        if getattr(args, each.key) and pairwise in given and not given[pairwise][1]:
+            flag, _, what = given[pairwise]
             raise InputError(f"--{each.key.replace('_', '-')} needs {flag} ({name} reads the {what})")
     too_many = args.n_test is not None and args.oracle_contexts > args.n_test
     if args.oracle_contexts and (too_many or not args.head or not set(args.oracle_divisors) <= set(args.divisors)):

@@ -30,7 +30,7 @@ from mdm_mi.infra.errors import InputError
 __all__ = ["ALGORITHM_1", "ATTENTION", "CALIBRATED_HELP", "GAMMA_RANGE", "HEAD", "ORACLE", "TAU_RANGE", "TOKENS",
            "TV_HEAD", "AntibodySweptFlags", "Calibration", "Flag", "ProteinSweptFlags", "SAMPLERS", "SamplerFlags",
            "SamplerSpec", "Setting", "Style", "SweptFlags", "HEAD_SAMPLERS", "USER_SAMPLERS", "sampler_of", "slug",
-           "decode_runs", "swept_settings", "extra_family_keys", "calibrated_variants", "is_algorithm_1",
+           "decode_runs", "swept_entries", "swept_settings", "extra_family_keys", "calibrated_variants", "is_algorithm_1",
            "comparison_settings", "sampler_params"]
 
 HEAD_SAMPLERS = tuple(name for name, s in SAMPLERS.items() if s.pairwise == HEAD)
@@ -67,10 +67,16 @@ def decode_runs(grid: Mapping) -> dict[str, dict]:
     return runs
 
 
+def swept_entries(table: Mapping[str, SamplerSpec] = SAMPLERS) -> list[tuple[str, Setting]]:
+    """(entry name, its ``each`` setting) of every calibrated entry with one, in table order (``table``:
+    the code generator passes the classes' specs)."""
+    return [(name, s.calibration.each) for name, s in table.items() if s.calibration and s.calibration.each]
+
+
 def swept_settings() -> tuple[Setting, ...]:
     """The ``each`` setting of every calibrated entry, in table order: one comparison flag and config
     list each (``mi_lambda``, ``indep_cap``, ``two_budget_delta``)."""
-    return tuple(s.calibration.each for s in SAMPLERS.values() if s.calibration and s.calibration.each)
+    return tuple(each for _, each in swept_entries())
 
 
 def extra_family_keys() -> tuple[str, ...]:
