@@ -23,7 +23,7 @@ from safetensors.torch import load_file
 
 from mdm_mi.antibody.data import CDRS, read_vh
 from mdm_mi.infra.config import load_config
-from mdm_mi.loading import load_model
+from mdm_mi.models.loading import load_model
 from mdm_mi.mi.contexts import load_label_shards
 from mdm_mi.mi.fidelity import fidelity
 from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, train_head

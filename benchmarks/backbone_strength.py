@@ -17,7 +17,7 @@ import argparse
 import torch
 
 from mdm_mi.evaluation.paired import paired_difference
-from mdm_mi.loading import load_model
+from mdm_mi.models.loading import load_model
 from mdm_mi.sudoku.compare import sequential_solved
 from mdm_mi.sudoku.data import load_puzzle_csv
 

@@ -26,7 +26,7 @@ from mdm_mi.core.backbone import Bf16Backbone
 from mdm_mi.core.samplers import EntropyBounded, Sequential
 from mdm_mi.evaluation.paired import mcnemar_exact
 from mdm_mi.infra.flags import Decoding
-from mdm_mi.loading import load_model
+from mdm_mi.models.loading import load_model
 from mdm_mi.sudoku.compare import Decoder
 from mdm_mi.sudoku.data import load_puzzle_csv
 

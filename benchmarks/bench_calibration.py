@@ -27,7 +27,7 @@ from mdm_mi.evaluation import calibrate as cal
 from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid, calibrated_families
 from mdm_mi.infra.config import load_config
 from mdm_mi.infra.flags import Decoding
-from mdm_mi.sampler_classes import SAMPLER_CLASSES
+from mdm_mi.sampling.registry import SAMPLER_CLASSES
 
 LEGACY_ITERS = 14
 
@@ -86,8 +86,8 @@ def legacy_grid(families, seq_passes, divisors, measure) -> list[Point]:
 def setup_domain(args):
     """→ (measure(sampler) → (mean passes, {}), sequential's mean passes, families), with the
     families, batch sizes and calibration size of the comparison job under ``args.config``."""
-    from mdm_mi.loading import load_model
-    from mdm_mi.loading import load_mi_head
+    from mdm_mi.models.loading import load_model
+    from mdm_mi.models.loading import load_mi_head
     from mdm_mi.mi.guided import head_pairwise_fn
 
     backbone, _ = load_model(args.model, torch.device("cpu"), domain=args.domain)

@@ -18,7 +18,7 @@ from functools import partial
 import torch
 
 from mdm_mi.core.backbone import forward_chunked
-from mdm_mi.loading import load_model
+from mdm_mi.models.loading import load_model
 
 MODELS = {"sudoku": ("resources/pretrained/sudoku", 81), "protein": ("resources/pretrained/protein-kunitz", 62)}
 TOKENS = (1024, 2048, 4096, 8192, 16384, 32768)

@@ -62,7 +62,7 @@ def backbone_flops(d: int, n_layers: int, ff_mult: int, n: int = N_CELLS) -> int
 def build(args, device: torch.device) -> SudokuMDM:
     """The checkpoint's model or a random-weight one of the requested shape, in eval mode."""
     if args.checkpoint:
-        from mdm_mi.loading import load_model
+        from mdm_mi.models.loading import load_model
 
         return load_model(args.checkpoint, device=str(device))[0]
     torch.manual_seed(args.seed)

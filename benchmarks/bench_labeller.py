@@ -77,7 +77,7 @@ def build_backbone(args, device: torch.device):
     """The checkpoint's model, or a random MLP backbone for a dry run."""
     if args.random_model:
         return RandomSudokuBackbone(seed=args.seed, sharpness=args.sharpness).to(device).eval(), "random MLP"
-    from mdm_mi.loading import load_model  # written elsewhere; imported only when needed
+    from mdm_mi.models.loading import load_model  # written elsewhere; imported only when needed
 
     model, _meta = load_model(args.checkpoint)
     return model.to(device).eval(), args.checkpoint

@@ -48,7 +48,7 @@ def tiny_bert(vocab: int):
     """A random tiny BERT over the specials + ``vocab`` words, as an HFBackbone allowing every word."""
     from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
-    from mdm_mi.hf.backbone import HFBackbone
+    from mdm_mi.hf.model import HFBackbone
 
     words = [f"w{i}" for i in range(vocab)]
     folder = Path(tempfile.mkdtemp())

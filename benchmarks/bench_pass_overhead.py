@@ -49,7 +49,7 @@ import torch
 
 from mdm_mi.core.backbone import forward_chunked
 from mdm_mi.core.samplers import DecodeResult, EntropyBounded, StepView, choose_tokens, decode
-from mdm_mi.loading import load_mi_head, load_model
+from mdm_mi.models.loading import load_mi_head, load_model
 from mdm_mi.mi.guided import MIGuided, head_pairwise_fn
 from mdm_mi.mi.head import HeadConfig, MIHead
 from mdm_mi.sudoku.data import HARD_LEVELS, load_puzzle_csv

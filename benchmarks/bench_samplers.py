@@ -12,11 +12,11 @@ import time
 
 import torch
 
-from mdm_mi.loading import load_mi_head
-from mdm_mi.loading import load_model
+from mdm_mi.models.loading import load_mi_head
+from mdm_mi.models.loading import load_model
 
 from mdm_mi.mi.guided import head_pairwise_fn
-from mdm_mi.sampler_classes import build_sampler
+from mdm_mi.sampling.registry import build_sampler
 from mdm_mi.sudoku.evaluate import decode_set, score
 from mdm_mi.sudoku.data import load_puzzle_csv
 

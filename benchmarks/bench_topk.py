@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from mdm_mi.infra.fasta import AMINO_ACIDS, read_fasta
-from mdm_mi.loading import load_model
+from mdm_mi.models.loading import load_model
 from mdm_mi.mi.probe import exact_mi, mask_contexts
 from mdm_mi.mi.topk_probe import topk_mi
 

@@ -21,11 +21,11 @@ import numpy as np
 import torch
 
 from mdm_mi.evaluation.calibrate import calibrate_grid, calibrated_families
-from mdm_mi.loading import load_model
+from mdm_mi.models.loading import load_model
 from mdm_mi.mi.guided import oracle_pairwise_fn
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.generate import generate
-from mdm_mi.sampler_classes import SAMPLER_CLASSES
+from mdm_mi.sampling.registry import SAMPLER_CLASSES
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ from mdm_mi.protein.family.column_train import ColumnTrainConfig, column_losses,
 from mdm_mi.protein.family.columns import ColumnDims
 from mdm_mi.protein.family.scores import family_scores, read_splits
 from mdm_mi.protein.generate import generate
-from mdm_mi.sampler_classes import build_sampler
+from mdm_mi.sampling.registry import build_sampler
 
 KEYS = ("hmm_pass_rate", "c_ij_r", "corrected_mi_r", "f_i_r", "train_identity_median", "train_identity_max")
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from mdm_mi.core.samplers import EntropyBounded, decode
-from mdm_mi.loading import load_model
+from mdm_mi.models.loading import load_model
 from mdm_mi.mi.fidelity import fidelity
 from mdm_mi.mi.head import HeadConfig, HeadTrainConfig, backbone_features, train_head
 from mdm_mi.mi.probe import certified_mi, exact_mi, mask_contexts

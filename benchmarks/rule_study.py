@@ -29,8 +29,8 @@ from mdm_mi.core.sampler_table import GAMMA_RANGE, HEAD, SAMPLERS, SamplerSpec
 from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, Sampler, Sequential, StepView
 from mdm_mi.evaluation.calibrate import Family
 from mdm_mi.evaluation.paired import mcnemar_exact
-from mdm_mi.loading import load_model
-from mdm_mi.loading import load_mi_head
+from mdm_mi.models.loading import load_model
+from mdm_mi.models.loading import load_mi_head
 from mdm_mi.mi.guided import DensePairs, MIGuided, head_pairwise_fn
 from mdm_mi.sudoku.compare import Decoder, calibrate_families, decode_matched
 from mdm_mi.sudoku.data import load_puzzle_csv

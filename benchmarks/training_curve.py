@@ -27,7 +27,7 @@ from mdm_mi.evaluation.plotting import plt
 from mdm_mi.evaluation.stats import wilson_interval
 from mdm_mi.infra.config import load_config
 from mdm_mi.infra.train_loop import SNAPSHOTS
-from mdm_mi.loading import load_model
+from mdm_mi.models.loading import load_model
 from mdm_mi.sudoku.compare import SplitSpec, compare_splits, sequential_solved
 from mdm_mi.sudoku.data import load_puzzle_csv
 

@@ -78,7 +78,7 @@ def test_the_imported_model_carries_its_measured_calibration(antiberty_dir):
 
 
 def test_special_tokens_are_never_probed_or_sampled(antiberty_dir):
-    from mdm_mi.loading import load_model
+    from mdm_mi.models.loading import load_model
 
     backbone, meta = load_model(antiberty_dir, "cpu", "hf")
     assert meta["tokens"] == list("ACDEFGHIKLMNPQRSTVWY") and backbone.vocab_size == 20
@@ -87,7 +87,7 @@ def test_special_tokens_are_never_probed_or_sampled(antiberty_dir):
 
 
 def test_a_pickle_that_runs_code_is_refused(tmp_path, capsys):
-    from mdm_mi.antibody.antiberty import find_source, read_weights
+    from mdm_mi.antibody.model import find_source, read_weights
 
     wheel = _fake_wheel(tmp_path / "bad.whl", payload={"w": _RunsCode()})
     with pytest.raises(InputError, match="not a plain tensor dict"):
@@ -356,7 +356,7 @@ def test_every_lineage_when_no_count_is_given(bert_dir, antibody_data_dir):
     """--n-test and --n-calibration left out: one VH of every lineage of the table (the decisive run's
     test); a count above the lineages is one line."""
     from mdm_mi.antibody.infill_runs import InfillSet
-    from mdm_mi.loading import load_model
+    from mdm_mi.models.loading import load_model
 
     backbone, _ = load_model(bert_dir, "cpu")
     rows = read_vh(antibody_data_dir / "test.tsv")
@@ -370,7 +370,7 @@ def test_every_lineage_when_no_count_is_given(bert_dir, antibody_data_dir):
 def test_the_captured_attention_is_the_passes_own_and_changes_nothing(bert_dir):
     """HFBackbone.capture_attention: one (B, N, N) matrix per forward, the model's last-layer attention
     averaged over heads (rows sum to 1 over the unpadded tokens), the logits unchanged; none outside it."""
-    from mdm_mi.loading import load_model
+    from mdm_mi.models.loading import load_model
 
     backbone, _ = load_model(bert_dir, "cpu", "hf")
     tokens = backbone.encode(["ACDE_G", "AC__"])

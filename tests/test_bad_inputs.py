@@ -20,7 +20,7 @@ from typing import Callable
 
 import pytest
 
-from mdm_mi import locate
+from mdm_mi.models import locate
 from mdm_mi.cli import main
 from user_verb_helpers import NO_SOLUTION, PUZZLE, SOLUTION, make_run, save_tiny_head
 

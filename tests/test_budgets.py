@@ -18,7 +18,7 @@ from mdm_mi.evaluation.paired import (bootstrap_curves, detectable_difference, i
                            newcombe_interval, paired_difference)
 
 from mdm_mi.core.samplers import INF, ConfidenceThreshold, EntropyBounded, NaiveTopK, StepView, decode
-from mdm_mi.sampler_classes import SAMPLER_CLASSES, build_sampler
+from mdm_mi.sampling.registry import SAMPLER_CLASSES, build_sampler
 
 N, V = 30, 6
 

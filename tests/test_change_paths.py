@@ -14,10 +14,10 @@ import torch
 from mdm_mi.core.backbone import GRID, SEQUENCE, BackboneOutput, Capabilities, capabilities
 from mdm_mi.core.map_domain import MapDomain
 from mdm_mi.core.samplers import decode
-from mdm_mi.domain import DOMAINS, Domain, register_domain
-from mdm_mi.loading import load_model
+from mdm_mi.models.domains import DOMAINS, Domain, register_domain
+from mdm_mi.models.loading import load_model
 from mdm_mi.mi.probe import exact_mi
-from mdm_mi.sampler_classes import build_sampler
+from mdm_mi.sampling.registry import build_sampler
 
 V, N = 4, 6
 
@@ -80,8 +80,8 @@ def test_a_native_backbone_decodes_and_is_probed_through_the_one_loader(toy_doma
 def test_a_new_domain_is_found_by_the_user_verbs(toy_domain):
     """``find_model`` searches the entry's folders; ``backbone_name`` describes it; mi-map's input is
     its ``mapper``."""
-    from mdm_mi.domain import backbone_name
-    from mdm_mi.locate import find_model
+    from mdm_mi.models.domains import backbone_name
+    from mdm_mi.models.locate import find_model
 
     assert find_model("toy", toy_domain.parents[2]) == toy_domain
     assert backbone_name(toy_domain) == "toy backbone"

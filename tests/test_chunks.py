@@ -126,7 +126,7 @@ def test_weights_identity_keeps_the_sudoku_comparisons_keys(tmp_path, tiny_check
     import json
 
     from mdm_mi.infra.checkpoint import read_meta
-    from mdm_mi.loading import compute_fingerprint, model_fingerprint, weights_identity
+    from mdm_mi.models.loading import compute_fingerprint, model_fingerprint, weights_identity
     from mdm_mi.mi.head import HeadConfig, MIHead, save_head
 
     save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / "head", {})

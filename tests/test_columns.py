@@ -21,7 +21,7 @@ from mdm_mi.protein.family.columns import (BOS_ID, EOS_ID, MASK_ID, ColumnBackbo
                                            load_column_model, save_column_model)
 
 from mdm_mi.core.samplers import decode
-from mdm_mi.sampler_classes import build_sampler
+from mdm_mi.sampling.registry import build_sampler
 
 DIMS = ColumnDims(length=5, d_model=16, n_heads=2, n_layers=1)
 

@@ -12,7 +12,7 @@ from conftest import EASY_CSV, REPO, MockBackbone, seeded_logits
 from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, NaiveTopK, decode
 from mdm_mi.evaluation.calibrate import Family, calibrate, targets
 from mdm_mi.evaluation.matched import BUDGET_RTOL, bracket_settings, mixture
-from mdm_mi.sampler_classes import SAMPLER_CLASSES
+from mdm_mi.sampling.registry import SAMPLER_CLASSES
 
 N, V = 60, 6
 

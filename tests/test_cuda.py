@@ -24,7 +24,7 @@ from mdm_mi.infra.runtime import resolve_device
 from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
 from mdm_mi.mi.head import HeadConfig, MIHead
 from mdm_mi.mi.probe import certified_mi, exact_mi
-from mdm_mi.sampler_classes import build_sampler
+from mdm_mi.sampling.registry import build_sampler
 from mdm_mi.sudoku.grid import MASK_ID
 from mdm_mi.sudoku.model import DOMAIN, ModelConfig, SudokuMDM, load_sudoku_model
 from mdm_mi.sudoku.train import TrainConfig, train

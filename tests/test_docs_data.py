@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mdm_mi.docs_jobs import RENDERERS, checked_pages, render, stale_blocks
+from mdm_mi.jobs.docs import RENDERERS, checked_pages, render, stale_blocks
 from mdm_mi.infra.docmarks import RECORD_BANNER, declared_sources, render_blocks, rewrite_blocks, unbacked_numbers
 
 ROOT = Path(__file__).resolve().parents[1]

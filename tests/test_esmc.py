@@ -20,7 +20,7 @@ from mdm_mi.infra.flags import Decoding
 from mdm_mi.protein import esmc as esmc_mod
 from mdm_mi.protein.esmc import AMINO_ACIDS, ESMCBackbone, download_esmc_300m, esmc_tokenizer, load_esmc
 from mdm_mi.protein.sequences import sample_reference, validate_sequence
-from mdm_mi.sampler_classes import build_sampler
+from mdm_mi.sampling.registry import build_sampler
 
 REPO = Path(__file__).resolve().parents[1]
 UNIREF = REPO / "resources" / "data" / "protein" / "uniref50_len50-100.fasta"

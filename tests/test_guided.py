@@ -10,7 +10,7 @@ from mdm_mi.core.sampler_table import SamplerFlags
 from mdm_mi.core.samplers import StepView, decode
 from mdm_mi.mi.guided import MIGuided, OracleMI, admit, algorithm1, head_pairwise_fn, oracle_pairwise_fn
 from mdm_mi.mi.head import HeadConfig, MIHead
-from mdm_mi.sampler_classes import SAMPLER_CLASSES, build_sampler
+from mdm_mi.sampling.registry import SAMPLER_CLASSES, build_sampler
 
 INF = float("inf")
 

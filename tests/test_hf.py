@@ -32,7 +32,7 @@ def hf_dir(request, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hf_backbone(hf_dir):
-    from mdm_mi.loading import load_model
+    from mdm_mi.models.loading import load_model
 
     return load_model(hf_dir, "cpu", "hf")[0]
 
@@ -53,7 +53,7 @@ def test_pads_do_not_change_the_logits_of_real_positions(hf_backbone):
 
 
 def test_hidden_layer_uses_hugging_face_numbering(hf_dir, hf_backbone):
-    from mdm_mi.hf.backbone import load_hf_model
+    from mdm_mi.hf.model import load_hf_model
 
     tokens = hf_backbone.encode(["MKAQL"])
     with torch.no_grad():
@@ -118,7 +118,7 @@ class Adapter:
 
 @pytest.fixture(scope="module")
 def esm_backbone(tmp_path_factory):
-    from mdm_mi.hf.backbone import load_hf_model
+    from mdm_mi.hf.model import load_hf_model
 
     folder = tiny_esm(tmp_path_factory.mktemp("esm_rules") / "model")
     import_hf(ImportHfArgs(weights=folder, check=False), NullTracker())
@@ -204,8 +204,8 @@ def test_import_hf_refuses_an_alphabet_with_a_special_token(tmp_path):
 
 
 def test_the_domain_table_is_open(tmp_path):
-    from mdm_mi.domain import DOMAINS, Domain, register_domain
-    from mdm_mi.loading import load_model
+    from mdm_mi.models.domains import DOMAINS, Domain, register_domain
+    from mdm_mi.models.loading import load_model
 
     entry = Domain("toy", ("toy/model",), ("toy/head",), (".txt",), lambda d, meta, dev: "loaded", lambda: None,
                    lambda meta: "toy", lambda: None)
@@ -241,7 +241,7 @@ def test_hf_data_splits_and_encodes(hf_dir, tmp_path):
 
 
 def hf_backbone_bos(folder) -> int:
-    from mdm_mi.hf.backbone import load_hf_model
+    from mdm_mi.hf.model import load_hf_model
 
     return load_hf_model(folder)[0].bos_id
 
@@ -387,6 +387,6 @@ def test_label_topk_writes_its_bound_beside_the_labels(hf_dir, tmp_path):
 
 
 def hf_backbone_of(folder):
-    from mdm_mi.loading import load_model
+    from mdm_mi.models.loading import load_model
 
     return load_model(folder, "cpu", "hf")[0]

@@ -140,7 +140,7 @@ def test_labels_without_a_stamp_holding_ids_the_model_does_not_read_are_one_line
 def test_labels_carry_the_fingerprint_of_their_model(models, labelled):
     from safetensors import safe_open
 
-    from mdm_mi.loading import model_fingerprint
+    from mdm_mi.models.loading import model_fingerprint
 
     with safe_open(str(labelled["labels"]["train"]), "pt") as fh:
         stamp = fh.metadata()
@@ -262,7 +262,7 @@ def text_model(tmp_path_factory):
 
 
 def test_hf_data_reads_a_text_models_fasta_records_as_tokens(text_model, tmp_path):
-    from mdm_mi.loading import load_model
+    from mdm_mi.models.loading import load_model
 
     fasta = tmp_path / "text.fasta"
     fasta.write_text("".join(f">t{i}\nthe cat sat\non the mat\n" for i in range(4)))

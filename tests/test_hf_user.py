@@ -137,7 +137,7 @@ def test_hf_data_stamps_the_model_and_label_refuses_another_models_contexts(bert
 
 def test_a_tokenizer_past_the_models_vocabulary_is_one_line_at_load(tmp_path):
     from mdm_mi.infra.checkpoint import CheckpointError
-    from mdm_mi.loading import load_model
+    from mdm_mi.models.loading import load_model
 
     folder = _mismatched(tmp_path / "model")
     assert _main("import-hf", "--weights", folder, "--alphabet", "the,##s", "--no-check") == 0
@@ -162,7 +162,7 @@ def text(tmp_path_factory):
 
 def test_a_sequence_past_the_position_table_is_one_line(text, tmp_path, capsys):
     from mdm_mi.infra.errors import InputError
-    from mdm_mi.loading import load_model
+    from mdm_mi.models.loading import load_model
 
     backbone = load_model(text[0], "cpu", "hf")[0]
     with pytest.raises(InputError, match="exceed the model's 16 positions"):
@@ -206,7 +206,7 @@ def test_mi_map_prints_small_mi_and_draws_whole_tokens(text, tmp_path, monkeypat
 
 
 def test_the_missing_tokenizer_error_ends_on_a_whole_word():
-    from mdm_mi.hf.backbone import _first_sentence
+    from mdm_mi.hf.model import _first_sentence
 
     long = "Can't load tokenizer for 'x'. " + "make sure the folder holds every relevant file " * 10
     assert _first_sentence(ValueError(long)) == "Can't load tokenizer for 'x'."

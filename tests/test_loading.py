@@ -1,4 +1,4 @@
-"""The one model loader (:mod:`mdm_mi.loading`): meta.json read once, every check in one place,
+"""The one model loader (:mod:`mdm_mi.models.loading`): meta.json read once, every check in one place,
 every failure one :class:`CheckpointError` line."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import shutil
 
 import pytest
 
-from mdm_mi import loading
+from mdm_mi.models import loading
 from mdm_mi.infra import checkpoint
 from mdm_mi.infra.checkpoint import CheckpointError
-from mdm_mi.loading import SEQUENCES, load_mi_head, load_model, load_model_and_head
+from mdm_mi.models.loading import SEQUENCES, load_mi_head, load_model, load_model_and_head
 from user_verb_helpers import save_tiny_head
 
 

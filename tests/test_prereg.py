@@ -40,7 +40,7 @@ def test_antibody_rows_from_the_comparisons_csv(tmp_path):
 def test_the_antibody_page_block_renders_the_registered_rows_and_the_answer():
     """`prereg-antibody` (the block docs/answer.md shows once the decisive AntiBERTy run is committed),
     here on the pilot's CSV: one table row per registered contrast, the primary in words."""
-    from mdm_mi.docs_jobs import RENDERERS
+    from mdm_mi.jobs.docs import RENDERERS
     from mdm_mi.evaluation.budgets import read_csv
 
     path = REPO / "docs/figures/antibody/cdr3/budgets.csv"

@@ -68,7 +68,7 @@ def test_import_refuses_a_folder_without_manifest(tmp_path, tiny_checkpoint, cap
 
 
 def test_the_shipped_sudoku_backbone_verifies_and_loads():
-    from mdm_mi.loading import load_model
+    from mdm_mi.models.loading import load_model
 
     manifest = verify_manifest(SHIPPED)
     assert (SHIPPED / WEIGHTS).stat().st_size <= 20 * 2**20
@@ -91,7 +91,7 @@ def test_import_checks_the_runs_training_data(shipped, tmp_path, capsys):
 
 
 def test_the_shipped_protein_family_backbone_verifies_and_loads():
-    from mdm_mi.loading import load_model
+    from mdm_mi.models.loading import load_model
 
     manifest = verify_manifest(SHIPPED_PROTEIN)
     assert (SHIPPED_PROTEIN / WEIGHTS).stat().st_size <= 20 * 2**20

@@ -16,14 +16,14 @@ from mdm_mi.cli import main  # noqa: E402
 from mdm_mi.infra.checkpoint import CheckpointError  # noqa: E402
 from mdm_mi.infra.errors import InputError  # noqa: E402
 from mdm_mi.infra.fasta import AMINO_ACIDS, read_fasta, write_fasta  # noqa: E402
-from mdm_mi.loading import load_model  # noqa: E402
+from mdm_mi.models.loading import load_model  # noqa: E402
 from mdm_mi.protein import data as pdata# noqa: E402
 from mdm_mi.protein import metrics# noqa: E402
 from mdm_mi.protein.generate import generate  # noqa: E402
 from mdm_mi.protein.model import load_protein_model, new_esmc, save_trained, write_300m_meta  # noqa: E402
 from mdm_mi.protein.train import ProteinTrainConfig, sample_batch  # noqa: E402
 from mdm_mi.protein.tokens import protein_tokens  # noqa: E402
-from mdm_mi.sampler_classes import build_sampler
+from mdm_mi.sampling.registry import build_sampler
   # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

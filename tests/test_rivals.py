@@ -11,7 +11,7 @@ import torch
 from mdm_mi.core.samplers import ConfidenceThreshold, StepView, decode
 from mdm_mi.infra.errors import InputError
 from mdm_mi.mi.demask import DemaskMI, demask_select, demask_walk
-from mdm_mi.sampler_classes import build_sampler
+from mdm_mi.sampling.registry import build_sampler
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, N_DIGITS, peer_matrix
 from mdm_mi.sudoku.unit_disjoint import UnitDisjoint
 
@@ -225,7 +225,7 @@ def test_a_backbone_without_attention_is_refused_before_any_decoding():
     class NoAttention:
         pass
 
-    from mdm_mi.sampler_classes import SAMPLER_CLASSES
+    from mdm_mi.sampling.registry import SAMPLER_CLASSES
 
     dapd = Family("dapd θ=1", "dapd", "gamma", 1e-3, 10.0, "log", False, {"theta": 1.0}, cls=SAMPLER_CLASSES["dapd"])
     eb = Family("eb", "eb", "gamma", 1e-3, 10.0, "log", False, {}, cls=SAMPLER_CLASSES["eb"])

@@ -1,5 +1,5 @@
 """A sampler is described in one place, the ``spec`` beside its class, copied into the table by
-``python -m mdm_mi.sampler_codegen``: a toy sampler added as ONE entry of the table (here monkeypatched;
+``python -m mdm_mi.sampling.codegen``: a toy sampler added as ONE entry of the table (here monkeypatched;
 the last tests add one as a contributor does: a module and a list entry, then the generator) is
 calibrated (the comparisons search its parameter and the budgets table sets it against the
 contenders), tabled (its columns and settings in the results tables, its runs in the workflow's grid)
@@ -20,7 +20,7 @@ from conftest import MockBackbone, seeded_logits
 from mdm_mi.core.calibrated import Calibrated
 from mdm_mi.core.sampler_table import SAMPLERS, Calibration, Flag, SamplerSpec, Setting, Style, decode_runs, sampler_params
 from mdm_mi.core.samplers import Sampler, StepView, decode
-from mdm_mi.sampler_classes import SAMPLER_CLASSES
+from mdm_mi.sampling.registry import SAMPLER_CLASSES
 from mdm_mi.sudoku.report import COLUMNS  # imported before any toy entry: the real table's columns
 
 N, V = 40, 6
@@ -192,16 +192,16 @@ SWEPT_TOY = SamplerSpec(("frac", "width"), "head", style=Style("swept (toy)", "t
 
 def test_the_generated_table_and_schema_keys_are_current():
     """``core/sampler_entries.py`` and the schema's sampler keys are what the classes' specs give
-    (``python -m mdm_mi.sampler_codegen --check``, as CI runs it through this test)."""
-    from mdm_mi.sampler_codegen import specs, stale
+    (``python -m mdm_mi.sampling.codegen --check``, as CI runs it through this test)."""
+    from mdm_mi.sampling.codegen import specs, stale
 
-    assert stale(write=False) == [], "run: python -m mdm_mi.sampler_codegen"
+    assert stale(write=False) == [], "run: python -m mdm_mi.sampling.codegen"
     assert specs() == SAMPLERS and list(specs()) == list(SAMPLER_CLASSES)
 
 
 def test_the_generator_refuses_a_flag_no_entry_or_two_entries_introduce():
     from mdm_mi.infra.errors import InputError
-    from mdm_mi.sampler_codegen import flag_fields
+    from mdm_mi.sampling.codegen import flag_fields
 
     orphan = {**SAMPLERS, "toy": dataclasses.replace(TOY, own_flags={})}
     with pytest.raises(InputError, match="flag 'frac' of toy: no entry introduces it"):
@@ -220,7 +220,7 @@ def test_toy_sampler_with_a_swept_setting_needs_one_entry(monkeypatch):
     from mdm_mi.evaluation.plotting import SAMPLER_STYLE
     from mdm_mi.evaluation.tables import param_columns
     from mdm_mi.infra.flags import h
-    from mdm_mi.sampler_codegen import flag_fields, swept_fields
+    from mdm_mi.sampling.codegen import flag_fields, swept_fields
 
     monkeypatch.setitem(SAMPLERS, "toy-swept", SWEPT_TOY)
     monkeypatch.setitem(SAMPLER_CLASSES, "toy-swept", CappedFraction)
@@ -301,9 +301,9 @@ class ToyFraction(Sampler):
 # docs/developing.md's "Adding a sampler" asks a contributor to write; then the generator runs
 TOY_EDITS = (
     ("src/mdm_mi/mi/toy_rule.py", None, 0, TOY_MODULE),
-    ("src/mdm_mi/sampler_classes.py", "from mdm_mi.mi.tv_guided import TVGuided\n", 1,
+    ("src/mdm_mi/sampling/registry.py", "from mdm_mi.mi.tv_guided import TVGuided\n", 1,
      "from mdm_mi.mi.toy_rule import ToyFraction\n"),
-    ("src/mdm_mi/sampler_classes.py", "    OracleMI,\n", 1, "    ToyFraction,\n"),
+    ("src/mdm_mi/sampling/registry.py", "    OracleMI,\n", 1, "    ToyFraction,\n"),
 )
 GENERATED = ["src/mdm_mi/core/sampler_entries.py", "workflow/schemas/config.schema.yaml"]
 
@@ -314,7 +314,7 @@ from mdm_mi.cli import build_parser
 from mdm_mi.core.sampler_table import SweptFlags, swept_settings
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.config import load_schema
-from mdm_mi.sampler_classes import SAMPLER_CLASSES
+from mdm_mi.sampling.registry import SAMPLER_CLASSES
 from mdm_mi.user.solve import SolveArgs, user_sampler
 
 verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
@@ -369,7 +369,7 @@ def toy_added(tmp_path_factory):
     touched = sorted(rel for rel in edited if before.get(rel) != edited[rel])
     env = {**os.environ, "PYTHONPATH": str(root / "src"), "OMP_NUM_THREADS": "1"}
     # what CI says before the generator runs (--check: exit 1), then the generator itself, in one process
-    gen = subprocess.run([sys.executable, "-c", "from mdm_mi.sampler_codegen import codegen_main as m; "
+    gen = subprocess.run([sys.executable, "-c", "from mdm_mi.sampling.codegen import codegen_main as m; "
                           "import sys; print(m(['--check'])); sys.exit(m([]))"],
                          capture_output=True, text=True, env=env, cwd=root, timeout=300)
     assert gen.returncode == 0 and gen.stdout.splitlines()[0] == "1" and "stale" in gen.stderr, gen.stderr[-3000:]
@@ -382,12 +382,12 @@ def toy_added(tmp_path_factory):
 
 def test_a_toy_sampler_added_in_one_file_and_a_list_entry_reaches_the_verbs_and_the_schema(toy_added):
     """The edits a contributor makes (a module holding the class and its spec, and its import and entry
-    in ``SAMPLER_LIST``), then ``python -m mdm_mi.sampler_codegen`` (which ``--check`` asked for), make
+    in ``SAMPLER_LIST``), then ``python -m mdm_mi.sampling.codegen`` (which ``--check`` asked for), make
     the toy a ``solve`` and ``infill`` ``--sampler`` choice with its ``--frac`` / ``--width`` flags, a
     family of each calibrated comparison at every ``--toy-widths`` value, a flag of ``sudoku-compare``,
     ``protein-compare`` and ``antibody-compare``, and a key of each comparison's schema section."""
     touched, generated, seen = toy_added
-    assert touched == ["src/mdm_mi/mi/toy_rule.py", "src/mdm_mi/sampler_classes.py"]
+    assert touched == ["src/mdm_mi/mi/toy_rule.py", "src/mdm_mi/sampling/registry.py"]
     assert generated == GENERATED
     assert seen["samplers"]["solve"][-1] == "toy" == seen["samplers"]["infill"][-1]
     assert seen["toy"] == ["ToyFraction", {"frac": 0.5, "width": 2.0}]

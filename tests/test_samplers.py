@@ -22,7 +22,7 @@ from mdm_mi.core.samplers import (
     choose_tokens,
     decode,
 )
-from mdm_mi.sampler_classes import build_sampler
+from mdm_mi.sampling.registry import build_sampler
 from mdm_mi.sudoku.grid import MASK_ID, consistent_with_clues
 from conftest import MockBackbone, seeded_logits
 

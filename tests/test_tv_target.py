@@ -108,7 +108,7 @@ def test_a_tv_head_trains_on_the_same_shards_and_is_refused_where_an_mi_head_is_
     tells the two heads apart (a TV head is no MI head, and back)."""
     from mdm_mi.cli import main
     from mdm_mi.infra.checkpoint import CheckpointError
-    from mdm_mi.loading import load_mi_head
+    from mdm_mi.models.loading import load_mi_head
     from mdm_mi.mi.contexts import load_label_shards
 
     out = tmp_path / "tv_head"

@@ -1,5 +1,5 @@
 """The user verbs end to end on tiny models: ``solve`` (argument, file, CSV, stdin; exit 1 on an invalid
-answer), ``mi-map`` (PNG + CSV), ``sudoku-evaluate`` with the model found by :mod:`mdm_mi.locate`, and
+answer), ``mi-map`` (PNG + CSV), ``sudoku-evaluate`` with the model found by :mod:`mdm_mi.models.locate`, and
 ``check-config``."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from conftest import write_csv
-from mdm_mi import domain, locate
+from mdm_mi.models import domains, locate
 from mdm_mi.cli import main
 from mdm_mi.core.backbone import BackboneOutput
 from mdm_mi.infra.errors import InputError
@@ -56,8 +56,8 @@ class OracleBackbone:
 @pytest.fixture
 def oracle(monkeypatch, results):
     """Make every Sudoku checkpoint load as :class:`OracleBackbone`."""
-    monkeypatch.setitem(domain.DOMAINS, "sudoku", dataclasses.replace(
-        domain.DOMAINS["sudoku"], load=lambda directory, meta, device: OracleBackbone()))
+    monkeypatch.setitem(domains.DOMAINS, "sudoku", dataclasses.replace(
+        domains.DOMAINS["sudoku"], load=lambda directory, meta, device: OracleBackbone()))
     return results
 
 
@@ -202,8 +202,8 @@ def test_mi_map_of_a_protein_draws_positions(capsys, results, tmp_path, monkeypa
     from user_verb_helpers import save_tiny_head
 
     save_tiny_head(results / "tiny" / "protein" / "head")
-    monkeypatch.setitem(domain.DOMAINS, "protein", dataclasses.replace(
-        domain.DOMAINS["protein"], load=lambda directory, meta, device: FakeProteinBackbone()))
+    monkeypatch.setitem(domains.DOMAINS, "protein", dataclasses.replace(
+        domains.DOMAINS["protein"], load=lambda directory, meta, device: FakeProteinBackbone()))
     code, out, err = run(capsys, ["mi-map", "MKV___LA", "--cell", "5", "--exact", "--out", "p.png"])
     assert code == 0, err
     assert out.startswith("position 5:") and "(exact " in out

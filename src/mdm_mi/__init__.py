@@ -20,9 +20,9 @@ __version__ = "0.1.0"
 # public name → the module that defines it (one home each; the deep paths stay internal)
 _API = {
     # models and heads
-    "load_model": "mdm_mi.loading",
-    "load_mi_head": "mdm_mi.loading",
-    "load_model_and_head": "mdm_mi.loading",
+    "load_model": "mdm_mi.models.loading",
+    "load_mi_head": "mdm_mi.models.loading",
+    "load_model_and_head": "mdm_mi.models.loading",
     # decoding: the loop, its settings and the samplers (the paper's Algorithm 1 is MIGuided)
     "decode": "mdm_mi.core.samplers",
     "Decoding": "mdm_mi.infra.flags",
@@ -34,7 +34,7 @@ _API = {
     "ConfidenceThreshold": "mdm_mi.core.samplers",
     "MIGuided": "mdm_mi.mi.guided",
     "OracleMI": "mdm_mi.mi.guided",
-    "build_sampler": "mdm_mi.sampler_classes",
+    "build_sampler": "mdm_mi.sampling.registry",
     "head_pairwise_fn": "mdm_mi.mi.guided",
     "oracle_pairwise_fn": "mdm_mi.mi.guided",
     # filling templates, at a fixed setting or calibrated to a budget

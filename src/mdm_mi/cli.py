@@ -21,10 +21,11 @@ import sys
 import typing
 from typing import Callable, NamedTuple
 
-from mdm_mi import budgets_summary_job, docs_jobs, pretrained_jobs, tracking_job
 from mdm_mi.antibody import jobs as antibody_jobs
 from mdm_mi.hf import jobs as hf_jobs
 from mdm_mi.infra.errors import USER_ERRORS, InputError
+from mdm_mi.jobs import budgets_summary as budgets_summary_job, docs as docs_jobs
+from mdm_mi.jobs import pretrained as pretrained_jobs, tracking as tracking_job
 from mdm_mi.mi import jobs as mi_jobs
 from mdm_mi.protein import compare_job as protein_compare_job, generate_job, jobs as protein_jobs
 from mdm_mi.protein import report_jobs as protein_report_jobs

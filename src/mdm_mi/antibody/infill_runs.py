@@ -40,7 +40,7 @@ from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.infra.progress import Progress
 from mdm_mi.mi.dapd import pairwise_source
 from mdm_mi.mi.guided import oracle_pairwise_fn, OracleMI
-from mdm_mi.sampler_classes import SAMPLER_CLASSES
+from mdm_mi.sampling.registry import SAMPLER_CLASSES
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from mdm_mi.antibody import pairs as P
-from mdm_mi.antibody.antiberty import convert_antiberty, find_source, mark_and_check
+from mdm_mi.antibody.model import convert_antiberty, find_source, mark_and_check
 from mdm_mi.antibody.compare import contrast_rows, pll_per_residue
 from mdm_mi.antibody.data import assign_scopes, read_vh, SCOPES, SETS, split_by_lineage, template, write_vh
 from mdm_mi.antibody.infill_runs import (calibrated_runs, InfillSet, one_per_lineage, oracle_runs, sequential_run,
@@ -34,7 +34,7 @@ from mdm_mi.infra.checkpoint import read_meta
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h, OutDir, SeedFlag, THREADS_HELP
 from mdm_mi.infra.io import write_json
-from mdm_mi.loading import load_mi_head, load_model, weights_identity
+from mdm_mi.models.loading import load_mi_head, load_model, weights_identity
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.mi.probe import exact_mi
 

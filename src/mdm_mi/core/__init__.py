@@ -3,5 +3,5 @@
 ``mi-map`` domain interface (:mod:`~mdm_mi.core.map_domain`) and a model's calibrated fallbacks
 (:mod:`~mdm_mi.core.calibrated`). It imports only :mod:`mdm_mi.infra`; what needs every domain (the
 domain table, the model loader, finding a run's models, the sampler classes) sits above the domains, at
-the package's top level (:mod:`mdm_mi.domain`, :mod:`mdm_mi.loading`, :mod:`mdm_mi.locate`,
-:mod:`mdm_mi.sampler_classes`)."""
+the package's top level (:mod:`mdm_mi.models.domains`, :mod:`mdm_mi.models.loading`, :mod:`mdm_mi.models.locate`,
+:mod:`mdm_mi.sampling.registry`)."""

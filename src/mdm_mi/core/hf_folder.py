@@ -1,6 +1,6 @@
 """What marks a Hugging Face masked-LM folder as a model of the ``hf`` domain: the domain name its
 ``meta.json`` records, the character of a masked position, and its alphabet (the allowed tokens). The
-``hf`` domain loads such a folder (:mod:`mdm_mi.hf.backbone`); others write one (``import-hf``, the
+``hf`` domain loads such a folder (:mod:`mdm_mi.hf.model`); others write one (``import-hf``, the
 antibody domain's ``import-antiberty``), so these few facts sit below every domain.
 
     meta = {"domain": DOMAIN, "tokens": read_alphabet("protein"), "alphabet": "protein", "hidden_layer": -1}

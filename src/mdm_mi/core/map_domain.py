@@ -1,6 +1,6 @@
 """How ``mdm-mi mi-map`` reads, locates and draws each domain's input: the :class:`MapDomain`
 interface, implemented by :class:`mdm_mi.sudoku.map.SudokuMap` and :class:`mdm_mi.protein.map.ProteinMap`
-and named by :data:`mdm_mi.domain.DOMAINS` (``mapper``).
+and named by :data:`mdm_mi.models.domains.DOMAINS` (``mapper``).
 
 A context is the checked input (Sudoku: ``(81,)`` tokens; protein: a string over the 20 amino acids
 with ``_`` masked). Positions are token indices of the backbone's input ``(N,)``.

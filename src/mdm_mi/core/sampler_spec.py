@@ -1,5 +1,5 @@
 """What a sampler says about itself, beside its class: the types of its ``spec`` (a class attribute of
-every :class:`mdm_mi.core.samplers.Sampler` listed in :data:`mdm_mi.sampler_classes.SAMPLER_LIST`).
+every :class:`mdm_mi.core.samplers.Sampler` listed in :data:`mdm_mi.sampling.registry.SAMPLER_LIST`).
 
     class EntropyBounded(Sampler):
         name = "eb"
@@ -7,7 +7,7 @@ every :class:`mdm_mi.core.samplers.Sampler` listed in :data:`mdm_mi.sampler_clas
                            style=Style("EB-Sampler", "tab:blue"), grid=(Setting("gamma", "eb_gamma", "g"),),
                            calibration=gamma_calibration())
 
-``python -m mdm_mi.sampler_codegen`` writes every listed class's spec, by name, into the torch-free
+``python -m mdm_mi.sampling.codegen`` writes every listed class's spec, by name, into the torch-free
 :mod:`mdm_mi.core.sampler_entries` (with the flag dataclasses they imply) and the schema keys they
 name: the workflow reads the table without importing a class. Nothing here imports torch.
 """

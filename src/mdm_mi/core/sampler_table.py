@@ -1,7 +1,7 @@
 """THE table of samplers and what derives from it. Each sampler says what it is in the ``spec`` beside its
 class (:mod:`mdm_mi.core.sampler_spec`: the flags it takes, the pairwise matrix it reads, its plot style,
 the workflow's fixed grid of it, what the calibrated comparisons search); ``python -m
-mdm_mi.sampler_codegen`` copies every listed class's spec (:data:`mdm_mi.sampler_classes.SAMPLER_LIST`)
+mdm_mi.sampling.codegen`` copies every listed class's spec (:data:`mdm_mi.sampling.registry.SAMPLER_LIST`)
 into the generated, torch-free :mod:`mdm_mi.core.sampler_entries`, re-exported here. Everything else
 derives from :data:`SAMPLERS`: the decoding verbs take its flags (:class:`SamplerFlags`), the
 comparisons their swept settings' flags (:class:`SweptFlags`), :mod:`mdm_mi.evaluation.calibrate` its

@@ -10,9 +10,9 @@ it has no mask left.
     from mdm_mi.core.samplers import EntropyBounded, decode
     result = decode(model, puzzles, EntropyBounded(gamma=0.2), torch.Generator().manual_seed(0))
 
-Each listed sampler (:data:`mdm_mi.sampler_classes.SAMPLER_LIST`) says what it is beside its class, in
+Each listed sampler (:data:`mdm_mi.sampling.registry.SAMPLER_LIST`) says what it is beside its class, in
 its ``spec`` (:class:`mdm_mi.core.sampler_spec.SamplerSpec`): its flags, the matrix it reads, its plot
-style, the workflow's grid of it and what the comparisons calibrate. ``python -m mdm_mi.sampler_codegen``
+style, the workflow's grid of it and what the comparisons calibrate. ``python -m mdm_mi.sampling.codegen``
 copies the specs into the torch-free table :data:`mdm_mi.core.sampler_table.SAMPLERS`, through which
 samplers are chosen by name.
 """
@@ -81,7 +81,7 @@ class StepView:
 class Sampler(ABC):
     """A policy choosing, at each pass, a non-empty subset of the masked positions to unmask. ``name``
     is its key in the sampler table, ``spec`` what the table says of it (required of every class in
-    :data:`mdm_mi.sampler_classes.SAMPLER_LIST`); ``uses_pairwise``: ``decode`` hands it a pairwise
+    :data:`mdm_mi.sampling.registry.SAMPLER_LIST`); ``uses_pairwise``: ``decode`` hands it a pairwise
     matrix (its spec names where the matrix comes from)."""
 
     name: ClassVar[str]

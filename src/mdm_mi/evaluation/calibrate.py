@@ -47,7 +47,7 @@ class Family:
     scale:      the search coordinate (``linear``, ``log`` or ``log1m``).
     increasing: whether mean passes rise with the parameter (τ) or fall (k, γ).
     fixed:      the other keywords of the sampler (λ, on_reject, ...).
-    cls:        the sampler's class (:data:`mdm_mi.sampler_classes.SAMPLER_CLASSES` holds each entry's).
+    cls:        the sampler's class (:data:`mdm_mi.sampling.registry.SAMPLER_CLASSES` holds each entry's).
     """
 
     label: str
@@ -256,7 +256,7 @@ def calibrated_families(max_tokens: int, settings: Mapping, classes: Mapping[str
     order (:func:`mdm_mi.core.sampler_table.calibrated_variants` of ``settings``, a comparison's arguments
     by config key): its entry's ``calibration`` gives the parameter, range, scale and direction (a range
     up to ``TOKENS`` ends at ``max_tokens``), ``classes`` (the caller's
-    :data:`mdm_mi.sampler_classes.SAMPLER_CLASSES`) its class. Contenders (samplers reading MI) are
+    :data:`mdm_mi.sampling.registry.SAMPLER_CLASSES`) its class. Contenders (samplers reading MI) are
     compared with the others by :mod:`mdm_mi.evaluation.budgets`."""
     families = []
     for label, name, fixed in calibrated_variants(settings):

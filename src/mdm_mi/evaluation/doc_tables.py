@@ -1,7 +1,7 @@
 """Markdown written from committed data files: the tables and sentences that docs render.
 
 Every function takes the path of one data file (JSON or CSV, under docs/data/) and returns the
-Markdown a page holds between its render markers (:mod:`mdm_mi.docs_jobs`). Nothing here is typed
+Markdown a page holds between its render markers (:mod:`mdm_mi.jobs.docs`). Nothing here is typed
 by hand: change a number in the file and the page's block changes with it.
 
     print(preregistration_design(Path("docs/data/preregistration/design.json")))

@@ -51,7 +51,7 @@ def family_of(sampler: str, max_masked: int, settings: dict, classes: Mapping[st
     number of tokens, naive k's, ends at ``max_masked``, the most masks a template has), its swept setting
     (MI-guided's λ, ...) and shared flags from ``settings`` (config key → value); one-line error for a
     sampler without a calibration (sequential is the budget's reference). ``classes``: the caller's
-    :data:`mdm_mi.sampler_classes.SAMPLER_CLASSES`."""
+    :data:`mdm_mi.sampling.registry.SAMPLER_CLASSES`."""
     spec = SAMPLERS.get(sampler)
     if spec is None or spec.calibration is None:
         calibrated = ", ".join(n for n, s in SAMPLERS.items() if s.calibration and s.user)

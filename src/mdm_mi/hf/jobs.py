@@ -21,13 +21,13 @@ import torch
 
 from mdm_mi.core.backbone import check_backbone, check_output, token_fingerprint
 from mdm_mi.core.hf_folder import DOMAIN, MASK_CHAR, read_alphabet
-from mdm_mi.domain import FASTA_SUFFIXES
+from mdm_mi.models.domains import FASTA_SUFFIXES
 from mdm_mi.infra.checkpoint import META
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import OutDir, SeedFlag, from_schema, h as _h
 from mdm_mi.infra.io import read_text_input, write_json
-from mdm_mi.loading import FINGERPRINT, compute_fingerprint, load_model
+from mdm_mi.models.loading import FINGERPRINT, compute_fingerprint, load_model
 
 SPLITS = ("train", "heldout")  # hf-data's token files: {split}_contexts.npy
 
@@ -49,7 +49,7 @@ class ImportHfArgs:
 
 def import_hf(args: ImportHfArgs, tracker) -> None:
     """Write ``meta.json`` (domain ``hf``, with the model's fingerprint: its weights' sha256 and
-    alphabet, :func:`mdm_mi.loading.compute_fingerprint`) and, with ``--check``, first load the model
+    alphabet, :func:`mdm_mi.models.loading.compute_fingerprint`) and, with ``--check``, first load the model
     (refused when a weight, e.g. the masked-LM layer, would be newly initialised) and run one pass
     through :func:`mdm_mi.core.backbone.check_backbone` / :func:`~mdm_mi.core.backbone.check_output`."""
     weights = Path(args.weights)
@@ -104,7 +104,7 @@ def read_sequences(path: Path) -> list[tuple[str, str]]:
     """``(name, sequence)`` of each record: a FASTA file's (name = the header's first word), or the
     non-empty lines of any other file (name = ``line k``, counted from 1). Both are read as written
     (case kept, spaces and a FASTA record's line breaks separating tokens) and split into tokens by
-    the model (:meth:`mdm_mi.hf.backbone.HFBackbone.split`), so a record means the same in either file."""
+    the model (:meth:`mdm_mi.hf.model.HFBackbone.split`), so a record means the same in either file."""
     if Path(path).suffix.lower() in FASTA_SUFFIXES:
         records = read_fasta(path, as_written=True)
         return [((h.split() or [f"record {k}"])[0], s) for k, (h, s) in enumerate(records, start=1)]

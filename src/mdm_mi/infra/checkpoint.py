@@ -91,7 +91,7 @@ def load_checkpoint(directory: str | Path, domain: str | None = None,
                     meta: dict | None = None) -> tuple[dict, dict]:
     """Return ``(state_dict, meta)``; raise :class:`CheckpointError` with a one-line reason. A folder
     with a ``MANIFEST.json`` (a shipped checkpoint) is first checked against its hashes. ``meta``, when
-    the caller has read it already (:mod:`mdm_mi.loading`), is not read again."""
+    the caller has read it already (:mod:`mdm_mi.models.loading`), is not read again."""
     directory = Path(directory)
     weights = directory / WEIGHTS
     for path in (weights, directory / META):

@@ -8,7 +8,7 @@ A page says where its numbers come from in two ways (issue 47: "results are data
       ...the renderer's output, never edited by hand...
       <!-- /render -->
 
-  ``NAME`` picks a renderer (``mdm_mi.docs_jobs.RENDERERS``), ``PATH`` is the data file, relative to
+  ``NAME`` picks a renderer (``mdm_mi.jobs.docs.RENDERERS``), ``PATH`` is the data file, relative to
   the repository root. ``mdm-mi render-docs`` rewrites every block; ``--check`` fails when one differs.
 * a **sources line** for the numbers of the page's prose: ``<!-- sources: PATH [PATH ...] -->``.
   Every number outside code, links and rendered blocks must appear in one of those files

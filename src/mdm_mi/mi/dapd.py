@@ -13,7 +13,7 @@ The reading used here (the paper's method section could not be read; ``docs/reco
   :class:`mdm_mi.mi.decoding_rules.IndependentSet` (``mi-indep``) with the attention graph for the MI head's.
 
 A backbone exposes its attention by a ``capture_attention()`` context (:class:`mdm_mi.sudoku.model.SudokuMDM`,
-:class:`mdm_mi.hf.backbone.HFBackbone`: AntiBERTy and any Hugging Face masked LM);
+:class:`mdm_mi.hf.model.HFBackbone`: AntiBERTy and any Hugging Face masked LM);
 :func:`attention_source` takes it from the pass ``decode`` runs anyway, so DAPD costs no extra pass.
 
     with attention_source(model) as fn:

@@ -254,7 +254,7 @@ def save_head(head: MIHead, directory: str | Path, meta: dict) -> None:
 
 def load_head(directory: str | Path, device: str | torch.device = "cpu", meta: dict | None = None) -> tuple[MIHead, dict]:
     """Load a head saved by :func:`save_head` → ``(head in eval mode, meta)``. Verbs reach it through
-    :func:`mdm_mi.loading.load_mi_head`, which checks the head against its backbone."""
+    :func:`mdm_mi.models.loading.load_mi_head`, which checks the head against its backbone."""
     state, meta = load_checkpoint(directory, domain=DOMAIN, meta=meta)
     try:
         head = MIHead(int(meta["in_dim"]), HeadConfig(**meta["head"]))

@@ -28,14 +28,14 @@ import numpy as np
 import torch
 
 from mdm_mi.core.backbone import check_frame, check_known_ids, full_precision, token_fingerprint
-from mdm_mi.domain import backbone_name, get_domain
+from mdm_mi.models.domains import backbone_name, get_domain
 from mdm_mi.infra.checkpoint import MODEL_FINGERPRINT
 from mdm_mi.infra.errors import BackboneError, InputError
 from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
 from mdm_mi.infra.progress import Progress
 from mdm_mi.infra.io import read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.loading import head_stamp, load_mi_head, load_model, model_fingerprint
+from mdm_mi.models.loading import head_stamp, load_mi_head, load_model, model_fingerprint
 from mdm_mi.mi.contexts import (TOKEN_FILE_HINT, ContextDraw, draw_evaluation, draw_training,
                                load_label_shards, read_maskable, read_token_file, save_label_shard, shard_slice,
                                split_part)

@@ -31,7 +31,7 @@ from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.loading import SEQUENCES, load_mi_head, load_model, load_model_and_head
+from mdm_mi.models.loading import SEQUENCES, load_mi_head, load_model, load_model_and_head
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.evaluation.parts import PART_FILE, part_names, read_parts, write_part
 from mdm_mi.protein.compare import (EMB_FILE, PART_ARRAYS, ProteinCompareSpec, SEQUENTIAL, Scorer, calibration_lengths,
@@ -40,7 +40,7 @@ from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
 from mdm_mi.protein.generate import reference_lengths
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
 from mdm_mi.protein.sequences import validate_sequence
-from mdm_mi.sampler_classes import SAMPLER_CLASSES
+from mdm_mi.sampling.registry import SAMPLER_CLASSES
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",
               "lo", "hi", "p_value", "verdict"]

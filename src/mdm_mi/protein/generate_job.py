@@ -22,14 +22,14 @@ from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import h as _h
 from mdm_mi.infra.io import write_json
-from mdm_mi.loading import SEQUENCES, load_model
+from mdm_mi.models.loading import SEQUENCES, load_model
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
 from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
 from mdm_mi.protein.metrics import score_sample
 from mdm_mi.protein.sequences import validate_sequence
-from mdm_mi.run_models import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
+from mdm_mi.models.run import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
                                 progress, start)
-from mdm_mi.sampler_classes import sampler_from_args
+from mdm_mi.sampling.registry import sampler_from_args
 
 
 @dataclass(frozen=True)

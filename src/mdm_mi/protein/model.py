@@ -6,7 +6,7 @@ A protein model folder always holds ``meta.json`` with ``domain: protein``:
   objective (:mod:`mdm_mi.protein.train`); weights in ``model.safetensors`` beside it.
 - ``kind: columns`` — a :class:`~mdm_mi.protein.family.columns.ColumnMDM` over one family's alignment
   columns (Potts term + small transformer, :mod:`mdm_mi.protein.family.column_jobs`); the protein entry
-  of :data:`mdm_mi.domain.DOMAINS` loads it (not this module: ``protein/family/`` sits above ``protein/``)
+  of :data:`mdm_mi.models.domains.DOMAINS` loads it (not this module: ``protein/family/`` sits above ``protein/``)
   into a :class:`~mdm_mi.protein.family.columns.ColumnBackbone`, which decodes rows to proteins by dropping gaps.
 - ``kind: esmc-300m`` — ESM-C 300M; ``weights`` names the downloaded (or user-copied) ``.pth`` file,
   loaded with ``torch.load(weights_only=True)`` by :func:`mdm_mi.protein.esmc.load_esmc`.
@@ -70,7 +70,7 @@ def load_protein_model(directory: str | Path, device: str | torch.device = "cpu"
     """Load a protein model folder → ``(ESMCBackbone in eval mode, meta)``; never unpickles.
 
     ``hidden_layer`` overrides the layer recorded in meta (e.g. the embedding layer of the metrics);
-    ``meta``, read already by :func:`mdm_mi.loading.load_model` (the verbs' way in), is not read again.
+    ``meta``, read already by :func:`mdm_mi.models.loading.load_model` (the verbs' way in), is not read again.
     Missing, corrupt or mismatched files raise :class:`CheckpointError` with one line.
     """
     directory = Path(directory)

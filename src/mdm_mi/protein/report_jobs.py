@@ -14,14 +14,14 @@ from pathlib import Path
 import torch
 
 from mdm_mi.core.backbone import ALIGNED, capabilities
-from mdm_mi.domain import backbone_name
+from mdm_mi.models.domains import backbone_name
 from mdm_mi.evaluation.tables import write_table
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import FigureOut, MarkdownOut, PaperOverlay, TableOuts, h as _h
 from mdm_mi.infra.io import atomic_path, read_jsons, write_text
 from mdm_mi.infra.runtime import resolve_device
-from mdm_mi.loading import load_model_and_head, model_fingerprint
+from mdm_mi.models.loading import load_model_and_head, model_fingerprint
 from mdm_mi.mi.contexts import load_label_shards
 from mdm_mi.protein.flags import ProteinMiMapFlags, ProteinModelFlag
 from mdm_mi.protein.report import (columns, distance_profile, matched_table, paper_table, protein_mi_figure,

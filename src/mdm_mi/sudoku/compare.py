@@ -114,7 +114,7 @@ class Decoder:
 
 def sequential_solved(model, puzzles: PuzzleSet, batch_size: int) -> tuple[np.ndarray, float]:
     """Greedy sequential decoding (entropy order, seed 0) of ``puzzles`` with the Sudoku backbone
-    ``model`` (loaded by :func:`mdm_mi.loading.load_model`): the backbone-strength measure of the
+    ``model`` (loaded by :func:`mdm_mi.models.loading.load_model`): the backbone-strength measure of the
     benchmarks → (solved ``(P,)`` bool, decode seconds)."""
     t0 = time.time()
     solved, _ = Decoder(model, None, batch_size, seed=0)(puzzles, Sequential("entropy"))

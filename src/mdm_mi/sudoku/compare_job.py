@@ -35,9 +35,9 @@ from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import THREADS_HELP, ComparisonFlags, HeadFlag, from_schema, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.loading import compute_fingerprint, load_mi_head, load_model, model_fingerprint, read_meta, weights_identity
+from mdm_mi.models.loading import compute_fingerprint, load_mi_head, load_model, model_fingerprint, read_meta, weights_identity
 from mdm_mi.mi.guided import head_pairwise_fn
-from mdm_mi.sampler_classes import SAMPLER_CLASSES
+from mdm_mi.sampling.registry import SAMPLER_CLASSES
 from mdm_mi.sudoku.compare import SEQUENTIAL, Decoder, SplitSpec, compare_runs, compare_splits, mean_blanks
 from mdm_mi.evaluation.parts import part_names, write_part
 from mdm_mi.sudoku.compare_parts import ARRAYS, ARRAYS_FILE, merged_parts, part_key

@@ -17,7 +17,7 @@ from typing import ClassVar
 import numpy as np
 
 from mdm_mi.core.sampler_table import SamplerFlags
-from mdm_mi.domain import set_domain
+from mdm_mi.models.domains import set_domain
 from mdm_mi.infra.checkpoint import load_checkpoint, save_checkpoint
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import SeedFlag, from_schema, h as _h
@@ -29,9 +29,9 @@ from mdm_mi.sudoku.puzzle_maker import random_solutions
 from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, graded, load_puzzle_csv, stratified, write_puzzle_csv
 from mdm_mi.sudoku.model import DOMAIN, ModelConfig, n_params
 from mdm_mi.sudoku.train import TrainConfig, train
-from mdm_mi.run_models import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
+from mdm_mi.models.run import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
                                 progress, start)
-from mdm_mi.sampler_classes import sampler_from_args
+from mdm_mi.sampling.registry import sampler_from_args
 
 
 @dataclass(frozen=True)

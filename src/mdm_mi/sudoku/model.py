@@ -133,7 +133,7 @@ DOMAIN = "sudoku"
 
 def load_sudoku_model(directory, device: str = "cpu", meta: dict | None = None) -> tuple[SudokuMDM, dict]:
     """Load a Sudoku checkpoint (safetensors, never unpickled) → (model in eval mode, meta). Verbs reach
-    it through :func:`mdm_mi.loading.load_model`, which passes the ``meta`` it read."""
+    it through :func:`mdm_mi.models.loading.load_model`, which passes the ``meta`` it read."""
     state, meta = load_checkpoint(directory, domain=DOMAIN, meta=meta)
     try:
         model = SudokuMDM(ModelConfig(**meta["model"]))

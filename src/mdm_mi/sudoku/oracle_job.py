@@ -30,9 +30,9 @@ from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
 from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.loading import load_model, weights_identity
+from mdm_mi.models.loading import load_model, weights_identity
 from mdm_mi.mi.guided import oracle_pairwise_fn
-from mdm_mi.sampler_classes import build_sampler
+from mdm_mi.sampling.registry import build_sampler
 from mdm_mi.sudoku.compare import Decoder
 from mdm_mi.sudoku.data import load_puzzle_csv
 from mdm_mi.sudoku.flags import SudokuDecodeFlags

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import torch
 
-from mdm_mi.domain import backbone_name
+from mdm_mi.models.domains import backbone_name
 from mdm_mi.evaluation.tables import write_table
 from mdm_mi.infra.errors import InputError
-from mdm_mi.loading import load_model_and_head
+from mdm_mi.models.loading import load_model_and_head
 from mdm_mi.infra.flags import (BackboneFlag, DeviceFlag, FigureOut, HeadFlag, MarkdownOut, PaperOverlay, TidyCsvOut,
                                 h as _h)
 from mdm_mi.infra.io import read_json, write_text

@@ -91,7 +91,7 @@ def regime_rows(runs_csv: Path, divisor: int) -> list[dict]:
 
 def backbone_row(args: PlaceArgs) -> dict:
     """The backbone's :func:`profile` on its test label shards at the EB γ of its comparison."""
-    from mdm_mi.loading import load_model, model_fingerprint  # lazy: the regimes need no model loading
+    from mdm_mi.models.loading import load_model, model_fingerprint  # lazy: the regimes need no model loading
     from mdm_mi.mi.contexts import load_label_shards
 
     runs = json.loads(Path(args.runs).read_text())["runs"] if Path(args.runs).is_file() else None

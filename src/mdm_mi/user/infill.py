@@ -32,9 +32,9 @@ from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import h
 from mdm_mi.infra.io import atomic_path, read_text_input
-from mdm_mi.loading import SEQUENCES, model_domain
-from mdm_mi.run_models import ModelFlags, check_outputs, load_backbone_for, note, pairwise_from_args, start
-from mdm_mi.sampler_classes import SAMPLER_CLASSES, sampler_from_args
+from mdm_mi.models.loading import SEQUENCES, model_domain
+from mdm_mi.models.run import ModelFlags, check_outputs, load_backbone_for, note, pairwise_from_args, start
+from mdm_mi.sampling.registry import SAMPLER_CLASSES, sampler_from_args
 from mdm_mi.sudoku.grid import MASK_ID
 
 MASK = "_"

@@ -14,14 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.domain import DOMAINS, FASTA_SUFFIXES, backbone_name, guess_domain
+from mdm_mi.models.domains import DOMAINS, FASTA_SUFFIXES, backbone_name, guess_domain
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import h
 from mdm_mi.infra.io import read_text_input
-from mdm_mi.loading import load_model, model_domain
+from mdm_mi.models.loading import load_model, model_domain
 from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
-from mdm_mi.run_models import ModelFlags, check_outputs, load_head_for, model_path, note, start
+from mdm_mi.models.run import ModelFlags, check_outputs, load_head_for, model_path, note, start
 from mdm_mi.sudoku.grid import format_grid
 from mdm_mi.sudoku.puzzles import parse_many
 

@@ -22,8 +22,8 @@ from mdm_mi.core.samplers import decode
 from mdm_mi.core.streams import RowStreams, row_keys
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import Decoding, h
-from mdm_mi.run_models import ModelFlags, calibrated_for, load_backbone_for, note, pairwise_from_args, progress, start
-from mdm_mi.sampler_classes import sampler_from_args
+from mdm_mi.models.run import ModelFlags, calibrated_for, load_backbone_for, note, pairwise_from_args, progress, start
+from mdm_mi.sampling.registry import sampler_from_args
 from mdm_mi.sudoku.puzzles import MAX_NODES, Puzzle, answer_problem, check_puzzle, grid_lines, read_puzzles
 
 EXAMPLES = """examples:

@@ -20,13 +20,13 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.core.backbone import ALIGNED, capabilities
-from mdm_mi.domain import backbone_name
+from mdm_mi.models.domains import backbone_name
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import FigureOut, ModelShapeFlags, h as _h
 from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.infra.train_loop import DiffusionTrainFlags, RESUME, run_metrics
-from mdm_mi.loading import load_model
+from mdm_mi.models.loading import load_model
 from mdm_mi.protein.family.scores import read_splits
 
 

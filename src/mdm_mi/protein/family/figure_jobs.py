@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mdm_mi.core.backbone import ALIGNED, capabilities
-from mdm_mi.domain import backbone_name
+from mdm_mi.models.domains import backbone_name
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import FigureOut, h as _h
 from mdm_mi.infra.runtime import resolve_device
-from mdm_mi.loading import load_model_and_head
+from mdm_mi.models.loading import load_model_and_head
 from mdm_mi.protein.family.figures import (calibrated_points, covariation_figure, fixed_grid_points, head_matrix,
                                            map_agreement, match_positions, mi_map_figure, pass_rate_figure,
                                            read_covariation, read_input_json, square, to_match_columns, write_map_csv)

@@ -39,7 +39,7 @@ from typing import ClassVar
 import numpy as np
 
 from mdm_mi.core.backbone import ALIGNED, capabilities
-from mdm_mi.domain import backbone_name
+from mdm_mi.models.domains import backbone_name
 from mdm_mi.evaluation.budgets import read_csv, write_csv
 from mdm_mi.evaluation.tables import setting_label, write_table
 from mdm_mi.evaluation.verdicts import side_by_side
@@ -48,7 +48,7 @@ from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import DeviceFlag, OutDir, TableOuts, h as _h
 from mdm_mi.infra.io import read_json, read_jsons, write_json, write_npy, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
-from mdm_mi.loading import load_model
+from mdm_mi.models.loading import load_model
 from mdm_mi.protein.compare import run_fasta
 from mdm_mi.protein.data import write_contexts
 from mdm_mi.protein.family.covariation import (FIELDS, METRICS, Reference, covariation_budgets, covariation_scale,

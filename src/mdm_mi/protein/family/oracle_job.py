@@ -30,7 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from mdm_mi.core.backbone import for_decoding
-from mdm_mi.loading import load_model_and_head
+from mdm_mi.models.loading import load_model_and_head
 
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.budgets import best_mi_run
@@ -47,7 +47,7 @@ from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths
 from mdm_mi.evaluation.parts import PART_FILE
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
 from mdm_mi.protein.sequences import sample_reference
-from mdm_mi.sampler_classes import build_sampler
+from mdm_mi.sampling.registry import build_sampler
 
 ARM_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
 PER_SEQUENCE = ("bit_score", "pair_score")  # per-sequence scores compared by paired differences

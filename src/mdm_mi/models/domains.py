@@ -7,7 +7,7 @@ up here, by that name:
     dom = DOMAINS["protein"]
     dom.describe(read_meta(model_dir))   # e.g. "small ESM-C d64 L2, 0.10M params, trained here"
 
-Models are loaded by :func:`mdm_mi.loading.load_model`, which calls the entry's ``load``.
+Models are loaded by :func:`mdm_mi.models.loading.load_model`, which calls the entry's ``load``.
 
 Loading is lazy (each entry imports its package only when called), so this module imports nothing
 heavy and any module may use it. Another kind of model joins without editing this table:
@@ -32,7 +32,7 @@ PUZZLE_CHARS = set("0123456789.")
 class Domain:
     """One domain. ``model_dirs``/``head_dirs``: checkpoint folders inside a run's ``results/<run>/``;
     ``set_suffixes``: file types of its evaluation sets; ``load(dir, meta, device) -> backbone`` (called
-    only by :mod:`mdm_mi.loading`, with the meta it read);
+    only by :mod:`mdm_mi.models.loading`, with the meta it read);
     ``structure() -> (N, N) bool | None``: known dependency structure that scores the head;
     ``describe(meta) -> str``: the backbone in figure titles; ``mapper()``: its ``mi-map`` input/figure;
     ``sequences``: its backbones are :class:`~mdm_mi.core.backbone.SequenceBackbone` (strings in and out),
@@ -70,7 +70,7 @@ def _load_protein(directory, meta, device):
 
 
 def _load_hf(directory, meta, device):
-    from mdm_mi.hf.backbone import load_hf_model  # lazy: on demand (transformers: ~1 s)
+    from mdm_mi.hf.model import load_hf_model  # lazy: on demand (transformers: ~1 s)
 
     return load_hf_model(directory, device, meta=meta)[0]
 

@@ -1,5 +1,5 @@
 """What the user verbs (and the workflow verbs that double as user verbs) share: the model-location
-flags, loading a backbone and its MI head (through :mod:`mdm_mi.loading`), progress bars, notes
+flags, loading a backbone and its MI head (through :mod:`mdm_mi.models.loading`), progress bars, notes
 on stderr and reading input files.
 
     backbone, path, _ = load_backbone_for(args, "sudoku", device)   # --model, else found in results/
@@ -21,8 +21,8 @@ from mdm_mi.core.sampler_table import HEAD, ORACLE
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
 from mdm_mi.infra.runtime import resolve_device
-from mdm_mi.loading import SEQUENCES, load_mi_head, load_model
-from mdm_mi.locate import DEFAULT_RESULTS, find_head, find_model
+from mdm_mi.models.loading import SEQUENCES, load_mi_head, load_model
+from mdm_mi.models.locate import DEFAULT_RESULTS, find_head, find_model
 from mdm_mi.mi.dapd import pairwise_source
 from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
 
@@ -63,15 +63,15 @@ def model_path(args, domain: str) -> Path:
 
 def calibrated_for(args, domain: str):
     """A function reading the calibrated settings of the model ``args`` names (``--model``, else the
-    one found in results/), for :func:`mdm_mi.sampler_classes.sampler_from_args`: called only when
+    one found in results/), for :func:`mdm_mi.sampling.registry.sampler_from_args`: called only when
     a sampler parameter is omitted, so bad flags fail before any model is looked for."""
     return lambda: read_calibrated(model_path(args, domain))
 
 
 def load_backbone_for(args, domain: str, device: str):
     """Load the ``domain`` backbone of ``args`` (``--model``, else found in results/) → ``(backbone, its
-    folder, its domain)``, through :func:`mdm_mi.loading.load_model`; ``domain`` may be
-    :data:`~mdm_mi.loading.SEQUENCES` (any sequence model; a protein model when none is given)."""
+    folder, its domain)``, through :func:`mdm_mi.models.loading.load_model`; ``domain`` may be
+    :data:`~mdm_mi.models.loading.SEQUENCES` (any sequence model; a protein model when none is given)."""
     path = model_path(args, "protein" if domain == SEQUENCES else domain)
     backbone, meta = load_model(path, device, domain)
     return backbone, path, meta["domain"]
@@ -79,7 +79,7 @@ def load_backbone_for(args, domain: str, device: str):
 
 def load_head_for(args, backbone, model: Path, domain: str, device: str):
     """The MI head of ``args`` (``--head``, else the one trained beside ``model``), checked to read
-    hidden states of the backbone's width ``D`` (:func:`mdm_mi.loading.load_mi_head`)."""
+    hidden states of the backbone's width ``D`` (:func:`mdm_mi.models.loading.load_mi_head`)."""
     path = Path(args.head) if args.head is not None else find_head(domain, args.results, args.run, model=model)
     return load_mi_head(path, device, backbone, model)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mdm_mi.domain import DOMAINS
+from mdm_mi.models.domains import DOMAINS
 from mdm_mi.infra.checkpoint import META
 from mdm_mi.infra.errors import InputError
 
@@ -46,7 +46,7 @@ def find_head(
 
 
 def _dirs(domain: str):
-    """The :data:`~mdm_mi.domain.DOMAINS` entry whose checkpoint folders are searched."""
+    """The :data:`~mdm_mi.models.domains.DOMAINS` entry whose checkpoint folders are searched."""
     if domain not in DOMAINS:
         raise InputError(f"unknown domain {domain!r}; known: {', '.join(DOMAINS)}")
     return DOMAINS[domain]

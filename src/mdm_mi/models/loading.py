@@ -1,4 +1,4 @@
-"""THE model loader: a model folder (or a run's, found by :mod:`mdm_mi.locate`) → its backbone,
+"""THE model loader: a model folder (or a run's, found by :mod:`mdm_mi.models.locate`) → its backbone,
 and an MI head checked against that backbone. Every verb loads models here.
 
 ``meta.json`` is read once per folder; every check lives here (the folder is a model and not a head,
@@ -6,7 +6,7 @@ or a head and not a model; of the domain asked for; a domain the table knows; a 
 backbone's hidden width), and every failure is one :class:`~mdm_mi.infra.checkpoint.CheckpointError`
 line. The domain-specific loaders (``sudoku.model.load_sudoku_model``, ``protein.model.load_protein_model``,
 ``hf.backbone.load_hf_model``, ``mi.head.load_head``) are reached only from here, through each
-:data:`~mdm_mi.domain.DOMAINS` entry's ``load`` (``tests/test_structure.py`` checks).
+:data:`~mdm_mi.models.domains.DOMAINS` entry's ``load`` (``tests/test_structure.py`` checks).
 
     backbone, meta = load_model("results/cpu-default/sudoku/model", "cpu", domain="sudoku")
     backbone, head = load_model_and_head(model_dir, head_dir, "cpu", domain=SEQUENCES)
@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from mdm_mi.domain import DOMAINS
+from mdm_mi.models.domains import DOMAINS
 from mdm_mi.infra.checkpoint import META, MODEL_FINGERPRINT, WEIGHTS, CheckpointError, read_meta, sha256_file
 
 HEAD_DOMAIN = "mi_head"  # the domain mdm_mi.mi.head.save_head writes

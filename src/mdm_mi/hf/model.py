@@ -322,7 +322,7 @@ def load_hf_model(directory: str | Path, device: str | torch.device = "cpu", hid
     """Load an ``hf`` model folder → ``(HFBackbone in eval mode, meta)``, from local files only.
 
     ``hidden_layer`` overrides the layer in meta; ``meta``, read already by
-    :func:`mdm_mi.loading.load_model` (the verbs' way in), is not read again. Missing or unreadable
+    :func:`mdm_mi.models.loading.load_model` (the verbs' way in), is not read again. Missing or unreadable
     files raise one line."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer  # lazy: transformers adds ~1 s to every CLI start
 

@@ -34,7 +34,7 @@ from mdm_mi.core.hf_folder import DOMAIN, protein_alphabet
 from mdm_mi.infra.checkpoint import MANIFEST, META, sha256_file
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path, write_json
-from mdm_mi.loading import load_model
+from mdm_mi.models.loading import load_model
 
 PACKAGE = "antiberty"
 VERSION = "0.1.3"
@@ -154,7 +154,7 @@ def convert_antiberty(source: Source, out: Path) -> dict:
 
 def mark_and_check(folder: Path, hidden_layer: int) -> str:
     """Write ``meta.json`` (domain ``hf``, the 20 amino acids, ``hidden_layer``), load the folder through
-    :func:`mdm_mi.loading.load_model` and check one pass against the Backbone rules (the mask and
+    :func:`mdm_mi.models.loading.load_model` and check one pass against the Backbone rules (the mask and
     every special token outside the vocabulary, so they are never probed or sampled) → a summary line."""
     meta = {"domain": DOMAIN, "tokens": protein_alphabet(), "alphabet": "protein", "hidden_layer": hidden_layer,
             "bf16": False, "architecture": "BertForMaskedLM", "model": ABOUT["name"]}

@@ -1,5 +1,5 @@
 """The samplers, in table order: :data:`SAMPLER_LIST` is the one list a new sampler joins (its class,
-with its ``spec``, in a module of its own or of its rule family); ``python -m mdm_mi.sampler_codegen``
+with its ``spec``, in a module of its own or of its rule family); ``python -m mdm_mi.sampling.codegen``
 then writes the torch-free table (:mod:`mdm_mi.core.sampler_entries`) and the schema keys from it.
 Built here by name:
 

@@ -1,0 +1,2 @@
+"""The sampler list (``registry.SAMPLER_LIST``: each class with its ``spec``) and the generator of the
+tables derived from it (``python -m mdm_mi.sampling.codegen``)."""
