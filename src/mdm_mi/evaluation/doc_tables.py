@@ -335,3 +335,12 @@ def durations_table(path: Path) -> str:
     lines += [f"| {float(s):.1f} | {phase} | `{test}` |" for s, phase, test in rows[:15]]
     lines += ["", f"Session: {summary[0]} in {float(summary[1]) / 60:.1f} minutes of pytest. " + " ".join(head)]
     return "\n".join(lines) + "\n"
+
+
+def test_command_summary(path: Path) -> str:
+    """The same log's measured cost of the whole test command for the README: its ``# `` lines (machine,
+    date and command, wall and CPU time) and pytest's summary line, one bullet each."""
+    text = Path(path).read_text()
+    head = [line[2:] for line in text.splitlines() if line.startswith("# ")]
+    summary = SUMMARY.findall(text)[-1]
+    return "".join(f"- {line}\n" for line in [*head, f"pytest: {summary[0]} in {float(summary[1]):.0f} s"])

@@ -39,6 +39,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {  # name → renderer(data file) 
     "float-sensitivity": doc_tables.float_sensitivity,
     "job-times": doc_tables.job_times,
     "test-durations": doc_tables.durations_table,
+    "test-command": doc_tables.test_command_summary,
     "testbed": testbed_report.render_table,
     "placement": testbed_report.render_placement,
 }
