@@ -146,11 +146,11 @@ def test_a_shipped_protein_backbone_needs_the_family_data(tmp_path):
 
 
 def test_the_protein_oracle_budget_must_be_a_compared_budget(tmp_path):
-    cfg = {"protein": {"compare": {"divisors": [2]}, "family": {"oracle_divisors": [4]}}}
-    with pytest.raises(ConfigError, match=r"protein/family/oracle_divisors: \[4\] not among"):
+    cfg = {"protein": {"compare": {"divisors": [2]}, "oracle": {"divisors": [4]}}}
+    with pytest.raises(ConfigError, match=r"protein/oracle/divisors: \[4\] not among"):
         load_config(write_yaml(tmp_path, cfg))
-    cfg["protein"]["family"]["oracle_divisors"] = [2]
-    assert load_config(write_yaml(tmp_path, cfg))["protein"]["family"]["oracle_divisors"] == [2]
+    cfg["protein"]["oracle"]["divisors"] = [2]
+    assert load_config(write_yaml(tmp_path, cfg))["protein"]["oracle"]["divisors"] == [2]
 
 
 def test_t_min_above_t_max_message_names_both(tmp_path):
@@ -223,7 +223,7 @@ def _has(cfg: dict, path: tuple) -> bool:
 def verb_sections() -> dict[str, tuple[str, ...]]:
     """Each workflow verb → the config sections its rule passes as flags, as its argument dataclass
     declares them (``CONFIG_SECTIONS``, next to its fields). "section/prefix": only the keys with that
-    prefix, without it (protein.family's oracle_n is protein-oracle-ceiling's --n). A verb without
+    prefix, without it (no verb needs one now: each oracle ceiling has its own section). A verb without
     (label, whose flags the rule's label_options renames per split; the figures) reads none whole."""
     from mdm_mi.cli import VERBS
 
@@ -378,6 +378,20 @@ def test_the_deprecated_rule_sets_key_is_read_as_extra_family_sets_with_one_warn
     assert "over the extra_family_sets also set" in capsys.readouterr().err
 
 
+def test_an_oracle_key_of_its_old_section_is_read_into_the_oracle_section_with_one_warning(tmp_path, capsys):
+    """``sudoku.compare.oracle_puzzles`` and ``protein.family.oracle_n`` (their places until 2026-12) are
+    accepted for one release: each moves to its oracle section (``sudoku.oracle.puzzles``,
+    ``protein.oracle.n``) with one line on stderr, over a value the new key also has."""
+    path = tmp_path / "old.yaml"
+    path.write_text("sudoku:\n  compare:\n    oracle_puzzles: 7\n  oracle: {puzzles: 3}\n"
+                    "protein:\n  family:\n    oracle_n: 5\n")
+    cfg = load_config(path)
+    assert cfg["sudoku"]["oracle"]["puzzles"] == 7 and "oracle_puzzles" not in cfg["sudoku"]["compare"]
+    assert cfg["protein"]["oracle"]["n"] == 5 and "oracle_n" not in cfg["protein"]["family"]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "sudoku/compare/oracle_puzzles is deprecated" in err[0]
+    assert "read as sudoku/oracle/puzzles (over the puzzles also set)" in err[0] and "read as protein/oracle/n" in err[1]
+
 def test_each_deprecated_key_is_a_documented_alias_of_a_schema_key():
     """The schema lists each old name (``deprecated: true``, no default) beside its new one, and only those."""
     from mdm_mi.infra.config import DEPRECATED_KEYS
@@ -391,6 +405,14 @@ def test_each_deprecated_key_is_a_documented_alias_of_a_schema_key():
             found |= aliases(sub, path + (key,))
         return found
 
-    found = aliases(load_schema())
+    schema = load_schema()
+    found = aliases(schema)
     assert set(found) == set(DEPRECATED_KEYS)
-    assert all(new in found[old] for old, new in DEPRECATED_KEYS.items())
+    for old, new in DEPRECATED_KEYS.items():
+        if isinstance(new, str):  # renamed within its section
+            assert new in found[old], old
+        else:  # moved to another section: its new path is a key of the schema with a default
+            node = schema
+            for key in new:
+                node = node["properties"][key]
+            assert "default" in node and f"deprecated alias of {'.'.join(new)}" in found[old][old[-1]]["description"], old

@@ -140,17 +140,17 @@ WHOLE_SECTIONS = {
     "train-head": [("{domain}.mi.head", "", ()), ("{domain}.mi.head_train", "", ())],
     "sudoku-evaluate": [("sudoku.eval", "", ("sets",))],
     "sudoku-compare": [("sudoku.compare", "", ("sets", "split_sets", "extra_family_sets", "test_puzzles", "graded_per_level", *extra_family_keys(),
-                                               "oracle_", "resume_chunks", "threads"))],  # per set (their own test), the oracle's,
+                                               "resume_chunks", "threads"))],  # per set (their own test),
     # the rule's (test_resume_chunks_name_each_jobs_chunk_folder)
     "sudoku-compare-part": [("sudoku.compare", "", ("sets", "split_sets", "extra_family_sets", "test_puzzles", "graded_per_level",
-                                                    *extra_family_keys(), "oracle_", "resume_chunks", "threads"))],
-    "sudoku-oracle-ceiling": [("sudoku.compare", "oracle_", ())],
+                                                    *extra_family_keys(), "resume_chunks", "threads"))],
+    "sudoku-oracle-ceiling": [("sudoku.oracle", "", ())],
     "generate": [("protein.generate", "", ())],
     # a part gets its own swept value only (test_each_protein_part_gets_its_own_swept_value_only)
     "protein-compare-part": [("protein.generate", "", ()),
                              ("protein.compare", "", ("bootstrap", "mi_lambda", *extra_family_keys()))],
     "protein-compare": [("protein.generate", "", ()), ("protein.compare", "", ())],
-    "protein-oracle-ceiling": [("protein.family", "oracle_", ()), ("protein.generate", "", "DecodeFlags")],
+    "protein-oracle-ceiling": [("protein.oracle", "", ()), ("protein.generate", "", "DecodeFlags")],
 }
 
 

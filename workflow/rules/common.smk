@@ -69,12 +69,6 @@ def cli_flags(options):
     return " ".join(parts)
 
 
-def prefixed(section, prefix):
-    """The keys of a config section that start with ``prefix``, without it: the settings of the one verb
-    whose keys share a section with another's ({'oracle_n': 8, 'bootstrap': 100}, 'oracle_' → {'n': 8})."""
-    return {k.removeprefix(prefix): v for k, v in section.items() if k.startswith(prefix)}
-
-
 def picked(section, flags):
     """The keys of a config section that are fields of the dataclass ``flags`` (what a verb that takes
     those flags but not the whole section is given)."""
@@ -248,12 +242,11 @@ SUDOKU_COMPARE_PER_SET = ("sets", "split_sets", "extra_family_sets", "test_puzzl
 
 def sudoku_compare_flags(cset):
     """``sudoku-compare``'s flags on set ``cset``: config sudoku.compare but the list of sets, the keys
-    given per set (:func:`set_size_flags`, :func:`extra_family_flags`) and the oracle's (``oracle_*``:
-    rule sudoku_oracle_ceiling), with the MI-guided settings of sudoku.samplers; with resume_chunks,
+    given per set (:func:`set_size_flags`, :func:`extra_family_flags`), with the MI-guided settings of sudoku.samplers; with resume_chunks,
     ``--chunks`` names the set's folder of decoded chunks beside its outputs."""
     compare = SUDOKU["compare"]
     shared = {k: v for k, v in compare.items()
-              if k not in SUDOKU_COMPARE_PER_SET and k not in ("resume_chunks", "threads") and not k.startswith("oracle_")}
+              if k not in SUDOKU_COMPARE_PER_SET and k not in ("resume_chunks", "threads")}
     chunks = {"chunks": f"{R}/sudoku/{BUDGETS}/{cset}.chunks"} if compare["resume_chunks"] else {}
     return cli_flags(shared | chunks | set_size_flags(cset) | extra_family_flags(cset) | mi_flags(SUDOKU["samplers"]))
 

@@ -108,7 +108,7 @@ if FAMILY:
         benchmark:
             f"{PL}/ceiling.bench.tsv",
         params:
-            options=cli_flags(prefixed(PROTEIN["family"], "oracle_") | picked(PROTEIN["generate"], DecodeFlags)),
+            options=cli_flags(PROTEIN["oracle"] | picked(PROTEIN["generate"], DecodeFlags)),
             job=job_flags(),
             tracking=tracking_flags,
             model_dir=parent_dir("model"),

@@ -154,7 +154,7 @@ rule sudoku_oracle_ceiling:
     benchmark:
         f"{L}/sudoku/{CEILING}/{{cset}}.bench.tsv",
     params:
-        options=lambda w: cli_flags(prefixed(COMPARE, "oracle_")
+        options=lambda w: cli_flags(SUDOKU["oracle"]
                                     | ({"chunks": f"{R}/sudoku/{CEILING}/{w.cset}.chunks"} if COMPARE["resume_chunks"] else {})),
         job=job_flags(),
         tracking=tracking_flags,

@@ -19,8 +19,13 @@ import yaml
 from mdm_mi.infra.errors import UserError
 from mdm_mi.infra.schema import SCHEMA_PATH, read_schema
 
-# A renamed key (its section, old name) → its new name; the old one is read for one release (CHANGELOG.md).
-DEPRECATED_KEYS = {("sudoku", "compare", "rule_sets"): "extra_family_sets"}
+# A renamed key (its section, old name) → its new name in the same section, or its new path from the
+# config's root (a key moved to another section); the old one is read for one release (CHANGELOG.md).
+DEPRECATED_KEYS: dict[tuple[str, ...], str | tuple[str, ...]] = {
+    ("sudoku", "compare", "rule_sets"): "extra_family_sets",
+    **{("sudoku", "compare", f"oracle_{k}"): ("sudoku", "oracle", k) for k in ("puzzles", "divisors", "tol", "batch_size")},
+    **{("protein", "family", f"oracle_{k}"): ("protein", "oracle", k) for k in ("n", "divisors", "tol", "batch_size")},
+}
 
 
 class ConfigError(UserError):
@@ -56,11 +61,16 @@ def rename_deprecated(cfg: dict, warn=lambda line: print(line, file=sys.stderr))
             node = node.get(name) if isinstance(node, dict) else None
         if not isinstance(node, dict) or old not in node:
             continue
-        where = "/".join(section)
-        over = f" (over the {new} also set)" if new in node else ""
-        node[new] = node.pop(old)
-        warn(f"config: {where}/{old} is deprecated and will be removed in the next release; "
-             f"it is read as {where}/{new}{over}")
+        *target, key = (*section, new) if isinstance(new, str) else new
+        dest = cfg
+        for name in target:
+            dest = dest.setdefault(name, {})
+        if not isinstance(dest, dict):
+            raise ConfigError(f"config error at {'/'.join(target)}: expected a mapping, got {type(dest).__name__}")
+        over = f" (over the {key} also set)" if key in dest else ""
+        dest[key] = node.pop(old)
+        warn(f"config: {'/'.join(section)}/{old} is deprecated and will be removed in the next release; "
+             f"it is read as {'/'.join(target)}/{key}{over}")
 
 
 def validate_config(cfg: dict, schema: dict | None = None) -> dict:
@@ -128,9 +138,9 @@ def _check_ranges(cfg: dict) -> None:
             f"config error at protein/mi: val_contexts {mi['val_contexts']} + test_contexts {mi['test_contexts']} "
             f"> protein/data/n_heldout_contexts {data['n_heldout_contexts']} (val and test are distinct held-out crops)"
         )
-    oracle, budgets = cfg["protein"]["family"]["oracle_divisors"], cfg["protein"]["compare"]["divisors"]
+    oracle, budgets = cfg["protein"]["oracle"]["divisors"], cfg["protein"]["compare"]["divisors"]
     if data["source"] == "family" and not set(oracle) <= set(budgets):
-        raise ConfigError(f"config error at protein/family/oracle_divisors: {sorted(set(oracle) - set(budgets))} "
+        raise ConfigError(f"config error at protein/oracle/divisors: {sorted(set(oracle) - set(budgets))} "
                           f"not among protein/compare/divisors {budgets} (the oracle copies those budgets' settings)")
 
 

@@ -42,7 +42,7 @@ CEILING_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequent
 
 @dataclass(frozen=True)
 class CeilingArgs(SudokuDecodeFlags, OracleCeilingFlags):
-    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("sudoku.compare/oracle_",)
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("sudoku.oracle",)
 
     compare_dir: Path = field(metadata=_h("a sudoku-compare output folder (runs.json, outcomes.npz, test.csv)"))
     puzzles: int = field(metadata=_h("test puzzles decoded with the oracle (a seeded subset)"))

@@ -56,7 +56,7 @@ LENGTH_STREAM = 8  # rng stream of the lengths (protein-compare uses 5 and 6)
 
 @dataclass(frozen=True)
 class ProteinCeilingArgs(ProteinDecodeJobFlags, OracleCeilingFlags):
-    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein.family/oracle_", "protein.generate")
+    CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein.oracle", "protein.generate")
 
     head: Path = field(metadata=_h("MI head folder (train-head)"))
     data_dir: Path = field(metadata=_h("prepare-family's folder (splits, ceiling.fasta, floor.fasta)"))
