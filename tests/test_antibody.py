@@ -69,7 +69,7 @@ def test_conversion_writes_safetensors_and_a_manifest_with_hashes(antiberty_dir)
 
 def test_the_imported_model_carries_its_measured_calibration(antiberty_dir):
     """`infill --sampler eb` without γ on AntiBERTy takes the CDR-H3 comparison's ÷ 3 setting."""
-    from mdm_mi.core.calibrated import block_problems, read_calibrated
+    from mdm_mi.core.fallbacks import block_problems, read_calibrated
     from mdm_mi.core.sampler_table import ALGORITHM_1, SAMPLERS
 
     manifest = json.loads((antiberty_dir / "MANIFEST.json").read_text())

@@ -351,7 +351,7 @@ def test_tracking_accepts_the_graded_set_level_names(tmp_path, capsys, monkeypat
 def test_omitted_sampler_parameters_are_the_models_calibrated_ones(shipped):
     """Every sampler the shipped backbone's MANIFEST calibrated takes its values there when its flags
     are omitted; one it did not calibrate is a one-line error naming the flag to give."""
-    from mdm_mi.core.calibrated import read_calibrated
+    from mdm_mi.core.fallbacks import read_calibrated
     from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, sampler_params
     from mdm_mi.infra.errors import InputError
 

@@ -116,7 +116,7 @@ def test_the_default_config_states_the_shipped_sudoku_training():
     assert train == {k: cfg["sudoku"]["train"][k] for k in train if k != "seed"} | {"seed": cfg["seed"]}
 
 
-# --- calibrated fallbacks: every shipped backbone carries its own (mdm_mi.core.calibrated) -------------
+# --- calibrated fallbacks: every shipped backbone carries its own (mdm_mi.core.fallbacks) -------------
 
 PRETRAINED = sorted(p for p in (REPO / "resources" / "pretrained").iterdir() if (p / MANIFEST).is_file())
 
@@ -129,7 +129,7 @@ def test_there_are_shipped_backbones():
 def test_every_shipped_backbone_has_its_calibrated_fallbacks(folder):
     """A shipped backbone without a ``calibrated`` block (at, source, Algorithm 1's γ at least) fails
     here: the user verbs would have no defaults of its own."""
-    from mdm_mi.core.calibrated import KEY, block_problems
+    from mdm_mi.core.fallbacks import KEY, block_problems
     from mdm_mi.core.sampler_table import ALGORITHM_1, SAMPLERS
 
     manifest = verify_manifest(folder)  # the block does not touch the hashed files
@@ -137,7 +137,7 @@ def test_every_shipped_backbone_has_its_calibrated_fallbacks(folder):
 
 
 def test_a_broken_calibrated_block_is_named():
-    from mdm_mi.core.calibrated import block_problems
+    from mdm_mi.core.fallbacks import block_problems
     from mdm_mi.core.sampler_table import SAMPLERS
 
     assert block_problems(None, SAMPLERS, "mi") == ["no 'calibrated' block"]
@@ -146,7 +146,7 @@ def test_a_broken_calibrated_block_is_named():
 
 
 def test_import_copies_the_calibration_and_retraining_drops_it(shipped, tmp_path, tiny_checkpoint):
-    from mdm_mi.core.calibrated import read_calibrated
+    from mdm_mi.core.fallbacks import read_calibrated
     from mdm_mi.infra.checkpoint import save_checkpoint
 
     manifest = json.loads((shipped / MANIFEST).read_text())

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from conftest import MockBackbone, seeded_logits
-from mdm_mi.core.calibrated import Calibrated
+from mdm_mi.core.fallbacks import Calibrated
 from mdm_mi.core.sampler_table import SAMPLERS, Calibration, Flag, SamplerSpec, Setting, Style, decode_runs, sampler_params
 from mdm_mi.core.samplers import Sampler, StepView, decode
 from mdm_mi.sampling.registry import SAMPLER_CLASSES

@@ -51,7 +51,7 @@ ABOUT = {
     "parameters": "25.8M; BERT, 8 layers x 512, 8 heads, 25 tokens (20 amino acids + [PAD] [UNK] [CLS] [SEP] [MASK])",
     "training_data": "~558M antibody sequences of the Observed Antibody Space",
 }
-# the samplers' fallbacks for `infill` without a setting (mdm_mi.core.calibrated): the CDR-H3 comparison's
+# the samplers' fallbacks for `infill` without a setting (mdm_mi.core.fallbacks): the CDR-H3 comparison's
 # settings at sequential's passes ÷ 3 (16 test VH, 6 calibration VH; docs/record/antibody.md, 2026-12-04)
 CALIBRATED = {"at": 3, "source": "snakemake antibody (config/antibody.yaml), CDR-H3 comparison of 2026-12-04, "
                                  "runs.json at divisor 3 (docs/figures/antibody/cdr3)",

@@ -110,13 +110,13 @@ class SamplerFlags:
     """The decoding flags of ``sudoku-evaluate``, ``solve``, ``generate`` and ``infill`` (inherited by their
     arguments): one field per flag an entry of :data:`SAMPLERS` takes. Each sampler reads the ones its
     entry names; an omitted (``None``) number takes the model's calibrated value
-    (:mod:`mdm_mi.core.calibrated`)."""
+    (:mod:`mdm_mi.core.fallbacks`)."""
 
     sampler: str = field(default='sequential', metadata=h('sequential | naive | eb | threshold | mi | mi-indep | mi-2b | unit-disjoint | demask | demask-mi | mi-tv | dapd | mi-oracle'))
     order: str = field(default='entropy', metadata=h('sequential: entropy | margin'))
-    k: float | None = field(default=None, metadata=h("naive: tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.calibrated)"))
-    gamma: float | None = field(default=None, metadata=h("eb, mi, mi-indep, mi-2b, unit-disjoint: entropy budget γ (nats); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.calibrated)"))
-    tau: float | None = field(default=None, metadata=h("threshold, demask-mi: unmask every token whose top probability exceeds τ; default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.calibrated)"))
+    k: float | None = field(default=None, metadata=h("naive: tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
+    gamma: float | None = field(default=None, metadata=h("eb, mi, mi-indep, mi-2b, unit-disjoint: entropy budget γ (nats); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
+    tau: float | None = field(default=None, metadata=h("threshold, demask-mi: unmask every token whose top probability exceeds τ; default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
     lam: float = field(default=1.0, metadata=h('mi: weight λ of the pairwise MI'))
     on_reject: str = from_schema('sudoku.samplers.mi_on_reject', 'mi: skip | stop at a rejected candidate')
     charge_first: bool = from_schema('sudoku.samplers.mi_charge_first', "mi: charge the first token's entropy to γ")

@@ -24,7 +24,7 @@ GAMMA_RANGE = (1e-9, 1e3)  # nats: from one token per pass (near-deterministic c
 TAU_RANGE = (0.0, 1 - 1e-6)
 TOKENS = None  # a search range's upper end: the domain's number of tokens (naive k)
 ALGORITHM_1 = "mi"  # the paper's Algorithm 1: mi* picks its `each` value per budget; every comparison requires its list
-CALIBRATED_HELP = "default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.calibrated)"
+CALIBRATED_HELP = "default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class Flag:
     """A decoding flag that one sampler introduces (others may take it too): a field of ``SamplerFlags``
     (``sudoku-evaluate``, ``solve``, ``generate``, ``infill``), written by the code generator as
     ``<name>: <type> = <default>`` with ``help`` after the samplers that take it. ``calibrated``: an
-    omitted value (``None``) is the model's calibrated one (:mod:`mdm_mi.core.calibrated`), said in the
+    omitted value (``None``) is the model's calibrated one (:mod:`mdm_mi.core.fallbacks`), said in the
     help; ``schema``: the default is that config key's (``infra.flags.from_schema``), not ``default``."""
 
     type: str
@@ -93,7 +93,7 @@ class SamplerSpec:
     grid, one run per combination of these config lists; ``shared``: flags set from one config value
     (not a list) in the grid and the comparisons. ``calibration``: what the comparisons search
     (``None``: not calibrated); the parameters a user who omits them gets are the model's own
-    (:mod:`mdm_mi.core.calibrated`: its MANIFEST.json), looked up under this entry's name or under
+    (:mod:`mdm_mi.core.fallbacks`: its MANIFEST.json), looked up under this entry's name or under
     ``settings_of`` (an entry whose calibrated settings it shares)."""
 
     flags: tuple[str, ...]

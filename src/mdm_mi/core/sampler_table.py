@@ -21,7 +21,7 @@ import itertools
 import math
 from typing import Callable, Mapping
 
-from mdm_mi.core.calibrated import Calibrated
+from mdm_mi.core.fallbacks import Calibrated
 from mdm_mi.core.sampler_entries import SAMPLERS, AntibodySweptFlags, ProteinSweptFlags, SamplerFlags, SweptFlags
 from mdm_mi.core.sampler_spec import (ALGORITHM_1, ATTENTION, CALIBRATED_HELP, GAMMA_RANGE, HEAD, ORACLE, TAU_RANGE,
                                       TOKENS, TV_HEAD, Calibration, Flag, SamplerSpec, Setting, Style)
@@ -121,7 +121,7 @@ def comparison_settings(args) -> dict:
 def sampler_params(args, calibrated: Calibrated | Callable[[], Calibrated] = Calibrated()) -> dict:
     """The constructor arguments of ``args.sampler`` from ``args``; omitted (``None``) ones are the
     model's calibrated values (``calibrated``, or a function reading them, called only when one is
-    omitted: :func:`mdm_mi.core.calibrated.read_calibrated`); InputError when the model has none."""
+    omitted: :func:`mdm_mi.core.fallbacks.read_calibrated`); InputError when the model has none."""
     spec = SAMPLERS[args.sampler]
     params = {f: getattr(args, f) for f in spec.flags}
     for name, value in params.items():

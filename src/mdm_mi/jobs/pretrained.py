@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.core.calibrated import KEY, block_problems
+from mdm_mi.core.fallbacks import KEY, block_problems
 from mdm_mi.core.sampler_table import ALGORITHM_1, SAMPLERS
 from mdm_mi.infra.checkpoint import MANIFEST, META, WEIGHTS, load_checkpoint, sha256_file, verify_manifest
 from mdm_mi.infra.errors import InputError
@@ -39,7 +39,7 @@ class ExportPretrainedArgs:
     out: Path = field(metadata=h("folder to ship, e.g. resources/pretrained/sudoku"))
     about: Path = field(metadata=h(
         "JSON with how it was made and measured: command, config, evaluation, ..., and 'calibrated' (the "
-        "settings its calibration found: at, samplers, source; the user verbs' fallbacks, mdm_mi.core.calibrated)"))
+        "settings its calibration found: at, samplers, source; the user verbs' fallbacks, mdm_mi.core.fallbacks)"))
 
 
 def export_pretrained(args: ExportPretrainedArgs, tracker) -> None:
@@ -71,7 +71,7 @@ class ImportPretrainedArgs:
 
 def import_pretrained(args: ImportPretrainedArgs, tracker) -> None:
     """Check the shipped files against the manifest, copy them and the manifest (meta.json last) and
-    check the copy. The manifest's ``calibrated`` block (:mod:`mdm_mi.core.calibrated`) gives the user
+    check the copy. The manifest's ``calibrated`` block (:mod:`mdm_mi.core.fallbacks`) gives the user
     verbs their fallbacks for this backbone."""
     if not (args.source / MANIFEST).is_file():
         raise InputError(f"no {MANIFEST} in {args.source}: not a shipped backbone (see resources/pretrained/)")

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from mdm_mi.core.calibrated import Calibrated, read_calibrated
+from mdm_mi.core.fallbacks import Calibrated, read_calibrated
 from mdm_mi.core.sampler_table import HEAD, ORACLE
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h

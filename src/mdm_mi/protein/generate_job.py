@@ -88,7 +88,7 @@ def _reference(path: Path | None):
 
 def generate_sampler(args: GenerateArgs):
     """The sampler of ``--sampler``; omitted parameters are the model's calibrated values (its
-    MANIFEST.json: :mod:`mdm_mi.core.calibrated`)."""
+    MANIFEST.json: :mod:`mdm_mi.core.fallbacks`)."""
     return sampler_from_args(args, calibrated=calibrated_for(args, "protein"))
 
 

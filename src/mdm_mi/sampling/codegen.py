@@ -156,7 +156,7 @@ def entries_source(table: dict[str, SamplerSpec]) -> str:
         '    """The decoding flags of ``sudoku-evaluate``, ``solve``, ``generate`` and ``infill`` (inherited by their',
         "    arguments): one field per flag an entry of :data:`SAMPLERS` takes. Each sampler reads the ones its",
         "    entry names; an omitted (``None``) number takes the model's calibrated value",
-        '    (:mod:`mdm_mi.core.calibrated`)."""',
+        '    (:mod:`mdm_mi.core.fallbacks`)."""',
         "",
         *flag_fields(table),
         "",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from mdm_mi.core.calibrated import Calibrated
+from mdm_mi.core.fallbacks import Calibrated
 from mdm_mi.core.sampler_table import SAMPLERS, sampler_params
 from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, NaiveTopK, Sampler, Sequential
 from mdm_mi.infra.errors import InputError

@@ -9,7 +9,7 @@ A template is the backbone's input with ``_`` at every position to fill (a prote
 sequence; for a Sudoku model, 81 digits with ``_``, ``.`` or ``0`` blank). ``--file`` takes FASTA
 (records are templates) or a TSV with a ``template`` column, or ``sequence`` and ``mask`` columns
 (``mask``: as long as ``sequence``, ``_`` or ``1`` at the positions to fill). The sampler runs at the
-settings given (omitted: the model's calibrated values, :mod:`mdm_mi.core.calibrated`) or, with ``--budget 1/d``, at the setting
+settings given (omitted: the model's calibrated values, :mod:`mdm_mi.core.fallbacks`) or, with ``--budget 1/d``, at the setting
 whose passes on these templates are sequential's ÷ d (sequential takes one pass per ``_``). Output:
 FASTA, one record per fill, its header naming the template, the fill, the passes and the sampler.
 Every input is checked before anything is decoded or written.
@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from mdm_mi.core.backbone import GRID, capabilities
-from mdm_mi.core.calibrated import read_calibrated
+from mdm_mi.core.fallbacks import read_calibrated
 from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, USER_SAMPLERS, swept_settings
 from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked, parse_budget
 from mdm_mi.infra.errors import InputError
