@@ -1,13 +1,13 @@
 """Where each pytest worker spends the test command's wall time: a pytest plugin that appends one
 JSON line per test (start, end, CPU seconds of the worker and its waited-for children) to
-``$TIMELINE_DIR/<worker>.jsonl``, and a summary of those files (each worker's last end, its tests over
-four seconds, the tests whose wall time most exceeds their CPU time).
+``$TIMELINE_DIR/<worker>.jsonl``, and a summary of those files (per worker: its tests, last end,
+summed wall and CPU, and each test over four seconds with its start, wall and CPU).
 
     mkdir -p /tmp/tl && TIMELINE_DIR=/tmp/tl PYTHONPATH=benchmarks pytest -q -n 2 --dist worksteal -p pytest_timeline
     python benchmarks/pytest_timeline.py /tmp/tl
 
 It showed why the suite took 500 s on two workers with 820 s of test time: xdist's default ``load``
-scheduling handed each worker a fixed quarter of the queue up front, so one worker ran the smoke DAG
+scheduling handed each worker a fixed share of the queue up front, so one worker ran the smoke DAG
 and then four more slow tests while the other sat idle for its last 166 s; ``--dist worksteal``
 (scripts/test.sh) lets the idle worker take queued tests (docs/benchmarks.md).
 """

@@ -324,13 +324,18 @@ DURATION = re.compile(r"^\s*([\d.]+)s (call|setup|teardown)\s+(\S+)", re.M)
 SUMMARY = re.compile(r"^(?:=+ )?(\d+ (?:passed|failed).*?) in ([\d.]+)s(?: \(([\d:]+)\))?(?: =+)?$", re.M)
 
 
+def _pytest_log(path: Path) -> tuple[str, list[str], tuple]:
+    """A pytest log with ``# `` lines at its top → (its text, those lines without ``# ``, the last summary
+    match: tests counted, seconds, h:mm:ss)."""
+    text = Path(path).read_text()
+    return text, [line[2:] for line in text.splitlines() if line.startswith("# ")], SUMMARY.findall(text)[-1]
+
+
 def durations_table(path: Path) -> str:
     """A ``pytest --durations`` log: the slowest tests and the session's summary line (tests counted,
     seconds), with the machine and command written at the log's top (``# `` lines)."""
-    text = Path(path).read_text()
-    head = [line[2:] for line in text.splitlines() if line.startswith("# ")]
+    text, head, summary = _pytest_log(path)
     rows = DURATION.findall(text)
-    summary = SUMMARY.findall(text)[-1]
     lines = ["| seconds | phase | test |", "|---|---|---|"]
     lines += [f"| {float(s):.1f} | {phase} | `{test}` |" for s, phase, test in rows[:15]]
     lines += ["", f"Session: {summary[0]} in {float(summary[1]) / 60:.1f} minutes of pytest. " + " ".join(head)]
@@ -340,7 +345,5 @@ def durations_table(path: Path) -> str:
 def test_command_summary(path: Path) -> str:
     """The same log's measured cost of the whole test command for the README: its ``# `` lines (machine,
     date and command, wall and CPU time) and pytest's summary line, one bullet each."""
-    text = Path(path).read_text()
-    head = [line[2:] for line in text.splitlines() if line.startswith("# ")]
-    summary = SUMMARY.findall(text)[-1]
+    _, head, summary = _pytest_log(path)
     return "".join(f"- {line}\n" for line in [*head, f"pytest: {summary[0]} in {float(summary[1]):.0f} s"])

@@ -63,10 +63,11 @@ def rename_deprecated(cfg: dict, warn=lambda line: print(line, file=sys.stderr))
             continue
         *target, key = (*section, new) if isinstance(new, str) else new
         dest = cfg
-        for name in target:
+        for depth, name in enumerate(target, 1):
             dest = dest.setdefault(name, {})
-        if not isinstance(dest, dict):
-            raise ConfigError(f"config error at {'/'.join(target)}: expected a mapping, got {type(dest).__name__}")
+            if not isinstance(dest, dict):
+                raise ConfigError(f"config error at {'/'.join(target[:depth])}: expected a mapping, "
+                                  f"got {type(dest).__name__}")
         over = f" (over the {key} also set)" if key in dest else ""
         dest[key] = node.pop(old)
         warn(f"config: {'/'.join(section)}/{old} is deprecated and will be removed in the next release; "
