@@ -24,6 +24,7 @@ from typing import Callable, NamedTuple
 from mdm_mi.antibody import jobs as antibody_jobs
 from mdm_mi.hf import jobs as hf_jobs
 from mdm_mi.infra.errors import USER_ERRORS, InputError
+from mdm_mi.infra.memory import keep_freed_memory
 from mdm_mi.jobs import budgets_summary as budgets_summary_job, docs as docs_jobs
 from mdm_mi.jobs import pretrained as pretrained_jobs, tracking as tracking_job
 from mdm_mi.mi import jobs as mi_jobs
@@ -285,7 +286,11 @@ def renamed(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the verb → its exit code; expected errors become one line on stderr
-    and exit code 2 (usage errors exit through argparse with the same one line)."""
+    and exit code 2 (usage errors exit through argparse with the same one line). Run as the process's
+    command (``argv`` None), freed memory stays in the process and its workers
+    (:func:`mdm_mi.infra.memory.keep_freed_memory`: no page faults for arrays allocated again and again)."""
+    if argv is None:
+        keep_freed_memory()
     ns = build_parser().parse_args(renamed(sys.argv[1:] if argv is None else list(argv)))
     v = VERBS[ns.verb]
     args = v.args(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(v.args)})
