@@ -7,7 +7,7 @@ CLI's setting), alternating, ``--rounds`` times each, in the folder that holds i
 
 ``--jobs`` picks commands by words from ``snakemake -n -p -F`` of the folder's workflow (the first
 command holding every word; the log redirection kept). Prints per run: wall seconds, user and system
-CPU seconds of the job and its children, minor page faults, peak RSS; then per job the ratio kept /
+CPU seconds of the job and its children, minor page faults, peak RSS (its largest process); then per job the ratio kept /
 defaults of wall and CPU time, and whether the job's outputs (``--outputs``: a file or a folder per
 job, in order; pick ones without timings in them) are byte for byte the same after every run.
 """
@@ -21,10 +21,12 @@ import platform
 import resource
 import statistics
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 OFF = "MDM_MI_KEEP_FREED_MEMORY"
+TIME = "/usr/bin/time"  # GNU time, for each run's peak memory
 
 
 def planned_commands(cwd: Path) -> list[str]:
@@ -53,11 +55,13 @@ def digest(out: Path) -> str:
 def run(cmd: str, cwd: Path, keep: bool) -> dict:
     """One run of ``cmd`` → wall, user, sys, faults (its children's, from this process's rusage), peak RSS."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")} | ({} if keep else {OFF: "0"})
-    before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    subprocess.run(cmd, shell=True, cwd=cwd, env=env, check=True)
-    wall, after = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    with tempfile.NamedTemporaryFile("r") as peak:  # GNU time's %M: the largest process's peak RSS, this run's
+        before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+        subprocess.run([TIME, "-f", "%M", "-o", peak.name, "sh", "-c", cmd], cwd=cwd, env=env, check=True)
+        wall, after = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+        maxrss_kb = int(peak.read().split()[-1])
     return {"wall": wall, "user": after.ru_utime - before.ru_utime, "sys": after.ru_stime - before.ru_stime,
-            "faults": after.ru_minflt - before.ru_minflt, "maxrss_mb": after.ru_maxrss / 1024}
+            "faults": after.ru_minflt - before.ru_minflt, "maxrss_mb": maxrss_kb / 1024}
 
 
 def main() -> None:
@@ -70,8 +74,7 @@ def main() -> None:
     if len(a.outputs) != len(a.jobs):
         raise SystemExit("bench_freed_memory: one --outputs folder per --jobs entry")
     commands = planned_commands(a.cwd)
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores; peak RSS is the largest"
-          " child's so far (rusage), so it never falls from one run to the next")
+    print(f"# {platform.machine()}, {os.cpu_count()} cores; peak RSS: the run's largest process (GNU time)")
     for words, out in zip(a.jobs, a.outputs):
         cmd = pick(commands, words)
         print(f"\n{words}: {cmd.split(' > ')[0][:160]} ...")
