@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import platform
 import resource
@@ -45,11 +46,21 @@ def pick(commands: list[str], words: str) -> str:
 
 
 def digest(out: Path) -> str:
-    """SHA-256 of a file, or over a folder's files (names and bytes) in sorted order."""
+    """SHA-256 of a file, or over a folder's files (names and contents) in sorted order."""
     h = hashlib.sha256()
     for path in [out] if out.is_file() else sorted(p for p in out.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(out.parent)).encode() + path.read_bytes())
+        h.update(str(path.relative_to(out.parent)).encode() + contents(path))
     return h.hexdigest()[:16]
+
+
+def contents(path: Path) -> bytes:
+    """A file's bytes; a safetensors file's header with sorted keys, then its tensor bytes (the
+    library writes the ``__metadata__`` entries in an order that changes from run to run)."""
+    data = path.read_bytes()
+    if path.suffix != ".safetensors":
+        return data
+    n = int.from_bytes(data[:8], "little")
+    return json.dumps(json.loads(data[8 : 8 + n]), sort_keys=True).encode() + data[8 + n :]
 
 
 def run(cmd: str, cwd: Path, keep: bool) -> dict:
