@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 OFF = "MDM_MI_KEEP_FREED_MEMORY"
 TIME = "/usr/bin/time"  # GNU time, for each run's peak memory
 
@@ -54,8 +56,12 @@ def digest(out: Path) -> str:
 
 
 def contents(path: Path) -> bytes:
-    """A file's bytes; a safetensors file's header with sorted keys, then its tensor bytes (the
-    library writes the ``__metadata__`` entries in an order that changes from run to run)."""
+    """A file's bytes; an ``.npz``'s arrays by name (the zip stamps the time of writing); a
+    safetensors file's header with sorted keys, then its tensor bytes (the library writes the
+    ``__metadata__`` entries in an order that changes from run to run)."""
+    if path.suffix == ".npz":
+        with np.load(path, allow_pickle=False) as z:
+            return b"".join(name.encode() + z[name].tobytes() for name in sorted(z.files))
     data = path.read_bytes()
     if path.suffix != ".safetensors":
         return data
