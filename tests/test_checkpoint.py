@@ -183,3 +183,27 @@ def test_meta_with_invalid_model_shape_raises_checkpoint_error(ckpt):
     (ckpt / META).write_text(json.dumps(meta))
     with pytest.raises(CheckpointError):
         load_sudoku_model(ckpt)
+
+
+SAVE_TWICE = """
+import sys, torch
+from mdm_mi.infra.checkpoint import save_tensors
+stamp = {k: k * 3 for k in ("model_fingerprint", "model", "split", "seed", "tol", "method")}
+save_tensors({"b": torch.arange(6.0), "a": torch.eye(3)}, sys.argv[1], stamp)
+"""
+
+
+def test_saved_tensors_are_the_same_bytes_in_every_process(tmp_path):
+    """safetensors writes its metadata entries in an order drawn per process; save_tensors sorts them."""
+    import subprocess
+    import sys
+
+    from safetensors import safe_open
+
+    paths = [tmp_path / f"{i}.safetensors" for i in range(3)]
+    for p in paths:
+        subprocess.run([sys.executable, "-c", SAVE_TWICE, str(p)], check=True)
+    assert len({p.read_bytes() for p in paths}) == 1
+    with safe_open(str(paths[0]), "pt") as fh:
+        assert fh.metadata() == {k: k * 3 for k in ("model_fingerprint", "model", "split", "seed", "tol", "method")}
+        assert torch.equal(fh.get_tensor("a"), torch.eye(3)) and torch.equal(fh.get_tensor("b"), torch.arange(6.0))

@@ -41,6 +41,29 @@ def save_checkpoint(model: torch.nn.Module, directory: str | Path, meta: dict) -
     write_json(directory / META, meta)
 
 
+def save_tensors(tensors: dict[str, torch.Tensor], path: str | Path, metadata: dict[str, str] | None = None) -> None:
+    """Write ``tensors`` (and string ``metadata``) to a safetensors file atomically, the same bytes for the
+    same tensors and metadata: the library writes the ``__metadata__`` entries in an order that changes
+    from process to process, so the header is rewritten with its keys sorted (the same entries, so the
+    same length)."""
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp), metadata=metadata)
+        if metadata and len(metadata) > 1:
+            _sort_header(tmp)
+
+
+def _sort_header(path: Path) -> None:
+    """Rewrite a safetensors header in place with sorted keys, padded as the library pads it (spaces);
+    left as it is if the sorted text would not fit (it always does: the same entries)."""
+    with path.open("r+b") as fh:
+        size = int.from_bytes(fh.read(8), "little")
+        header = json.loads(fh.read(size))
+        text = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        if len(text) <= size:
+            fh.seek(8)
+            fh.write(text + b" " * (size - len(text)))
+
+
 def sha256_file(path: str | Path) -> str:
     """Hex sha256 of a file's bytes."""
     digest = hashlib.sha256()

@@ -14,12 +14,12 @@ from typing import NamedTuple
 import numpy as np
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from mdm_mi.core.backbone import check_known_ids
-from mdm_mi.infra.checkpoint import MODEL_FINGERPRINT
+from mdm_mi.infra.checkpoint import MODEL_FINGERPRINT, save_tensors
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.io import atomic_path, read_json
+from mdm_mi.infra.io import read_json
 from mdm_mi.mi.probe import mask_contexts
 
 LABEL_SPLITS = ("all", "val", "test")  # --split: the whole draw, or one of its two disjoint evaluation parts
@@ -196,8 +196,7 @@ TARGETS = ("mi", "tv")  # what a head learns: the MI label, or DEMASK's TV targe
 def save_label_shard(path: Path, tensors: dict[str, torch.Tensor], stamp: dict[str, str]) -> None:
     """Write a label shard atomically, ``stamp`` (the labelling model's ``model_fingerprint`` and its
     folder) in the safetensors metadata, so the stamp travels with the file."""
-    with atomic_path(path) as tmp:
-        save_file(tensors, str(tmp), metadata={k: str(v) for k, v in stamp.items()})
+    save_tensors(tensors, path, {k: str(v) for k, v in stamp.items()})
 
 
 def shard_stamp(path: Path) -> dict[str, str]:
