@@ -9,24 +9,25 @@ CLI's setting), alternating, ``--rounds`` times each, in the folder that holds i
 command holding every word; the log redirection kept). Prints per run: wall seconds, user and system
 CPU seconds of the job and its children, minor page faults, peak RSS (its largest process); then per job the ratio kept /
 defaults of wall and CPU time, and whether the job's outputs (``--outputs``: a file or a folder per
-job, in order; pick ones without timings in them) are byte for byte the same after every run.
+job, in order) are the same after every run, as ``scripts/compare_results.py`` compares results
+(timing fields aside; safetensors by their tensors; every other file byte for byte).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
 import platform
 import resource
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from compare_results import normalised  # noqa: E402  (the refactor check's "same outputs")
 
 OFF = "MDM_MI_KEEP_FREED_MEMORY"
 TIME = "/usr/bin/time"  # GNU time, for each run's peak memory
@@ -47,31 +48,16 @@ def pick(commands: list[str], words: str) -> str:
     raise SystemExit(f"bench_freed_memory: no planned command holds {words!r}")
 
 
-def digest(out: Path) -> str:
-    """SHA-256 of a file, or over a folder's files (names and contents) in sorted order."""
-    h = hashlib.sha256()
-    for path in [out] if out.is_file() else sorted(p for p in out.rglob("*") if p.is_file()):
-        h.update(str(path.relative_to(out.parent)).encode() + contents(path))
-    return h.hexdigest()[:16]
-
-
-def contents(path: Path) -> bytes:
-    """A file's bytes; an ``.npz``'s arrays by name (the zip stamps the time of writing); a
-    safetensors file's header with sorted keys, then its tensor bytes (the library writes the
-    ``__metadata__`` entries in an order that changes from run to run)."""
-    if path.suffix == ".npz":
-        with np.load(path, allow_pickle=False) as z:
-            return b"".join(name.encode() + z[name].tobytes() for name in sorted(z.files))
-    data = path.read_bytes()
-    if path.suffix != ".safetensors":
-        return data
-    n = int.from_bytes(data[:8], "little")
-    return json.dumps(json.loads(data[8 : 8 + n]), sort_keys=True).encode() + data[8 + n :]
+def snapshot(out: Path) -> dict:
+    """A file's or a folder's files' contents, as scripts/compare_results.py compares two results folders
+    (timing fields aside, safetensors by their tensors), by path."""
+    paths = [out] if out.is_file() else sorted(p for p in out.rglob("*") if p.is_file())
+    return {p.relative_to(out.parent): normalised(p) for p in paths}
 
 
 def run(cmd: str, cwd: Path, keep: bool) -> dict:
     """One run of ``cmd`` → wall, user, sys, faults (its children's, from this process's rusage), peak RSS."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")} | ({} if keep else {OFF: "0"})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != OFF} | ({} if keep else {OFF: "0"})
     with tempfile.NamedTemporaryFile("r") as peak:  # GNU time's %M: the largest process's peak RSS, this run's
         before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         subprocess.run([TIME, "-f", "%M", "-o", peak.name, "sh", "-c", cmd], cwd=cwd, env=env, check=True)
@@ -95,18 +81,18 @@ def main() -> None:
     for words, out in zip(a.jobs, a.outputs):
         cmd = pick(commands, words)
         print(f"\n{words}: {cmd.split(' > ')[0][:160]} ...")
-        results, digests = {"defaults": [], "kept": []}, set()
+        results, snapshots = {"defaults": [], "kept": []}, []
         for r in range(a.rounds):
             for mode in (("defaults", "kept") if r % 2 == 0 else ("kept", "defaults")):
                 m = run(cmd, a.cwd, keep=mode == "kept")
                 results[mode].append(m)
-                digests.add(digest(a.cwd / out))
+                snapshots.append(snapshot(a.cwd / out))
                 print(f"  {mode:8s} wall {m['wall']:7.1f} s  user {m['user']:7.1f} s  sys {m['sys']:6.1f} s"
                       f"  faults {m['faults']:>9d}  peak RSS {m['maxrss_mb']:6.0f} MB")
         med = {mode: {k: statistics.median(x[k] for x in rs) for k in ("wall", "user", "sys")} for mode, rs in results.items()}
         cpu = {mode: m["user"] + m["sys"] for mode, m in med.items()}
         print(f"  kept / defaults: wall {med['kept']['wall'] / med['defaults']['wall']:.3f}, CPU {cpu['kept'] / cpu['defaults']:.3f}"
-              f" (system {med['kept']['sys']:.1f} s vs {med['defaults']['sys']:.1f} s); outputs identical: {len(digests) == 1}")
+              f" (system {med['kept']['sys']:.1f} s vs {med['defaults']['sys']:.1f} s); outputs identical: {all(x == snapshots[0] for x in snapshots)}")
 
 
 if __name__ == "__main__":
