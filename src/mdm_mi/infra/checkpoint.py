@@ -36,8 +36,7 @@ def save_checkpoint(model: torch.nn.Module, directory: str | Path, meta: dict) -
     directory.mkdir(parents=True, exist_ok=True)
     (directory / MANIFEST).unlink(missing_ok=True)
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    with atomic_path(directory / WEIGHTS) as tmp:
-        save_file(state, str(tmp))
+    save_tensors(state, directory / WEIGHTS)
     write_json(directory / META, meta)
 
 

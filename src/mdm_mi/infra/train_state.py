@@ -23,10 +23,10 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
+from mdm_mi.infra.checkpoint import save_tensors
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.io import atomic_path
 
 STATE_FILE = "train_state.safetensors"
 MOMENTS = ("exp_avg", "exp_avg_sq", "step")
@@ -67,8 +67,7 @@ class TrainState:
             tensors["batch_rng"] = self.rng.get_state()
         else:
             meta["numpy_rng"] = self.rng.bit_generator.state
-        with atomic_path(self.path) as tmp:
-            save_file(tensors, str(tmp), metadata={"state": json.dumps(meta)})
+        save_tensors(tensors, self.path, {"state": json.dumps(meta)})
 
     def load(self, params: list[torch.Tensor], opt: torch.optim.Optimizer, average,
              best=None) -> tuple[int, list[dict], float, float]:
