@@ -29,7 +29,8 @@ import math
 import torch
 
 from mdm_mi.core.backbone import Backbone, BackboneOutput, check_backbone, check_frame, check_output, forward_chunked
-from mdm_mi.core.sampler_spec import TOKENS, Calibration, Flag, SamplerSpec, Setting, Style, gamma_calibration, tau_calibration
+from mdm_mi.core.forward_cache import ForwardCache
+from mdm_mi.core.sampler_spec import ATTENTION, TOKENS, Calibration, Flag, SamplerSpec, Setting, Style, gamma_calibration, tau_calibration
 from mdm_mi.core.streams import RowStreams
 from mdm_mi.infra.flags import Decoding
 
@@ -283,6 +284,7 @@ def decode(
     decoding: Decoding = GREEDY,
     pairwise_fn: PairwiseFn | None = None,
     max_passes: int | None = None,
+    cache: ForwardCache | None = None,
 ) -> DecodeResult:
     """Unmask every ``backbone.mask_id`` in ``tokens`` ``(B, N)`` with ``sampler``.
 
@@ -293,12 +295,17 @@ def decode(
     ``pairwise_fn(output, masked, tokens)`` → ``(B, N, N)`` is
     called on the same forward pass's output (and the tokens it saw) when the sampler uses a pairwise
     matrix: the MI head adds no backbone pass (the exact-MI oracle does, and is not counted).
+    ``cache``: rows of earlier passes (this decode's or another's) handed back instead of computed
+    (:class:`mdm_mi.core.forward_cache.ForwardCache`); the passes are counted as without it. Ignored
+    for a sampler that reads the backbone's attention (its hooks capture it during the call).
     """
     assert tokens.ndim == 2, tokens.shape
     if sampler.uses_pairwise and pairwise_fn is None:
         raise ValueError(f"sampler {sampler.name!r} needs a pairwise matrix (an MI head); none given")
     check_backbone(backbone)  # values are written as vocab_token_ids: never the mask or a special token
     check_frame(backbone, tokens)
+    if cache is not None and sampler.spec is not None and sampler.spec.pairwise == ATTENTION:
+        cache = None
     tokens = tokens.clone()
     passes = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
     vocab_ids = backbone.vocab_token_ids.to(tokens.device)
@@ -309,8 +316,8 @@ def decode(
         if active.numel() == 0:
             break
         sub, masked = tokens[active], masked_all[active]
-        out = forward_chunked(backbone, sub)
-        if step == 0:
+        out = forward_chunked(backbone, sub) if cache is None else cache.forward(backbone, sub, sampler.uses_pairwise)
+        if step == 0 and cache is None:
             check_output(backbone, out, sub)
         passes[active] += 1
         pairwise = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None

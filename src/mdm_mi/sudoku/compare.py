@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid
 from mdm_mi.evaluation.chunks import ChunkStore
@@ -87,7 +88,9 @@ class Decoder:
     """Decodes a puzzle set with a sampler on one model (the MI head's Î for samplers that use it, the
     TV head's T̂, ``tv_pairwise_fn``, for those whose table entry reads ``TV_HEAD``, and the model's
     own attention of the pass for those reading ``ATTENTION``: DAPD). With a ``store``, each chunk of
-    a set is decoded once and kept on disk (:mod:`mdm_mi.evaluation.chunks`: a stopped run resumes)."""
+    a set is decoded once and kept on disk (:mod:`mdm_mi.evaluation.chunks`: a stopped run resumes).
+    With a ``cache``, backbone rows reached by an earlier decode are not computed again
+    (:mod:`mdm_mi.core.forward_cache`: the settings of a calibration reach many of the same states)."""
 
     model: torch.nn.Module
     pairwise_fn: Callable | None
@@ -95,6 +98,7 @@ class Decoder:
     seed: int
     tv_pairwise_fn: Callable | None = None
     store: ChunkStore | None = None
+    cache: ForwardCache | None = None
 
     def __call__(self, ps: PuzzleSet, sampler) -> tuple[np.ndarray, np.ndarray]:
         """→ solved ``(P,)`` bool, passes ``(P,)`` int."""
@@ -108,7 +112,8 @@ class Decoder:
         """Puzzles ``start:stop`` of ``ps`` → {solved ``(stop − start,)`` bool, passes int}."""
         part = ps.subset(np.arange(start, stop))
         with pairwise_source(self.model, sampler, self.pairwise_fn, self.tv_pairwise_fn) as fn:
-            grids, passes = decode_set(self.model, part, sampler, self.batch_size, self.seed, fn, first_item=start)
+            grids, passes = decode_set(self.model, part, sampler, self.batch_size, self.seed, fn, first_item=start,
+                                       cache=self.cache)
         return {"solved": solved_mask(part, grids).numpy(), "passes": passes.numpy()}
 
 

@@ -25,6 +25,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, SweptFlags
 from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, read_csv, summary_markdown, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
@@ -164,8 +165,9 @@ def _decoders(args: CompareArgs, families) -> tuple:
     reads_tv = any(SAMPLERS[f.sampler].pairwise == TV_HEAD for f in families)
     tv_fn = head_pairwise_fn(load_mi_head(args.tv_head, device, model, args.model, target="tv")) if reads_tv else None
     store = None if args.chunks is None else ChunkStore(args.chunks, run_identity(args, device))
-    decoder = Decoder(model, head_fn, args.batch_size, args.seed, tv_fn, store)
-    return decoder, Decoder(model, head_fn, args.batch_size, args.calib_seed, tv_fn, store), store
+    cache = ForwardCache()  # one for both: the calibration and test puzzles differ, the model is the same
+    decoder = Decoder(model, head_fn, args.batch_size, args.seed, tv_fn, store, cache)
+    return decoder, Decoder(model, head_fn, args.batch_size, args.calib_seed, tv_fn, store, cache), store
 
 
 def _key(args: CompareArgs, calib, test) -> dict:

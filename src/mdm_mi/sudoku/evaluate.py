@@ -11,6 +11,7 @@ from collections import defaultdict
 import numpy as np
 import torch
 
+from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.samplers import Sampler, decode
 from mdm_mi.core.streams import RowStreams, row_keys
 from mdm_mi.evaluation.stats import mean_ci, wilson_interval
@@ -19,18 +20,19 @@ from mdm_mi.sudoku.grid import MASK_ID, consistent_with_clues, format_grid, is_v
 
 
 def decode_set(model, ps: PuzzleSet, sampler: Sampler, batch_size: int, seed: int, pairwise_fn=None, progress=None,
-               first_item: int = 0):
+               first_item: int = 0, cache: ForwardCache | None = None):
     """Decode all puzzles in batches → (grids ``(P, 81)``, passes ``(P,)``); ``progress(n)`` is called
     after each batch of ``n`` puzzles. Puzzle ``p`` draws (when a temperature asks for draws) from its
     own keyed stream (``seed``, ``first_item + p``, the sampler and its setting), whatever the batch
-    holds: ``first_item`` is the index of ``ps``'s first puzzle in the set it was cut from."""
+    holds: ``first_item`` is the index of ``ps``'s first puzzle in the set it was cut from. ``cache``:
+    backbone rows kept across decodes (:class:`mdm_mi.core.forward_cache.ForwardCache`)."""
     device = next(model.parameters()).device
     grids, passes = [], []
     for start in range(0, len(ps), batch_size):
         batch = torch.as_tensor(ps.puzzles[start : start + batch_size], device=device)
         first = first_item + start
         streams = RowStreams(row_keys(seed, torch.arange(first, first + len(batch)), 0, sampler.stream_tag()))
-        out = decode(model, batch, sampler, streams, pairwise_fn=pairwise_fn)
+        out = decode(model, batch, sampler, streams, pairwise_fn=pairwise_fn, cache=cache)
         grids.append(out.tokens.cpu())
         passes.append(out.passes.cpu())
         if progress is not None:
