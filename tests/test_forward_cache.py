@@ -142,3 +142,15 @@ def test_a_sampler_reading_the_attention_of_the_pass_is_never_cached(tiny_model,
         cached = decode(tiny_model, puzzles, Dapd(gamma=0.5, theta=1.0), pairwise_fn=fn, cache=cache)
     assert torch.equal(plain.tokens, cached.tokens) and len(cache) == 0 and cache.hits == 0
     assert np.array_equal(plain.passes.numpy(), cached.passes.numpy())
+
+
+def test_fills_drawn_at_temperature_one_are_the_same_with_the_cache(tiny_model, easy_puzzles):
+    from mdm_mi.evaluation.infill import Filler
+
+    puzzles = _blanked(easy_puzzles, n=6)
+    cache = ForwardCache()
+    for sampler in (EntropyBounded(0.5), EntropyBounded(1.5)):
+        plain = Filler(tiny_model, seed=3, batch_size=4)(puzzles, sampler, 2)
+        cached = Filler(tiny_model, seed=3, batch_size=4, cache=cache)(puzzles, sampler, 2)
+        assert torch.equal(plain.tokens, cached.tokens) and torch.equal(plain.passes, cached.passes)
+    assert cache.hits >= 6 * 3  # each puzzle's first pass: computed once for both fills of both settings

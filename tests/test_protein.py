@@ -172,17 +172,6 @@ def test_generation_same_seed_same_output(backbone):
     assert a[0] == b[0] and (a[1] == b[1]).all() and a[0] != c[0]
 
 
-def test_generation_with_a_row_cache_is_the_same_and_computes_each_first_pass_once(backbone):
-    from mdm_mi.core.forward_cache import ForwardCache
-
-    lengths, cache = [20, 30, 20, 25, 30], ForwardCache()
-    for sampler in (build_sampler("eb", gamma=1.0), build_sampler("eb", gamma=2.0), build_sampler("naive", k=4)):
-        plain = generate(backbone, lengths, sampler, 7, batch_size=3)
-        cached = generate(backbone, lengths, sampler, 7, batch_size=3, cache=cache)
-        assert plain[0] == cached[0] and (plain[1] == cached[1]).all()
-    assert cache.hits >= 2 + 5 + 5  # a repeated length in each batch, then every first pass of the later settings
-
-
 def test_padding_does_not_change_logits(backbone):
     short, long_ = backbone.encode(["MKTAY"]), backbone.encode(["MKTAY", "ACDEFGHIKLMN"])
     with torch.inference_mode():

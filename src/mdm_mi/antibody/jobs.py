@@ -26,6 +26,7 @@ from mdm_mi.antibody.data import assign_scopes, read_vh, SCOPES, SETS, split_by_
 from mdm_mi.antibody.infill_runs import (calibrated_runs, InfillSet, one_per_lineage, oracle_runs, sequential_run,
                                          write_results)
 from mdm_mi.core.backbone import full_precision, token_fingerprint
+from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.hf_folder import DOMAIN
 from mdm_mi.core.sampler_table import HEAD, SAMPLERS, TV_HEAD, AntibodySweptFlags, swept_entries
 from mdm_mi.evaluation.chunks import ChunkStore
@@ -200,13 +201,14 @@ def compare_filler(backbone, args: AntibodyCompareArgs) -> Filler:
     """How the comparison fills templates: its seed, temperature and batch size, and with ``--chunks`` a
     :class:`ChunkStore` there, keyed by the model's and heads' weights, the model's hidden layer, the
     device type, the seed and the temperature, in chunks of ``--batch-size`` templates (so a chunk is
-    one decode batch: the fills equal a run's without ``--chunks``)."""
+    one decode batch: the fills equal a run's without ``--chunks``). Its decodes share one
+    :class:`ForwardCache` (each template's first pass is computed once for every fill and setting)."""
     store = None
     if args.chunks is not None:
         identity = weights_identity(args.model, (args.head, args.tv_head), "cpu", seed=args.seed,
                                     temperature=args.temperature, hidden_layer=read_meta(args.model).get("hidden_layer"))
         store = ChunkStore(args.chunks, identity, chunk_items=args.batch_size)
-    return Filler(backbone, args.seed, args.temperature, args.batch_size, store)
+    return Filler(backbone, args.seed, args.temperature, args.batch_size, store, cache=ForwardCache())
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import torch
 
+from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.sampler_table import SAMPLERS, swept_settings
 from mdm_mi.core.samplers import decode
 from mdm_mi.core.streams import RowStreams, row_keys
@@ -86,7 +87,9 @@ class Filler:
     once and kept on disk, under the part ``"<label> fill k"``: ``label`` names what else fixes the
     fills besides the store's identity and the sampler's setting (the oracle's tolerance, ...). A
     store's ``chunk_items`` that is a multiple of ``batch_size`` decodes the very batches a run without
-    a store decodes."""
+    a store decodes. With a ``cache`` (:class:`mdm_mi.core.forward_cache.ForwardCache`), the backbone
+    rows its decodes reach again (a template's first pass, the same for every fill and setting) are not
+    computed again."""
 
     backbone: Any
     seed: int
@@ -94,6 +97,7 @@ class Filler:
     batch_size: int = DEFAULT_BATCH
     store: ChunkStore | None = None
     label: str = ""
+    cache: ForwardCache | None = None
 
     def __call__(self, tokens: torch.Tensor, sampler, n: int, pairwise_fn: Callable | None = None) -> Filled:
         """``n`` fills of every template ``tokens (B, N)`` → :class:`Filled` ``(n·B, N)``, ``(n·B,)``."""
@@ -123,7 +127,8 @@ class Filler:
         for first in range(start, stop, self.batch_size):
             batch = tokens[first : min(first + self.batch_size, stop)]
             streams = RowStreams(row_keys(self.seed, torch.arange(first, first + len(batch)), k, tag))
-            res = decode(self.backbone, batch, sampler, streams, decoding=decoding, pairwise_fn=pairwise_fn)
+            res = decode(self.backbone, batch, sampler, streams, decoding=decoding, pairwise_fn=pairwise_fn,
+                         cache=self.cache)
             out.append(res.tokens)
             passes.append(res.passes)
         return Filled(torch.cat(out), torch.cat(passes))

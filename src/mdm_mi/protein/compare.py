@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.budgets import BEST_MI, by_budget, contrast_pairs
 from mdm_mi.evaluation.calibrate import Family, calibrate_grid
@@ -75,7 +74,7 @@ def calibration_lengths(reference_lengths, spec: ProteinCompareSpec) -> np.ndarr
 
 
 def calibrate_proteins(backbone, pairwise_fn, scorer: Scorer, families: list[Family], spec: ProteinCompareSpec,
-                       reference_lengths, log=print, tv_fn=None, cache: ForwardCache | None = None):
+                       reference_lengths, log=print, tv_fn=None):
     """Sequential's passes on the calibration lengths (one per residue) and each family's point at
     every budget; ``extra`` holds the calibration set's JSD (mi* picks λ by it). ``pairwise_fn``: the MI
     head's Î, ``tv_fn``: the TV head's T̂ (families reading it), each family's by :func:`pairwise_source`."""
@@ -85,14 +84,14 @@ def calibrate_proteins(backbone, pairwise_fn, scorer: Scorer, families: list[Fam
     def measure(sampler):
         with pairwise_source(backbone, sampler, pairwise_fn, tv_fn) as fn:
             seqs, passes = generate(backbone, lengths, sampler, spec.calibration_seed,
-                                    decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size, cache=cache)
+                                    decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
         return float(passes.mean()), {"calib_jsd": scorer.jsd(scorer.embed(seqs))["jsd"]}
 
     return seq_passes, calibrate_grid(families, seq_passes, spec.divisors, measure, log)
 
 
 def generate_test(backbone, pairwise_fn, scorer: Scorer, families: list[Family], points, spec: ProteinCompareSpec,
-                  reference_lengths, sequential: bool = True, tv_fn=None, cache: ForwardCache | None = None) -> dict[str, dict]:
+                  reference_lengths, sequential: bool = True, tv_fn=None) -> dict[str, dict]:
     """Generate the test lengths with every calibrated point (and sequential, unless ``sequential`` is
     false) → run id → {family, divisor, params, seqs, passes (n,), emb (n, D), jsd...}. Every run
     decodes the same lengths in the same order with the same generator seed."""
@@ -105,7 +104,7 @@ def generate_test(backbone, pairwise_fn, scorer: Scorer, families: list[Family],
     for run_id, family, d, sampler, point in settings:
         with pairwise_source(backbone, sampler, pairwise_fn, tv_fn) as fn:
             seqs, passes = generate(backbone, lengths, sampler, spec.seed + 1,
-                                    decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size, cache=cache)
+                                    decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
         emb = scorer.embed(seqs)
         run = {"family": family, "divisor": d, "params": sampler.params(), "seqs": seqs, "passes": passes,
                "emb": emb, **scorer.jsd(emb)}
@@ -121,13 +120,10 @@ def run_part(backbone, pairwise_fn, scorer: Scorer, families: list[Family], spec
     """One part of a comparison (a job of its own in the workflow): ``families`` calibrated and
     generated at every budget, and sequential on the test lengths when ``sequential`` → the runs of
     :func:`generate_test`. The parts of one comparison together make the runs of all of it: every
-    part draws the same calibration and test lengths from ``spec``. Its decodes share one
-    :class:`~mdm_mi.core.forward_cache.ForwardCache` (every setting's first pass is the same)."""
-    cache = ForwardCache()
-    points = (calibrate_proteins(backbone, pairwise_fn, scorer, families, spec, reference_lengths, log, tv_fn, cache)[1]
+    part draws the same calibration and test lengths from ``spec``."""
+    points = (calibrate_proteins(backbone, pairwise_fn, scorer, families, spec, reference_lengths, log, tv_fn)[1]
               if families else [])
-    return generate_test(backbone, pairwise_fn, scorer, families, points, spec, reference_lengths, sequential, tv_fn,
-                         cache)
+    return generate_test(backbone, pairwise_fn, scorer, families, points, spec, reference_lengths, sequential, tv_fn)
 
 
 def jsd_rows(runs: dict[str, dict], scorer: Scorer, n_boot: int, seed: int) -> list[dict]:

@@ -17,7 +17,6 @@ import numpy as np
 import torch
 
 from mdm_mi.core.backbone import capabilities
-from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.samplers import PairwiseFn, Sampler, decode
 from mdm_mi.core.streams import RowStreams, row_keys
 from mdm_mi.infra.errors import InputError
@@ -70,7 +69,6 @@ def generate(
     pairwise_fn: PairwiseFn | None = None,
     batch_size: int = 128,
     progress: Callable[[int], None] | None = None,
-    cache: ForwardCache | None = None,
 ) -> tuple[list[str], np.ndarray]:
     """Decode one sequence per entry of ``lengths`` → (sequences in input order, passes ``(n,)``).
 
@@ -79,8 +77,6 @@ def generate(
     forward pass the sequence took part in). ``progress(k)`` is called with the number finished after each batch.
     Sequence ``j`` draws from its own keyed stream (``seed``, ``j``, the sampler and its setting:
     :func:`mdm_mi.core.streams.row_keys`), so it does not depend on the batch size or on the other lengths.
-    ``cache``: backbone rows kept across calls (:class:`mdm_mi.core.forward_cache.ForwardCache`: the
-    all-masked first pass of each length is computed once).
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     order = np.argsort(lengths, kind="stable")
@@ -91,7 +87,7 @@ def generate(
         idx = order[start : start + batch_size]
         tokens = masked_batch(backbone, lengths[idx], device)
         streams = RowStreams(row_keys(seed, torch.as_tensor(idx), 0, sampler.stream_tag()))
-        res = decode(backbone, tokens, sampler, streams, decoding=decoding, pairwise_fn=pairwise_fn, cache=cache)
+        res = decode(backbone, tokens, sampler, streams, decoding=decoding, pairwise_fn=pairwise_fn)
         for j, seq in zip(idx, backbone.decode_tokens(res.tokens.cpu())):
             seqs[int(j)] = seq
         passes[idx] = res.passes.cpu().numpy()
