@@ -29,14 +29,48 @@ such samplers (:class:`mdm_mi.sudoku.compare.Decoder`).
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import torch
 
 from mdm_mi.core.backbone import BackboneOutput, check_output, forward_chunked
 
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB of kept rows: ~370,000 Sudoku rows of logits, ~24,000 with the hidden states
+BLOCK_BYTES = 16 << 20  # rows are stored in blocks of ~16 MB, allocated once and reused
 
-Row = tuple[torch.Tensor, "torch.Tensor | None"]  # logits (N, V), hidden (N, D) or None
+
+class _Blocks:
+    """Rows of one shape and dtype in preallocated blocks, each slot reused once freed: a cache of
+    many small rows then makes no allocation per row (tens of thousands of small tensors, freed in
+    another order than made, fragment a heap that keeps freed memory: :mod:`mdm_mi.infra.memory`)."""
+
+    def __init__(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device):
+        self.shape, self.dtype, self.device = shape, dtype, device
+        self.row_bytes = max(1, torch.Size(shape).numel()) * torch.empty((), dtype=dtype).element_size()
+        self.per_block = max(1, BLOCK_BYTES // self.row_bytes)
+        self.blocks: list[torch.Tensor] = []
+        self.free: list[int] = []
+
+    def put(self, row: torch.Tensor) -> int:
+        """Copy ``row`` into a free slot → the slot."""
+        if not self.free:
+            base = len(self.blocks) * self.per_block
+            self.blocks.append(torch.empty((self.per_block, *self.shape), dtype=self.dtype, device=self.device))
+            self.free.extend(range(base + self.per_block - 1, base - 1, -1))
+        slot = self.free.pop()
+        self.get(slot).copy_(row)
+        return slot
+
+    def get(self, slot: int) -> torch.Tensor:
+        """The row in ``slot`` (a view: copy it before the slot is freed)."""
+        return self.blocks[slot // self.per_block][slot % self.per_block]
+
+
+@dataclass(frozen=True)
+class _Row:
+    masks: int  # the row's masked positions
+    logits: tuple[_Blocks, int]  # where its logits sit
+    hidden: tuple[_Blocks, int] | None  # where its hidden states sit, or None when kept without
 
 
 class ForwardCache:
@@ -45,7 +79,8 @@ class ForwardCache:
     A row keeps its logits ``(N, V)`` and, when the decode that computed it needed them (a sampler
     that reads a pairwise matrix from the hidden states), its hidden states ``(N, D)``; a row kept
     without hidden states is computed again for a decode that needs them. Rows of one call that are
-    equal are computed once. ``hits`` and ``computed`` count rows handed back and rows computed.
+    equal are computed once. ``hits`` and ``computed`` count rows handed back and rows computed;
+    ``bytes`` is what the kept rows hold (the blocks they sit in hold up to one block more per shape).
 
     Once full, the rows with the fewest masks go first (least recently used first among them): the
     settings of one sampler part ways a few passes into a decode, so the early, many-masked states are
@@ -59,11 +94,12 @@ class ForwardCache:
         self.bytes = 0
         self.hits = 0
         self.computed = 0
-        self._masks: dict[bytes, int] = {}  # row key → its number of masks
-        self._by_masks: dict[int, OrderedDict[bytes, Row]] = {}  # masks → rows, least recently used first
+        self._rows: dict[bytes, _Row] = {}
+        self._by_masks: dict[int, OrderedDict[bytes, None]] = {}  # masks → row keys, least recently used first
+        self._blocks: dict[tuple, _Blocks] = {}  # (kind, shape, dtype, device) → blocks (each width its own)
 
     def __len__(self) -> int:
-        return len(self._masks)
+        return len(self._rows)
 
     def forward(self, backbone, tokens: torch.Tensor, hidden: bool = True) -> BackboneOutput:
         """``backbone(tokens (B, N))`` as :func:`forward_chunked` gives it, rows seen before taken from
@@ -76,53 +112,65 @@ class ForwardCache:
         for i, (k, f) in enumerate(zip(keys, found)):
             if f is None:
                 todo.setdefault(k, i)
+        out = None
         if todo:
             index = list(todo.values())
             sub = tokens[torch.as_tensor(index, device=tokens.device)]
             out = forward_chunked(backbone, sub)
             check_output(backbone, out, sub)  # shapes only: a broken backbone is refused as without the cache
+        at = {k: j for j, k in enumerate(todo)}
+        logits = torch.stack([out.logits[at[k]] if f is None else _view(f.logits) for k, f in zip(keys, found)])
+        states = (torch.stack([out.hidden[at[k]] if f is None else _view(f.hidden) for k, f in zip(keys, found)])
+                  if hidden else logits.new_empty((*tokens.shape, 0)))
+        if out is not None:  # kept only now: a row kept here may take the slot of a row handed back above
             masks = (rows[index] == backbone.mask_id).sum(1).tolist()
-            computed = {k: self._put(k, m, out.logits[j], out.hidden[j] if hidden else None)
-                        for j, (k, m) in enumerate(zip(todo, masks))}
-            found = [f if f is not None else computed[k] for k, f in zip(keys, found)]
-            self.computed += len(todo)
+            for j, (k, m) in enumerate(zip(todo, masks)):
+                self._put(k, m, out.logits[j], out.hidden[j] if hidden else None)
+        self.computed += len(todo)
         self.hits += len(keys) - len(todo)
-        logits = torch.stack([f[0] for f in found])
-        states = torch.stack([f[1] for f in found]) if hidden else logits.new_empty((*tokens.shape, 0))
         return BackboneOutput(logits=logits, hidden=states)
 
-    def _get(self, key: bytes, hidden: bool) -> Row | None:
-        masks = self._masks.get(key)
-        if masks is None:
+    def _get(self, key: bytes, hidden: bool) -> _Row | None:
+        row = self._rows.get(key)
+        if row is None or (hidden and row.hidden is None):
             return None
-        bucket = self._by_masks[masks]
-        row = bucket[key]
-        if hidden and row[1] is None:
-            return None
-        bucket.move_to_end(key)
+        self._by_masks[row.masks].move_to_end(key)
         return row
 
-    def _put(self, key: bytes, masks: int, logits: torch.Tensor, hidden: torch.Tensor | None) -> Row:
-        """Keep a copy of one row (not a view that would hold its whole batch), then drop rows while the
-        cache holds more than ``max_bytes``; returns the row."""
-        row = (logits.clone(), None if hidden is None else hidden.clone())
-        if key in self._masks:  # kept without hidden states, computed again with them
+    def _store(self, kind: str, row: torch.Tensor) -> tuple[_Blocks, int]:
+        """``row`` copied into the blocks of its kind and shape → (the blocks, its slot)."""
+        spec = (kind, tuple(row.shape), row.dtype, row.device)
+        blocks = self._blocks.get(spec)
+        if blocks is None:
+            blocks = self._blocks[spec] = _Blocks(*spec[1:])
+        self.bytes += blocks.row_bytes
+        return blocks, blocks.put(row)
+
+    def _put(self, key: bytes, masks: int, logits: torch.Tensor, hidden: torch.Tensor | None) -> None:
+        """Keep one row, then drop rows while the cache holds more than ``max_bytes``."""
+        if key in self._rows:  # kept without hidden states, computed again with them
             self._drop(key)
-        self._masks[key] = masks
-        self._by_masks.setdefault(masks, OrderedDict())[key] = row
-        self.bytes += _nbytes(row)
-        while self.bytes > self.max_bytes and self._masks:
+        row = _Row(masks, self._store("logits", logits), None if hidden is None else self._store("hidden", hidden))
+        self._rows[key] = row
+        self._by_masks.setdefault(masks, OrderedDict())[key] = None
+        while self.bytes > self.max_bytes and self._rows:
             fewest = min(m for m, bucket in self._by_masks.items() if bucket)
             self._drop(next(iter(self._by_masks[fewest])))
-        return row
 
     def _drop(self, key: bytes) -> None:
-        self.bytes -= _nbytes(self._by_masks[self._masks.pop(key)].pop(key))
+        row = self._rows.pop(key)
+        del self._by_masks[row.masks][key]
+        for where in (row.logits, row.hidden):
+            if where is not None:
+                blocks, slot = where
+                blocks.free.append(slot)
+                self.bytes -= blocks.row_bytes
 
     def stats(self) -> dict:
         """Rows handed back and computed, rows kept and their bytes."""
-        return {"hits": self.hits, "computed": self.computed, "rows": len(self._masks), "bytes": self.bytes}
+        return {"hits": self.hits, "computed": self.computed, "rows": len(self._rows), "bytes": self.bytes}
 
 
-def _nbytes(row: Row) -> int:
-    return sum(t.numel() * t.element_size() for t in row if t is not None)
+def _view(where: tuple[_Blocks, int]) -> torch.Tensor:
+    blocks, slot = where
+    return blocks.get(slot)
