@@ -31,12 +31,21 @@ from mdm_mi.sudoku.compare_job import SUDOKU_CELLS, _decoders, _splits
 DATA = "resources/data/sudoku"
 
 
+def cpu_model() -> str:
+    for line in open("/proc/cpuinfo") if platform.system() == "Linux" else ():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def part_args(ns: argparse.Namespace, out_dir: str):
     """``sudoku-compare-part``'s dataclass for this benchmark's flags (the CLI's parser and defaults)."""
     argv = ["sudoku-compare-part", "--part", ns.part, "--model", ns.model, "--set", "hard", "--out-dir", out_dir,
             "--radcliffe", f"{DATA}/radcliffe_curated_5000.csv", "--easy", f"{DATA}/hkunlp_easy_1k.csv",
             "--calib-puzzles", str(ns.calib_puzzles), "--test-puzzles", str(ns.test_puzzles),
-            "--divisors", *map(str, ns.divisors), "--batch-size", "1000", "--threads", "1"]
+            "--divisors", *map(str, ns.divisors), "--batch-size", "1000", "--threads", "1", "--mi-lambda", "1.0",
+            "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps", "--demask-mi-eps",
+            "--mi-tv-lambda", "--dapd-theta", "--on-reject", "skip", "--no-charge-first", "--bootstrap", "1000"]
     if ns.head:
         argv += ["--head", ns.head]
     parsed = build_parser().parse_args(argv)
@@ -89,7 +98,7 @@ def main() -> None:
         families = [f for f in comparison_families(SUDOKU_CELLS, args, SAMPLER_CLASSES) if f.slug == ns.part]
         splits = _splits(args)
         print(f"part {ns.part}: {ns.model}, {len(splits[0])} calibration and {len(splits[1])} test puzzles, "
-              f"divisors {ns.divisors}; one thread; {platform.processor() or platform.machine()}")
+              f"divisors {ns.divisors}; one thread; {cpu_model()}")
         results = {True: [], False: []}
         for r in range(ns.rounds):
             for cached in (True, False):  # alternating: the machine's drift hits both alike
