@@ -224,9 +224,10 @@ def cpu_chunk_tokens() -> int:
 def forward_chunked(backbone, tokens: torch.Tensor, max_tokens: int | None = None) -> BackboneOutput:
     """``backbone(tokens (B, N))`` run in row chunks of at most ``max_tokens`` tokens on a CPU
     (default :func:`cpu_chunk_tokens`), outputs concatenated; one call on any other device. Every row
-    is computed on its own, so the result equals the single call (bitwise on the shipped models,
-    ``benchmarks/bench_chunk.py``), while a chunk's activations stay in cache: a 1,000-puzzle Sudoku
-    pass runs ~1.5× faster in chunks.
+    is computed on its own, so the result equals the single call (bitwise on the shipped models at the
+    chunk sizes used, ``benchmarks/bench_chunk.py``; the Kunitz column model rounds a batch of only 1-3
+    rows differently, ~1e-5), while a chunk's activations stay in cache: a 1,000-puzzle Sudoku pass
+    runs ~1.5× faster in chunks.
     """
     max_tokens = cpu_chunk_tokens() if max_tokens is None else max_tokens
     rows = max(1, max_tokens // max(1, tokens.shape[1]))
