@@ -46,7 +46,7 @@ class _Blocks:
 
     def __init__(self, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device):
         self.shape, self.dtype, self.device = shape, dtype, device
-        self.row_bytes = max(1, torch.Size(shape).numel()) * torch.empty((), dtype=dtype).element_size()
+        self.row_bytes = max(1, torch.Size(shape).numel()) * dtype.itemsize
         self.per_block = max(1, BLOCK_BYTES // self.row_bytes)
         self.blocks: list[torch.Tensor] = []
         self.free: list[int] = []
