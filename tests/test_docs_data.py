@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import re
 import shutil
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from mdm_mi.jobs.docs import RENDERERS, checked_pages, render, stale_blocks
-from mdm_mi.infra.docmarks import RECORD_BANNER, declared_sources, render_blocks, rewrite_blocks, unbacked_numbers
+from mdm_mi.infra.docmarks import (
+    RECORD_BANNER,
+    declared_sources,
+    render_blocks,
+    rewrite_blocks,
+    source_values,
+    unbacked_numbers,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = checked_pages(ROOT)
@@ -109,6 +117,19 @@ def test_unbacked_numbers_finds_a_number_no_source_holds(tmp_path):
     assert unbacked_numbers(page, tmp_path) == []
     assert unbacked_numbers(page.replace("27.6", "27.9"), tmp_path) == ["27.9"]
 
+
+
+def test_a_field_separator_never_joins_two_source_numbers(tmp_path):
+    """A CSV row's ``3.658,823`` is two cells and a JSON ``[1,234]`` two values, never 3658823 or 1234;
+    a quoted CSV cell or a JSON string keeps its thousands separator (``"1,379"`` is 1379)."""
+    (tmp_path / "t.csv").write_text('rule,minutes,peak_mb,note\nx,3.658,823,"1,379 passed"\n')
+    (tmp_path / "d.json").write_text('{"ab": [1,234], "n": "1,379 passed", "0.5": true}')
+    values = source_values([tmp_path / "t.csv", tmp_path / "d.json"])
+    assert {Decimal("3.658"), Decimal(823), Decimal(1), Decimal(234), Decimal(1379), Decimal("0.5")} <= values
+    assert not {Decimal(3658823), Decimal(1234)} & values
+    page = "<!-- sources: t.csv -->\nPeak 823 MB after 3.658 minutes."
+    assert unbacked_numbers(page, tmp_path) == []
+    assert unbacked_numbers("<!-- sources: t.csv -->\n3,658,823 bytes.", tmp_path) == ["3,658,823"]
 
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 

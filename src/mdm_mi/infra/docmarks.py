@@ -22,6 +22,9 @@ come from runs whose files were not committed, and no front page may repeat them
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -38,6 +41,7 @@ COMMENT = re.compile(r"<!--.*?-->", re.S)
 NUMBER = re.compile(r"(?<![\w.\-−])([+\-−]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w])")
 DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b")
 THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+SOURCE_NUMBER = re.compile(r"[+\-−]?\d+(?:\.\d+)?(?:[eE][+\-]?\d+)?")
 SMALL = 10  # integers up to this are counts and ordinals of the prose (two runs, ÷4, Algorithm 1)
 ISSUE_REF = re.compile(r"(?i)\b(?:issue|issues|stop|lease|step|item|items|PF)\s+\d+(?:\s*(?:,|and|–|-)\s*\d+)*")
 
@@ -93,18 +97,48 @@ def numbers_in(text: str) -> list[tuple[str, Decimal]]:
     return out
 
 
-def source_values(paths: list[Path]) -> set[Decimal]:
-    """Every number written in the files ``paths`` (as text: JSON, CSV, YAML, Markdown, logs)."""
+def _text_values(text: str) -> set[Decimal]:
+    """The numbers of free text: ``1,000`` is one number (a thousands separator), as pages print it."""
     values: set[Decimal] = set()
-    for path in paths:
-        text = path.read_text(errors="replace")
-        text = THOUSANDS.sub("", text)  # 1,000 → 1000; a CSV's 16,7.6 stays two numbers
-        for m in re.finditer(r"[+\-−]?\d+(?:\.\d+)?(?:[eE][+\-]?\d+)?", text):
-            try:
-                values.add(Decimal(m.group(0).replace("−", "-")))
-            except InvalidOperation:
-                continue
+    for m in SOURCE_NUMBER.finditer(THOUSANDS.sub("", text)):
+        try:
+            values.add(Decimal(m.group(0).replace("−", "-")))
+        except InvalidOperation:
+            continue
     return values
+
+
+def _json_values(node) -> set[Decimal]:
+    """The numbers of parsed JSON: each number as written, each string (keys too) read as free text."""
+    if isinstance(node, bool) or node is None:
+        return set()
+    if isinstance(node, (int, float)):
+        return {Decimal(repr(node))} if node == node and abs(node) != float("inf") else set()
+    if isinstance(node, str):
+        return _text_values(node)
+    children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+    return set().union(*(_json_values(c) for c in children)) if children else set()
+
+
+def file_values(path: Path) -> set[Decimal]:
+    """Every number written in one file. A CSV is read cell by cell and a JSON file value by value,
+    so the comma between two fields (``3.658,823``, ``[1,234]``) never joins them into one number;
+    other text (YAML, Markdown, logs) is free text."""
+    text = path.read_text(errors="replace")
+    if path.suffix == ".csv":
+        rows = csv.reader(io.StringIO(text))
+        return set().union(set(), *(_text_values(cell) for row in rows for cell in row))
+    if path.suffix == ".json":
+        try:
+            return _json_values(json.loads(text))
+        except json.JSONDecodeError:
+            pass  # not JSON after all: read it as text
+    return _text_values(text)
+
+
+def source_values(paths: list[Path]) -> set[Decimal]:
+    """Every number written in the files ``paths`` (:func:`file_values`)."""
+    return set().union(set(), *(file_values(p) for p in paths))
 
 
 def backed(value: Decimal, printed: str, values: set[Decimal]) -> bool:
