@@ -51,6 +51,21 @@ def test_the_antibody_page_block_renders_the_registered_rows_and_the_answer():
     assert f"= {primary['diff']:+.3f} nats/residue" in text and f"**{prereg.answer_of(primary)}** on this backbone" in text
 
 
+
+def test_the_answer_lines_read_a_pre_registered_antibody_csv(tmp_path):
+    """`answer-lines` with ``prereg_csv`` (the decisive AntiBERTy run's entry): the count of test VH and
+    the primary clause the `prereg-antibody` block prints, from the same rows."""
+    from mdm_mi.jobs.docs import RENDERERS
+    from mdm_mi.evaluation.budgets import read_csv
+    from mdm_mi.evaluation.doc_tables import antibody_primary_clause
+
+    path = REPO / "docs/figures/antibody/cdr3/budgets.csv"
+    spec = tmp_path / "answer.json"
+    spec.write_text(json.dumps({"ab": {"title": "AntiBERTy", "prereg_csv": str(path)}}))
+    text = RENDERERS["answer-lines"](spec)
+    primary = prereg.primary_row(prereg.antibody_prereg_rows(read_csv(path)))
+    assert text == f"- **AntiBERTy**: {primary['n']:,} test VH; primary {antibody_primary_clause(primary)}.\n"
+
 @pytest.mark.parametrize("first, second, divisor, role", [
     ("mi λ=1", "eb", 4, prereg.PRIMARY),
     ("mi λ=1", "eb", 8, "secondary: the other budgets"),

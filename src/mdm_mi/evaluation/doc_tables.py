@@ -236,6 +236,10 @@ def answer_lines(path: Path) -> str:
             seq = runs[SEQUENTIAL]
             body = (f"sequential {100 * float(np.mean(seq['solved'])):.1f}% on {len(seq['solved']):,} {set_name} puzzles; "
                     + "primary " + primary_clause(prereg.primary_row(prereg.prereg_rows(runs, set_name))))
+        elif "prereg_csv" in entry:
+            rows = prereg.antibody_prereg_rows(read_csv(Path(entry["prereg_csv"])))
+            r = prereg.primary_row(rows)
+            body = f"{r['n']:,} test VH; primary " + antibody_primary_clause(r)
         elif "runs" in entry:
             set_name, runs = read_sudoku_comparison(Path(entry["runs"]))
             rows = _classified(runs, set_name, "primary")
