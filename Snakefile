@@ -76,7 +76,7 @@ rule hf:
 
 
 rule antibody:
-    """AntiBERTy on natural VH only: `snakemake antibody --configfile config/antibody.yaml` (docs/antibody.md)."""
+    """AntiBERTy on natural VH only: `snakemake antibody --configfile config/antibody.yaml` (docs/record/antibody.md)."""
     input:
         ANTIBODY_TARGETS,
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The pre-registered AntiBERTy run (config/decisive_antibody.yaml, ~11-13 h on 2 CPU cores) spread over
+# The pre-registered AntiBERTy run (config/decisive_antibody.yaml, ~11 h on 2 CPU cores by amendment 2's estimate) spread over
 # sessions whose results/ does not survive: `save` copies what the comparison needs to go on (the split,
 # the trained head and its fidelity, every decoded chunk, the jobs' logs) into
 # resources/resume/decisive-antibody/ to be committed. Not the 97 MB backbone (import-antiberty rebuilds
