@@ -61,7 +61,9 @@ def test_cached_decodes_equal_the_uncached_ones(tiny_model, easy_puzzles):
         assert torch.equal(plain.tokens, cached.tokens) and torch.equal(plain.passes, cached.passes)
     total = sum(int(decode(tiny_model, puzzles, s).passes.sum()) for s in SETTINGS)
     assert cache.hits + cache.computed == total  # every pass is still charged
-    assert counting.rows == cache.computed < total  # the shared first pass (at least) was computed once
+    assert cache.computed < total  # the shared first pass (at least) was computed once
+    assert counting.rows == cache.computed + cache.verified and cache.verified == min(cache.hits, cache.verify_rows)
+    assert cache.off is None  # the tiny MDM's rows do not depend on their neighbours
 
 
 def test_cached_mi_guided_decodes_equal_the_uncached_ones(tiny_model, easy_puzzles):
@@ -92,7 +94,7 @@ def test_rows_without_hidden_states_are_computed_again_for_a_caller_that_needs_t
     bb = Counting(_mock())
     tokens = torch.full((2, bb.inner.logits.shape[0]), bb.mask_id)
     tokens[1, 0] = bb.inner.vocab_token_ids[0]
-    cache = ForwardCache()
+    cache = ForwardCache(verify_rows=0)  # rows counted as computed or handed back, none verified
     assert cache.forward(bb, tokens, hidden=False).hidden.shape == (2, tokens.shape[1], 0)
     cache.forward(bb, tokens, hidden=False)
     assert bb.rows == 2
@@ -107,7 +109,7 @@ def test_the_cache_stays_within_its_bytes_and_drops_the_most_decoded_rows_first(
     bb = _mock()
     n = bb.logits.shape[0]
     row_bytes = n * (bb.vocab_size + bb.hidden_dim) * 4
-    cache = ForwardCache(max_bytes=3 * row_bytes)
+    cache = ForwardCache(max_bytes=3 * row_bytes, verify_rows=0)
     tokens = torch.full((n + 1, n), bb.mask_id)
     for i in range(1, n + 1):  # row i has i positions given: n − i masks
         tokens[i, :i] = bb.vocab_token_ids[0]
@@ -120,6 +122,47 @@ def test_the_cache_stays_within_its_bytes_and_drops_the_most_decoded_rows_first(
     assert counting.rows == 0 and len(cache) == 3
     with pytest.raises(ValueError):
         ForwardCache(max_bytes=-1)
+    with pytest.raises(ValueError):
+        ForwardCache(verify_rows=-1)
+
+
+class Neighbourly(MockBackbone):
+    """A backbone whose rows depend on the rows beside them (here: on the batch's size, by 1e-6)."""
+
+    def __call__(self, tokens):
+        out = super().__call__(tokens)
+        return BackboneOutput(logits=out.logits + 1e-6 * tokens.shape[0], hidden=out.hidden)
+
+
+def test_a_backbone_whose_rows_depend_on_their_neighbours_turns_the_cache_off():
+    """The first rows the cache would hand back are computed again: a difference in the last bits
+    turns it off with a warning, and from then on every row is computed as without it."""
+    bb = _mock(Neighbourly)
+    n = bb.logits.shape[0]
+    tokens = torch.full((4, n), bb.mask_id)
+    tokens[:, 0] = bb.vocab_token_ids[torch.arange(4) % bb.vocab_size]
+    cache = ForwardCache()
+    cache.forward(bb, tokens)  # 4 rows computed in a batch of 4
+    with pytest.warns(RuntimeWarning, match="Neighbourly.*depend on their neighbours.*cache is off"):
+        out = cache.forward(bb, tokens[:2])  # found, computed again in a batch of 2: not equal
+    assert torch.equal(out.logits, bb(tokens[:2]).logits) and cache.off is not None
+    assert len(cache) == 0 and cache.stats()["bytes"] == 0 and cache.stats()["off"] == cache.off
+    calls = len(bb.calls)
+    assert torch.equal(cache.forward(bb, tokens).logits, bb(tokens).logits) and len(bb.calls) == calls + 2
+    assert cache.hits == 0
+
+
+def test_rows_are_verified_up_to_verify_rows_only():
+    bb = Counting(_mock())
+    n = bb.inner.logits.shape[0]
+    tokens = torch.full((3, n), bb.mask_id)
+    tokens[:, 0] = bb.inner.vocab_token_ids[:3]
+    cache = ForwardCache(verify_rows=2)
+    cache.forward(bb, tokens)
+    cache.forward(bb, tokens)  # 3 found: 2 verified (computed again), 1 handed back as is
+    assert (cache.hits, cache.verified, bb.rows) == (3, 2, 5)
+    cache.forward(bb, tokens)
+    assert (cache.hits, cache.verified, bb.rows) == (6, 2, 5) and cache.off is None
 
 
 def test_a_broken_backbone_is_refused_with_the_cache():

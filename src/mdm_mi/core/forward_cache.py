@@ -16,7 +16,12 @@ whole hard and graded comparisons of the main job came out byte-identical with i
 (fills checked equal with and without it), whose rows are ≥ 81 tokens each. The Kunitz column model
 is not such a backbone: a batch of 1-3 rows rounds differently (~1e-5 in the logits), which moved one
 of 2,520 generated sequences in one setting, so the protein comparison does not use the cache.
-Callers use it where the equality was checked (``tests/test_forward_cache.py``).
+Callers use it where the equality was checked (``tests/test_forward_cache.py``), and the cache checks
+it too: the first :data:`VERIFY_ROWS` rows it would hand back are computed again, beside the rows of
+the call that asks for them, and must equal the kept ones to the bit. If one differs, the backbone's
+rows depend on their neighbours; the cache then turns itself off for good (every row computed, as
+without it, and a ``RuntimeWarning`` says why), so it never hands back a row the backbone would not
+have given.
 
 Not for a pairwise source that reads what the forward pass does beside its outputs (DAPD's attention
 maps, captured by hooks during the call): a cached row makes no call. Callers leave the cache out for
@@ -28,6 +33,7 @@ such samplers (:class:`mdm_mi.sudoku.compare.Decoder`).
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -35,6 +41,7 @@ import torch
 
 from mdm_mi.core.backbone import BackboneOutput, check_output, forward_chunked
 
+VERIFY_ROWS = 32  # rows handed back only after being computed again and found equal to the bit
 DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB of kept rows: ~370,000 Sudoku rows of logits, ~24,000 with the hidden states
 BLOCK_BYTES = 16 << 20  # rows are stored in blocks of ~16 MB, allocated once and reused
 
@@ -85,15 +92,21 @@ class ForwardCache:
     Once full, the rows with the fewest masks go first (least recently used first among them): the
     settings of one sampler part ways a few passes into a decode, so the early, many-masked states are
     the ones the next decode reaches again.
+
+    The first ``verify_rows`` rows found are computed again and compared to the bit (``verified``
+    counts them: the backbone computed ``computed + verified`` rows); a difference turns the cache off
+    (``off`` holds why): see the module's docstring.
     """
 
-    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES):
-        if max_bytes < 0:
-            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
-        self.max_bytes = max_bytes
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, verify_rows: int = VERIFY_ROWS):
+        if max_bytes < 0 or verify_rows < 0:
+            raise ValueError(f"max_bytes and verify_rows must be >= 0, got {max_bytes} and {verify_rows}")
+        self.max_bytes, self.verify_rows = max_bytes, verify_rows
         self.bytes = 0
         self.hits = 0
         self.computed = 0
+        self.verified = 0
+        self.off: str | None = None  # why the cache turned itself off, once it has
         self._rows: dict[bytes, _Row] = {}
         self._by_masks: dict[int, OrderedDict[bytes, None]] = {}  # masks → row keys, least recently used first
         self._blocks: dict[tuple, _Blocks] = {}  # (kind, shape, dtype, device) → blocks (each width its own)
@@ -105,6 +118,8 @@ class ForwardCache:
         """``backbone(tokens (B, N))`` as :func:`forward_chunked` gives it, rows seen before taken from
         the cache. With ``hidden`` False the returned hidden states are ``(B, N, 0)``: for a caller
         that reads the logits only."""
+        if self.off is not None:
+            return self._computed(backbone, tokens, hidden)
         rows = tokens.cpu().numpy()
         keys = [row.tobytes() for row in rows]
         found = [self._get(k, hidden) for k in keys]
@@ -112,12 +127,19 @@ class ForwardCache:
         for i, (k, f) in enumerate(zip(keys, found)):
             if f is None:
                 todo.setdefault(k, i)
+        check: dict[bytes, int] = {}  # found rows computed again to verify them → their first row
+        for i, (k, f) in enumerate(zip(keys, found)):
+            if f is not None and k not in check and self.verified + len(check) < self.verify_rows:
+                check[k] = i
         out = None
-        if todo:
-            index = list(todo.values())
+        if todo or check:
+            index = [*todo.values(), *check.values()]
             sub = tokens[torch.as_tensor(index, device=tokens.device)]
             out = forward_chunked(backbone, sub)
             check_output(backbone, out, sub)  # shapes only: a broken backbone is refused as without the cache
+            if check and not self._same(backbone, out, len(todo), [found[i] for i in check.values()], hidden):
+                return self._computed(backbone, tokens, hidden)
+        index = list(todo.values())
         at = {k: j for j, k in enumerate(todo)}
         logits = torch.stack([out.logits[at[k]] if f is None else _view(f.logits) for k, f in zip(keys, found)])
         states = (torch.stack([out.hidden[at[k]] if f is None else _view(f.hidden) for k, f in zip(keys, found)])
@@ -129,6 +151,33 @@ class ForwardCache:
         self.computed += len(todo)
         self.hits += len(keys) - len(todo)
         return BackboneOutput(logits=logits, hidden=states)
+
+    def _same(self, backbone, out: BackboneOutput, first: int, rows: list[_Row], hidden: bool) -> bool:
+        """Whether ``out``'s rows from ``first`` on equal the kept ``rows`` to the bit; if not, the
+        cache turns itself off (:attr:`off`) with a ``RuntimeWarning``."""
+        worst = 0.0
+        for j, row in enumerate(rows, start=first):
+            pairs = [(out.logits[j], _view(row.logits))] + ([(out.hidden[j], _view(row.hidden))] if hidden else [])
+            for new, kept in pairs:
+                if not torch.equal(new, kept):
+                    worst = max(worst, (new.float() - kept.float()).abs().max().item())
+                    worst = worst if worst > 0 else float("nan")  # equal values, other bits (NaN, −0)
+        self.verified += len(rows)
+        if worst == 0.0:
+            return True
+        self.off = (f"{type(backbone).__name__} gave a row other outputs beside other rows (max |difference| "
+                    f"{worst:.3g}): its rows depend on their neighbours, so the row cache is off")
+        warnings.warn(f"ForwardCache: {self.off}", RuntimeWarning, stacklevel=3)
+        self.bytes = 0  # the kept rows are dropped; the counts so far stand (every row handed back was verified)
+        self._rows.clear(), self._by_masks.clear(), self._blocks.clear()
+        return False
+
+    def _computed(self, backbone, tokens: torch.Tensor, hidden: bool) -> BackboneOutput:
+        """Every row of ``tokens`` computed, as without a cache (once it is off)."""
+        out = forward_chunked(backbone, tokens)
+        check_output(backbone, out, tokens)
+        self.computed += len(tokens)
+        return out if hidden else BackboneOutput(logits=out.logits, hidden=out.logits.new_empty((*tokens.shape, 0)))
 
     def _get(self, key: bytes, hidden: bool) -> _Row | None:
         row = self._rows.get(key)
@@ -167,8 +216,10 @@ class ForwardCache:
                 self.bytes -= blocks.row_bytes
 
     def stats(self) -> dict:
-        """Rows handed back and computed, rows kept and their bytes."""
-        return {"hits": self.hits, "computed": self.computed, "rows": len(self._rows), "bytes": self.bytes}
+        """Rows handed back, computed and verified, rows kept and their bytes, and why the cache is off
+        (``None`` while it is on)."""
+        return {"hits": self.hits, "computed": self.computed, "verified": self.verified, "rows": len(self._rows),
+                "bytes": self.bytes, "off": self.off}
 
 
 def _view(where: tuple[_Blocks, int]) -> torch.Tensor:
