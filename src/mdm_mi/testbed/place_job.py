@@ -8,7 +8,8 @@ placed on the testbed's map.
         --out docs/data/testbed/placement/sudoku-paper.json
 
 EB's γ is the one its matched run spends the budget at (weighted over its settings): a regime's from
-the testbed's ``runs.csv``, a backbone's from its comparison's ``runs.json`` (run ``eb@1/<d>``).
+the testbed's ``runs.csv``, a backbone's from its comparison's ``runs.json`` (``sudoku-compare``'s run
+``eb@1/<d>``, or ``antibody-compare``'s ``eb@<d>``: one setting calibrated on its calibration split).
 Writes ``--out`` (JSON: ``divisor`` and ``rows``, one per regime or backbone, each with the inputs it
 was measured from); rows already in it under other names are kept, so one file gathers the map's
 regimes and every backbone placed on it.
@@ -41,7 +42,7 @@ class PlaceArgs:
     name: str | None = field(default=None, metadata=h("the backbone's name in the table"))
     model: Path | None = field(default=None, metadata=h("the backbone's folder"))
     labels: tuple[Path, ...] = field(default=(), metadata=h("its test label shards (exact or certified MI)"))
-    runs: Path | None = field(default=None, metadata=h("its comparison's runs.json (sudoku-compare), for EB's γ"))
+    runs: Path | None = field(default=None, metadata=h("its comparison's runs.json (sudoku-compare or antibody-compare), for EB's γ"))
     threads: int = field(default=1, metadata=h("torch CPU threads"))
 
 
@@ -89,16 +90,27 @@ def regime_rows(runs_csv: Path, divisor: int) -> list[dict]:
             for name, row in eb.items()]
 
 
+def eb_gamma(path: Path, divisor: int) -> float:
+    """EB's γ at ``divisor`` in a comparison's ``runs.json``: ``sudoku-compare``'s run ``eb@1/<d>`` (the
+    weighted mean of its matched settings) or ``antibody-compare``'s ``eb@<d>`` (one calibrated setting)."""
+    try:
+        runs = json.loads(Path(path).read_text())["runs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        runs = {}
+    if f"eb@1/{divisor}" in runs:
+        return weighted_setting(runs[f"eb@1/{divisor}"]["settings"], "gamma")
+    if f"eb@{divisor}" in runs:
+        return float(runs[f"eb@{divisor}"]["params"]["gamma"])
+    raise InputError(f"{path}: no EB run at ÷{divisor} (eb@1/{divisor} of sudoku-compare or eb@{divisor} of "
+                     "antibody-compare)")
+
+
 def backbone_row(args: PlaceArgs) -> dict:
     """The backbone's :func:`profile` on its test label shards at the EB γ of its comparison."""
     from mdm_mi.models.loading import load_model, model_fingerprint  # lazy: the regimes need no model loading
     from mdm_mi.mi.contexts import load_label_shards
 
-    runs = json.loads(Path(args.runs).read_text())["runs"] if Path(args.runs).is_file() else None
-    run_id = f"eb@1/{args.divisor}"
-    if runs is None or run_id not in runs:
-        raise InputError(f"{args.runs}: no {run_id} run (a sudoku-compare runs.json with ÷{args.divisor})")
-    gamma = weighted_setting(runs[run_id]["settings"], "gamma")
+    gamma = eb_gamma(args.runs, args.divisor)
     backbone, _ = load_model(args.model)
     labels = load_label_shards(args.labels, "mi", backbone, model_fingerprint(args.model), args.model)  # foreign shards refused
     entropy = masked_entropy(backbone, labels["contexts"])
