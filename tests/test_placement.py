@@ -101,11 +101,11 @@ def test_the_verb_places_a_backbone_from_its_label_shards_and_runs(tmp_path, tin
     assert row["pass_contexts"] == 0 or row["share"] >= 0.0
     assert main(["testbed-place", "--name", "tiny", "--model", str(tiny_checkpoint), "--out", str(out),
                  "--tracking-uri", "none"]) != 0  # a backbone without labels and runs: refused
-    runs.write_text(json.dumps({"runs": {"eb@4": {"params": {"gamma": 3.0}}}}))  # antibody-compare's shape
+    runs.write_text(json.dumps({"eb@4": {"params": {"gamma": 3.0}}, "sequential": {}}))  # antibody-compare's shape
     assert main(["testbed-place", "--name", "tiny", "--model", str(tiny_checkpoint), "--labels", *shards,
                  "--runs", str(runs), "--out", str(out), "--tracking-uri", "none"]) == 0
     assert [r["gamma"] for r in json.loads(out.read_text())["rows"] if r["name"] == "tiny"] == [3.0]
-    runs.write_text(json.dumps({"runs": {"eb@8": {"params": {"gamma": 3.0}}}}))
+    runs.write_text(json.dumps({"eb@8": {"params": {"gamma": 3.0}}}))
     assert main(["testbed-place", "--name", "tiny", "--model", str(tiny_checkpoint), "--labels", *shards,
                  "--runs", str(runs), "--out", str(out), "--tracking-uri", "none"]) != 0  # no EB run at ÷4
     runs.write_text(json.dumps({"runs": {"eb@1/4": {"settings": [{"params": {"gamma": 2.0}, "weight": 1.0}]}}}))

@@ -94,12 +94,13 @@ def eb_gamma(path: Path, divisor: int) -> float:
     """EB's γ at ``divisor`` in a comparison's ``runs.json``: ``sudoku-compare``'s run ``eb@1/<d>`` (the
     weighted mean of its matched settings) or ``antibody-compare``'s ``eb@<d>`` (one calibrated setting)."""
     try:
-        runs = json.loads(Path(path).read_text())["runs"]
-    except (OSError, ValueError, KeyError, TypeError):
+        found = json.loads(Path(path).read_text())
+        runs = found["runs"] if isinstance(found.get("runs"), dict) else found  # sudoku-compare's, antibody-compare's
+    except (OSError, ValueError, AttributeError):
         runs = {}
-    if f"eb@1/{divisor}" in runs:
+    if isinstance(runs.get(f"eb@1/{divisor}"), dict):
         return weighted_setting(runs[f"eb@1/{divisor}"]["settings"], "gamma")
-    if f"eb@{divisor}" in runs:
+    if isinstance(runs.get(f"eb@{divisor}"), dict):
         return float(runs[f"eb@{divisor}"]["params"]["gamma"])
     raise InputError(f"{path}: no EB run at ÷{divisor} (eb@1/{divisor} of sudoku-compare or eb@{divisor} of "
                      "antibody-compare)")
