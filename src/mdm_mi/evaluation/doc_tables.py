@@ -163,7 +163,7 @@ def antibody_primary_clause(r: dict) -> str:
     """The decision rule applied to AntiBERTy's primary row, as one clause (the paper has no antibody number)."""
     return (f"{prereg.ALGORITHM_1} − EB at ÷{r['divisor']} ({r['passes_first']:.1f} passes) = {r['diff']:+.3f} "
             f"nats/residue of PLL [{r['lo']:+.3f}, {r['hi']:+.3f}], p {r['p_value']:.2g}, TOST p "
-            f"{r['p_tost_holm']:.2g} at ±{prereg.ANTIBODY_MARGIN:g}: **{r['verdict']}**, so the paper's claim is "
+            f"{r['p_tost_holm']:.2g} at ±{prereg.ANTIBODY_MARGIN:g} nats/residue: **{r['verdict']}**, so the paper's claim is "
             f"**{prereg.answer_of(r)}** on this backbone (the paper has no antibody experiment to set beside it)")
 
 
