@@ -105,6 +105,10 @@ def test_the_verb_places_a_backbone_from_its_label_shards_and_runs(tmp_path, tin
     assert main(["testbed-place", "--name", "tiny", "--model", str(tiny_checkpoint), "--labels", *shards,
                  "--runs", str(runs), "--out", str(out), "--tracking-uri", "none"]) == 0
     assert [r["gamma"] for r in json.loads(out.read_text())["rows"] if r["name"] == "tiny"] == [3.0]
+    runs.write_text(json.dumps({"runs": {"eb@1/4": {"params": {"gamma": 2.5}}}}))  # protein-compare's shape
+    assert main(["testbed-place", "--name", "tiny", "--model", str(tiny_checkpoint), "--labels", *shards,
+                 "--runs", str(runs), "--out", str(out), "--tracking-uri", "none"]) == 0
+    assert [r["gamma"] for r in json.loads(out.read_text())["rows"] if r["name"] == "tiny"] == [2.5]
     runs.write_text(json.dumps({"eb@8": {"params": {"gamma": 3.0}}}))
     assert main(["testbed-place", "--name", "tiny", "--model", str(tiny_checkpoint), "--labels", *shards,
                  "--runs", str(runs), "--out", str(out), "--tracking-uri", "none"]) != 0  # no EB run at ÷4

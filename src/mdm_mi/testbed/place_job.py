@@ -42,7 +42,7 @@ class PlaceArgs:
     name: str | None = field(default=None, metadata=h("the backbone's name in the table"))
     model: Path | None = field(default=None, metadata=h("the backbone's folder"))
     labels: tuple[Path, ...] = field(default=(), metadata=h("its test label shards (exact or certified MI)"))
-    runs: Path | None = field(default=None, metadata=h("its comparison's runs.json (sudoku-compare or antibody-compare), for EB's γ"))
+    runs: Path | None = field(default=None, metadata=h("its comparison's runs.json (sudoku-, protein- or antibody-compare; or its EB part's part.json), for EB's γ"))
     threads: int = field(default=1, metadata=h("torch CPU threads"))
 
 
@@ -91,19 +91,20 @@ def regime_rows(runs_csv: Path, divisor: int) -> list[dict]:
 
 
 def eb_gamma(path: Path, divisor: int) -> float:
-    """EB's γ at ``divisor`` in a comparison's ``runs.json``: ``sudoku-compare``'s run ``eb@1/<d>`` (the
-    weighted mean of its matched settings) or ``antibody-compare``'s ``eb@<d>`` (one calibrated setting)."""
+    """EB's γ at ``divisor`` in a comparison's ``runs.json`` (or a part's ``part.json``): ``sudoku-compare``'s
+    run ``eb@1/<d>`` (the weighted mean of its matched settings), ``protein-compare``'s ``eb@1/<d>`` or
+    ``antibody-compare``'s ``eb@<d>`` (one calibrated setting each, in ``params``)."""
     try:
         found = json.loads(Path(path).read_text())
         runs = found["runs"] if isinstance(found.get("runs"), dict) else found  # sudoku-compare's, antibody-compare's
     except (OSError, ValueError, AttributeError):
         runs = {}
-    if isinstance(runs.get(f"eb@1/{divisor}"), dict):
-        return weighted_setting(runs[f"eb@1/{divisor}"]["settings"], "gamma")
-    if isinstance(runs.get(f"eb@{divisor}"), dict):
-        return float(runs[f"eb@{divisor}"]["params"]["gamma"])
-    raise InputError(f"{path}: no EB run at ÷{divisor} (eb@1/{divisor} of sudoku-compare or eb@{divisor} of "
-                     "antibody-compare)")
+    for key in (f"eb@1/{divisor}", f"eb@{divisor}"):
+        run = runs.get(key)
+        if isinstance(run, dict) and ("settings" in run or "gamma" in run.get("params", {})):
+            return weighted_setting(run["settings"], "gamma") if "settings" in run else float(run["params"]["gamma"])
+    raise InputError(f"{path}: no EB run at ÷{divisor} (eb@1/{divisor} of sudoku-compare and protein-compare, "
+                     f"eb@{divisor} of antibody-compare)")
 
 
 def backbone_row(args: PlaceArgs) -> dict:
