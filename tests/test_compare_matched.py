@@ -308,6 +308,18 @@ def test_the_oracle_ceiling_decodes_a_comparisons_puzzles(tmp_path, tiny_checkpo
     result = json.loads((out / "ceiling.json").read_text())
     assert result["n"] == 2 and set(result["divisors"]) == {"3"}
     assert result["divisors"]["3"]["oracle_passes"] >= 1
+    assert result["chunks"]["decoded"] == 1 and result["chunks"]["decode_cpu_seconds"] > 0  # the decodes' cost
+    from mdm_mi.jobs.docs import RENDERERS
+
+    block = RENDERERS["oracle-ceiling"](out / "ceiling.json")  # docs render the table the verb wrote
+    assert block == (out / "ceiling.md").read_text() and "1 decoded by the invocation" in block
+    assert main(["sudoku-oracle-ceiling", "--model", str(tiny_checkpoint), "--compare-dir", str(compare),
+                 "--out-dir", str(out), "--puzzles", "2", "--divisors", "3", "--tol", "0.01", "--batch-size", "2",
+                 "--chunks", str(tmp_path / "chunks"), "--device", "cpu", "--tracking-uri", "none"]) == 0
+    again = json.loads((out / "ceiling.json").read_text())  # resumed: read back, the same outcome and cost
+    assert (again["chunks"]["read"], again["chunks"]["decoded"]) == (1, 0)
+    assert again["chunks"]["decode_cpu_seconds"] == result["chunks"]["decode_cpu_seconds"]
+    assert again["divisors"]["3"]["oracle_accuracy"] == result["divisors"]["3"]["oracle_accuracy"]
 
 
 def _compare_argv(tiny_checkpoint, out, *extra, divisors=("3",)):

@@ -348,7 +348,7 @@ def test_the_name_check_finds_a_module_repeating_its_package(tmp_path):
 # same role in parallel places (two domains' reports, trainers, models). Any other name is defined once;
 # a second module wanting a name it means differently picks a name that says what it is.
 SHARED_NAMES: dict[str, tuple[set[str], str]] = {
-    "ceiling_markdown": ({"protein/family/oracle_job.py", "sudoku/oracle_job.py"},
+    "ceiling_markdown": ({"protein/family/oracle_job.py", "sudoku/report.py"},
                          "each domain's MI-oracle ceiling result as Markdown"),
     "columns": ({"protein/report.py", "sudoku/report.py"}, "each domain's tidy-table columns for its rows' samplers"),
     "composition": ({"antibody/compare.py", "protein/metrics.py"},

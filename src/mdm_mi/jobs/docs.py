@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from mdm_mi.evaluation import doc_tables
+from mdm_mi.sudoku import report as sudoku_report
 from mdm_mi.testbed import report as testbed_report
 from mdm_mi.infra.docmarks import rewrite_blocks
 from mdm_mi.infra.errors import InputError
@@ -42,6 +43,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {  # name → renderer(data file) 
     "test-command": doc_tables.test_command_summary,
     "testbed": testbed_report.render_table,
     "placement": testbed_report.render_placement,
+    "oracle-ceiling": sudoku_report.ceiling_block,
 }
 
 

@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from mdm_mi.evaluation.budgets import best_mi_run, diff_cell, disagree_note
+from mdm_mi.evaluation.budgets import best_mi_run
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.paired import paired_difference
 from mdm_mi.infra.errors import InputError
@@ -36,6 +36,7 @@ from mdm_mi.sampling.registry import build_sampler
 from mdm_mi.sudoku.compare import Decoder
 from mdm_mi.sudoku.data import load_puzzle_csv
 from mdm_mi.sudoku.flags import SudokuDecodeFlags
+from mdm_mi.sudoku.report import ceiling_markdown
 
 CEILING_PAIRS = (("oracle", "head"), ("oracle", "sequential"), ("head", "sequential"))
 
@@ -75,7 +76,7 @@ def sudoku_oracle_ceiling(args: CeilingArgs, tracker) -> None:
                                                                                       oracle_tol=args.tol))
     oracle = Decoder(model, oracle_pairwise_fn(model, method="certified", tol=args.tol), args.batch_size, args.seed,
                      store=store)
-    result = {"n": len(idx), "tol": args.tol, "divisors": {}}
+    result = {"n": len(idx), "set": folder.name, "tol": args.tol, "divisors": {}}
     for d in args.divisors:
         head_id = best_mi_run(runs, d)
         params = runs[head_id]["params"]
@@ -90,26 +91,11 @@ def sudoku_oracle_ceiling(args: CeilingArgs, tracker) -> None:
             **{f"{k}_passes": float(np.mean(v[1])) for k, v in arms.items()}}
         print(f"1/{d}: oracle {np.mean(solved):.3f} @ {np.mean(passes):.1f}, head {np.mean(arms['head'][0]):.3f}, "
               f"{time.time() - t0:.0f} s", flush=True)
+    if store is not None:  # the decodes' cost, summed over every invocation that wrote the chunks
+        result["chunks"] = store.record()
     out = Path(args.out_dir)
     write_json(out / "ceiling.json", result)
-    write_text(out / "ceiling.md", ceiling_markdown(result, folder.name))
+    write_text(out / "ceiling.md", ceiling_markdown(result, result["set"]))
     tracker.log_metrics({f"1_{d}.{k}": v for d, r in result["divisors"].items() for k, v in r.items()
                          if isinstance(v, float)})
     tracker.log_artifact(out / "ceiling.md")
-
-
-def ceiling_markdown(result: dict, set_name: str) -> str:
-    """One row per budget: sequential, head and oracle accuracy @ passes, and the paired gaps."""
-    lines = [f"**{set_name}**, {result['n']} test puzzles, oracle = certified probing MI (±{result['tol']:g} nats)", "",
-             "| budget | sequential | MI head (mi*) | MI oracle | oracle − head | oracle − sequential | oracle s |",
-             "|---|---|---|---|---|---|---|"]
-    for d, r in result["divisors"].items():
-        def cell(k):
-            return f"{100 * r[k + '_accuracy']:.1f} @ {r[k + '_passes']:.1f}"
-
-        def diff(k):
-            return diff_cell(r["differences"][k])
-
-        lines.append(f"| 1/{d} | {cell('sequential')} | {cell('head')} | {cell('oracle')} | {diff('oracle-head')} | "
-                     f"{diff('oracle-sequential')} | {r['seconds']:.0f} |")
-    return "\n".join(lines + disagree_note(lines)) + "\n"

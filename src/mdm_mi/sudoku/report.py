@@ -16,12 +16,13 @@ map of one cell drawn on the 9×9 grid.
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
 
 from mdm_mi.evaluation import paper
-from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget
+from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget, diff_cell, disagree_note
 from mdm_mi.evaluation.paired import bootstrap_curves
 from mdm_mi.evaluation.plotting import (SAMPLER_STYLE, log_passes_axis, matched_table as matched, nearest, plain_ticks,
                                         plt, save)
@@ -202,3 +203,32 @@ def curve_figure(runs: dict, out: Path, set_name: str, n_boot: int, seed: int) -
     ax.set_title(f"Sudoku {set_name}: accuracy at budget, paired-bootstrap 95% bands")
     ax.legend(fontsize=8)
     save(fig, out)
+
+
+def ceiling_markdown(result: dict, set_name: str) -> str:
+    """One row per budget: sequential, head and oracle accuracy @ passes, and the paired gaps."""
+    lines = [f"**{set_name}**, {result['n']} test puzzles, oracle = certified probing MI (±{result['tol']:g} nats)", "",
+             "| budget | sequential | MI head (mi*) | MI oracle | oracle − head | oracle − sequential | oracle s |",
+             "|---|---|---|---|---|---|---|"]
+    for d, r in result["divisors"].items():
+        def cell(k):
+            return f"{100 * r[k + '_accuracy']:.1f} @ {r[k + '_passes']:.1f}"
+
+        def diff(k):
+            return diff_cell(r["differences"][k])
+
+        lines.append(f"| 1/{d} | {cell('sequential')} | {cell('head')} | {cell('oracle')} | {diff('oracle-head')} | "
+                     f"{diff('oracle-sequential')} | {r['seconds']:.0f} |")
+    chunks = result.get("chunks")
+    note = [] if not chunks else ["", f"Decoded in chunks of 100 puzzles ({chunks['decoded']} decoded by the invocation "
+                                      f"that wrote this, {chunks['read']} read back): every decode's CPU time "
+                                      f"{chunks['decode_cpu_seconds'] / 60:.1f} min, by commits "
+                                      f"{', '.join(c[:7] for c in chunks['commits'])}; \"oracle s\" is that invocation's."]
+    return "\n".join(lines + disagree_note(lines) + note) + "\n"
+
+
+def ceiling_block(path: Path) -> str:
+    """A ``sudoku-oracle-ceiling`` output's ``ceiling.json`` (``path``) as :func:`ceiling_markdown` writes
+    it (an older file without its set's name: the folder's)."""
+    result = json.loads(Path(path).read_text())
+    return ceiling_markdown(result, result.get("set", Path(path).parent.name))
