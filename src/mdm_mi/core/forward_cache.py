@@ -155,21 +155,20 @@ class ForwardCache:
     def _same(self, backbone, out: BackboneOutput, first: int, rows: list[_Row], hidden: bool) -> bool:
         """Whether ``out``'s rows from ``first`` on equal the kept ``rows`` to the bit; if not, the
         cache turns itself off (:attr:`off`) with a ``RuntimeWarning``."""
-        worst = 0.0
-        for j, row in enumerate(rows, start=first):
-            pairs = [(out.logits[j], _view(row.logits))] + ([(out.hidden[j], _view(row.hidden))] if hidden else [])
-            for new, kept in pairs:
-                if not torch.equal(new, kept):
-                    worst = max(worst, (new.float() - kept.float()).abs().max().item())
-                    worst = worst if worst > 0 else float("nan")  # equal values, other bits (NaN, −0)
+        pairs = [(out.logits[j], _view(row.logits)) for j, row in enumerate(rows, start=first)]
+        if hidden:
+            pairs += [(out.hidden[j], _view(row.hidden)) for j, row in enumerate(rows, start=first)]
+        gaps = [(new.float() - kept.float()).abs().max().item() for new, kept in pairs if not torch.equal(new, kept)]
         self.verified += len(rows)
-        if worst == 0.0:
+        if not gaps:
             return True
         self.off = (f"{type(backbone).__name__} gave a row other outputs beside other rows (max |difference| "
-                    f"{worst:.3g}): its rows depend on their neighbours, so the row cache is off")
+                    f"{max(gaps):.3g}): its rows depend on their neighbours, so the row cache is off")
         warnings.warn(f"ForwardCache: {self.off}", RuntimeWarning, stacklevel=3)
         self.bytes = 0  # the kept rows are dropped; the counts so far stand (every row handed back was verified)
-        self._rows.clear(), self._by_masks.clear(), self._blocks.clear()
+        self._rows.clear()
+        self._by_masks.clear()
+        self._blocks.clear()
         return False
 
     def _computed(self, backbone, tokens: torch.Tensor, hidden: bool) -> BackboneOutput:
