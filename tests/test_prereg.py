@@ -48,7 +48,8 @@ def test_the_antibody_page_block_renders_the_registered_rows_and_the_answer():
     rows = prereg.antibody_prereg_rows(read_csv(path))
     assert text.count("\n| ") == len(rows) and "| primary | mi λ=1 − eb | pll | 1/4 " in text
     primary = prereg.primary_row(rows)
-    assert f"= {primary['diff']:+.3f} nats/residue" in text and f"**{prereg.answer_of(primary)}** on this backbone" in text
+    assert f"= {primary['diff']:+.3f} nats/residue" in text and "(the paper makes no antibody claim)" in text
+    assert "refuted" not in text  # issue 64: no claim of the paper's to refute in a new domain
 
 
 
@@ -119,3 +120,25 @@ def test_a_comparison_without_the_primary_contrast_is_refused():
     runs = {k: v for k, v in runs.items() if not k.startswith("mi λ=1@1/4")}
     with pytest.raises(ValueError, match="no mi λ=1 − EB row at ÷4"):
         prereg.primary_row(prereg.prereg_rows(runs, "toy"))
+
+
+def test_below_p_is_the_upper_half_of_the_tost():
+    """The one-sided test against a bound: TOST at ±m is the larger of the two halves, so its upper half
+    at +m never exceeds it; a bound the estimate passes gives 1; a farther bound a smaller p."""
+    from mdm_mi.evaluation.paired import below_p, tost_p
+    table = (732, 104, 116, 948)  # the pre-registered primary's shape: −0.6 pp on 1,900 puzzles
+    assert below_p(*table, 0.02) <= tost_p(*table, 0.02)
+    assert below_p(*table, 0.026) < below_p(*table, 0.02) < 0.001
+    assert below_p(*table, -0.02) == 1.0
+
+
+def test_the_committed_exclusion_record_is_what_the_library_computes():
+    """docs/data/decisive-sudoku/excluded.json (scripts/exclusion_record.py, added after the results):
+    the paper's +2.6 pp excluded below 5%, its numbers those of the registered primary row."""
+    from mdm_mi.evaluation.doc_tables import read_sudoku_comparison
+    from mdm_mi.evaluation.exclusion import exclusion_record
+    committed = json.loads((REPO / "docs/data/decisive-sudoku/excluded.json").read_text())
+    set_name, runs = read_sudoku_comparison(REPO / committed["runs"])
+    fresh = json.loads(json.dumps(exclusion_record(runs, set_name), ensure_ascii=False))
+    assert {k: v for k, v in committed.items() if k != "runs"} == fresh, "run scripts/exclusion_record.py"
+    assert committed["below"]["paper"]["bound"] == 0.026 and committed["below"]["paper"]["p"] < 0.05

@@ -16,11 +16,16 @@ from pathlib import Path
 
 import numpy as np
 
-from mdm_mi.evaluation import paper, prereg
+from mdm_mi.evaluation import exclusion, paper, prereg
 from mdm_mi.evaluation.budgets import SEQUENTIAL, budget_rows, markdown, read_csv, table_order
 from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
+from mdm_mi.evaluation.paired import ALPHA
 from mdm_mi.evaluation.verdicts import classify
 from mdm_mi.infra.errors import InputError
+
+
+NEW_DOMAIN = {"better": "a gain in a new domain", "equivalent": "no gain in a new domain",
+              "worse": "no gain in a new domain (a loss)", "not resolved": "not answered in a new domain"}
 
 
 def _json(path: Path) -> dict:
@@ -160,21 +165,38 @@ def prereg_antibody(path: Path) -> str:
 
 
 def antibody_primary_clause(r: dict) -> str:
-    """The decision rule applied to AntiBERTy's primary row, as one clause (the paper has no antibody number)."""
+    """The decision rule applied to AntiBERTy's primary row, as one clause: a gain or none in a domain the
+    paper makes no claim about (issue 64: "refuted" would refute a claim the paper never made)."""
     return (f"{prereg.ALGORITHM_1} − EB at ÷{r['divisor']} ({r['passes_first']:.1f} passes) = {r['diff']:+.3f} "
             f"nats/residue of PLL [{r['lo']:+.3f}, {r['hi']:+.3f}], p {r['p_value']:.2g}, TOST p "
-            f"{r['p_tost_holm']:.2g} at ±{prereg.ANTIBODY_MARGIN:g} nats/residue: **{r['verdict']}**, so the paper's claim is "
-            f"**{prereg.answer_of(r)}** on this backbone (the paper has no antibody experiment to set beside it)")
+            f"{r['p_tost_holm']:.2g} at ±{prereg.ANTIBODY_MARGIN:g} nats/residue: **{r['verdict']}**, so "
+            f"**{NEW_DOMAIN[r['verdict']]}** (the paper makes no antibody claim)")
 
 
 def primary_clause(r: dict) -> str:
     """The decision rule applied to the primary row (:func:`mdm_mi.evaluation.prereg.primary_row`), as
-    one clause, with the paper's difference beside it."""
-    paper_rows = {name: acc for name, _, _, _, acc in paper.SUDOKU}
+    one clause, with what it excludes (:mod:`mdm_mi.evaluation.exclusion`, added after the results):
+    the paper's difference and whether a one-sided test puts the difference below it, and the lower
+    end the interval leaves open."""
+    x = exclusion.exclusion_of(r, {"paper": exclusion.paper_difference(), "margin": prereg.MARGIN})
+    paper_p, margin_p = x["below"]["paper"]["p"], x["below"]["margin"]["p"]
+    word = "excluded" if paper_p < ALPHA else "not excluded"
+    worse = (f"; not ruled out: up to {100 * x['not_ruled_out_worse']:.1f} pp worse" if x["not_ruled_out_worse"] > 0
+             else "")
     return (f"{prereg.ALGORITHM_1} − EB at ÷{r['divisor']} ({r['passes_first']:.1f} passes) = {100 * r['diff']:+.1f} pp "
             f"[{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}], p {r['p_value']:.2g}, TOST p {r['p_tost_holm']:.2g}: "
-            f"**{r['verdict']}**, so the paper's claim is **{prereg.answer_of(r)}** on this backbone (the paper: "
-            f"{paper_rows['mi'] - paper_rows['eb']:+.1f} pp)")
+            f"**{r['verdict']}**; the paper's {100 * exclusion.paper_difference():+.1f} pp is **{word}** on this "
+            f"backbone (TOST's upper test against it: p {paper_p:.2g}; against {100 * prereg.MARGIN:+g} pp: "
+            f"p {margin_p:.2g}){worse}")
+
+
+def sequential_beside_paper(seq: dict, set_name: str) -> str:
+    """A Sudoku backbone's sequential accuracy beside the paper's and beside a cited small MDM's."""
+    paper_seq = next(a for name, _, _, _, a in paper.SUDOKU if name == SEQUENTIAL)
+    cited = paper.SMALL_MDM_SUDOKU
+    return (f"sequential {100 * float(np.mean(seq['solved'])):.1f}% on {len(seq['solved']):,} {set_name} puzzles "
+            f"(the paper's backbone: {paper_seq}%; cited, not ours: {cited['reference']} report "
+            f"{cited['accuracy_pct']}% for {cited['what']})")
 
 
 def fidelity_table(path: Path) -> str:
@@ -233,9 +255,8 @@ def answer_lines(path: Path) -> str:
         head = entry["title"]
         if "prereg_runs" in entry:
             set_name, runs = read_sudoku_comparison(Path(entry["prereg_runs"]))
-            seq = runs[SEQUENTIAL]
-            body = (f"sequential {100 * float(np.mean(seq['solved'])):.1f}% on {len(seq['solved']):,} {set_name} puzzles; "
-                    + "primary " + primary_clause(prereg.primary_row(prereg.prereg_rows(runs, set_name))))
+            body = (sequential_beside_paper(runs[SEQUENTIAL], set_name) + "; primary "
+                    + primary_clause(prereg.primary_row(prereg.prereg_rows(runs, set_name))))
         elif "prereg_csv" in entry:
             rows = prereg.antibody_prereg_rows(read_csv(Path(entry["prereg_csv"])))
             r = prereg.primary_row(rows)

@@ -195,6 +195,24 @@ def tost_p(a: float, b: float, c: float, d: float, margin: float) -> float:
     return 1 - NormalDist().cdf(z_lo)  # one-sided normal tail at the widest interval inside
 
 
+def below_p(a: float, b: float, c: float, d: float, bound: float) -> float:
+    """p of the one-sided test that the paired difference lies below ``bound`` (TOST's upper test, at a
+    bound of one's choosing): the smallest α at which the Newcombe interval at level 1 − 2α ends below
+    ``bound``, by bisection on its z as in :func:`tost_p`. 1 when the estimate itself is not below."""
+    def below(z: float) -> bool:
+        return newcombe_interval(a, b, c, d, z)[1] < bound
+
+    z_lo, z_hi = 1e-9, 40.0
+    if not below(z_lo):
+        return 1.0
+    if below(z_hi):
+        return 0.0
+    for _ in range(60):
+        mid = (z_lo + z_hi) / 2
+        z_lo, z_hi = (mid, z_hi) if below(mid) else (z_lo, mid)
+    return 1 - NormalDist().cdf(z_lo)
+
+
 def holm(p_values) -> list[float]:
     """Holm's step-down adjusted p-values (same order as given): the k-th smallest of m is multiplied
     by m − k + 1, made non-decreasing and capped at 1. Rejecting where adjusted p < α controls the
