@@ -22,6 +22,7 @@ import pytest
 
 from mdm_mi.models import locate
 from mdm_mi.cli import main
+from mdm_mi.infra.validate import memory_bytes
 from user_verb_helpers import NO_SOLUTION, PUZZLE, SOLUTION, make_run, save_tiny_head
 
 P = PUZZLE
@@ -184,13 +185,13 @@ CASES = [
     Case("no-solution-simple", [*SOLVE, "12345678." + "........9" + "." * 63], "has no solution"),
     Case("no-puzzle", SOLVE, "no puzzle given"),
     Case("argument-and-file", [*SOLVE, P, "--file", "{file}"], "not both", text_file("p.txt", P)),
-    Case("file-missing", [*SOLVE, "--file", "nope.txt"], "puzzle file not found: nope.txt"),
+    Case("file-missing", [*SOLVE, "--file", "nope.txt"], "--file nope.txt: file not found"),
     Case("file-is-folder", [*SOLVE, "--file", "{file}"], "is a folder", folder),
     Case("file-empty", [*SOLVE, "--file", "{file}"], "no puzzles", text_file("p.txt", "")),
     Case("file-only-comments", [*SOLVE, "--file", "{file}"], "no puzzles", text_file("p.txt", "# none\n\n")),
     Case("file-bad-line", [*SOLVE, "--file", "{file}"], "line 3: puzzle must have 81 cells",
          text_file("p.txt", f"{P}\n# c\n{P[:70]}\n")),
-    Case("file-binary", [*SOLVE, "--file", "{file}"], "cannot read puzzle file", text_file("p.txt", b"\xff\xfe\x00")),
+    Case("file-binary", [*SOLVE, "--file", "{file}"], "is not a text file", text_file("p.txt", b"\xff\xfe\x00")),
     Case("file-rule-broken", [*SOLVE, "--file", "{file}"], "line 2: the puzzle's clues already break a rule",
          text_file("p.txt", f"{P}\n{'99' + P[2:]}\n")),
     Case("csv-no-puzzle-column", [*SOLVE, "--file", "{file}"], "needs a 'puzzle' column",
@@ -203,8 +204,8 @@ CASES = [
     # samplers and numbers
     Case("unknown-sampler", [*SOLVE, P, "--sampler", "beam"], "unknown sampler 'beam'"),
     Case("oracle-not-for-solve", [*SOLVE, P, "--sampler", "mi-oracle"], "unknown sampler 'mi-oracle'"),
-    Case("k-zero", [*SOLVE, P, "--sampler", "naive", "--k", "0"], "naive k must be >= 1, got 0"),
-    Case("gamma-negative", [*SOLVE, P, "--sampler", "eb", "--gamma", "-1"], "--gamma must be a finite number >= 0"),
+    Case("k-zero", [*SOLVE, P, "--sampler", "naive", "--k", "0"], "--k must be >= 1, got 0"),
+    Case("gamma-negative", [*SOLVE, P, "--sampler", "eb", "--gamma", "-1"], "--gamma must be >= 0, got -1"),
     Case("gamma-nan", [*SOLVE, P, "--sampler", "mi", "--gamma", "nan"], "--gamma must be a finite number"),
     Case("lam-negative", [*SOLVE, P, "--sampler", "mi", "--lam", "-2"], "--lam must be"),
     Case("temperature-negative", [*SOLVE, P, "--temperature", "-1"], "--temperature must be"),
@@ -217,7 +218,7 @@ CASES = [
          text_file("p.csv", f"puzzle\n{P}\n")),
     Case("unknown-verb", ["solv", P], "invalid choice: 'solv'"),
     # models and checkpoints
-    Case("model-missing", [*SOLVE, P, "--model", "nowhere"], "checkpoint file missing: nowhere/meta.json"),
+    Case("model-missing", [*SOLVE, P, "--model", "nowhere"], "--model nowhere: folder not found"),
     Case("no-model-trained", [*SOLVE, P, "--results", "{empty}"], "snakemake --cores 2", empty_results),
     Case("run-unknown", [*SOLVE, P, "--run", "nope"], "searched results/nope/sudoku/model; runs that have one: tiny"),
     Case("run-env-unknown", [*SOLVE, P], "results/nope/sudoku/model", environ={locate.RUN_ENV: "nope"}),
@@ -247,11 +248,11 @@ CASES = [
     Case("evaluate-no-puzzles-flag", EVAL, "the following arguments are required: --puzzles"),
     Case("evaluate-no-column", [*EVAL, "--puzzles", "{file}"], "needs a 'puzzle' column",
          text_file("p.csv", CSV_NO_COLUMN)),
-    Case("evaluate-binary-csv", [*EVAL, "--puzzles", "{file}"], "not a readable text CSV",
+    Case("evaluate-binary-csv", [*EVAL, "--puzzles", "{file}"], "is not a text file",
          text_file("p.csv", b"puzzle\n\xff\xfe\n")),
-    Case("evaluate-out-folder", ["sudoku-evaluate", "--puzzles", "{file}", "--out", "results"], "output results is a folder",
+    Case("evaluate-out-folder", ["sudoku-evaluate", "--puzzles", "{file}", "--out", "results"], "--out results is a folder",
          text_file("p.csv", f"puzzle\n{P}\n")),
-    Case("evaluate-missing-csv", [*EVAL, "--puzzles", "nope.csv"], "puzzle file not found"),
+    Case("evaluate-missing-csv", [*EVAL, "--puzzles", "nope.csv"], "--puzzles nope.csv: file not found"),
     # mi-map: cell, outputs, input
     Case("cell-out-of-range", [*MAP, P, "--cell", "10,1"], "row and column must be 1-9"),
     Case("cell-zero", [*MAP, P, "--cell", "0,3"], "row and column must be 1-9"),
@@ -274,7 +275,7 @@ CASES = [
     Case("protein-nothing-masked", [*PROT, "MKVLLA"], "fewer than 2 masked positions", protein_model),
     Case("protein-cell", [*PROT, "MKV__LLA", "--cell", "9"], "position 1..8", protein_model),
     Case("protein-cell-unmasked", [*PROT, "MKV__LLA", "--cell", "1"], "is not masked", protein_model),
-    Case("fasta-missing", [*MAP, "--file", "nope.fasta"], "FASTA file not found"),
+    Case("fasta-missing", [*MAP, "--file", "nope.fasta"], "--file nope.fasta: file not found"),
     Case("fasta-no-records", [*MAP, "--file", "{file}"], "no records", fasta("\n\n")),
     Case("fasta-text-before-header", [*MAP, "--file", "{file}"], "before the first '>'", fasta("MKV\n>a\nMKV\n")),
     Case("fasta-empty-record", [*MAP, "--file", "{file}"], "has no sequence", fasta(">a\n>b\nMK__V\n")),
@@ -285,7 +286,7 @@ CASES = [
     Case("generate-temperature", [*GEN, "--temperature", "-1"], "--temperature must be >= 0"),
     Case("generate-reference-letters", [*GEN, "--reference", "{file}"], "outside the 20 standard amino acids",
          fasta(">a\nMKVJ\n")),
-    Case("generate-reference-missing", [*GEN, "--reference", "nope.fasta"], "FASTA file not found"),
+    Case("generate-reference-missing", [*GEN, "--reference", "nope.fasta"], "--reference nope.fasta: file not found"),
     Case("generate-sudoku-model", [*GEN, "--model", "results/tiny/sudoku/model"],
          "'sudoku' model, but this needs a sequence model (protein, hf)"),
     Case("generate-no-protein-model", GEN, "no trained protein model found"),
@@ -295,7 +296,7 @@ CASES = [
     Case("download-esmc-offline", ["download-esmc", "--dest", "out/esmc"], "HF_HUB_OFFLINE is set",
          environ={"HF_HUB_OFFLINE": "1"}),
     Case("import-esmc-missing", ["import-esmc", "--weights", "nope.pth", "--out", "out/m"],
-         "ESM-C weights file not found: nope.pth"),
+         "--weights nope.pth: file not found"),
     Case("import-esmc-corrupt", ["import-esmc", "--weights", "{file}", "--out", "out/m"],
          "corrupt or not a PyTorch weights file", text_file("w.pth", b"\x80\x02garbage")),
     # MI labels and head: the train / val / test splits
@@ -310,7 +311,36 @@ CASES = [
     Case("train-head-no-test", [*HEAD, "--labels", "{shard}", "--val", "{shard}"],
          "the following arguments are required: --test", label_shards),
     Case("train-head-test-missing", [*HEAD, "--labels", "{shard}", "--val", "{shard}", "--test", "nope.safetensors"],
-         "label shard not found: nope.safetensors", label_shards),
+         "--test nope.safetensors: file not found", label_shards),
+    # the one validator (infra/validate.py): numbers finite and in range, counts that fit in memory, inputs
+    # of the right kind, outputs that can be written, all before any work
+    Case("generate-temperature-nan", [*GEN, "--temperature", "nan"], "--temperature must be a finite number, got nan"),
+    Case("infill-temperature-nan", ["infill", "--quiet", "MK__V", "--temperature", "nan"],
+         "--temperature must be a finite number, got nan"),
+    Case("solve-temperature-inf", [*SOLVE, P, "--temperature", "inf"], "--temperature must be a finite number"),
+    Case("generate-n-huge", [*GEN, "--n", "1000000000000"], "--n 1e+12 needs about"),
+    Case("label-n-contexts-huge", [*LABEL, "--n-contexts", "1000000000000"], "--n-contexts 1e+12 needs about",
+         solutions_npy),
+    Case("label-n-contexts-too-many-of-this-length", [*LABEL, "--n-contexts", str(memory_bytes() // 1000)],
+         "--n-contexts", solutions_npy),  # passes the flag's own bound; the sequences' length refuses it
+    Case("label-sequences-folder", [*LABEL, "--n-contexts", "2"], "--sequences {file} is a folder; give a file", folder),
+    Case("label-n-shards-zero", [*LABEL, "--n-contexts", "2", "--n-shards", "0"], "--n-shards must be >= 1, got 0",
+         solutions_npy),
+    Case("label-shard-outside", [*LABEL, "--n-contexts", "2", "--shard", "1"], "--shard must be <= 0, got 1",
+         solutions_npy),
+    Case("label-out-folder", [*LABEL, "--n-contexts", "2", "--out", "{dir}"], "--out {dir} is a folder; give a file name",
+         lambda tmp: solutions_npy(tmp) | {"dir": folder(tmp)["file"]}),
+    Case("label-out-under-a-file", [*LABEL, "--n-contexts", "2", "--out", "{file}/s.safetensors"],
+         "is a file, not a folder", solutions_npy),
+    Case("label-method-wrong-case", [*LABEL, "--n-contexts", "2", "--method", "Exact"],
+         "--method must be one of exact, certified, topk, got 'Exact'", solutions_npy),
+    Case("label-split-spaces", [*LABEL, "--n-contexts", "2", "--split", " val"], "without leading or trailing spaces",
+         solutions_npy),
+    Case("import-hf-alphabet-folder", ["import-hf", "--weights", "{file}", "--alphabet", "{file}"],
+         "--alphabet {file} is a folder; give a file", folder),
+    Case("import-hf-weights-a-file", ["import-hf", "--weights", "{file}"], "is a file; give a folder",
+         text_file("w.bin", b"junk")),
+    Case("device-wrong-case", [*SOLVE, P, "--device", "CPU"], "--device must be auto, cpu, cuda or cuda:<index>"),
     # workflow configs
     Case("config-misspelt", ["check-config", "{cfg}"], "did you mean 'train'", config("sudoku:\n  trian: {}\n")),
     Case("config-misspelt-top", ["check-config", "{cfg}"], "did you mean 'name'", config("nmae: x\n")),
@@ -327,7 +357,7 @@ CASES = [
          config("protein:\n  mi: {val_contexts: 150, test_contexts: 100}\n")),
     Case("config-not-yaml", ["check-config", "{cfg}"], "cannot read config", config("a: [1, 2\n")),
     Case("config-not-a-mapping", ["check-config", "{cfg}"], "must be a mapping", config("- 1\n- 2\n")),
-    Case("config-missing", ["check-config", "nope.yaml"], "config file not found: nope.yaml"),
+    Case("config-missing", ["check-config", "nope.yaml"], "CONFIG nope.yaml: file not found"),
 ]
 
 
@@ -345,14 +375,14 @@ def workdir(tmp_path, tiny_checkpoint, monkeypatch):
     return tmp_path
 
 
-def prepare(case: Case, tmp: Path, monkeypatch) -> list[str]:
-    """Write the case's files, set its stdin and environment → its argv."""
+def prepare(case: Case, tmp: Path, monkeypatch) -> tuple[list[str], dict]:
+    """Write the case's files, set its stdin and environment → its argv and its placeholders."""
     values = case.setup(tmp) if case.setup else {}
     if case.stdin is not None:
         monkeypatch.setattr(sys, "stdin", io.StringIO(case.stdin))
     for key, value in case.environ.items():
         monkeypatch.setenv(key, value)
-    return [arg.format(**values) for arg in case.argv]
+    return [arg.format(**values) for arg in case.argv], values
 
 
 def run_main(argv: list[str]) -> int:
@@ -364,7 +394,7 @@ def run_main(argv: list[str]) -> int:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input_is_one_error_line_exit_2_and_changes_nothing(case, workdir, capsys, monkeypatch):
-    argv = prepare(case, workdir, monkeypatch)
+    argv, values = prepare(case, workdir, monkeypatch)
     before = snapshot(workdir)
     capsys.readouterr()
     code = run_main(argv)
@@ -373,7 +403,7 @@ def test_bad_input_is_one_error_line_exit_2_and_changes_nothing(case, workdir, c
     assert code == 2, (out, err)
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert "Traceback" not in err and out == "", out
-    assert case.expect in lines[0], lines[0]
+    assert case.expect.format(**values) in lines[0], lines[0]
     assert snapshot(workdir) == before  # nothing written, created or unpickled
 
 
@@ -384,7 +414,7 @@ def test_the_corpus_is_large_and_ids_are_unique():
 @pytest.mark.parametrize("case", [c for c in CASES if c.id in ("short", "weights-pickle", "k-not-a-number")],
                          ids=lambda c: c.id)
 def test_bad_input_in_a_real_process(case, workdir, monkeypatch):
-    argv = prepare(case, workdir, monkeypatch)
+    argv, _ = prepare(case, workdir, monkeypatch)
     before = snapshot(workdir)
     proc = subprocess.run([sys.executable, "-m", "mdm_mi", *argv], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and proc.stdout == ""

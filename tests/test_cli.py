@@ -183,7 +183,7 @@ def test_bad_solution_error_names_the_solution_column(tmp_path, capsys, tiny_che
 
 def test_missing_checkpoint_is_a_user_error(tmp_path, capsys, easy_csv):
     argv = evaluate_argv(tmp_path / "no-model", easy_csv, tmp_path)
-    assert_user_error(capsys, argv, tmp_path, ["checkpoint file missing", "no-model"])
+    assert_user_error(capsys, argv, tmp_path, ["--model", "no-model: folder not found"])
 
 
 def test_checkpoint_of_another_domain_is_a_user_error(tmp_path, capsys, tiny_checkpoint, easy_csv):
@@ -195,14 +195,14 @@ def test_checkpoint_of_another_domain_is_a_user_error(tmp_path, capsys, tiny_che
 
 def test_missing_puzzle_file_is_a_user_error(tmp_path, capsys, tiny_checkpoint):
     argv = evaluate_argv(tiny_checkpoint, tmp_path / "nope.csv", tmp_path)
-    assert_user_error(capsys, argv, tmp_path, ["puzzle file not found", "nope.csv"])
+    assert_user_error(capsys, argv, tmp_path, ["--puzzles", "nope.csv: file not found"])
 
 
 @pytest.mark.parametrize(
     ("sampler", "fragments"),
     [
         (["--sampler", "beam"], ["unknown sampler 'beam'"]),
-        (["--sampler", "naive", "--k", "0"], ["naive k must be >= 1, got 0"]),
+        (["--sampler", "naive", "--k", "0"], ["--k must be >= 1, got 0"]),
         (["--sampler", "eb", "--gamma", "-1"], ["gamma must be >= 0"]),
         (["--sampler", "sequential", "--order", "random"], ["order must be"]),
     ],

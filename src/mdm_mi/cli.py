@@ -25,6 +25,7 @@ from mdm_mi.antibody import jobs as antibody_jobs
 from mdm_mi.hf import jobs as hf_jobs
 from mdm_mi.infra.errors import USER_ERRORS, InputError
 from mdm_mi.infra.memory import keep_freed_memory
+from mdm_mi.infra.validate import validate
 from mdm_mi.jobs import budgets_summary as budgets_summary_job, docs as docs_jobs
 from mdm_mi.jobs import pretrained as pretrained_jobs, tracking as tracking_job
 from mdm_mi.mi import jobs as mi_jobs
@@ -284,6 +285,13 @@ def renamed(argv: list[str]) -> list[str]:
     return argv
 
 
+def _run(v: Verb, args, tracker) -> int:
+    """Check every flag (the checks each field declares, :func:`mdm_mi.infra.validate.validate`), then run
+    the verb → its exit code: a refused flag costs no work."""
+    validate(args)
+    return v.run(args, tracker) or 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the verb → its exit code; expected errors become one line on stderr
     and exit code 2 (usage errors exit through argparse with the same one line). Run as the process's
@@ -296,9 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     args = v.args(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(v.args)})
     try:
         if v.user:
-            return v.run(args, NullTracker()) or 0
-        with open_tracker(_tracking_args(ns, args)) as tracker:
-            return v.run(args, tracker) or 0
+            return _run(v, args, NullTracker())
+        with open_tracker(_tracking_args(ns, args)) as tracker:  # a refused job is tracked as FAILED
+            return _run(v, args, tracker)
     except USER_ERRORS as exc:
         print("error: " + " ".join(str(exc).split()), file=sys.stderr)  # always one line
         return 2

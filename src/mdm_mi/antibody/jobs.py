@@ -34,6 +34,7 @@ from mdm_mi.evaluation.infill import Filler
 from mdm_mi.infra.checkpoint import read_meta
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h, OutDir, SeedFlag, THREADS_HELP
+from mdm_mi.infra.validate import OUT_FOLDER
 from mdm_mi.infra.io import write_json
 from mdm_mi.models.loading import load_mi_head, load_model, weights_identity
 from mdm_mi.mi.guided import head_pairwise_fn
@@ -49,7 +50,7 @@ class ImportAntibertyArgs:
     source: str = field(metadata=h(
         "auto (the installed antiberty package: pip install -e '.[antibody]'), the antiberty-0.1.3 wheel, "
         "or its package folder"))
-    out: Path = field(metadata=h("model folder to write (safetensors, tokenizer, MANIFEST.json, meta.json)"))
+    out: Path = field(metadata=h("model folder to write (safetensors, tokenizer, MANIFEST.json, meta.json)", kind=OUT_FOLDER))
     hidden_layer: int = field(metadata=h(
         "hidden_states index the MI head reads (Hugging Face numbering: 0 = embeddings, -1 = last layer)"))
 

@@ -26,6 +26,7 @@ from mdm_mi.infra.checkpoint import META
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import OutDir, SeedFlag, from_schema, h as _h
+from mdm_mi.infra.validate import OUT_FOLDER, TEXT
 from mdm_mi.infra.io import read_text_input, write_json
 from mdm_mi.models.loading import FINGERPRINT, compute_fingerprint, load_model
 
@@ -38,9 +39,9 @@ class ImportHfArgs:
 
     weights: Path = field(metadata=_h("folder written by save_pretrained (config.json, weights, tokenizer files)"))
     out: Path | None = field(default=None, metadata=_h(
-        "model folder to write meta.json into (referencing --weights); default: --weights itself"))
+        "model folder to write meta.json into (referencing --weights); default: --weights itself", kind=OUT_FOLDER))
     alphabet: str = from_schema("hf.alphabet", (
-        "allowed tokens: protein (the 20 amino acids), a file with one token per line, or a,b,c"))
+        "allowed tokens: protein (the 20 amino acids), a file with one token per line, or a,b,c"), file_or_text=True)
     hidden_layer: int = from_schema("hf.hidden_layer", (
         "hidden_states index the MI head reads (Hugging Face numbering: 0 = embeddings, -1 = last layer)"))
     bf16: bool = from_schema("hf.bf16", "bf16 autocast on CUDA when decoding (labels stay fp32)")
@@ -96,7 +97,7 @@ class HfDataArgs(OutDir, SeedFlag):
     CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("hf",)
 
     model: Path = field(metadata=_h("hf model folder (its tokenizer encodes the sequences)"))
-    sequences: Path = field(metadata=_h("your sequences: FASTA (.fasta/.fa/.faa) or one sequence per line"))
+    sequences: Path = field(metadata=_h("your sequences: FASTA (.fasta/.fa/.faa) or one sequence per line", kind=TEXT))
     heldout_fraction: float = field(metadata=_h("share of the sequences held out (val/test labels, the reference)"))
 
 

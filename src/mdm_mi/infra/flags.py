@@ -1,5 +1,6 @@
 """Flag metadata for the verbs' argument dataclasses, and the flags many verbs share; imports only
-:mod:`mdm_mi.infra.schema` (the config schema's defaults).
+:mod:`mdm_mi.infra.schema` (the config schema's defaults) and :mod:`mdm_mi.infra.validate` (what a flag
+accepts: ``h("...", low=1)``, checked by the CLI before the verb runs).
 
     sampler: str = field(default="sequential", metadata=h("which sampler"))
     batch_size: int = from_schema("sudoku.eval.batch_size", "puzzles decoded together")
@@ -18,14 +19,20 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 
 from mdm_mi.infra.schema import schema_default
+from mdm_mi.infra.validate import CHECK_KEYS
 
 
-def h(text: str, positional: bool = False, group: str | None = None, empty: bool = False) -> dict:
+def h(text: str, positional: bool = False, group: str | None = None, empty: bool = False, **check) -> dict:
     """Field metadata carrying a flag's help text: ``field(metadata=h("..."))``; ``positional=True``
     makes the field an optional positional argument instead of a ``--flag``; ``group`` lists the flag
     under that heading in ``--help``; ``empty=True`` lets a required tuple flag be given with no values
-    (``--indep-cap`` alone: none), as a config's empty list is passed."""
-    return {"help": text, "positional": positional, "group": group, "empty": empty}
+    (``--indep-cap`` alone: none), as a config's empty list is passed; ``check`` holds what the flag
+    accepts beyond its type's and its name's rules (:class:`mdm_mi.infra.validate.Check`'s fields:
+    ``low=-1``, ``kind=OUT_FOLDER``, ``item_bytes=...``)."""
+    unknown = set(check) - set(CHECK_KEYS)
+    if unknown:
+        raise TypeError(f"h() got unknown check keys {sorted(unknown)}; known: {', '.join(CHECK_KEYS)}")
+    return {"help": text, "positional": positional, "group": group, "empty": empty, "check": check}
 
 
 def from_schema(key: str, text: str, *, kw_only: bool | None = None, **options):

@@ -21,6 +21,7 @@ from mdm_mi.core.sampler_table import ALGORITHM_1, SAMPLERS
 from mdm_mi.infra.checkpoint import MANIFEST, META, WEIGHTS, load_checkpoint, sha256_file, verify_manifest
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
+from mdm_mi.infra.validate import FOLDER, OUT_FOLDER
 from mdm_mi.infra.io import atomic_path, read_json, write_json
 
 SHIPPED = (WEIGHTS, META)
@@ -36,7 +37,7 @@ def copy_atomic(src: Path, dst: Path) -> None:
 class ExportPretrainedArgs:
     model: Path = field(metadata=h("checkpoint folder written by `sudoku-pretrain` or `protein-pretrain` (model.safetensors + meta.json)"))
     data: Path = field(metadata=h("the training data it was trained on (its sha256 goes in the manifest)"))
-    out: Path = field(metadata=h("folder to ship, e.g. resources/pretrained/sudoku"))
+    out: Path = field(metadata=h("folder to ship, e.g. resources/pretrained/sudoku", kind=OUT_FOLDER))
     about: Path = field(metadata=h(
         "JSON with how it was made and measured: command, config, evaluation, ..., and 'calibrated' (the "
         "settings its calibration found: at, samplers, source; the user verbs' fallbacks, mdm_mi.core.fallbacks)"))
@@ -63,8 +64,8 @@ def export_pretrained(args: ExportPretrainedArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class ImportPretrainedArgs:
-    source: Path = field(metadata=h("a shipped backbone folder with its MANIFEST.json"))
-    out: Path = field(metadata=h("the run's model folder, e.g. results/cpu-default/sudoku/model"))
+    source: Path = field(metadata=h("a shipped backbone folder with its MANIFEST.json", kind=FOLDER))
+    out: Path = field(metadata=h("the run's model folder, e.g. results/cpu-default/sudoku/model", kind=OUT_FOLDER))
     data: Path | None = field(default=None, metadata=h(
         "the run's training data; refused unless its sha256 is the manifest's data_sha256"))
 

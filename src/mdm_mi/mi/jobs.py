@@ -32,6 +32,7 @@ from mdm_mi.models.domains import backbone_name, get_domain
 from mdm_mi.infra.checkpoint import MODEL_FINGERPRINT
 from mdm_mi.infra.errors import BackboneError, InputError
 from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
+from mdm_mi.infra.validate import OUT_FILE, OUT_FOLDER, TEXT, fits_in_memory
 from mdm_mi.infra.progress import Progress
 from mdm_mi.infra.io import read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
@@ -102,6 +103,12 @@ def check_encoded_for(backbone, path: Path, sequences: np.ndarray) -> None:
                          f"whole encoded sequences (BOS, tokens, EOS, pads); {TOKEN_FILE_HINT}") from None
 
 
+def context_bytes(length: int, n_shards: int) -> int:
+    """Memory one context of ``length`` tokens takes while labelling: the draw's tokens, mask and time
+    (every context) and, for the share one shard holds, its label, bound and mask matrices."""
+    return 24 * length + -(-12 * length * length // n_shards)
+
+
 def _mean_over_pairs(values: torch.Tensor, masked: torch.Tensor) -> float:
     """Mean of ``values (C, N, N)`` over the shard's masked pairs ``i != j`` (``masked (C, N)``); 0 if none."""
     off = ~torch.eye(masked.shape[1], dtype=torch.bool, device=masked.device)
@@ -130,6 +137,7 @@ def label(args: LabelArgs, tracker) -> None:
     check_settings(args.method, args.k, args.tol, args.batch_size)
     device = resolve_device(args.device)
     sequences = read_token_file(Path(args.sequences))
+    fits_in_memory("--n-contexts", args.n_contexts, context_bytes(sequences.shape[-1], args.n_shards))
     model, meta = load_model(args.model, device)
     backbone = full_precision(model)
     check_encoded_for(backbone, Path(args.sequences), sequences)
@@ -167,9 +175,9 @@ class TrainHeadArgs(SeededTrainRunFlags):
     val: tuple[Path, ...] = field(metadata=_h(
         "validation label shards: the history's val_mse and the val fidelity (for choosing the head)"))
     test: tuple[Path, ...] = field(metadata=_h("test label shards: the reported fidelity and the pairs CSV"))
-    out: Path = field(metadata=_h("output head checkpoint folder"))
-    fidelity: Path = field(metadata=_h("fidelity JSON: 'test' (the reported numbers) and 'val'"))
-    pairs: Path = field(metadata=_h("CSV of test (label, prediction) pairs for the scatter figure"))
+    out: Path = field(metadata=_h("output head checkpoint folder", kind=OUT_FOLDER))
+    fidelity: Path = field(metadata=_h("fidelity JSON: 'test' (the reported numbers) and 'val'", kind=OUT_FILE))
+    pairs: Path = field(metadata=_h("CSV of test (label, prediction) pairs for the scatter figure", kind=OUT_FILE))
     hidden: int = field(metadata=_h("head MLP width"))
     heads: int = field(metadata=_h("bilinear heads"))
     rank: int = field(metadata=_h("rank of each bilinear head"))
@@ -300,8 +308,8 @@ def head_fidelity(args: HeadFidelityArgs, tracker) -> None:
 
 @dataclass(frozen=True)
 class ScatterArgs(FigureOut):
-    pairs: Path = field(metadata=_h("test (label, prediction) CSV from train-head"))
-    fidelity: Path = field(metadata=_h("fidelity JSON from train-head"))
+    pairs: Path = field(metadata=_h("test (label, prediction) CSV from train-head", kind=TEXT))
+    fidelity: Path = field(metadata=_h("fidelity JSON from train-head", kind=TEXT))
     model: Path = field(metadata=_h("backbone checkpoint folder (named in the title)"))
 
 

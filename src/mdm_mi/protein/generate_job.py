@@ -21,6 +21,7 @@ from mdm_mi.evaluation.stats import mean_ci
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import h as _h
+from mdm_mi.infra.validate import OUT_FILE
 from mdm_mi.infra.io import write_json
 from mdm_mi.models.loading import SEQUENCES, load_model
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
@@ -42,7 +43,7 @@ class GenerateArgs(SamplerFlags, GenerateFlags, ModelFlags):
     reference: Path | None = field(default=None, metadata=_h("FASTA: draw lengths from it and score against it"))
     reference2: Path | None = field(default=None, metadata=_h("second reference draw: JSD/composition check"))
     embedder: Path | None = field(default=None, metadata=_h("model folder embedding for the metric (default: --model)"))
-    summary: Path | None = field(default=None, metadata=_h("summary JSON (passes and metrics)"))
+    summary: Path | None = field(default=None, metadata=_h("summary JSON (passes and metrics)", kind=OUT_FILE))
     seed: int = field(default=0, metadata=_h("random seed"))
 
 
@@ -53,16 +54,9 @@ GENERATE_EXAMPLES = """examples:
 
 
 def _check(args: GenerateArgs) -> None:
-    if args.n < 1:
-        raise InputError(f"--n must be >= 1, got {args.n}")
-    if args.temperature < 0:
-        raise InputError(f"--temperature must be >= 0, got {args.temperature}")
-    if args.batch_size < 1:
-        raise InputError(f"--batch-size must be >= 1, got {args.batch_size}")
+    """What no one flag's check (the CLI's validator, infra/validate.py) can see: the length range."""
     if args.reference is None and not 1 <= args.min_length <= args.max_length:
         raise InputError(f"length range must satisfy 1 <= min <= max, got {args.min_length}..{args.max_length}")
-    if args.clusters < 2:
-        raise InputError(f"--clusters must be >= 2, got {args.clusters}")
 
 
 def _check_lengths(args: GenerateArgs, backbone, reference_lengths: list[int] | None, fixed: int | None) -> None:

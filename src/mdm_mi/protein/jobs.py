@@ -20,6 +20,7 @@ import numpy as np
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import ModelShapeFlags, OutDir, SeedFlag, from_schema, h as _h
+from mdm_mi.infra.validate import FILE, OUT_FOLDER
 from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.infra.train_loop import DiffusionTrainFlags, RESUME, SNAPSHOTS, run_metrics
@@ -73,7 +74,7 @@ class PretrainProteinArgs(DiffusionTrainFlags, ModelShapeFlags):
     CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein.model", "protein.train")
 
     train: Path = field(metadata=_h("training FASTA (train.fasta from protein-data)"))
-    out: Path = field(metadata=_h("output model folder"))
+    out: Path = field(metadata=_h("output model folder", kind=OUT_FOLDER))
     hidden_layer: int = field(metadata=_h("block whose output the MI head reads (-1 = last)"))
     crop_min: int = field(metadata=_h("shortest training crop"))
     crop_max: int = field(metadata=_h("longest training crop"))
@@ -174,8 +175,8 @@ def download_esmc(args: DownloadEsmcArgs, tracker) -> None:
 class ImportEsmcArgs:
     CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein", "protein.model")
 
-    weights: Path = field(metadata=_h("ESM-C 300M weights file (.pth or .safetensors)"))
-    out: Path = field(metadata=_h("model folder to write (meta.json referencing the weights)"))
+    weights: Path = field(metadata=_h("ESM-C 300M weights file (.pth or .safetensors)", kind=FILE))
+    out: Path = field(metadata=_h("model folder to write (meta.json referencing the weights)", kind=OUT_FOLDER))
     hidden_layer: int = from_schema("protein.model.hidden_layer", "block whose output the MI head reads")
     esmc_bf16: bool = from_schema("protein.esmc_bf16", "ESM-C's own precision: bf16 autocast on CUDA (CPU stays fp32)")
     check: bool = field(default=True, metadata=_h("load the weights once to check them"))

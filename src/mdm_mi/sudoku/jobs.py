@@ -21,6 +21,7 @@ from mdm_mi.models.domains import set_domain
 from mdm_mi.infra.checkpoint import load_checkpoint, save_checkpoint
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import SeedFlag, from_schema, h as _h
+from mdm_mi.infra.validate import OUT_FOLDER
 from mdm_mi.infra.io import atomic_path, write_json, write_npy
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.infra.train_loop import DiffusionTrainFlags, RESUME, SNAPSHOTS
@@ -80,7 +81,7 @@ class PretrainArgs(DiffusionTrainFlags):
     CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("sudoku.model", "sudoku.train")
 
     solutions: Path = field(metadata=_h("train_solutions.npy from prepare-sudoku"))
-    out: Path = field(metadata=_h("output checkpoint folder"))
+    out: Path = field(metadata=_h("output checkpoint folder", kind=OUT_FOLDER))
     d_model: int = field(metadata=_h("model width"))
     n_layers: int = field(metadata=_h("transformer blocks"))
     n_heads: int = field(metadata=_h("attention heads"))

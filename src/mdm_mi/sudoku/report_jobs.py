@@ -58,7 +58,7 @@ class FigureMiMapArgs(BackboneFlag, HeadFlag, FigureOut, DeviceFlag):
     puzzles: Path = field(metadata=_h("puzzle CSV"))
     csv: Path = field(metadata=_h("output CSV of the full matrices"))
     index: int = field(default=0, metadata=_h("row of the puzzle in the CSV"))
-    cell: int = field(default=-1, metadata=_h("cell 0..80 to map; -1 = the blank with most total MI"))
+    cell: int = field(default=-1, metadata=_h("cell 0..80 to map; -1 = the blank with most total MI", low=-1, high=80))
     exact: bool = field(default=True, metadata=_h("also compute the exact probing MI"))
 
 

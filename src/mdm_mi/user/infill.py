@@ -167,11 +167,7 @@ def _sampler(args, backbone, tokens, pairwise, model_dir: Path, quiet: bool):
 
 
 def _check_args(args) -> None:
-    """Flag checks that need no model."""
-    if args.n < 1 or args.batch_size < 1:
-        raise InputError("--n and --batch-size must be >= 1")
-    if args.temperature < 0:
-        raise InputError(f"--temperature must be >= 0, got {args.temperature}")
+    """Flag checks that need no model, beyond each flag's own (the CLI's validator, infra/validate.py)."""
     if args.sampler not in USER_SAMPLERS:
         raise InputError(f"unknown sampler {args.sampler!r}; choose one of {', '.join(USER_SAMPLERS)}")
     if args.budget is not None:

@@ -23,6 +23,7 @@ from mdm_mi.core.backbone import ALIGNED, capabilities
 from mdm_mi.models.domains import backbone_name
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import FigureOut, ModelShapeFlags, h as _h
+from mdm_mi.infra.validate import OUT_FOLDER
 from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.infra.train_loop import DiffusionTrainFlags, RESUME, run_metrics
@@ -36,7 +37,7 @@ class ColumnPretrainArgs(DiffusionTrainFlags, ModelShapeFlags):
     column fields (``--d-model`` is then the column embeddings' width)."""
 
     alignment: Path = field(metadata=_h("the training split aligned (train.a2m from prepare-family)"))
-    out: Path = field(metadata=_h("output model folder"))
+    out: Path = field(metadata=_h("output model folder", kind=OUT_FOLDER))
     mean_field: int = field(metadata=_h("mean-field iterations: masked columns couple through their predicted "
                                         "marginals (0: only visible columns couple)"))
     lambda_j: float = field(metadata=_h("L2 strength on the Potts couplings (per column, plmDCA's scaling)"))
