@@ -13,12 +13,17 @@ import pytest
 
 from mdm_mi.jobs.docs import RENDERERS, checked_pages, render, stale_blocks
 from mdm_mi.infra.docmarks import (
+    FENCE,
+    MARKED,
     RECORD_BANNER,
+    VALUE,
     declared_sources,
+    is_bound_page,
     render_blocks,
     rewrite_blocks,
     source_values,
     unbacked_numbers,
+    unbound_numbers,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,3 +149,76 @@ def test_relative_links_resolve(page):
         if not (page.parent / path).exists():
             broken.append(target)
     assert not broken, broken
+
+
+# ---- prose numbers bound to their own field (issue 64, item 5) -------------------------------------------------
+
+NOT_YET_BOUND = {  # checked pages whose prose numbers are still held only by their sources line (shrink it)
+    "docs/benchmarks.md", "docs/methods.md", "docs/testbed.md", "docs/your_model.md",
+}
+BOUND = [p for p in PAGES if is_bound_page(p.read_text())]
+
+
+def test_every_checked_page_binds_its_prose_numbers_or_is_listed_as_not_yet():
+    loose = {_id(p) for p in PAGES if not is_bound_page(p.read_text())}
+    assert loose <= NOT_YET_BOUND, f"bind these pages' prose numbers (<!-- value: ... -->): {sorted(loose - NOT_YET_BOUND)}"
+    assert {"README.md", "docs/answer.md", "docs/preregistration.md"} <= {_id(p) for p in BOUND}
+
+
+@pytest.mark.parametrize("page", BOUND, ids=_id)
+def test_every_result_number_of_a_bound_page_is_its_fields_value(page):
+    problems = unbound_numbers(page.read_text(), ROOT)
+    assert not problems, f"{_id(page)}: {problems}"
+
+
+@pytest.mark.parametrize("old, new", [("[+1.1<!-- value: h24#divisor=10,first=mi*,second=eb|lo *100 -->, +4.0",
+                                       "[+1.1<!-- value: h24#divisor=10,first=mi*,second=eb|lo *100 -->, +4.7"),
+                                      ("Holm p 0.0021", "Holm p 0.0093")])
+def test_the_issues_two_prose_mutations_fail(tmp_path, old, new):
+    """Issue 64: answer.md's "+2.5 pp [+1.1, +4.0], Holm p 0.0021" changed to "[+1.1, +4.7]" or to
+    "Holm p 0.0093" passed the sources check; in a copy of the page it now fails."""
+    copy = tmp_path / "answer.md"
+    text = (ROOT / "docs/answer.md").read_text()
+    assert text.count(old) == 1, old
+    copy.write_text(text.replace(old, new))
+    assert unbacked_numbers(copy.read_text(), ROOT) == []  # the old check let it through
+    assert unbound_numbers(copy.read_text(), ROOT), f"{new!r} passed"
+
+
+
+
+def _value_spots(text: str) -> list[re.Match]:
+    """The value-marked numbers of a page's prose (not those of a fenced example)."""
+    fences = [m.span() for m in FENCE.finditer(text)]
+    return [m for m in MARKED.finditer(text) if VALUE.fullmatch(m["marker"])
+            and not any(a <= m.start() < b for a, b in fences)]
+
+
+BOUND_WITH_VALUES = [p for p in BOUND if _value_spots(p.read_text())]
+
+
+@pytest.mark.parametrize("page", BOUND_WITH_VALUES, ids=_id)
+def test_a_changed_digit_of_any_bound_number_fails(page):
+    """Every value-marked number of the page, its last digit changed by one: the check names it."""
+    text = page.read_text()
+    for m in _value_spots(text):
+        end = m.start("marker") - (1 if text[m.start("marker") - 1] == "%" else 0)
+        last = max(i for i in range(m.start(), end) if text[i].isdigit())
+        mutated = text[:last] + str((int(text[last]) + 1) % 10) + text[last + 1:]
+        assert unbound_numbers(mutated, ROOT), f"{_id(page)}: {text[m.start():end]!r} changed, still passed"
+
+
+def test_a_binding_reads_json_csv_and_text_fields_and_flags_an_unmarked_decimal(tmp_path):
+    (tmp_path / "d.json").write_text('{"acc": 0.2761, "ci": [0.25, 0.31], "p": 1.55e-05}')
+    (tmp_path / "t.csv").write_text("budget,first,diff\n4,mi,-0.0064\n8,mi,0.013\n")
+    (tmp_path / "log.txt").write_text("peak 1.56 GB after 856 s\n")
+    page = ("<!-- data: d=d.json -->\n<!-- numbers: bound -->\n"
+            "Solves 27.6%<!-- value: d#acc *100 --> [25.0<!-- value: d#ci.0 *100 -->, 0.31<!-- value: d#ci.1 -->], p "
+            "1.5e-05<!-- value: d#p -->; −0.64<!-- value: t.csv#budget=4,first=mi|diff *100 --> pp; 1.56<!-- value: log.txt#~peak -->"
+            " GB; Python 3.11<!-- given: a version -->; 2,000 puzzles on 2026-12-06.")
+    assert unbound_numbers(page, tmp_path) == []
+    assert unbound_numbers(page.replace("27.6%", "27.9%"), tmp_path) == ["27.9 (its field d#acc *100 is 27.61)"]
+    assert unbound_numbers(page.replace("−0.64", "+0.64"), tmp_path)  # a printed sign is checked
+    assert unbound_numbers(page + " Then 0.3 more.", tmp_path) == ["0.3 (no value marker)"]
+    assert unbound_numbers(page.replace("budget=4", "budget=5"), tmp_path)  # no such row
+    assert unbound_numbers(page.replace("−0.64", "−0.0"), tmp_path)  # *100 is the only scale: −0.0064 is not −0.0 pp

@@ -164,3 +164,116 @@ def unbacked_numbers(text: str, root: Path) -> list[str]:
         if not backed(value, printed, values):
             missing.append(printed)
     return missing
+
+
+# ---- prose numbers bound to their own field (issue 64) ------------------------------------------------------
+#
+# A page that holds BOUND_PAGE binds every result number of its prose to one field of one data file:
+#
+#     +2.5<!-- value: h24#divisor=10,first=mi*,second=eb|diff --> pp
+#
+# The marker follows the number (a ``%`` may sit between them). ``h24`` is an alias the page declares
+# once (``<!-- data: h24=docs/data/x/budgets.csv -->``), or the path itself. The field is a JSON path
+# (``a.b.0``) or, in a CSV, ``col=value,col=value|column`` (the one row whose cells match), or in any
+# file ``~text``: the first number after that literal text (a log line, a string field). The number
+# must be the field's value rounded to the digits printed (``<!-- value: x#diff *100 -->``: 100× it, a
+# fraction printed in % or pp; an unsigned number may print a negative value's magnitude). Numbers that are not results pass by
+# kind: integers (counts, sizes, section numbers: the sources line still holds them), dates, issue
+# references, code and links; any other is marked ``<!-- given: why -->`` (a setting, a version).
+
+BOUND_PAGE = "<!-- numbers: bound -->"
+ALIASES = re.compile(r"<!-- data: (?P<pairs>[^>]*?) -->")
+VALUE = re.compile(r"<!-- value: (?P<ref>.+?) -->")
+GIVEN = re.compile(r"<!-- given: [^>]*? -->")
+PERCENT = " *100"  # a marker ending so: the page prints the field × 100 (a fraction in % or pp)
+MARKER = re.compile(r"<!-- (?:value|given): .+? -->")
+VERSION = re.compile(r"\b\d+\.\d+\.\d+\b")
+# a number as prose prints it, with an exponent (1.5e-05), and what may follow it before a marker
+PROSE_NUMBER = re.compile(r"(?<![\w.\-−])[+\-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[+\-−]?\d+)?(?![\w])")
+MARKED = re.compile(PROSE_NUMBER.pattern + r"%?(?P<marker><!-- (?:value|given): .+? -->)")
+
+
+def is_bound_page(text: str) -> bool:
+    """Whether a page binds its prose numbers (holds :data:`BOUND_PAGE`)."""
+    return BOUND_PAGE in text
+
+
+def _aliases(text: str) -> dict[str, str]:
+    return dict(pair.split("=", 1) for m in ALIASES.finditer(text) for pair in m["pairs"].split())
+
+
+def field_value(root: Path, ref: str, aliases: dict[str, str]) -> float:
+    """The number ``ref`` (``FILE#FIELD``, FILE an alias or a path under ``root``) names; KeyError or
+    ValueError saying what is missing."""
+    name, _, path = ref.partition("#")
+    file = root / aliases.get(name, name)
+    if path.startswith("~"):  # a log or a string field: the first number after the literal text
+        text = file.read_text()
+        at = text.find(path[1:])
+        found = SOURCE_NUMBER.search(text, at + len(path) - 1) if at >= 0 else None
+        if found is None:
+            raise KeyError(f"{ref}: no number after {path[1:]!r} in {file.name}")
+        return float(found.group(0).replace("−", "-"))
+    if file.suffix == ".csv":
+        match, _, column = path.rpartition("|")
+        want = dict(cell.split("=", 1) for cell in match.split(","))
+        with file.open(newline="") as fh:
+            rows = [r for r in csv.DictReader(fh) if all(r.get(k) == v for k, v in want.items())]
+        if len(rows) != 1:
+            raise KeyError(f"{ref}: {len(rows)} rows of {file.name} match {want}")
+        return float(rows[0][column])
+    node = json.loads(file.read_text())
+    for key in path.split("."):
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    if isinstance(node, bool) or not isinstance(node, (int, float)):
+        raise ValueError(f"{ref}: not a number ({node!r})")
+    return float(node)
+
+
+def _prints(printed: str, value: float) -> bool:
+    """Whether ``printed`` is ``value`` rounded to its digits (unsigned: its magnitude may be)."""
+    shown = Decimal(printed.replace("−", "-").replace(",", ""))
+    half = Decimal(1).scaleb(min(shown.as_tuple().exponent, 0)) / 2 + Decimal("1e-12")
+    target = Decimal(repr(value))
+    if printed[0] not in "+-−":
+        shown, target = abs(shown), abs(target)
+    return abs(shown - target) <= half
+
+
+def _bound_prose(text: str) -> str:
+    """The prose :func:`unbound_numbers` reads: what :func:`prose` keeps, less dotted versions
+    (``2.13.0``), with the value and given markers left in place, untouched (every other comment removed)."""
+    text = BLOCK.sub(" ", text)
+    markers = MARKER.findall(text)
+    text = MARKER.sub("\x00", text)  # the markers' own digits and dates are not prose
+    for pattern in (FENCE, COMMENT, CODE_SPAN, LINK_TARGET, DATE, ISSUE_REF, VERSION):
+        text = pattern.sub(" ", text)
+    parts = text.split("\x00")
+    return "".join(part + (markers[i] if i < len(markers) else "") for i, part in enumerate(parts))
+
+
+def unbound_numbers(text: str, root: Path) -> list[str]:
+    """The prose numbers of a bound page that break the binding: a decimal with no marker, a marker
+    whose field is missing, or a number that is not its field's value; empty when all hold."""
+    aliases, problems = _aliases(text), []
+    body = _bound_prose(text)
+    marked = set()
+    for m in MARKED.finditer(body):
+        marked.add(m.start())
+        ref = VALUE.fullmatch(m["marker"])
+        if ref is None:
+            continue  # given: not a result
+        printed = m.group(0)[: m.start("marker") - m.start()].rstrip("%")
+        field, percent = ref["ref"].removesuffix(PERCENT), ref["ref"].endswith(PERCENT)
+        try:
+            value = field_value(root, field, aliases) * (100 if percent else 1)
+        except (KeyError, ValueError, IndexError, OSError) as err:
+            problems.append(f"{printed} ({err})")
+            continue
+        if not _prints(printed, value):
+            problems.append(f"{printed} (its field {ref['ref']} is {value:.6g})")
+    blank = lambda m: " " * len(m.group(0))  # noqa: E731  (keeps positions: the markers' own digits are not prose)
+    for m in PROSE_NUMBER.finditer(VALUE.sub(blank, GIVEN.sub(blank, body))):
+        if m.start() not in marked and re.search(r"[.e]", m.group(0)):
+            problems.append(f"{m.group(0)} (no value marker)")
+    return problems
