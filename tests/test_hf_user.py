@@ -57,7 +57,13 @@ REFUSALS = {  # case -> (model maker, import-hf flags, words of the one-line err
     "no tokenizer": (lambda f: _no_tokenizer(tiny_bert(f)), [], "cannot load the tokenizer"),
     "ids past the model": (_mismatched, ["--alphabet", "the,##s"], "tokenizer's ids reach"),
     "gpt-2": (_gpt2, ["--alphabet", "A,C"], "cannot load a Hugging Face masked LM"),
+    "corrupt config.json": (lambda f: _corrupt_config(tiny_bert(f)), [], "config.json is not valid JSON (line 1"),
 }
+
+
+def _corrupt_config(folder):
+    (folder / "config.json").write_text('{"architectures": ["BertForMaskedLM"],')
+    return folder
 
 
 @pytest.mark.parametrize("case", sorted(REFUSALS))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,3 +111,17 @@ def test_every_default_passes_its_own_check():
                 except InputError as exc:
                     bad.append(f"{name}: {exc}")
     assert bad == []
+
+
+# writers of a file outside infra/io.py's atomic helpers (a temporary name, then renamed); the comparison
+# loops' antibody figure is left to their refactor, and the code generator rewrites source files
+NOT_ATOMIC_YET = {"antibody/infill_runs.py", "sampling/codegen.py"}
+DIRECT_WRITE = re.compile(r"open\([\"']w|\.savefig\((?!tmp)|(?<!tmp)\.write_(text|bytes)\(|np\.save\((?!fh)|torch\.save\(")
+
+
+def test_every_output_is_written_atomically():
+    """Nothing half-written is left behind: outputs go through ``atomic_path`` (infra/io.py) and its helpers."""
+    src = Path(__file__).resolve().parents[1] / "src" / "mdm_mi"
+    direct = [f"{p.relative_to(src)}:{n}" for p in sorted(src.rglob("*.py")) if str(p.relative_to(src)) not in NOT_ATOMIC_YET
+              for n, line in enumerate(p.read_text().splitlines(), 1) if DIRECT_WRITE.search(line) and "tmp" not in line]
+    assert direct == []

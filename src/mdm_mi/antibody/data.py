@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.io import atomic_path
 
 REGIONS = ("fw1", "cdr1", "fw2", "cdr2", "fw3", "cdr3", "fw4")
 CDRS = ("cdr1", "cdr2", "cdr3")
@@ -125,8 +126,8 @@ def assign_scopes(n_rows: int, scopes: tuple[str, ...], weights: tuple[float, ..
 
 
 def write_vh(rows: list[VH], path: str | Path) -> None:
-    """Rows back to the TSV format of :func:`read_vh`."""
-    with Path(path).open("w", newline="") as fh:
+    """Rows back to the TSV format of :func:`read_vh`, written atomically."""
+    with atomic_path(path) as tmp, tmp.open("w", newline="") as fh:
         w = csv.writer(fh, delimiter="\t", lineterminator="\n")
         w.writerow(COLUMNS)
         for r in rows:

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-import numpy as np
 import torch
 
 from mdm_mi.antibody import pairs as P
@@ -35,7 +34,7 @@ from mdm_mi.infra.checkpoint import read_meta
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h, OutDir, SeedFlag, THREADS_HELP
 from mdm_mi.infra.validate import OUT_FOLDER
-from mdm_mi.infra.io import write_json
+from mdm_mi.infra.io import write_json, write_npy
 from mdm_mi.models.loading import load_mi_head, load_model, weights_identity
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.mi.probe import exact_mi
@@ -111,8 +110,8 @@ def write_label_contexts(backbone, rows: list, scopes: list[str], path: Path, fi
     names both the model's fingerprint and the maskable file (what ``label`` reads)."""
     tokens = backbone.encode([r.sequence for r in rows])
     maskable = backbone.encode([template(r, SCOPES[s]) for r, s in zip(rows, scopes)]) == backbone.mask_id
-    np.save(path, tokens.numpy())
-    np.save(path.with_name(f"{path.stem}_maskable.npy"), maskable.numpy())
+    write_npy(path, tokens.numpy())
+    write_npy(path.with_name(f"{path.stem}_maskable.npy"), maskable.numpy())
     write_json(path.with_suffix(".json"), {"model_fingerprint": fingerprint, "maskable": f"{path.stem}_maskable.npy",
                                            "scopes": {s: scopes.count(s) for s in dict.fromkeys(scopes)}})
 

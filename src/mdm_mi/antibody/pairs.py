@@ -13,12 +13,14 @@ bridge at the CDR-H3 base (IMGT 106 and 116). Token index = residue position + 1
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from mdm_mi.antibody.data import CDRS, REGIONS, template, VH
+from mdm_mi.infra.io import atomic_path
 
 PAIRS = ("H94-H101 salt bridge", "Cys23-Cys104")
 
@@ -118,7 +120,8 @@ def draw(row: VH, head: torch.Tensor, exact: torch.Tensor | None, masked: torch.
         fig.colorbar(im, ax=ax, fraction=0.046)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(out, dpi=150)
+    with atomic_path(out) as tmp:  # never a half-written figure
+        fig.savefig(tmp, dpi=150, format=Path(out).suffix.lstrip(".") or "png")
     plt.close(fig)
 
 

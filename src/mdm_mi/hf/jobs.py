@@ -10,7 +10,6 @@ model's token fingerprint, which ``label`` checks, and the records' names in row
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import read_fasta, write_fasta
 from mdm_mi.infra.flags import OutDir, SeedFlag, from_schema, h as _h
 from mdm_mi.infra.validate import OUT_FOLDER, TEXT
-from mdm_mi.infra.io import read_text_input, write_json
+from mdm_mi.infra.io import read_json, read_text_input, write_json, write_npy
 from mdm_mi.models.loading import FINGERPRINT, compute_fingerprint, load_model
 
 SPLITS = ("train", "heldout")  # hf-data's token files: {split}_contexts.npy
@@ -57,7 +56,7 @@ def import_hf(args: ImportHfArgs, tracker) -> None:
     if not (weights / "config.json").is_file():
         raise InputError(f"{weights} has no config.json: give the folder written by save_pretrained")
     out = Path(args.out) if args.out is not None else weights
-    config = json.loads((weights / "config.json").read_text())
+    config = read_json(weights / "config.json")
     arch = next(iter(config.get("architectures") or []), "Hugging Face masked LM")
     meta = {"domain": DOMAIN, "tokens": read_alphabet(args.alphabet), "alphabet": args.alphabet,
             "hidden_layer": args.hidden_layer, "bf16": args.bf16, "architecture": arch,
@@ -139,7 +138,7 @@ def hf_data(args: HfDataArgs, tracker) -> None:
     out.mkdir(parents=True, exist_ok=True)
     stamp = {"token_fingerprint": token_fingerprint(backbone), "model": str(args.model)}
     for split in SPLITS:
-        np.save(out / f"{split}_contexts.npy", encoded[split])
+        write_npy(out / f"{split}_contexts.npy", encoded[split])
         write_json(out / f"{split}_contexts.json", stamp | {"records": [n for n, _ in parts[split]]})
     spelled = {split: backbone.decode_tokens(torch.as_tensor(encoded[split])) for split in SPLITS}  # a line a record
     write_fasta(out / "train.fasta", [(f"train{i}", s) for i, s in enumerate(spelled["train"])])

@@ -79,8 +79,18 @@ def write_npy(path: str | Path, array) -> None:
 
 
 def read_json(path: str | Path):
-    """Read a JSON file."""
-    return json.loads(Path(path).read_text())
+    """Read a JSON file; one-line :class:`InputError` for one that is not readable text or not JSON (a
+    missing file stays :class:`FileNotFoundError`, also one line at the CLI)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (PermissionError, IsADirectoryError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {path}: {type(exc).__name__}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+                         "write it again or restore it") from None
 
 
 def read_text_input(path: Path | str, what: str) -> str:

@@ -22,6 +22,7 @@ from mdm_mi.testbed import report as testbed_report
 from mdm_mi.infra.docmarks import rewrite_blocks
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h
+from mdm_mi.infra.io import write_text
 
 PAGES = ("README.md", "docs")  # the pages held to their data: README and every docs/ page outside docs/record/
 RECORD = "docs/record"
@@ -96,6 +97,6 @@ def render_docs(args: RenderDocsArgs, tracker=None) -> int | None:
             print(f"stale: {page} (run: mdm-mi render-docs)", file=sys.stderr)
         return 1 if stale else None
     for page, fresh in fresh_pages(root):
-        page.write_text(fresh)
+        write_text(page, fresh)  # atomically: a page is never left half-rendered
         print(f"rendered {page.relative_to(root)}")
     return None
