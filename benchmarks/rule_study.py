@@ -32,7 +32,7 @@ from mdm_mi.evaluation.paired import mcnemar_exact
 from mdm_mi.models.loading import load_model
 from mdm_mi.models.loading import load_mi_head
 from mdm_mi.mi.guided import DensePairs, MIGuided, head_pairwise_fn
-from mdm_mi.sudoku.compare import Decoder, calibrate_families, decode_matched
+from mdm_mi.sudoku.compare import Decoder, compare_runs
 from mdm_mi.sudoku.data import load_puzzle_csv
 
 ERR_RANGE = (1e-6, 100.0)
@@ -130,8 +130,7 @@ def main() -> None:
     decoder = Decoder(model, head_pairwise_fn(load_mi_head(args.head, "cpu")), 500, 0)
     t0 = time.time()
     fams = families()
-    seq_calib, points, caches = calibrate_families(decoder, calib, fams, args.divisors, log=lambda m: None)
-    runs = decode_matched(decoder, test, decoder, calib, fams, points, caches, seq_calib, log=lambda m: None)
+    runs, _ = compare_runs(decoder, test, decoder, calib, fams, args.divisors, log=lambda m: None)
     seq, seq_passes = runs["sequential"]["solved"], runs["sequential"]["passes"]
     print(f"n={len(seq)} test puzzles; sequential {seq.mean():.3f} at {seq_passes.mean():.1f} passes")
     for name, r in runs.items():

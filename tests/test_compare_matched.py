@@ -114,7 +114,7 @@ def test_sudoku_runs_are_matched_to_sequentials_test_passes(tiny_model, easy_puz
     budget (sequential's test passes ÷ d) exactly or is marked off budget."""
     from mdm_mi.evaluation.budgets import budget_rows
     from mdm_mi.evaluation.calibrate import calibrated_families
-    from mdm_mi.sudoku.compare import Decoder, calibrate_families, decode_matched
+    from mdm_mi.sudoku.compare import Decoder, compare_runs
     from mdm_mi.sudoku.data import PuzzleSet
 
     puzzles, solutions = easy_puzzles
@@ -122,8 +122,7 @@ def test_sudoku_runs_are_matched_to_sequentials_test_passes(tiny_model, easy_puz
     test = PuzzleSet(puzzles[10:], solutions[10:], ["easy"] * 10)
     families = [f for f in calibrated_families(81, {"mi_lambda": [1.0], "mi_on_reject": "skip", "mi_charge_first": False}, SAMPLER_CLASSES) if f.label in ("naive", "eb")]
     decoder, calib_decoder = Decoder(tiny_model, None, 10, 0), Decoder(tiny_model, None, 10, 1)
-    seq, points, caches = calibrate_families(calib_decoder, calib, families, (3,), log=lambda m: None)
-    runs = decode_matched(decoder, test, calib_decoder, calib, families, points, caches, seq, log=lambda m: None)
+    runs, _ = compare_runs(decoder, test, calib_decoder, calib, families, (3,), log=lambda m: None)
     budget = float(np.mean(runs["sequential"]["passes"])) / 3
     for name in ("naive@1/3", "eb@1/3"):
         run = runs[name]

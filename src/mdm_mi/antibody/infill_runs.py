@@ -4,7 +4,7 @@ the calibration templates and its fills of the test templates, and the result fi
 
     test = InfillSet.from_tsv(backbone, "data/test.tsv", ("cdr3",), n=48, seed=0)   # n=None: every lineage
     filler = Filler(backbone, args.seed, args.temperature, args.batch_size, store)   # store: None or a ChunkStore
-    runs = {"sequential": sequential_run(filler, test, args)} | calibrated_runs(filler, test, calib, args, pairwise)
+    runs = calibrated_runs(filler, test, calib, families, (2, 4), 2, pairwise)  # sequential and every family at ÷2, ÷4
 
 With a store, every fill of the test and calibration templates and each fill's scores (PLL and
 recovery, :func:`fill_scores`) are kept on disk per chunk of templates, per fill and per
@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import platform
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import torch
@@ -27,17 +26,18 @@ import torch
 from mdm_mi.antibody.compare import (composition, fill_diversity, METRICS, paired_t, per_context, pll_per_residue,
                                      pll_scale, recovery)
 from mdm_mi.antibody.data import read_vh, template
-from mdm_mi.core.sampler_table import ATTENTION, HEAD, SAMPLERS, TV_HEAD, swept_settings
+from mdm_mi.core.sampler_table import ALGORITHM_1, ATTENTION, HEAD, SAMPLERS, TV_HEAD
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.budgets import BEST_MI, by_budget, off_budget, OFF_TARGET, OFF_TARGET_NOTE, SEQUENTIAL
 from mdm_mi.evaluation.chunks import ChunkStore
-from mdm_mi.evaluation.calibrate import calibrated_families
-from mdm_mi.evaluation.infill import calibrate_to, Filled, Filler, max_masked
+from mdm_mi.evaluation.calibrate import calibrated_families, Family
+from mdm_mi.evaluation.infill import Filled, Filler, max_masked, sequential_passes
+from mdm_mi.evaluation.runner import Budget, ComparisonTask, run_comparison
 from mdm_mi.evaluation.stats import jsd_bits
 from mdm_mi.evaluation.verdicts import verdict, WORDS
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path, write_json, write_text
-from mdm_mi.infra.progress import Progress
+from mdm_mi.infra.runtime import cpu_model
 from mdm_mi.mi.dapd import pairwise_source
 from mdm_mi.mi.guided import oracle_pairwise_fn, OracleMI
 from mdm_mi.sampling.registry import SAMPLER_CLASSES
@@ -132,28 +132,38 @@ def _run(test: InfillSet, backbone, fills: tuple[Filled, dict], family: str, div
             **test.set_metrics(backbone, filled.tokens), **extra}
 
 
-def sequential_run(filler: Filler, test: InfillSet, args, order: str = "entropy") -> dict:
+def sequential_run(filler: Filler, test: InfillSet, fills: int, order: str = "entropy") -> dict:
     """Sequential decoding (one position per pass: lowest entropy first, or with ``order="margin"`` the
-    largest top-1/top-2 margin, Kim et al. 2025) on the test templates."""
-    fills = scored_fills(filler, test, Sequential(order=order), args.fills)
+    largest top-1/top-2 margin, Kim et al. 2025) on the test templates, ``fills`` fills each."""
+    fills = scored_fills(filler, test, Sequential(order=order), fills)
     name = SEQUENTIAL if order == "entropy" else f"{SEQUENTIAL} ({order} order)"
     return _run(test, filler.backbone, fills, name, 1, {"order": order}, {"calib_score": 0.0})
 
 
-def oracle_runs(filler: Filler, test: InfillSet, runs: dict, args) -> dict[int, dict]:
-    """Algorithm 1 fed the certified probing MI (±``args.oracle_tol`` nats) in place of the head, at
-    mi*'s calibrated setting of each of ``args.oracle_divisors``, on the first ``args.oracle_contexts``
+@dataclass(frozen=True)
+class OracleSettings:
+    """The exact-MI oracle's share of the comparison: the first ``contexts`` test contexts, at the
+    budgets ``divisors``, probing MI certified to ±``tol`` nats."""
+
+    contexts: int
+    divisors: tuple[int, ...]
+    tol: float
+
+
+def oracle_runs(filler: Filler, test: InfillSet, runs: dict, oracle: OracleSettings, n_fills: int) -> dict[int, dict]:
+    """Algorithm 1 fed the certified probing MI (±``oracle.tol`` nats) in place of the head, at mi*'s
+    calibrated setting of each of ``oracle.divisors``, ``n_fills`` fills of the first ``oracle.contexts``
     test contexts; paired by context with the head (mi*) and sequential on the same contexts. The
     oracle's probing passes (``≤ 1 + |M|·20`` per step) are not counted, as in the Sudoku ceiling. With
     a store, its fills are kept under the label ``oracle tol=<tol>``."""
-    sub, n = test.first(args.oracle_contexts), args.oracle_contexts
-    oracle = oracle_pairwise_fn(filler.backbone, method="certified", tol=args.oracle_tol)
-    filler = dataclasses.replace(filler, label=f"oracle tol={args.oracle_tol}")
+    sub, n = test.first(oracle.contexts), oracle.contexts
+    probe = oracle_pairwise_fn(filler.backbone, method="certified", tol=oracle.tol)
+    filler = dataclasses.replace(filler, label=f"oracle tol={oracle.tol}")
     table, out = by_budget(runs), {}
-    for d in args.oracle_divisors:
+    for d in oracle.divisors:
         head = table[d][BEST_MI]
         t0 = time.time()
-        fills = scored_fills(filler, sub, OracleMI(**head["params"]), args.fills, oracle)
+        fills = scored_fills(filler, sub, OracleMI(**head["params"]), n_fills, probe)
         run = _run(sub, filler.backbone, fills, "mi-oracle", d, head["params"], {"seconds": time.time() - t0})
         arms = {"head": head, "sequential": runs[SEQUENTIAL]}
         run["contrasts"] = {f"oracle − {a}": paired_t(np.asarray(run["pll"]), np.asarray(r["pll"][:n]))
@@ -165,52 +175,72 @@ def oracle_runs(filler: Filler, test: InfillSet, runs: dict, args) -> dict[int, 
     return out
 
 
-def _families(args, with_head: bool, with_tv: bool, most: int) -> list:
-    """The calibrated families, built as every comparison's (:func:`mdm_mi.evaluation.calibrate.calibrated_families`,
-    in the sampler table's order): the baselines ``--samplers`` names, then each value of every swept
-    setting (Algorithm 1's λ and the generated ``AntibodySweptFlags``), but none reading a matrix the
-    comparison lacks (the MI head, the TV head; the attention is the model's own)."""
-    baselines = [n for n, spec in SAMPLERS.items() if spec.calibration and spec.calibration.each is None]
-    if not set(args.samplers) <= set(baselines):
-        raise InputError(f"--samplers takes calibrated baselines ({', '.join(baselines)}), got {', '.join(args.samplers)}")
-    settings = {s.key: getattr(args, s.key) for s in swept_settings()}
-    settings |= {"mi_on_reject": args.mi_on_reject, "mi_charge_first": args.mi_charge_first}
+def antibody_families(baselines: tuple[str, ...], settings: Mapping, with_head: bool, with_tv: bool,
+                        most: int) -> list[Family]:
+    """The calibrated families, built as every comparison's (:func:`mdm_mi.evaluation.calibrate.calibrated_families`
+    of ``settings``, config key → value, in the sampler table's order): the calibrated ``baselines``, then
+    each value of every swept setting (Algorithm 1's λ and the generated ``AntibodySweptFlags``), but none
+    reading a matrix the comparison lacks (the MI head, the TV head; the attention is the model's own)."""
+    known = [n for n, spec in SAMPLERS.items() if spec.calibration and spec.calibration.each is None]
+    if not set(baselines) <= set(known):
+        raise InputError(f"--samplers takes calibrated baselines ({', '.join(known)}), got {', '.join(baselines)}")
     have = {None, ATTENTION} | ({HEAD} if with_head else set()) | ({TV_HEAD} if with_tv else set())
     return [f for f in calibrated_families(max(2, most), settings, SAMPLER_CLASSES) if SAMPLERS[f.sampler].pairwise in have
-            and (SAMPLERS[f.sampler].calibration.each is not None or f.sampler in args.samplers)]
+            and (SAMPLERS[f.sampler].calibration.each is not None or f.sampler in baselines)]
 
 
-def calibrated_runs(filler: Filler, test: InfillSet, calib: InfillSet, args, pairwise, tv_fn=None) -> dict[str, dict]:
-    """Every family at every budget: calibrated on ``calib`` (one cache per family, cheapest budget
-    first), then filling ``test``. ``pairwise`` is the MI head's Î, ``tv_fn`` the TV head's T̂ (each family
-    reads its own, :func:`mdm_mi.mi.dapd.pairwise_source`). ``calib_score`` (mi*'s choice of λ) is the
-    calibration fills' PLL."""
-    runs, backbone = {}, filler.backbone
-    several_mi = len(args.mi_lambda) > 1 and pairwise is not None
-    most = max(max_masked(backbone, calib.tokens), max_masked(backbone, test.tokens))
-    families = _families(args, pairwise is not None, tv_fn is not None, most)
-    line = Progress("settings", len(families) * len(args.divisors))  # each calibrated, filled and scored
-    for fam in families:
-        cache: dict = {}
-        for d in sorted(args.divisors, reverse=True):
-            with pairwise_source(backbone, fam.sampler, pairwise, tv_fn) as pf:
-                point = calibrate_to(backbone, calib.tokens, fam, d, args.seed, pairwise_fn=pf, cache=cache,
-                                     log=lambda s: print(s, flush=True), filler=filler)
-            sampler = fam.build(point.value)
-            score = 0.0
-            if several_mi and fam.sampler == "mi":
-                pll = scored_fills(filler, calib, sampler, 1, pairwise)[1]["pll"]
-                score = float(per_context(pll, len(calib.ids)).mean())
-            with pairwise_source(backbone, fam.sampler, pairwise, tv_fn) as pf:
-                filled = filler(test.tokens, sampler, args.fills, pf)
-            fills = (filled, fill_scores(filler, test, sampler, filled))
-            runs[f"{fam.slug}@{d}"] = _run(test, backbone, fills, fam.label, d, sampler.params(), {
-                "target": point.target, "calib_passes": point.passes, "on_target": point.on_target,
-                "calib_score": score})
-            print(f"{fam.label} 1/{d}: {fam.param}={point.value:.4g}, calibration {point.passes:.2f} passes "
-                  f"(target {point.target:.2f}); test {runs[f'{fam.slug}@{d}']['mean_passes']:.2f} passes, "
-                  f"PLL {np.mean(runs[f'{fam.slug}@{d}']['pll']):.3f}; {line(len(runs))}", flush=True)
-    return runs
+@dataclass
+class AntibodyTask(ComparisonTask):
+    """The antibody comparison for :func:`mdm_mi.evaluation.runner.run_comparison`: each family calibrated
+    on ``calib``'s templates (one fill each), then ``fills`` fills of ``test`` at the calibrated setting,
+    scored (PLL, recovery) → :func:`_run`'s record with target, calib_passes, on_target and
+    ``calib_score``: the calibration fills' PLL for Algorithm 1 when several λ compete (mi* picks by it),
+    else 0. ``pairwise`` is the MI head's Î, ``tv_fn`` the TV head's T̂ (each family reads its own,
+    :func:`mdm_mi.mi.dapd.pairwise_source`). Run ids are ``<slug>@<d>``."""
+
+    filler: Filler
+    test: InfillSet
+    calib: InfillSet
+    fills: int
+    pairwise: object
+    tv_fn: object = None
+    several_mi: bool = False
+
+    def calibration_passes(self) -> float:
+        return sequential_passes(self.filler.backbone, self.calib.tokens)
+
+    def measure(self, sampler) -> tuple[float, dict]:
+        with pairwise_source(self.filler.backbone, sampler, self.pairwise, self.tv_fn) as pf:
+            res = self.filler(self.calib.tokens, sampler, 1, pf)
+        return float(res.passes.float().mean()), {}
+
+    def reference_runs(self) -> dict[str, dict]:
+        return {SEQUENTIAL: sequential_run(self.filler, self.test, self.fills)}
+
+    def run_id(self, family: Family, divisor: int) -> str:
+        return f"{family.slug}@{divisor}"
+
+    def test_run(self, budget: Budget) -> dict:
+        fam, point, sampler, backbone = budget.family, budget.point, budget.sampler, self.filler.backbone
+        score = 0.0
+        if self.several_mi and fam.sampler == ALGORITHM_1:
+            pll = scored_fills(self.filler, self.calib, sampler, 1, self.pairwise)[1]["pll"]
+            score = float(per_context(pll, len(self.calib.ids)).mean())
+        with pairwise_source(backbone, fam.sampler, self.pairwise, self.tv_fn) as pf:
+            filled = self.filler(self.test.tokens, sampler, self.fills, pf)
+        fills = (filled, fill_scores(self.filler, self.test, sampler, filled))
+        return _run(self.test, backbone, fills, fam.label, budget.divisor, sampler.params(), {
+            "target": point.target, "calib_passes": point.passes, "on_target": point.on_target, "calib_score": score})
+
+
+def calibrated_runs(filler: Filler, test: InfillSet, calib: InfillSet, families: list[Family], divisors, n_fills: int,
+                    pairwise, tv_fn=None) -> dict[str, dict]:
+    """Sequential and every family at every budget sequential's passes ÷ each of ``divisors``,
+    ``n_fills`` fills per test context (:class:`AntibodyTask`); mi* scores its calibration fills when
+    several of Algorithm 1's λ compete."""
+    several_mi = pairwise is not None and sum(f.sampler == ALGORITHM_1 for f in families) > 1
+    task = AntibodyTask(filler, test, calib, n_fills, pairwise, tv_fn, several_mi)
+    return run_comparison(task, families, divisors, log=lambda s: print(s, flush=True))[0]
 
 
 def draw_budgets(runs: dict, references: dict, set_name: str, native_pll: float, path: Path) -> None:
@@ -243,14 +273,6 @@ def draw_budgets(runs: dict, references: dict, set_name: str, native_pll: float,
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def _cpu() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-        return next((l.split(":", 1)[1].strip() for l in out.splitlines() if l.startswith("Model name")), platform.processor())
-    except OSError:
-        return platform.processor()
 
 
 def set_metric_lines(runs: dict[str, dict], references: dict) -> list[str]:
@@ -330,11 +352,12 @@ def antibody_markdown(runs: dict[str, dict], rows: list[dict], set_name: str, na
     return "\n".join(lines) + "\n"
 
 
-def write_results(out: Path, runs: dict, rows: list[dict], args, n_test: int, native_pll: float, seconds: float,
+def write_results(out: Path, runs: dict, rows: list[dict], sizes: dict, native_pll: float, seconds: float,
                   references: dict | None = None, store: ChunkStore | None = None) -> None:
     """runs.json, references.json (margin order, oracle), budgets.csv (classified rows), budgets.md,
-    budgets.png (PLL and recovery against passes) and summary.json (cost, CPU, sizes; with the run's
-    ``store``, ``chunks``: how many chunks were read back and decoded, and by which commits)."""
+    budgets.png (PLL and recovery against passes) and summary.json (cost, CPU, ``sizes``: set, threads,
+    n_test, n_calibration, fills, divisors; with the run's ``store``, ``chunks``: how many chunks were read
+    back and decoded, and by which commits)."""
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "runs.json", runs)
     write_json(out / "references.json", {"margin": (references or {}).get("margin"),
@@ -343,10 +366,9 @@ def write_results(out: Path, runs: dict, rows: list[dict], args, n_test: int, na
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    write_text(out / "budgets.md", antibody_markdown(runs, rows, args.set_name, native_pll, n_test, args.fills, references))
-    draw_budgets(runs, references or {}, args.set_name, native_pll, out / "budgets.png")
-    write_json(out / "summary.json", {"seconds": seconds, "cpu": _cpu(), "threads": args.threads, "n_test": n_test,
-                                      "n_calibration": args.n_calibration, "fills": args.fills,
-                                      "set": args.set_name, "divisors": list(args.divisors),
-                                      "native_pll": native_pll} | ({} if store is None else {"chunks": store.record()}))
+    write_text(out / "budgets.md", antibody_markdown(runs, rows, sizes["set"], native_pll, sizes["n_test"], sizes["fills"],
+                                                     references))
+    draw_budgets(runs, references or {}, sizes["set"], native_pll, out / "budgets.png")
+    write_json(out / "summary.json", {"seconds": seconds, "cpu": cpu_model(), "native_pll": native_pll} | sizes
+               | ({} if store is None else {"chunks": store.record()}))
     print((out / "budgets.md").read_text())

@@ -22,14 +22,14 @@ from mdm_mi.antibody import pairs as P
 from mdm_mi.antibody.model import convert_antiberty, find_source, mark_and_check
 from mdm_mi.antibody.compare import contrast_rows, pll_per_residue
 from mdm_mi.antibody.data import assign_scopes, read_vh, SCOPES, SETS, split_by_lineage, template, write_vh
-from mdm_mi.antibody.infill_runs import (calibrated_runs, InfillSet, one_per_lineage, oracle_runs, sequential_run,
-                                         write_results)
+from mdm_mi.antibody.infill_runs import (calibrated_runs, antibody_families, InfillSet, one_per_lineage,
+                                         oracle_runs, OracleSettings, sequential_run, write_results)
 from mdm_mi.core.backbone import full_precision, token_fingerprint
 from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.hf_folder import DOMAIN
-from mdm_mi.core.sampler_table import HEAD, SAMPLERS, TV_HEAD, AntibodySweptFlags, swept_entries
+from mdm_mi.core.sampler_table import HEAD, SAMPLERS, TV_HEAD, AntibodySweptFlags, swept_entries, swept_settings
 from mdm_mi.evaluation.chunks import ChunkStore
-from mdm_mi.evaluation.infill import Filler
+from mdm_mi.evaluation.infill import Filler, max_masked
 from mdm_mi.infra.checkpoint import read_meta
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h, OutDir, SeedFlag, THREADS_HELP
@@ -166,14 +166,19 @@ def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
     if len(test.ids) < 2 or args.oracle_contexts > len(test.ids):
         raise InputError(f"test.tsv gives {len(test.ids)} test contexts: need >= 2 and >= --oracle-contexts")
     filler = compare_filler(backbone, args)
-    runs = {"sequential": sequential_run(filler, test, args)}
-    runs |= calibrated_runs(filler, test, calib, args, pairwise, tv_fn)
+    settings = {s.key: getattr(args, s.key) for s in swept_settings()}
+    settings |= {"mi_on_reject": args.mi_on_reject, "mi_charge_first": args.mi_charge_first}
+    most = max(max_masked(backbone, calib.tokens), max_masked(backbone, test.tokens))
+    families = antibody_families(args.samplers, settings, pairwise is not None, tv_fn is not None, most)
+    runs = calibrated_runs(filler, test, calib, families, args.divisors, args.fills, pairwise, tv_fn)
     rows = contrast_rows(runs, args.set_name)
-    references = {"margin": sequential_run(filler, test, args, order="margin") if args.margin else None,
-                  "oracle": oracle_runs(filler, test, runs, args) if args.oracle_contexts else {}}
+    oracle = OracleSettings(args.oracle_contexts, args.oracle_divisors, args.oracle_tol)
+    references = {"margin": sequential_run(filler, test, args.fills, order="margin") if args.margin else None,
+                  "oracle": oracle_runs(filler, test, runs, oracle, args.fills) if args.oracle_contexts else {}}
     native = float(pll_per_residue(backbone, test.native, test.positions).mean())
-    write_results(Path(args.out_dir), runs, rows, args, len(test.ids), native, time.time() - t0, references,
-                  filler.store)
+    sizes = {"set": args.set_name, "threads": args.threads, "n_test": len(test.ids), "n_calibration": args.n_calibration,
+             "fills": args.fills, "divisors": list(args.divisors)}
+    write_results(Path(args.out_dir), runs, rows, sizes, native, time.time() - t0, references, filler.store)
     tracker.log_metrics({"seconds": time.time() - t0})
 
 

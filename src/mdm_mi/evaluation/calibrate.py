@@ -258,12 +258,18 @@ def calibrated_families(max_tokens: int, settings: Mapping, classes: Mapping[str
     up to ``TOKENS`` ends at ``max_tokens``), ``classes`` (the caller's
     :data:`mdm_mi.sampling.registry.SAMPLER_CLASSES`) its class. Contenders (samplers reading MI) are
     compared with the others by :mod:`mdm_mi.evaluation.budgets`."""
-    families = []
-    for label, name, fixed in calibrated_variants(settings):
-        cal = SAMPLERS[name].calibration
-        hi = float(max_tokens) if cal.hi is TOKENS else cal.hi
-        families.append(Family(label, name, cal.param, cal.lo, hi, cal.scale, cal.increasing, fixed, cls=classes[name]))
-    return families
+    return [entry_family(label, name, fixed, classes[name], max_tokens)
+            for label, name, fixed in calibrated_variants(settings)]
+
+
+def entry_family(label: str, entry: str, fixed: dict, cls: type[Sampler], max_tokens: int | None = None) -> Family:
+    """The family of sampler class ``cls`` (its ``fixed`` keywords, row name ``label``) searched as the
+    table entry ``entry``'s ``calibration`` says: parameter, range (one up to ``TOKENS`` ends at
+    ``max_tokens``), scale and direction. ``entry`` is the class's own, or the rule it stands in for
+    (the exact-MI oracle is searched as Algorithm 1 is)."""
+    cal = SAMPLERS[entry].calibration
+    hi = float(max_tokens) if cal.hi is TOKENS else cal.hi
+    return Family(label, cls.name, cal.param, cal.lo, hi, cal.scale, cal.increasing, fixed, cls=cls)
 
 
 def comparison_families(max_tokens: int, args, classes: Mapping[str, type[Sampler]]) -> list[Family]:

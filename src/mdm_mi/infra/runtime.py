@@ -7,12 +7,16 @@
 
 from __future__ import annotations
 
+import platform
 import re
+from pathlib import Path
 
 import torch
 
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.slots import SlotError, claim_slot, visible_devices
+
+CPUINFO = Path("/proc/cpuinfo")
 
 INDEXED_CUDA = re.compile(r"cuda:(\d+)")
 
@@ -60,3 +64,15 @@ def setup(threads: int, seed: int) -> None:
     """Fix torch's CPU thread count and global seed for a job."""
     torch.set_num_threads(max(1, threads))
     torch.manual_seed(seed)
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (``platform.processor()`` where there is none): result
+    files name the machine their timings were taken on."""
+    try:
+        for line in CPUINFO.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()

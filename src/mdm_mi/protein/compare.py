@@ -22,8 +22,9 @@ import numpy as np
 
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.budgets import BEST_MI, by_budget, contrast_pairs
-from mdm_mi.evaluation.calibrate import Family, calibrate_grid
+from mdm_mi.evaluation.calibrate import Family
 from mdm_mi.evaluation.paired import ALPHA
+from mdm_mi.evaluation.runner import Budget, ComparisonTask, run_comparison
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.generate import draw_lengths, generate
 from mdm_mi.protein.metrics import bootstrap_jsd_differences, cluster_histogram, embed, fit_clusters, jsd_with_interval
@@ -73,57 +74,62 @@ def calibration_lengths(reference_lengths, spec: ProteinCompareSpec) -> np.ndarr
     return draw_lengths(reference_lengths, spec.calib_n, np.random.default_rng([spec.calibration_seed, 5]))
 
 
-def calibrate_proteins(backbone, pairwise_fn, scorer: Scorer, families: list[Family], spec: ProteinCompareSpec,
-                       reference_lengths, log=print, tv_fn=None):
-    """Sequential's passes on the calibration lengths (one per residue) and each family's point at
-    every budget; ``extra`` holds the calibration set's JSD (mi* picks λ by it). ``pairwise_fn``: the MI
-    head's Î, ``tv_fn``: the TV head's T̂ (families reading it), each family's by :func:`pairwise_source`."""
-    lengths = calibration_lengths(reference_lengths, spec)
-    seq_passes = float(np.mean(lengths))
+@dataclass
+class ProteinTask(ComparisonTask):
+    """The protein comparison for :func:`mdm_mi.evaluation.runner.run_comparison`: calibrated on the
+    calibration lengths (the set's JSD kept: mi* picks λ by it), then each setting generates the test
+    lengths (:meth:`test_lengths`; every run the same lengths in the same order with the same generator
+    seed) → run {family, divisor, params, seqs, passes (n,), emb (n, D), jsd..., target, calib_passes,
+    on_target, calib_jsd, calib_score}. ``pairwise_fn``: the MI head's Î, ``tv_fn``: the TV head's T̂
+    (each sampler reads its own, :func:`pairwise_source`)."""
 
-    def measure(sampler):
-        with pairwise_source(backbone, sampler, pairwise_fn, tv_fn) as fn:
-            seqs, passes = generate(backbone, lengths, sampler, spec.calibration_seed,
-                                    decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
-        return float(passes.mean()), {"calib_jsd": scorer.jsd(scorer.embed(seqs))["jsd"]}
+    backbone: object
+    pairwise_fn: object
+    scorer: Scorer
+    spec: ProteinCompareSpec
+    reference_lengths: object
+    tv_fn: object = None
 
-    return seq_passes, calibrate_grid(families, seq_passes, spec.divisors, measure, log)
+    def calibration_passes(self) -> float:
+        return float(np.mean(calibration_lengths(self.reference_lengths, self.spec)))
 
+    def measure(self, sampler) -> tuple[float, dict]:
+        seqs, passes = self._generate(sampler, calibration_lengths(self.reference_lengths, self.spec),
+                                      self.spec.calibration_seed)
+        return float(passes.mean()), {"calib_jsd": self.scorer.jsd(self.scorer.embed(seqs))["jsd"]}
 
-def generate_test(backbone, pairwise_fn, scorer: Scorer, families: list[Family], points, spec: ProteinCompareSpec,
-                  reference_lengths, sequential: bool = True, tv_fn=None) -> dict[str, dict]:
-    """Generate the test lengths with every calibrated point (and sequential, unless ``sequential`` is
-    false) → run id → {family, divisor, params, seqs, passes (n,), emb (n, D), jsd...}. Every run
-    decodes the same lengths in the same order with the same generator seed."""
-    lengths = draw_lengths(reference_lengths, spec.n, np.random.default_rng([spec.seed, 6]))
-    by_label = {f.label: f for f in families}
-    settings = [(SEQUENTIAL, SEQUENTIAL, 1, Sequential("entropy"), None)] if sequential else []
-    settings += [(f"{p.family}@1/{p.extra['divisor']}", p.family, p.extra["divisor"], by_label[p.family].build(p.value), p)
-                 for p in points]
-    runs = {}
-    for run_id, family, d, sampler, point in settings:
-        with pairwise_source(backbone, sampler, pairwise_fn, tv_fn) as fn:
-            seqs, passes = generate(backbone, lengths, sampler, spec.seed + 1,
-                                    decoding=spec.decoding, pairwise_fn=fn, batch_size=spec.batch_size)
-        emb = scorer.embed(seqs)
-        run = {"family": family, "divisor": d, "params": sampler.params(), "seqs": seqs, "passes": passes,
-               "emb": emb, **scorer.jsd(emb)}
-        if point is not None:
-            run |= {"target": point.target, "calib_passes": point.passes, "on_target": point.on_target,
-                    "calib_jsd": point.extra["calib_jsd"], "calib_score": -point.extra["calib_jsd"]}
-        runs[run_id] = run
-    return runs
+    def test_lengths(self) -> np.ndarray:
+        return draw_lengths(self.reference_lengths, self.spec.n, np.random.default_rng([self.spec.seed, 6]))
+
+    def reference_runs(self) -> dict[str, dict]:
+        return {SEQUENTIAL: self._test_run(SEQUENTIAL, 1, Sequential("entropy"))}
+
+    def test_run(self, budget: Budget) -> dict:
+        point = budget.point
+        return self._test_run(budget.family.label, budget.divisor, budget.sampler) | {
+            "target": point.target, "calib_passes": point.passes, "on_target": point.on_target,
+            "calib_jsd": point.extra["calib_jsd"], "calib_score": -point.extra["calib_jsd"]}
+
+    def _test_run(self, family: str, divisor: int, sampler) -> dict:
+        seqs, passes = self._generate(sampler, self.test_lengths(), self.spec.seed + 1)
+        emb = self.scorer.embed(seqs)
+        return {"family": family, "divisor": divisor, "params": sampler.params(), "seqs": seqs, "passes": passes,
+                "emb": emb, **self.scorer.jsd(emb)}
+
+    def _generate(self, sampler, lengths: np.ndarray, seed: int):
+        with pairwise_source(self.backbone, sampler, self.pairwise_fn, self.tv_fn) as fn:
+            return generate(self.backbone, lengths, sampler, seed, decoding=self.spec.decoding, pairwise_fn=fn,
+                            batch_size=self.spec.batch_size)
 
 
 def run_part(backbone, pairwise_fn, scorer: Scorer, families: list[Family], spec: ProteinCompareSpec,
              reference_lengths, sequential: bool, log=print, tv_fn=None) -> dict[str, dict]:
     """One part of a comparison (a job of its own in the workflow): ``families`` calibrated and
     generated at every budget, and sequential on the test lengths when ``sequential`` → the runs of
-    :func:`generate_test`. The parts of one comparison together make the runs of all of it: every
+    :class:`ProteinTask`. The parts of one comparison together make the runs of all of it: every
     part draws the same calibration and test lengths from ``spec``."""
-    points = (calibrate_proteins(backbone, pairwise_fn, scorer, families, spec, reference_lengths, log, tv_fn)[1]
-              if families else [])
-    return generate_test(backbone, pairwise_fn, scorer, families, points, spec, reference_lengths, sequential, tv_fn)
+    task = ProteinTask(backbone, pairwise_fn, scorer, spec, reference_lengths, tv_fn)
+    return run_comparison(task, families, spec.divisors, sequential, log)[0]
 
 
 def jsd_rows(runs: dict[str, dict], scorer: Scorer, n_boot: int, seed: int) -> list[dict]:

@@ -4,8 +4,7 @@ the test split at those settings, matched to each budget's exact test passes by
 :mod:`mdm_mi.evaluation.matched` (per-puzzle outcomes for the paired tests of :mod:`mdm_mi.evaluation.budgets`).
 
     splits = compare_splits(radcliffe, easy, ["hard"], SplitSpec(100, 1000, (), 0, seed=0, calib_seed=0))
-    seq_passes, points, caches = calibrate_families(calib_decoder, calib, families, divisors)
-    runs = decode_matched(test_decoder, test, calib_decoder, calib, families, points, caches, seq_passes)
+    runs, seconds = compare_runs(test_decoder, test, calib_decoder, calib, families, divisors)
 """
 
 from __future__ import annotations
@@ -13,17 +12,17 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 import numpy as np
 import torch
 
 from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.samplers import Sequential
-from mdm_mi.evaluation.calibrate import Family, Point, calibrate_grid
+from mdm_mi.evaluation.calibrate import Family
 from mdm_mi.evaluation.chunks import ChunkStore
-from mdm_mi.evaluation.matched import bracket_settings, mixture, settings_summary
-from mdm_mi.infra.progress import Progress
+from mdm_mi.evaluation.matched import settings_summary
+from mdm_mi.evaluation.runner import Budget, ComparisonTask, run_comparison
 from mdm_mi.mi.dapd import pairwise_source
 from mdm_mi.sudoku.evaluate import decode_set, solved_mask
 from mdm_mi.sudoku.grid import MASK_ID
@@ -126,65 +125,10 @@ def sequential_solved(model, puzzles: PuzzleSet, batch_size: int) -> tuple[np.nd
     return solved, time.time() - t0
 
 
-def calibration_measure(decoder: Decoder, calib: PuzzleSet):
-    """sampler → (mean passes on ``calib``, {calib_accuracy}): what calibration measures."""
-    def measure(sampler):
-        solved, passes = decoder(calib, sampler)
-        return float(passes.mean()), {"calib_accuracy": float(solved.mean())}
-
-    return measure
-
-
 def mean_blanks(ps: PuzzleSet) -> float:
     """Sequential's mean passes on ``ps`` (one per blank), known before any decode: the budgets are
     its fractions."""
     return float((ps.puzzles == MASK_ID).sum(1).mean())
-
-
-def calibrate_families(decoder: Decoder, calib: PuzzleSet, families: list[Family], divisors,
-                       log=print) -> tuple[float, list[Point], dict[str, dict]]:
-    """Sequential's passes on ``calib`` (one per blank), every family's point at each
-    ``sequential ÷ d`` (each carrying its calibration accuracy in ``extra``) and each family's
-    decode cache (label → value → result), which :func:`decode_matched` extends."""
-    seq_passes = mean_blanks(calib)
-    caches: dict[str, dict] = {}
-    points = calibrate_grid(families, seq_passes, divisors, calibration_measure(decoder, calib), log, caches)
-    return seq_passes, points, caches
-
-
-def decode_matched(decoder: Decoder, test: PuzzleSet, calib_decoder: Decoder, calib: PuzzleSet,
-                   families: list[Family], points: list[Point], caches: dict[str, dict], seq_calib: float,
-                   log=print, sequential: bool = True) -> dict[str, dict]:
-    """Decode ``test`` with sequential (when ``sequential``) and every calibrated point, each matched to
-    its budget — sequential's mean test passes (:func:`mean_blanks`) ÷ d — by
-    :func:`mdm_mi.evaluation.matched.bracket_settings` (a second setting calibrated on ``calib`` when
-    needed) → run id → {family, divisor, params (the calibrated setting's), target (the test budget),
-    settings, on_target (within 3% of it in test passes), solved (P,) and passes (P,) of the mixture,
-    setting_solved / setting_passes (2, P)}; run ids are ``<family>@1/<d>``. No run depends on
-    another family's: the parts of :func:`compare_runs` merge into the whole."""
-    by_label = {f.label: f for f in families}
-    seq_test = mean_blanks(test)
-    runs = {SEQUENTIAL: sequential_outcomes(decoder, test)} if sequential else {}
-    measure = calibration_measure(calib_decoder, calib)
-    line = Progress("test decodes", len(points))  # how far, and the time left
-    for n, point in enumerate(points, 1):
-        fam, d = by_label[point.family], point.extra["divisor"]
-        budget = seq_test / d
-        settings = bracket_settings(fam, point, budget, lambda sampler: decoder(test, sampler), measure,
-                                    caches.setdefault(fam.label, {}), seq_calib)
-        mixed = mixture(settings, budget)
-        runs[f"{fam.label}@1/{d}"] = {
-            "family": fam.label, "divisor": d, "params": fam.build(point.value).params(),
-            "calib_target": point.target, "calib_passes": point.passes,
-            "calib_accuracy": point.extra["calib_accuracy"], "calib_score": point.extra["calib_accuracy"],
-            "target": budget, "on_target": mixed["on_budget"], "settings": settings_summary(settings, mixed["weights"]),
-            "solved": mixed["solved"], "passes": mixed["passes"],
-            "setting_solved": np.stack([s.solved for s in settings] * (3 - len(settings)))[:2],
-            "setting_passes": np.stack([s.passes for s in settings] * (3 - len(settings)))[:2]}
-        log(f"matched {fam.label} 1/{d}: " + ", ".join(f"{s['test_passes']:.2f} passes × {s['weight']:.2f}"
-                                                       for s in runs[f"{fam.label}@1/{d}"]["settings"])
-            + f" → {np.mean(mixed['passes']):.2f} (budget {budget:.2f}); {line(n)}")
-    return runs
 
 
 def sequential_outcomes(decoder: Decoder, test: PuzzleSet) -> dict:
@@ -195,14 +139,53 @@ def sequential_outcomes(decoder: Decoder, test: PuzzleSet) -> dict:
     return {"family": SEQUENTIAL, "divisor": 1, "params": seq.params(), "solved": solved, "passes": passes}
 
 
+@dataclass
+class SudokuTask(ComparisonTask):
+    """The Sudoku comparison for :func:`mdm_mi.evaluation.runner.run_comparison`: calibrated on
+    ``calib`` (accuracy kept as the calibration score: mi* picks λ by it), decoded on ``test`` and
+    matched to sequential's test passes ÷ d exactly. A run: {family, divisor, params (the calibrated
+    setting's), calib_target, calib_passes, calib_accuracy, calib_score, target (the test budget),
+    on_target (within 3% of it in test passes), settings, solved (P,) and passes (P,) of the mixture,
+    setting_solved / setting_passes (2, P)}."""
+
+    decoder: Decoder
+    test: PuzzleSet
+    calib_decoder: Decoder
+    calib: PuzzleSet
+    matched: ClassVar[bool] = True
+
+    def calibration_passes(self) -> float:
+        return mean_blanks(self.calib)
+
+    def test_passes(self) -> float:
+        return mean_blanks(self.test)
+
+    def measure(self, sampler) -> tuple[float, dict]:
+        solved, passes = self.calib_decoder(self.calib, sampler)
+        return float(passes.mean()), {"calib_accuracy": float(solved.mean())}
+
+    def decode(self, family: Family, sampler) -> tuple[np.ndarray, np.ndarray]:
+        return self.decoder(self.test, sampler)
+
+    def reference_runs(self) -> dict[str, dict]:
+        return {SEQUENTIAL: sequential_outcomes(self.decoder, self.test)}
+
+    def test_run(self, budget: Budget) -> dict:
+        point, mixed, settings = budget.point, budget.mixed, budget.settings
+        return {"family": budget.family.label, "divisor": budget.divisor, "params": budget.sampler.params(),
+                "calib_target": point.target, "calib_passes": point.passes,
+                "calib_accuracy": point.extra["calib_accuracy"], "calib_score": point.extra["calib_accuracy"],
+                "target": budget.target, "on_target": mixed["on_budget"],
+                "settings": settings_summary(list(settings), mixed["weights"]),
+                "solved": mixed["solved"], "passes": mixed["passes"],
+                "setting_solved": np.stack([s.solved for s in settings] * (3 - len(settings)))[:2],
+                "setting_passes": np.stack([s.passes for s in settings] * (3 - len(settings)))[:2]}
+
+
 def compare_runs(decoder: Decoder, test: PuzzleSet, calib_decoder: Decoder, calib: PuzzleSet,
                  families: list[Family], divisors, sequential: bool = True, log=print) -> tuple[dict[str, dict], dict]:
-    """``families`` calibrated on ``calib`` (:func:`calibrate_families`) and decoded on ``test`` at each
-    budget (:func:`decode_matched`), sequential too when ``sequential`` → (run id → run, seconds
-    {calibration_s, test_s}). One call with every family, or one per family and one with none but
-    sequential (the workflow's parts), make the same runs."""
-    t0 = time.time()
-    seq_calib, points, caches = calibrate_families(calib_decoder, calib, families, divisors, log)
-    t1 = time.time()
-    runs = decode_matched(decoder, test, calib_decoder, calib, families, points, caches, seq_calib, log, sequential)
-    return runs, {"calibration_s": t1 - t0, "test_s": time.time() - t1}
+    """``families`` calibrated on ``calib`` and decoded on ``test`` at each budget, matched to it
+    (:class:`SudokuTask` through :func:`mdm_mi.evaluation.runner.run_comparison`), sequential too when
+    ``sequential`` → (run id → run, seconds {calibration_s, test_s}). One call with every family, or one
+    per family and one with none but sequential (the workflow's parts), make the same runs."""
+    return run_comparison(SudokuTask(decoder, test, calib_decoder, calib), families, divisors, sequential, log)

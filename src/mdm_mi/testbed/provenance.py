@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-CPUINFO = Path("/proc/cpuinfo")
+from mdm_mi.infra.runtime import cpu_model
+
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # src/mdm_mi: git runs from here
 
 
@@ -26,17 +27,6 @@ def git(*args: str) -> str:
     except (OSError, subprocess.SubprocessError):
         return ""
     return done.stdout.strip() if done.returncode == 0 else ""
-
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo ('' where there is none)."""
-    try:
-        for line in CPUINFO.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def command() -> str:

@@ -20,20 +20,19 @@ on ``n_test`` fresh prompts:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import zlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 import numpy as np
 import torch
 
-from mdm_mi.core.sampler_table import GAMMA_RANGE
 from mdm_mi.core.samplers import EntropyBounded, NaiveTopK, PairwiseFn, Sampler, Sequential
-from mdm_mi.evaluation.calibrate import Family, calibrate
-from mdm_mi.evaluation.matched import DecodedSetting, bracket_settings, mixture
+from mdm_mi.evaluation.calibrate import Family, entry_family
+from mdm_mi.evaluation.matched import DecodedSetting, mixture
+from mdm_mi.evaluation.runner import Budget, ComparisonTask, run_comparison
 from mdm_mi.evaluation.stats import CI_LEVEL, Z95
 from mdm_mi.mi.guided import MIGuided, OracleMI
 from mdm_mi.testbed.chain import ChainBackbone, PottsChain, exact_pairwise_fn, site_entropy
@@ -76,13 +75,15 @@ def derived_seed(seed: int, *parts: str) -> int:
     return zlib.crc32("/".join([str(seed), *parts]).encode())
 
 
+RULE_OF = {"eb": EB, "mi-oracle": MI_EXACT, "mi": MI_NOISY}  # a calibrated sampler's name → its rule
+
+
 def families() -> dict[str, Family]:
-    """EB-Sampler's γ and Algorithm 1's γ (λ = 1, exact and noisy MI), on the project's γ range."""
+    """EB-Sampler's γ and Algorithm 1's γ (λ = 1, exact and noisy MI), searched as the sampler table's
+    entries say (:func:`mdm_mi.evaluation.calibrate.entry_family`)."""
     mi_fixed = {"lam": LAMBDA, "on_reject": ON_REJECT, "charge_first": CHARGE_FIRST}
-    gamma = dict(param="gamma", lo=GAMMA_RANGE[0], hi=GAMMA_RANGE[1], scale="log", increasing=False)
-    return {EB: Family(EB, "eb", cls=EntropyBounded, **gamma),
-            MI_EXACT: Family(MI_EXACT, "mi-oracle", fixed=mi_fixed, cls=OracleMI, **gamma),
-            MI_NOISY: Family(MI_NOISY, "mi", fixed=mi_fixed, cls=MIGuided, **gamma)}
+    return {EB: entry_family(EB, "eb", {}, EntropyBounded), MI_EXACT: entry_family(MI_EXACT, "mi", mi_fixed, OracleMI),
+            MI_NOISY: entry_family(MI_NOISY, "mi", mi_fixed, MIGuided)}
 
 
 def mean_passes_measure(model: ChainBackbone, prompts: torch.Tensor, seed: int, pairwise_fn: PairwiseFn | None) -> Callable:
@@ -199,40 +200,69 @@ def run_regime(regime: Regime, settings: StudySettings, log: Callable = print) -
     test_instances = torch.arange(settings.n_calibration, chain.n_instances)
     noise_seed = derived_seed(seed, regime.name, "noise")
     sigma, r = calibrate_sigma(model, contexts, noise_seed)
-    sources = pairwise_sources(model, sigma, noise_seed)
     x = chain.sample(test_instances, torch.Generator().manual_seed(derived_seed(seed, regime.name, "test")))
     test = TestSet(prompts=model.prompts(test_instances), x=model.rows(test_instances, x))
-    decode = lambda label, sampler: outcomes(regime, model, sampler, sources[label], test,
-                                             derived_seed(seed, regime.name, label, json.dumps(sampler.params())))
+    task = RegimeTask(regime, model, model.prompts(calibration), test, pairwise_sources(model, sigma, noise_seed), settings)
+    runs, _ = run_comparison(task, list(families().values()), settings.divisors, log=lambda line: None)
+    order = [SEQUENTIAL] + [f"{NAIVE}@1/{d}" for d in settings.divisors]
+    order += [f"{label}@1/{d}" for label in families() for d in sorted(settings.divisors, reverse=True)]
     results = {}
-    for label, divisor, run, runs in matched_rules(regime, model, model.prompts(calibration), sources, decode, settings):
-        results[label, divisor] = s = scored(regime, label, divisor, run, runs)
+    for run in (runs[k] for k in order):
+        label, divisor = run["family"], run["divisor"]
+        results[label, divisor] = s = scored(regime, label, divisor, run["mixed"], run["settings"])
         log(f"{regime.name} {label} ÷{divisor}: {s.row['setting']} → passes {s.row['passes']:.2f}, "
             f"KL(p‖q) {s.row['kl_pq']:.4f}")
     maps = [compare(regime, results, label, d, settings) for d in settings.divisors for label in CONTENDERS]
     return regime_row(regime, chain, calibration[: settings.n_noise_contexts], sigma, r), [s.row for s in results.values()], maps
 
 
-def matched_rules(regime: Regime, model: ChainBackbone, prompts: torch.Tensor, sources: dict, decode: Callable,
-                  settings: StudySettings):
-    """Yield (rule, divisor, matched run, its settings) for sequential, then every rule at every budget
-    N ÷ d: naive at k = d (exactly N ÷ d passes), EB and Algorithm 1 calibrated on ``prompts`` by
-    :func:`calibrate` (one decode cache per rule) and matched on the test prompts to the budget exactly by
-    the project's mixture of two bracketing settings (:func:`mdm_mi.evaluation.matched.bracket_settings`)."""
-    n = model.chain.n_sites
-    exact = lambda label, sampler, calib: [DecodedSetting(math.nan, sampler.params(), calib, *decode(label, sampler))]
-    runs = exact(SEQUENTIAL, Sequential(), float(n))
-    yield SEQUENTIAL, 1, mixture(runs, float(n)), runs
-    for d in settings.divisors:
-        runs = [dataclasses.replace(exact(NAIVE, NaiveTopK(d), n / d)[0], value=float(d))]
-        yield NAIVE, d, mixture(runs, n / d), runs
-    cal_seed = derived_seed(settings.seed, regime.name, "calibration")
-    for label, family in families().items():
-        measure, cache = mean_passes_measure(model, prompts, cal_seed, sources[label]), {}
-        for d in sorted(settings.divisors, reverse=True):  # the cheapest budget first: its decodes are shared
-            point = calibrate(family, n / d, measure, cache=cache, ceiling=float(n))
-            runs = bracket_settings(family, point, n / d, lambda sampler: decode(label, sampler), measure, cache, float(n))
-            yield label, d, mixture(runs, n / d), runs
+@dataclass
+class RegimeTask(ComparisonTask):
+    """One regime's comparison for :func:`mdm_mi.evaluation.runner.run_comparison`: sequential and naive
+    top-k at k = d (exactly N ÷ d passes) as references; EB and Algorithm 1 calibrated on the calibration
+    ``prompts`` (one draw per row, the same seed every call) and matched on the test prompts to the
+    budget N ÷ d exactly. A run: {family (the rule), divisor, mixed (the matched mixture), settings}."""
+
+    regime: Regime
+    model: ChainBackbone
+    prompts: torch.Tensor
+    test: TestSet
+    sources: dict
+    settings: StudySettings
+    matched: ClassVar[bool] = True
+
+    def calibration_passes(self) -> float:
+        return float(self.model.chain.n_sites)
+
+    def test_passes(self) -> float:
+        return float(self.model.chain.n_sites)
+
+    def measure(self, sampler: Sampler) -> tuple[float, dict]:
+        seed = derived_seed(self.settings.seed, self.regime.name, "calibration")
+        return mean_passes_measure(self.model, self.prompts, seed, self.sources[RULE_OF[sampler.name]])(sampler)
+
+    def decode(self, family: Family, sampler: Sampler) -> tuple[np.ndarray, np.ndarray]:
+        return self._decode(family.label, sampler)
+
+    def _decode(self, label: str, sampler: Sampler) -> tuple[np.ndarray, np.ndarray]:
+        seed = derived_seed(self.settings.seed, self.regime.name, label, json.dumps(sampler.params()))
+        return outcomes(self.regime, self.model, sampler, self.sources[label], self.test, seed)
+
+    def reference_runs(self) -> dict[str, dict]:
+        n = self.model.chain.n_sites
+        runs = {SEQUENTIAL: self._exact(SEQUENTIAL, 1, Sequential(), float(n), math.nan)}
+        for d in self.settings.divisors:
+            runs[f"{NAIVE}@1/{d}"] = self._exact(NAIVE, d, NaiveTopK(d), n / d, float(d))
+        return runs
+
+    def _exact(self, label: str, divisor: int, sampler: Sampler, passes: float, value: float) -> dict:
+        """An uncalibrated rule's run: one setting, its budget ``passes``."""
+        runs = [DecodedSetting(value, sampler.params(), passes, *self._decode(label, sampler))]
+        return {"family": label, "divisor": divisor, "mixed": mixture(runs, passes), "settings": runs}
+
+    def test_run(self, budget: Budget) -> dict:
+        return {"family": budget.family.label, "divisor": budget.divisor, "mixed": budget.mixed,
+                "settings": list(budget.settings)}
 
 
 def compare(regime: Regime, scored: dict, label: str, divisor: int, settings: StudySettings) -> dict:
