@@ -19,6 +19,7 @@ import hashlib
 import json
 import sys
 import typing
+from pathlib import Path
 from typing import Callable, NamedTuple
 
 from mdm_mi.antibody import jobs as antibody_jobs
@@ -200,6 +201,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see '{self.prog} --help')\n")
 
 
+def _path(text: str) -> Path:
+    """A path flag's value: an empty one (an unset shell variable) is refused, not read as ``.``."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"an empty path {text!r}")
+    return Path(text)
+
+
 def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hints: dict, groups: dict) -> None:
     """Add one dataclass field as a ``--flag`` (or an optional positional argument)."""
     flag, tp = "--" + f.name.replace("_", "-"), hints[f.name]
@@ -221,6 +229,8 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hints: dic
         kw["type"] = next(a for a in targs if a is not type(None))
     else:
         kw["type"] = tp
+    if kw.get("type") is Path:
+        kw["type"] = _path
     group = f.metadata.get("group")
     if group and group not in groups:
         groups[group] = parser.add_argument_group(group)
