@@ -40,3 +40,23 @@ def test_fewer_than_two_masked_positions_cost_nothing():
     backbone = MLPBackbone(n=4, vocab=3, seed=0)
     result = topk_mi(backbone, torch.tensor([0, 3, 1, 2]), k=2)
     assert result.passes == 0 and result.label.abs().max() == 0
+
+
+@pytest.mark.parametrize("bound, label, warns", [
+    (2.862, 2.985, True),   # issue 65: 24x the certified MI, and no warning while the bound stayed below the label
+    (2.15, 2.27, True),
+    (0.3, 1.0, True),
+    (0.2, 1.0, False),
+    (0.0, 0.0, False),
+])
+def test_topk_warns_from_the_bounds_share_of_the_label(bound, label, warns, capsys):
+    from types import SimpleNamespace
+
+    from mdm_mi.mi.jobs import bound_note
+
+    note = bound_note(SimpleNamespace(method="topk", k=4), {"mean_bound": bound, "mean_label": label})
+    err = capsys.readouterr().err.splitlines()
+    assert note["bound_warning"] is warns and len(err) == int(warns)
+    if warns:
+        assert err[0].startswith("warning:") and "%" in err[0] and "--method certified" in err[0]
+    assert bound_note(SimpleNamespace(method="exact", k=None), {"mean_bound": bound, "mean_label": label}) == {}

@@ -116,18 +116,24 @@ def _mean_over_pairs(values: torch.Tensor, masked: torch.Tensor) -> float:
     return float(values[pairs].double().mean()) if pairs.any() else 0.0
 
 
+BOUND_SHARE_WARN = 0.25  # a top-k bound above this share of the mean label: the labels are mostly slack
+
+
 def bound_note(args: LabelArgs, stats: dict) -> dict:
-    """Top-k's verdict on its own labels (``bound_exceeds_label``: the mean bound exceeds the mean
-    label, so the labels say little about the MI), printed as one warning line when true; nothing for
-    the other methods (their bound is at most ``--tol``, which the user chose)."""
+    """Top-k's verdict on its own labels: ``bound_share``, the mean bound's share of the mean label (the
+    label is the certified lower bound plus the bound, so the share is the part of each label that the
+    backbone never certified), and ``bound_warning`` when it exceeds :data:`BOUND_SHARE_WARN`, printed as
+    one warning line; nothing for the other methods (their bound is at most ``--tol``, which the user chose)."""
     if args.method != "topk":
         return {}
-    exceeds = stats["mean_bound"] > stats["mean_label"]
-    if exceeds:
-        print(f"warning: label --method topk --k {args.k}: the mean bound {stats['mean_bound']:.3g} nats exceeds the "
-              f"mean label {stats['mean_label']:.3g} nats, so these labels say little about the MI; raise --k or "
-              "use --method certified", file=sys.stderr, flush=True)
-    return {"bound_exceeds_label": exceeds}
+    bound, label = stats["mean_bound"], stats["mean_label"]
+    share = bound / label if label > 0 else (1.0 if bound > 0 else 0.0)
+    warn = share > BOUND_SHARE_WARN
+    if warn:
+        print(f"warning: label --method topk --k {args.k}: the bound is {share:.0%} of the mean label ({bound:.3g} of "
+              f"{label:.3g} nats; only {max(label - bound, 0):.3g} certified), so these labels say little about the "
+              "MI; raise --k or use --method certified", file=sys.stderr, flush=True)
+    return {"bound_share": share, "bound_warning": warn}
 
 
 def label(args: LabelArgs, tracker) -> None:
