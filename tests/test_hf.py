@@ -226,7 +226,7 @@ def test_the_cli_marks_a_folder_and_refuses_a_missing_one(tmp_path):
     assert done.returncode == 0, done.stderr
     assert (folder / "meta.json").is_file()
     bad = subprocess.run(run + [str(tmp_path / "nowhere")], capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "config.json" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--weights" in bad.stderr and "folder not found" in bad.stderr
 
 
 def test_hf_data_splits_and_encodes(hf_dir, tmp_path):

@@ -380,3 +380,23 @@ def test_docs_your_model_states_the_rules_of_this_issue():
     assert "`generate` without `--reference`" in text  # the Limits paragraph: generate works for any alphabet
     assert "first `--val-contexts`" in text and "bound_warning" in text and '"k": null' in text
     assert "tokens separated by spaces*" not in text and "read as written" in text
+
+
+# ---- 11. weights fingerprinted by content at every load ------------------------------------------------
+
+def test_weights_replaced_after_import_are_refused_until_reimported(models, tmp_path, capsys):
+    """Issue 65: model a's folder with model b's weights copied over, without import-hf again: every
+    load refuses it in one line that says to re-import; after import-hf it loads, as a new model."""
+    import shutil
+
+    folder = shutil.copytree(models["a"], tmp_path / "a")
+    for weights in models["b"].glob("*.safetensors"):
+        shutil.copy(weights, folder / weights.name)
+    argv = ("mi-map", "MK__QL", "--model", folder, "--out", tmp_path / "m.png", "--quiet")
+    assert _main(*argv) == 2
+    _one_error(capsys, "changed since they were imported", "re-import", "import-hf")
+    assert not (tmp_path / "m.png").exists()
+    assert _main("import-hf", "--weights", folder) == 0
+    from mdm_mi.models.loading import load_model
+
+    load_model(folder)

@@ -17,6 +17,7 @@ the labels and heads made on it carry; :func:`load_mi_head` refuses a head made 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -65,9 +66,26 @@ def load_model(folder: str | Path, device="cpu", domain: str | None = None, meta
     """The backbone in ``folder`` → ``(backbone in eval mode on device, meta)``; ``domain`` (a domain
     name or :data:`SEQUENCES`) refuses a model of another domain. ``meta`` given (one not written yet:
     ``import-hf`` checks the model before it writes anything) is used instead of ``meta.json``."""
+    given = meta is not None
     meta = read_meta(folder) if meta is None else meta
     found = check_meta(folder, meta, domain)
+    if not given:
+        check_recorded_fingerprint(folder, meta)
     return DOMAINS[found].load(Path(folder), meta, device), meta
+
+
+def check_recorded_fingerprint(folder: str | Path, meta: dict) -> None:
+    """The fingerprint ``meta.json`` recorded at import (``import-hf``) is still that of the weights
+    there: weights replaced since are refused in one line, before labels or heads made on the old ones
+    could be read against them. A folder that records none is fingerprinted by content when asked."""
+    recorded = meta.get(FINGERPRINT)
+    if recorded is None:
+        return
+    actual = compute_fingerprint(folder, meta)
+    if actual != recorded:
+        raise CheckpointError(f"the weights of {folder} changed since they were imported (fingerprint {recorded} "
+                              f"recorded, {actual} now): re-import them with `mdm-mi import-hf --weights ...` "
+                              "(labels and heads made on the old weights are then refused)")
 
 
 def weight_files(folder: str | Path, meta: dict) -> list[Path]:
@@ -84,8 +102,20 @@ def compute_fingerprint(folder: str | Path, meta: dict) -> str:
     """A short hash of what fixes a model's logits: the sha256 of each of its :func:`weight_files` and
     its alphabet (``meta["tokens"]``, an ``hf`` model's); not its folder, nor its hidden layer (a head
     records that itself)."""
-    parts = {"weights": [sha256_file(p) for p in weight_files(folder, meta)], "tokens": meta.get("tokens")}
+    parts = {"weights": [_file_hash(p) for p in weight_files(folder, meta)], "tokens": meta.get("tokens")}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:FINGERPRINT_CHARS]
+
+
+def _file_hash(path: Path) -> str:
+    """The sha256 of ``path``, hashed once per process while its size and modification time stay the
+    same (every load checks the recorded fingerprint; a comparison loads its model many times)."""
+    st = path.stat()
+    return _hash_of(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _hash_of(path: str, size: int, mtime_ns: int) -> str:
+    return sha256_file(path)
 
 
 def model_fingerprint(folder: str | Path, meta: dict | None = None) -> str:
