@@ -80,10 +80,10 @@ def test_binary_junk_where_text_is_meant(tmp_path):
     junk = tmp_path / "p.csv"
     junk.write_bytes(b"puzzle\n\x00\xff\xfe")
     with pytest.raises(InputError, match="is not a text file"):
-        v._check_path("--puzzles", junk, v.Check(kind=v.TEXT))
+        v._check_path("--puzzles", junk, v.FlagCheck(kind=v.TEXT))
     cut = tmp_path / "long.txt"  # a character cut by the probe's end is still text
     cut.write_bytes(b"a" * (v.TEXT_PROBE - 1) + "é".encode() + b"b")
-    v._check_path("--puzzles", cut, v.Check(kind=v.TEXT))
+    v._check_path("--puzzles", cut, v.FlagCheck(kind=v.TEXT))
 
 
 def test_h_refuses_an_unknown_check_key():

@@ -27,7 +27,7 @@ def h(text: str, positional: bool = False, group: str | None = None, empty: bool
     makes the field an optional positional argument instead of a ``--flag``; ``group`` lists the flag
     under that heading in ``--help``; ``empty=True`` lets a required tuple flag be given with no values
     (``--indep-cap`` alone: none), as a config's empty list is passed; ``check`` holds what the flag
-    accepts beyond its type's and its name's rules (:class:`mdm_mi.infra.validate.Check`'s fields:
+    accepts beyond its type's and its name's rules (:class:`mdm_mi.infra.validate.FlagCheck`'s fields:
     ``low=-1``, ``kind=OUT_FOLDER``, ``item_bytes=...``)."""
     unknown = set(check) - set(CHECK_KEYS)
     if unknown:

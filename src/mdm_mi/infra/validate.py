@@ -1,4 +1,4 @@
-"""The one validator of the verbs' flags: every field of a verb's argument dataclass has a :class:`Check`,
+"""The one validator of the verbs' flags: every field of a verb's argument dataclass has a :class:`FlagCheck`,
 and :func:`validate` applies them all before the verb does any work (the CLI calls it on every verb).
 
 A field's check is its type's (a number is finite and >= 0, a string is non-empty and not padded with
@@ -41,7 +41,7 @@ Bound = Union[float, Callable[[object], float], None]
 
 
 @dataclass(frozen=True)
-class Check:
+class FlagCheck:
     """What one flag accepts. ``low``/``high``: inclusive bounds of a number (a function of the verb's
     arguments for a bound that depends on another flag); ``above``: ``low`` excluded; ``kind``: what a
     path names (:data:`PATH_KINDS`); ``choices`` / ``pattern``: a string's allowed values (case
@@ -62,7 +62,7 @@ class Check:
     raw: bool = False
 
 
-CHECK_KEYS = tuple(f.name for f in dataclasses.fields(Check))
+CHECK_KEYS = tuple(f.name for f in dataclasses.fields(FlagCheck))
 DEVICE = r"auto|cpu|cuda(:\d+)?"
 PATTERNS = {DEVICE: "auto, cpu, cuda or cuda:<index>"}  # how a pattern reads in an error line
 
@@ -96,7 +96,8 @@ BY_NAME: dict[str, dict] = {
     "hidden": {"low": 1, "item_bytes": 64}, "heads": {"low": 1}, "rank": {"low": 1}, "clusters": {"low": 2},
     "d_model": {"low": 1, "item_bytes": 64}, "n_heads": {"low": 1}, "n_layers": {"low": 1}, "ff_mult": {"low": 1},
     "divisors": {"low": 1}, "divisor": {"low": 1}, "oracle_divisors": {"low": 1}, "log_every": {"low": 1},
-    "k": {"low": 1}, "hidden_layer": {"low": None}, "max_length": {"low": 1}, "min_length": {"low": 1}, "graded_per_level": {"low": 1},
+    "k": {"low": 1}, "hidden_layer": {"low": None}, "max_length": {"low": 1}, "min_length": {"low": 1},
+    "graded_per_level": {"low": 1},
     # rates and tolerances
     "lr": {"above": True}, "tol": {"above": True}, "oracle_tol": {"above": True}, "t_min": {"high": 1},
     "t_max": {"high": 1}, "ema": {"high": 1}, "dropout": {"high": 1}, "mask_fraction": {"high": 1},
@@ -125,17 +126,17 @@ def base_type(tp):
     return tp, False
 
 
-def check_of(f: dataclasses.Field, tp) -> Check:
+def check_of(f: dataclasses.Field, tp) -> FlagCheck:
     """The field's check: its type's, then :data:`BY_NAME`'s, then its own (``metadata["check"]``)."""
     element, _ = base_type(tp)
-    check = Check(low=0) if element in (int, float) else Check(low=None, raw=bool(f.metadata.get("positional")))
+    check = FlagCheck(low=0) if element in (int, float) else FlagCheck(low=None, raw=bool(f.metadata.get("positional")))
     by_name = BY_NAME.get(f.name, {})
     if element is not Path:  # a count named like a file flag (``--puzzles 300``)
         by_name = {k: v for k, v in by_name.items() if k not in ("kind", "stdin")}
     return dataclasses.replace(check, **(by_name | f.metadata.get("check", {})))
 
 
-def checks(cls) -> list[tuple[dataclasses.Field, type, Check]]:
+def checks(cls) -> list[tuple[dataclasses.Field, type, FlagCheck]]:
     """Every field of the argument dataclass ``cls`` with its element type and check."""
     hints = get_type_hints(cls)
     return [(f, base_type(hints[f.name])[0], check_of(f, hints[f.name])) for f in dataclasses.fields(cls)]
@@ -143,8 +144,8 @@ def checks(cls) -> list[tuple[dataclasses.Field, type, Check]]:
 
 def validate(args) -> None:
     """Apply every field's check to the verb arguments ``args`` (a dataclass instance), in field order
-    (those whose bounds read other flags last); the first refusal is one :class:`InputError` naming its flag. Writes nothing, reads only the first
-    :data:`TEXT_PROBE` bytes of a text input."""
+    (those whose bounds read other flags last); the first refusal is one :class:`InputError` naming its
+    flag. Writes nothing; reads only the first :data:`TEXT_PROBE` bytes of a text input."""
     # a bound read from another flag (``--shard`` <= ``--n-shards`` - 1) is checked after every plain one
     ordered = sorted(checks(type(args)), key=lambda c: any(map(callable, (c[2].low, c[2].high, c[2].item_bytes))))
     for f, element, check in ordered:
@@ -154,7 +155,7 @@ def validate(args) -> None:
                 _check_value(flag_name(f), item, element, check, args)
 
 
-def _check_value(flag: str, value, element, check: Check, args) -> None:
+def _check_value(flag: str, value, element, check: FlagCheck, args) -> None:
     if element is bool:
         return
     if element in (int, float):
@@ -169,7 +170,7 @@ def _bound(bound: Bound, args):
     return bound(args) if callable(bound) else bound
 
 
-def _check_number(flag: str, value, check: Check, args) -> None:
+def _check_number(flag: str, value, check: FlagCheck, args) -> None:
     if not math.isfinite(value):
         raise InputError(f"{flag} must be a finite number, got {value}")
     low, high = _bound(check.low, args), _bound(check.high, args)
@@ -203,7 +204,7 @@ def fits_in_memory(flag: str, count: float, item_bytes: float) -> None:
                          "of memory: give a smaller value")
 
 
-def _check_text(flag: str, value: str, check: Check) -> None:
+def _check_text(flag: str, value: str, check: FlagCheck) -> None:
     if check.file_or_text and os.path.lexists(value):
         _check_path(flag, Path(value), dataclasses.replace(check, kind=TEXT))
         return
@@ -217,7 +218,7 @@ def _check_text(flag: str, value: str, check: Check) -> None:
         raise InputError(f"{flag} must be {PATTERNS.get(check.pattern, check.pattern)}, got {value!r}")
 
 
-def _check_path(flag: str, path: Path, check: Check) -> None:
+def _check_path(flag: str, path: Path, check: FlagCheck) -> None:
     text = str(path)
     if not text or text != text.strip() or "\0" in text:
         raise InputError(f"{flag} must name a path without leading or trailing spaces, got {text!r}")

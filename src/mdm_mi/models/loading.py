@@ -69,9 +69,10 @@ def load_model(folder: str | Path, device="cpu", domain: str | None = None, meta
     given = meta is not None
     meta = read_meta(folder) if meta is None else meta
     found = check_meta(folder, meta, domain)
+    backbone = DOMAINS[found].load(Path(folder), meta, device)  # its own checks of meta.json first
     if not given:
         check_recorded_fingerprint(folder, meta)
-    return DOMAINS[found].load(Path(folder), meta, device), meta
+    return backbone, meta
 
 
 def check_recorded_fingerprint(folder: str | Path, meta: dict) -> None:
@@ -83,8 +84,8 @@ def check_recorded_fingerprint(folder: str | Path, meta: dict) -> None:
         return
     actual = compute_fingerprint(folder, meta)
     if actual != recorded:
-        raise CheckpointError(f"the weights of {folder} changed since they were imported (fingerprint {recorded} "
-                              f"recorded, {actual} now): re-import them with `mdm-mi import-hf --weights ...` "
+        raise CheckpointError(f"the weights (or alphabet) of {folder} changed since they were imported (fingerprint "
+                              f"{recorded} recorded, {actual} now): re-import them with `mdm-mi import-hf --weights ...` "
                               "(labels and heads made on the old weights are then refused)")
 
 
