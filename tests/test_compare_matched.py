@@ -213,7 +213,8 @@ def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoi
     save_head(MIHead(16, HeadConfig(hidden=8, heads=2, rank=2, unary=True)), tmp_path / "tv_head", {"target": "tv"})
     out = tmp_path / "hard"
     rivals = ["--unit-disjoint-peers", "0", "--demask-eps", "0.05", "--demask-mi-eps", "0.1", "--mi-tv-lambda", "1",
-              "--dapd-theta", "1", "--tv-head", str(tmp_path / "tv_head")]  # every rival of docs/record/rivals.md
+              "--dapd-theta", "1", "--tv-head", str(tmp_path / "tv_head"),  # every rival of docs/record/rivals.md
+              "--wino-tau-out", "0.5", "--mi-remask-kappa", "0.05"]  # and the remasking rules
     argv = ["sudoku-compare", "--model", str(tiny_checkpoint), "--head", str(tmp_path / "head"), *rivals,
             "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
             "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
@@ -224,7 +225,7 @@ def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoi
     runs = json.loads((out / "runs.json").read_text())
     assert runs["args"]["calib_seed"] == 1
     assert {r["family"] for r in runs["runs"].values()} >= {"unit-disjoint peers=0", "demask ε=0.05", "demask-mi ε=0.1",
-                                                             "mi-tv λ=1", "dapd θ=1"}
+                                                             "mi-tv λ=1", "dapd θ=1", "wino τout=0.5", "mi-remask κ=0.05"}
     budget = runs["runs"]["sequential"]["mean_passes"] / 3
     for name, run in runs["runs"].items():
         if name != "sequential":
@@ -236,7 +237,7 @@ def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoi
         assert z["setting_solved"].shape == (len(z["names"]), 2, 6)
     rows = read_csv(out / "budgets.csv")
     assert {r["role"] for r in rows} == {"primary", "secondary", "contender", "exploratory"}
-    rivals = {"demask ε=0.05", "demask-mi ε=0.1", "mi-tv λ=1", "dapd θ=1"}  # the contenders beside Algorithm 1
+    rivals = {"demask ε=0.05", "demask-mi ε=0.1", "mi-tv λ=1", "dapd θ=1", "mi-remask κ=0.05"}  # beside Algorithm 1
     assert {r["second"] for r in rows if r["role"] == "contender"} == rivals
     assert all(r["verdict"] in ("better", "worse", "equivalent", "not resolved") for r in rows)
 
@@ -298,7 +299,8 @@ def test_the_oracle_ceiling_decodes_a_comparisons_puzzles(tmp_path, tiny_checkpo
                  "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(compare), "--calib-puzzles", "3",
                  "--test-puzzles", "4", "--divisors", "3", "--mi-lambda", "1", "--on-reject", "skip",
                  "--no-charge-first", "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps",
-                 "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--bootstrap", "5", "--batch-size", "500",
+                 "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--wino-tau-out", "--mi-remask-kappa", "--bootstrap", "5",
+                 "--batch-size", "500",
                  "--device", "cpu", "--tracking-uri", "none"]) == 0
     out = tmp_path / "ceiling"
     assert main(["sudoku-oracle-ceiling", "--model", str(tiny_checkpoint), "--compare-dir", str(compare),
@@ -328,7 +330,8 @@ def _compare_argv(tiny_checkpoint, out, *extra, divisors=("3",)):
             "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
             "--test-puzzles", "6", "--divisors", *divisors, "--mi-lambda", "1", "--on-reject", "skip",
             "--no-charge-first", "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps",
-            "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--bootstrap", "5", "--batch-size", "500",
+            "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--wino-tau-out", "--mi-remask-kappa", "--bootstrap", "5",
+            "--batch-size", "500",
             "--device", "cpu", "--tracking-uri", "none", *extra]
 
 

@@ -235,9 +235,10 @@ def test_toy_sampler_with_a_swept_setting_needs_one_entry(monkeypatch):
         width: float | None = dataclasses.field(default=None, metadata=h("toy: a width"))
 
     assert extra_family_keys()[-1] == "toy_widths"  # turned off on the sudoku sets outside extra_family_sets
-    args = SimpleNamespace(mi_lambda=[1.0], indep_cap=[], two_budget_delta=[], unit_disjoint_peers=[], demask_eps=[],
-                           demask_mi_eps=[], mi_tv_lambda=[], dapd_theta=[], toy_widths=[2.0, 3.0],
-                           on_reject="skip", charge_first=False)
+    from mdm_mi.core.sampler_table import SweptFlags
+
+    empty = {f.name: [] for f in dataclasses.fields(SweptFlags)}  # every real swept setting off
+    args = SimpleNamespace(**empty | {"mi_lambda": [1.0], "toy_widths": [2.0, 3.0]}, on_reject="skip", charge_first=False)
     fams = comparison_families(N, args, SAMPLER_CLASSES)  # calibrated
     assert [f.label for f in fams][-2:] == ["toy-swept ω=2", "toy-swept ω=3"]
     assert fams[-1].slug == "toy-swept-w3" and fams[-1].fixed == {"width": 3.0}

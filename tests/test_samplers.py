@@ -520,6 +520,7 @@ def test_forward_chunked_equals_one_call_and_bounds_each_call(tiny_model):
 def test_decode_is_unchanged_by_the_chunk_size(tiny_model, monkeypatch):
     import functools
 
+    import mdm_mi.core.remask as remask
     import mdm_mi.core.samplers as samplers
     from mdm_mi.core.backbone import forward_chunked
 
@@ -527,7 +528,7 @@ def test_decode_is_unchanged_by_the_chunk_size(tiny_model, monkeypatch):
     tokens[:, :20] = (torch.arange(20) + torch.arange(9)[:, None]) % 9
     results = []
     for max_tokens in (81, 4 * 81, 10**9):
-        monkeypatch.setattr(samplers, "forward_chunked", functools.partial(forward_chunked, max_tokens=max_tokens))
+        monkeypatch.setattr(remask, "forward_chunked", functools.partial(forward_chunked, max_tokens=max_tokens))
         results.append(samplers.decode(tiny_model, tokens, samplers.EntropyBounded(0.5)))
     for r in results[1:]:
         assert torch.equal(r.tokens, results[0].tokens) and torch.equal(r.passes, results[0].passes)

@@ -95,6 +95,20 @@ SAMPLERS: dict[str, SamplerSpec] = {
         style=Style(label='DAPD', colour='tab:cyan'),
         calibration=Calibration(param='gamma', symbol='γ', lo=1e-09, hi=1000.0, scale='log', increasing=False, each=Setting(flag='theta', key='dapd_theta', code='t', symbol='θ', help='dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd')),
     ),
+    'wino': SamplerSpec(
+        flags=('tau', 'tau_out'),
+        own_flags={'tau_out': Flag(type='float | None', help='wino: send back a drafted token whose checked probability given every other token is below this')},
+        style=Style(label='WINO (draft, verify)', colour='tab:olive'),
+        calibration=Calibration(param='tau', symbol='τ', lo=0.0, hi=0.999999, scale='log1m', increasing=True, each=Setting(flag='tau_out', key='wino_tau_out', code='to', symbol='τout', help='wino: verification thresholds, each calibrated; none: no wino')),
+    ),
+    'mi-remask': SamplerSpec(
+        flags=('gamma', 'kappa', 'on_reject', 'charge_first'),
+        pairwise='head',
+        own_flags={'kappa': Flag(type='float | None', help='mi-remask: check at the next pass the tokens drawn beside a partner with MI above this (nats)')},
+        style=Style(label='MI-aware remasking (ours)', colour='tab:cyan'),
+        shared=(Setting(flag='on_reject', key='mi_on_reject'), Setting(flag='charge_first', key='mi_charge_first')),
+        calibration=Calibration(param='gamma', symbol='γ', lo=1e-09, hi=1000.0, scale='log', increasing=False, each=Setting(flag='kappa', key='mi_remask_kappa', code='k', symbol='κ', help='mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask')),
+    ),
     'mi-oracle': SamplerSpec(
         flags=('gamma', 'lam', 'on_reject', 'charge_first'),
         pairwise='oracle',
@@ -112,19 +126,21 @@ class SamplerFlags:
     entry names; an omitted (``None``) number takes the model's calibrated value
     (:mod:`mdm_mi.core.fallbacks`)."""
 
-    sampler: str = field(default='sequential', metadata=h('sequential | naive | eb | threshold | mi | mi-indep | mi-2b | unit-disjoint | demask | demask-mi | mi-tv | dapd | mi-oracle'))
+    sampler: str = field(default='sequential', metadata=h('sequential | naive | eb | threshold | mi | mi-indep | mi-2b | unit-disjoint | demask | demask-mi | mi-tv | dapd | wino | mi-remask | mi-oracle'))
     order: str = field(default='entropy', metadata=h('sequential: entropy | margin'))
     k: float | None = field(default=None, metadata=h("naive: tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
-    gamma: float | None = field(default=None, metadata=h("eb, mi, mi-indep, mi-2b, unit-disjoint: entropy budget γ (nats); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
-    tau: float | None = field(default=None, metadata=h("threshold, demask-mi: unmask every token whose top probability exceeds τ; default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
+    gamma: float | None = field(default=None, metadata=h("eb, mi, mi-indep, mi-2b, unit-disjoint, mi-remask: entropy budget γ (nats); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
+    tau: float | None = field(default=None, metadata=h("threshold, demask-mi, wino: unmask every token whose top probability exceeds τ; default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
     lam: float = field(default=1.0, metadata=h('mi: weight λ of the pairwise MI'))
-    on_reject: str = from_schema('sudoku.samplers.mi_on_reject', 'mi: skip | stop at a rejected candidate')
-    charge_first: bool = from_schema('sudoku.samplers.mi_charge_first', "mi: charge the first token's entropy to γ")
+    on_reject: str = from_schema('sudoku.samplers.mi_on_reject', 'mi, mi-remask: skip | stop at a rejected candidate')
+    charge_first: bool = from_schema('sudoku.samplers.mi_charge_first', "mi, mi-remask: charge the first token's entropy to γ")
     cap: float | None = field(default=None, metadata=h("mi-indep: never unmask together two tokens with MI above this cap (nats); default: the comparisons' cap"))
     delta: float | None = field(default=None, metadata=h("mi-2b: budget δ on the summed pairwise MI of one pass (nats); default: the comparisons' δ"))
     peers: float | None = field(default=None, metadata=h("unit-disjoint: at most this many peers (same row, column or box) admitted with a cell in one pass; default: the comparisons' peers"))
     eps: float | None = field(default=None, metadata=h("demask-mi: DEMASK's budget ε on the summed pairwise dependence of one pass (TV, or nats for demask-mi); default: the comparisons' ε"))
     theta: float | None = field(default=None, metadata=h("dapd: attention-edge threshold θ (× the uniform 1/N); default: the comparisons' θ"))
+    tau_out: float | None = field(default=None, metadata=h('wino: wino: send back a drafted token whose checked probability given every other token is below this'))
+    kappa: float | None = field(default=None, metadata=h('mi-remask: mi-remask: check at the next pass the tokens drawn beside a partner with MI above this (nats)'))
     oracle_tol: float = field(default=1e-3, metadata=h('mi-oracle: certified probing tolerance (nats)'))
 
 
@@ -141,6 +157,8 @@ class SweptFlags:
     demask_mi_eps: tuple[float, ...] = field(metadata=h('demask-mi: dependence budgets ε (nats), each calibrated; none: no demask-mi', empty=True))  # demask-mi's
     mi_tv_lambda: tuple[float, ...] = field(metadata=h('mi-tv: λ values, each calibrated; none: no mi-tv', empty=True))  # mi-tv's
     dapd_theta: tuple[float, ...] = field(metadata=h('dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd', empty=True))  # dapd's
+    wino_tau_out: tuple[float, ...] = field(metadata=h('wino: verification thresholds, each calibrated; none: no wino', empty=True))  # wino's
+    mi_remask_kappa: tuple[float, ...] = field(metadata=h('mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask', empty=True))  # mi-remask's
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -154,6 +172,8 @@ class ProteinSweptFlags(SweptFlags):
     demask_mi_eps: tuple[float, ...] = from_schema('protein.compare.demask_mi_eps', 'demask-mi: dependence budgets ε (nats), each calibrated; none: no demask-mi', kw_only=True, empty=True)
     mi_tv_lambda: tuple[float, ...] = from_schema('protein.compare.mi_tv_lambda', 'mi-tv: λ values, each calibrated; none: no mi-tv', kw_only=True, empty=True)
     dapd_theta: tuple[float, ...] = from_schema('protein.compare.dapd_theta', 'dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd', kw_only=True, empty=True)
+    wino_tau_out: tuple[float, ...] = from_schema('protein.compare.wino_tau_out', 'wino: verification thresholds, each calibrated; none: no wino', kw_only=True, empty=True)
+    mi_remask_kappa: tuple[float, ...] = from_schema('protein.compare.mi_remask_kappa', 'mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask', kw_only=True, empty=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,3 +187,5 @@ class AntibodySweptFlags:
     demask_mi_eps: tuple[float, ...] = from_schema('antibody.compare.demask_mi_eps', 'demask-mi: dependence budgets ε (nats), each calibrated; none: no demask-mi; needs --head', kw_only=True, empty=True)
     mi_tv_lambda: tuple[float, ...] = from_schema('antibody.compare.mi_tv_lambda', 'mi-tv: λ values, each calibrated; none: no mi-tv; needs --tv-head', kw_only=True, empty=True)
     dapd_theta: tuple[float, ...] = from_schema('antibody.compare.dapd_theta', 'dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd', kw_only=True, empty=True)
+    wino_tau_out: tuple[float, ...] = from_schema('antibody.compare.wino_tau_out', 'wino: verification thresholds, each calibrated; none: no wino', kw_only=True, empty=True)
+    mi_remask_kappa: tuple[float, ...] = from_schema('antibody.compare.mi_remask_kappa', 'mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask; needs --head', kw_only=True, empty=True)

@@ -28,55 +28,16 @@ import math
 
 import torch
 
-from mdm_mi.core.backbone import Backbone, BackboneOutput, check_backbone, check_frame, check_output, forward_chunked
+from mdm_mi.core.backbone import Backbone, BackboneOutput, check_backbone, check_frame, check_output
 from mdm_mi.core.forward_cache import ForwardCache
+from mdm_mi.core.remask import Check, forward_with_checks, progress_violations
 from mdm_mi.core.sampler_spec import ATTENTION, TOKENS, Calibration, Flag, SamplerSpec, Setting, Style, gamma_calibration, tau_calibration
 from mdm_mi.core.streams import RowStreams
+from mdm_mi.core.view import INF, StepView
 from mdm_mi.infra.flags import Decoding
 
-INF = float("inf")
 EPS_K = 1e-9  # round-off guard of the fractional-k schedule (k·s is exact for integer k)
 GREEDY = Decoding()  # temperature 0: each chosen position takes its most likely token
-
-
-@dataclass(frozen=True)
-class StepView:
-    """What a policy sees at one pass, for the B still-incomplete sequences.
-
-    masked:   ``(B, N)`` bool, positions still masked (the only ones a policy may choose).
-    entropy:  ``(B, N)`` nats of each position's marginal; +inf where not masked.
-    margin:   ``(B, N)`` top-1 minus top-2 probability; -inf where not masked.
-    confidence: ``(B, N)`` top-1 probability; -inf where not masked (None if not computed).
-    step:     0-based index of this pass within the decode (the same for every row: rows start
-              together and leave when done).
-    pairwise: ``(B, N, N)`` symmetric matrix (e.g. the MI head's Î), or an object whose
-              ``among(idx (B, k))`` returns it among the positions asked for
-              (:class:`mdm_mi.mi.guided.HeadPairs`), or None.
-    """
-
-    masked: torch.Tensor
-    entropy: torch.Tensor
-    margin: torch.Tensor
-    pairwise: object | None = None  # a tensor or a row source (see above)
-    confidence: torch.Tensor | None = None
-    step: int = 0
-
-    @staticmethod
-    def from_logits(logits: torch.Tensor, masked: torch.Tensor, pairwise=None, step: int = 0) -> "StepView":
-        """Build the view from ``(B, N, V)`` logits and the ``(B, N)`` mask at pass ``step``."""
-        logp = torch.log_softmax(logits.float(), dim=-1)
-        p = logp.exp()
-        ent = -(p * logp).sum(-1)
-        top2 = p.topk(2, dim=-1).values
-        margin = top2[..., 0] - top2[..., 1]
-        return StepView(
-            masked=masked,
-            entropy=ent.masked_fill(~masked, INF),
-            margin=margin.masked_fill(~masked, -INF),
-            pairwise=pairwise,
-            confidence=top2[..., 0].masked_fill(~masked, -INF),
-            step=step,
-        )
 
 
 class Sampler(ABC):
@@ -88,10 +49,21 @@ class Sampler(ABC):
     name: ClassVar[str]
     spec: ClassVar[SamplerSpec | None] = None
     uses_pairwise: ClassVar[bool] = False
+    remasks: ClassVar[bool] = False  # decode checks its pending tokens and lets it send some back (core/remask.py)
 
     @abstractmethod
     def select(self, view: StepView) -> torch.Tensor:
         """Return ``(B, N)`` bool ⊆ ``view.masked``, with ≥ 1 position in every row that has a mask."""
+
+    def suspects(self, view: StepView, drafted: torch.Tensor) -> torch.Tensor:
+        """A remasking sampler: which of this pass's ``drafted (B, N)`` tokens decode checks at the next
+        pass (``(B, N)`` bool ⊆ ``drafted``); all of them unless a rule says otherwise."""
+        return drafted
+
+    def remask(self, check: Check) -> torch.Tensor:
+        """A remasking sampler: ``(B, N)`` bool ⊆ ``check.pending``, the tokens that go back to the mask,
+        fewer in each row than ``check.drafted`` holds (:func:`mdm_mi.core.remask.cap_remask`)."""
+        return torch.zeros_like(check.pending)
 
     def params(self) -> dict:
         """The settings that identify this sampler in result tables."""
@@ -306,8 +278,12 @@ def decode(
     check_frame(backbone, tokens)
     if cache is not None and sampler.spec is not None and sampler.spec.pairwise == ATTENTION:
         cache = None
+    if sampler.remasks and sampler.spec is not None and sampler.spec.pairwise == ATTENTION:
+        raise ValueError(f"sampler {sampler.name!r} remasks and reads the attention: its check rows would join the capture")
     tokens = tokens.clone()
     passes = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
+    pending = torch.zeros_like(tokens, dtype=torch.bool)  # tokens this decode drew and checks at the next pass
+    prior = torch.zeros(tokens.shape, dtype=torch.float64, device=tokens.device)  # log p of each token when drawn
     vocab_ids = backbone.vocab_token_ids.to(tokens.device)
     limit = max_passes if max_passes is not None else tokens.shape[1] + 1
     for step in range(limit):
@@ -316,15 +292,27 @@ def decode(
         if active.numel() == 0:
             break
         sub, masked = tokens[active], masked_all[active]
-        out = forward_chunked(backbone, sub) if cache is None else cache.forward(backbone, sub, sampler.uses_pairwise)
+        out, logp = forward_with_checks(backbone, sub, pending[active], cache, sampler.uses_pairwise)
         if step == 0 and cache is None:
             check_output(backbone, out, sub)
         passes[active] += 1
         pairwise = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
-        chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise, step)) & masked
+        view = StepView.from_logits(out.logits, masked, pairwise, step)
+        chosen = sampler.select(view) & masked
         if not chosen.any(1).all():
             raise RuntimeError(f"sampler {sampler.name!r} chose no position for a sequence with masks")
         streams = generator.rows(active) if isinstance(generator, RowStreams) else generator
-        values = vocab_ids[choose_tokens(out.logits, decoding.temperature, streams, step)]
-        tokens[active] = torch.where(chosen, values, sub)
+        picked = choose_tokens(out.logits, decoding.temperature, streams, step)
+        drawn = torch.where(chosen, vocab_ids[picked], sub)
+        if sampler.remasks:
+            nan = torch.full(sub.shape, float("nan"), dtype=torch.float64, device=sub.device)
+            pend = pending[active]
+            back = sampler.remask(Check(pend, nan if logp is None else logp, prior[active].where(pend, nan), chosen, view)) & pend
+            if progress_violations(back, chosen).any():
+                raise RuntimeError(f"sampler {sampler.name!r} sent back as many tokens as it drew in a pass")
+            drawn = drawn.masked_fill(back, backbone.mask_id)
+            pending[active] = sampler.suspects(view, chosen) & chosen
+            prior[active] = torch.log_softmax(out.logits.double(), -1).gather(-1, picked[..., None])[..., 0]
+        tokens[active] = drawn
     return DecodeResult(tokens=tokens, passes=passes)
+

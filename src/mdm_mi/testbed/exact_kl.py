@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from mdm_mi.core.backbone import Backbone, forward_chunked
+from mdm_mi.core.remask import Check, forward_with_checks
 from mdm_mi.core.samplers import DecodeResult, PairwiseFn, Sampler, StepView, decode
 from mdm_mi.infra.flags import Decoding
 from mdm_mi.testbed.chain import ChainBackbone
@@ -107,13 +108,94 @@ def completions(prompt: torch.Tensor, n_states: int) -> torch.Tensor:
 def enumerate_kl(model: ChainBackbone, prompt: torch.Tensor, sampler: Sampler,
                  pairwise_fn: PairwiseFn | None = None) -> Exact:
     """Exact KL(p‖q), KL(q‖p), Σ_x q(x) and E_q[passes] on one ``(1 + N,)`` prompt of a
-    :class:`ChainBackbone`, by summing over every completion (tiny models)."""
+    :class:`ChainBackbone`, by summing over every completion (tiny models): q(x) by replaying x's one
+    path, or for a remasking sampler (many paths reach one x) by :func:`enumerate_paths`."""
     x = completions(prompt, model.chain.n_states)
-    rep = replay(model, prompt.expand_as(x), x, sampler, pairwise_fn)
     log_p = model.log_prob(x)
-    p, q = log_p.exp(), rep.log_q.exp()
-    return Exact(kl_pq=float((p * (log_p - rep.log_q)).sum()), kl_qp=float((q * (rep.log_q - log_p)).sum()),
-                 q_total=float(q.sum()), passes=float((q * rep.passes.double()).sum()))
+    if sampler.remasks:
+        paths = enumerate_paths(model, prompt, sampler, pairwise_fn)
+        q = torch.tensor([paths.q.get(tuple(row.tolist()), 0.0) for row in x], dtype=torch.float64)
+        log_q, passes = q.log(), paths.passes
+    else:
+        rep = replay(model, prompt.expand_as(x), x, sampler, pairwise_fn)
+        log_q, q = rep.log_q, rep.log_q.exp()
+        passes = float((q * rep.passes.double()).sum())
+    p = log_p.exp()
+    kl_qp = torch.where(q > 0, q * (log_q - log_p), 0.0)
+    return Exact(kl_pq=float((p * (log_p - log_q)).sum()), kl_qp=float(kl_qp.sum()), q_total=float(q.sum()),
+                 passes=passes)
+
+
+@dataclass(frozen=True)
+class Paths:
+    """A sampler's output distribution on one prompt by enumerating its paths: ``q`` completion (a tuple
+    of token ids) → probability, ``passes`` E_q[passes], ``states`` how many partial states were visited."""
+
+    q: dict[tuple, float]
+    passes: float
+    states: int
+
+
+@torch.inference_mode()
+def enumerate_paths(model: Backbone, prompt: torch.Tensor, sampler: Sampler, pairwise_fn: PairwiseFn | None = None,
+                    limit: int = ENUMERATION_LIMIT) -> Paths:
+    """Every path ``decode`` can take from one ``(L,)`` prompt at temperature 1, remasking included: a state
+    is the tokens, the pending tokens and their draft log-probabilities (:mod:`mdm_mi.core.remask`); at each
+    pass the sampler's own ``select``, ``remask`` and ``suspects`` act on the view ``decode`` builds, and
+    every joint value of the drawn positions branches with the product of their marginals. States reached
+    by several paths merge. One-line ``ValueError`` past ``limit`` states in one pass."""
+    frontier = {(tuple(prompt.tolist()), (), ()): 1.0}
+    q: dict[tuple, float] = {}
+    passes, seen = 0.0, 0
+    for step in range(prompt.shape[0] + 1):
+        if not frontier:
+            break
+        if len(frontier) > limit:
+            raise ValueError(f"{len(frontier)} decoding states at pass {step}: too many to enumerate (limit {limit})")
+        seen += len(frontier)
+        nxt: dict[tuple, float] = {}
+        for (tokens, pending, prior), prob in frontier.items():
+            for state, weight in _branches(model, torch.tensor(tokens), pending, prior, sampler, pairwise_fn, step):
+                if (torch.tensor(state[0]) == model.mask_id).any():
+                    nxt[state] = nxt.get(state, 0.0) + prob * weight
+                else:
+                    q[state[0]] = q.get(state[0], 0.0) + prob * weight
+                    passes += prob * weight * (step + 1)
+        frontier = nxt
+    return Paths(q=q, passes=passes, states=seen)
+
+
+def _branches(model: Backbone, tokens: torch.Tensor, pending: tuple, prior: tuple, sampler: Sampler,
+              pairwise_fn: PairwiseFn | None, step: int):
+    """Yield (next state, probability) of one pass of ``decode`` from ``tokens (L,)`` with ``pending`` (the
+    positions to check) and ``prior`` (their draft log-probabilities)."""
+    masked = (tokens == model.mask_id)[None]
+    pend = torch.zeros_like(masked)
+    pend[0, list(pending)] = True
+    out, logp = forward_with_checks(model, tokens[None], pend, None)
+    pairwise = pairwise_fn(out, masked, tokens[None]) if sampler.uses_pairwise else None
+    view = StepView.from_logits(out.logits, masked, pairwise, step)
+    chosen = sampler.select(view) & masked
+    back, suspects = torch.zeros_like(masked), torch.zeros_like(masked)
+    if sampler.remasks:
+        nan = torch.full(masked.shape, float("nan"), dtype=torch.float64)
+        prior_row = nan.clone()
+        prior_row[0, list(pending)] = torch.tensor(prior, dtype=torch.float64)
+        back = sampler.remask(Check(pend, nan if logp is None else logp, prior_row, chosen, view)) & pend
+        suspects = sampler.suspects(view, chosen) & chosen
+    where = chosen[0].nonzero()[:, 0]
+    log_marg = torch.log_softmax(out.logits[0].double(), -1)
+    vocab = torch.as_tensor(model.vocab_token_ids)
+    keep = suspects[0].nonzero()[:, 0].tolist()
+    for values in itertools.product(range(log_marg.shape[-1]), repeat=len(where)):
+        picked = torch.tensor(values, dtype=torch.long)
+        row = tokens.clone()
+        row[where] = vocab[picked]
+        row[back[0]] = model.mask_id
+        drawn = dict(zip(where.tolist(), log_marg[where, picked].tolist()))
+        weight = math.exp(sum(drawn.values()))
+        if weight > 0:
+            yield (tuple(row.tolist()), tuple(keep), tuple(drawn[j] for j in keep)), weight
 
 
 def mean_se(values: np.ndarray) -> tuple[float, float]:

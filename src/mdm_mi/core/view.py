@@ -1,0 +1,52 @@
+"""What a decoding policy sees at one pass: :class:`StepView` (the masked positions, their entropies,
+margins and confidences, and a pairwise matrix of the same pass). :func:`mdm_mi.core.samplers.decode`
+builds one per pass; samplers and the remasking check (:mod:`mdm_mi.core.remask`) read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+INF = float("inf")
+
+
+@dataclass(frozen=True)
+class StepView:
+    """What a policy sees at one pass, for the B still-incomplete sequences.
+
+    masked:   ``(B, N)`` bool, positions still masked (the only ones a policy may choose).
+    entropy:  ``(B, N)`` nats of each position's marginal; +inf where not masked.
+    margin:   ``(B, N)`` top-1 minus top-2 probability; -inf where not masked.
+    confidence: ``(B, N)`` top-1 probability; -inf where not masked (None if not computed).
+    step:     0-based index of this pass within the decode (the same for every row: rows start
+              together and leave when done).
+    pairwise: ``(B, N, N)`` symmetric matrix (e.g. the MI head's Î), or an object whose
+              ``among(idx (B, k))`` returns it among the positions asked for
+              (:class:`mdm_mi.mi.guided.HeadPairs`), or None.
+    """
+
+    masked: torch.Tensor
+    entropy: torch.Tensor
+    margin: torch.Tensor
+    pairwise: object | None = None  # a tensor or a row source (see above)
+    confidence: torch.Tensor | None = None
+    step: int = 0
+
+    @staticmethod
+    def from_logits(logits: torch.Tensor, masked: torch.Tensor, pairwise=None, step: int = 0) -> "StepView":
+        """Build the view from ``(B, N, V)`` logits and the ``(B, N)`` mask at pass ``step``."""
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        p = logp.exp()
+        ent = -(p * logp).sum(-1)
+        top2 = p.topk(2, dim=-1).values
+        margin = top2[..., 0] - top2[..., 1]
+        return StepView(
+            masked=masked,
+            entropy=ent.masked_fill(~masked, INF),
+            margin=margin.masked_fill(~masked, -INF),
+            pairwise=pairwise,
+            confidence=top2[..., 0].masked_fill(~masked, -INF),
+            step=step,
+        )
