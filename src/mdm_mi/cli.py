@@ -189,7 +189,9 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if action.default not in (None, False, [], argparse.SUPPRESS) and action.option_strings and text:
+        default = action.default
+        shown = default is not None and default is not False and default not in ([], (), argparse.SUPPRESS)
+        if shown and action.option_strings and text:
             text += " (default: %(default)s)"
         return text
 
@@ -221,7 +223,7 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hints: dic
         flag = f.name
         kw = {"help": kw["help"], "default": kw.get("default"), "nargs": "?", "metavar": f.name.upper()}
     origin, targs = typing.get_origin(tp), typing.get_args(tp)
-    if tp is bool:
+    if tp is bool or set(targs) == {bool, type(None)}:  # ``bool | None``: --flag / --no-flag, None when neither
         kw["action"] = argparse.BooleanOptionalAction
     elif origin is tuple:
         kw.update(nargs="*" if has_default or f.metadata.get("empty") else "+", type=targs[0])

@@ -97,7 +97,7 @@ class HfDataArgs(OutDir, SeedFlag):
 
     model: Path = field(metadata=_h("hf model folder (its tokenizer encodes the sequences)"))
     sequences: Path = field(metadata=_h("your sequences: FASTA (.fasta/.fa/.faa) or one sequence per line", kind=TEXT))
-    heldout_fraction: float = field(metadata=_h("share of the sequences held out (val/test labels, the reference)"))
+    heldout_fraction: float = from_schema("hf.heldout_fraction", "share of the sequences held out (val/test labels, the reference)")
 
 
 def read_sequences(path: Path) -> list[tuple[str, str]]:

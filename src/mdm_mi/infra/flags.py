@@ -74,17 +74,18 @@ class SeededRunFlags(DeviceThreadsFlags):
 
 @dataclass(frozen=True, kw_only=True)
 class TrainRunFlags:
-    """``--device`` and ``--threads`` of a training or labelling job: no defaults, the config sets them."""
+    """``--device`` and ``--threads`` of a training or labelling job: the config's top-level keys, so their
+    defaults are the schema's (the workflow passes them)."""
 
-    device: str = field(metadata=h(DEVICE_HELP))
-    threads: int = field(metadata=h(THREADS_HELP))
+    device: str = from_schema("device", DEVICE_HELP)
+    threads: int = from_schema("threads", THREADS_HELP)
 
 
 @dataclass(frozen=True, kw_only=True)
 class SeedFlag:
-    """``--seed`` of a job that takes it from the config (no default)."""
+    """``--seed`` of a job that takes it from the config (the schema's top-level ``seed`` unless given)."""
 
-    seed: int = field(metadata=h(SEED_HELP))
+    seed: int = from_schema("seed", SEED_HELP)
 
 
 @dataclass(frozen=True, kw_only=True)

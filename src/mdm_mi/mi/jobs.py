@@ -29,10 +29,11 @@ import torch
 
 from mdm_mi.core.backbone import check_frame, check_known_ids, full_precision, token_fingerprint
 from mdm_mi.models.domains import backbone_name, get_domain
-from mdm_mi.infra.checkpoint import MODEL_FINGERPRINT
+from mdm_mi.infra.checkpoint import MODEL_FINGERPRINT, read_meta
 from mdm_mi.infra.errors import BackboneError, InputError
-from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, h as _h
-from mdm_mi.infra.validate import OUT_FILE, OUT_FOLDER, TEXT, fits_in_memory
+from mdm_mi.infra.flags import BackboneFlag, FigureOut, SeededTrainRunFlags, TrainRunFlags, from_schema, h as _h
+from mdm_mi.infra.schema import schema_default
+from mdm_mi.infra.validate import OUT_FILE, OUT_FOLDER, TEXT, check_writable, fits_in_memory
 from mdm_mi.infra.progress import Progress
 from mdm_mi.infra.io import read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
@@ -50,25 +51,69 @@ from mdm_mi.mi.figures import scatter_figure
 class LabelArgs(BackboneFlag, TrainRunFlags):
     sequences: Path = field(metadata=_h(".npy (S, N) complete token sequences to mask into contexts"))
     out: Path = field(metadata=_h("output .safetensors shard"))
-    n_contexts: int = field(metadata=_h(
-        "contexts in the whole draw (all shards; with --split val|test, val's and test's together)"))
-    shard: int = field(metadata=_h("this shard's index, 0-based"))
-    n_shards: int = field(metadata=_h("number of shards"))
-    method: str = field(metadata=_h(
+    n_contexts: int | None = field(default=None, metadata=_h(
+        "contexts in the whole draw (all shards; with --split val|test, val's, skipped and test's together); "
+        "default: the schema's <domain>.mi train_contexts, or val_contexts + skip_contexts + test_contexts"))
+    shard: int = field(default=0, metadata=_h("this shard's index, 0-based"))
+    n_shards: int = field(default=1, metadata=_h("number of shards"))
+    method: str | None = field(default=None, metadata=_h(
         "exact (1 + |M| V passes) | certified (fewer, error <= --tol) | topk (1 + |M| k passes, for large "
-        "vocabularies; its proven bound is written beside the labels)"))
-    tol: float = field(metadata=_h("certified max abs error (nats)"))
-    batch_size: int = field(metadata=_h("sequences per backbone call"))
-    seed: int = field(metadata=_h("seed of the context draw"))
+        "vocabularies; its proven bound is written beside the labels); default: the schema's <domain>.mi "
+        "train_method, or eval_method with --split val|test"))
+    tol: float | None = field(default=None, metadata=_h(
+        "certified max abs error (nats); default: the schema's <domain>.mi.tol"))
+    batch_size: int | None = field(default=None, metadata=_h(
+        "sequences per backbone call; default: the schema's <domain>.mi.label_batch_size"))
+    seed: int = from_schema("seed", "seed of the context draw")
     split: str = field(default="all", metadata=_h(
         "all: the whole draw, sequences drawn with replacement if too few (training labels); val | test: "
         "the first --val-contexts | the rest of one draw of distinct contexts from distinct sequences"))
-    val_contexts: int = field(default=0, metadata=_h("with --split val|test: contexts of the draw that go to val"))
+    val_contexts: int | None = field(default=None, metadata=_h(
+        "with --split val|test: contexts of the draw that go to val; default: the schema's <domain>.mi.val_contexts"))
     skip_contexts: int = field(default=0, metadata=_h(
         "with --split val|test: contexts after val that go to neither (spent on earlier choices)"))
     k: int | None = field(default=None, metadata=_h(
-        "with --method topk: values probed per masked position (>= 1; exact and certified ignore it, and "
-        "their JSON records k as null)"))
+        "with --method topk: values probed per masked position (>= 1; default: the schema's <domain>.mi.topk_k; "
+        "exact and certified ignore it, and their JSON records k as null)"))
+
+
+MI_SECTIONS = {"sudoku": "sudoku.mi", "protein": "protein.mi"}  # a model's domain → its labels' and head's section
+OTHER_MI_SECTION = "hf.mi"  # every other domain (hf, a registered one) is sized like a Hugging Face model
+
+
+def mi_default(domain: str, key: str):
+    """The schema's default of ``key`` (``"tol"``, ``"head.hidden"``) for a model of ``domain``: what the
+    workflow passes that model's ``label`` and ``train-head`` jobs."""
+    return schema_default(f"{MI_SECTIONS.get(domain, OTHER_MI_SECTION)}.{key}")
+
+
+def schema_filled(args, domain: str, keys: dict[str, str]):
+    """``args`` with each flag left out (None) of ``keys`` (flag → config key under the domain's ``mi``
+    section) set to the schema's default for ``domain``; one line names what was filled."""
+    filled = {name: mi_default(domain, key) for name, key in keys.items() if getattr(args, name) is None}
+    if filled:
+        words = " ".join(f"--{n.replace('_', '-')} {v}" if not isinstance(v, bool) else
+                         f"--{'' if v else 'no-'}{n.replace('_', '-')}" for n, v in filled.items())
+        print(f"defaults of {MI_SECTIONS.get(domain, OTHER_MI_SECTION)} (the schema's): {words}", flush=True)
+    return dataclasses.replace(args, **filled)
+
+
+def label_settings(args: LabelArgs, domain: str) -> LabelArgs:
+    """``args`` with the flags left out set as the workflow sets them for a model of ``domain``
+    (``label_options`` in workflow/rules/common.smk): the training draw's size and method, or val's,
+    skipped and test's parts of the held-out draw, and the labeller's tolerance, batch and top-k k."""
+    held_out = args.split != "all"
+    keys = {"method": "eval_method" if held_out else "train_method", "tol": "tol", "batch_size": "label_batch_size"}
+    keys |= {"val_contexts": "val_contexts"} if held_out else {}
+    args = schema_filled(args, domain, keys)
+    if not held_out:
+        args = dataclasses.replace(args, val_contexts=args.val_contexts or 0)
+    if args.n_contexts is None:
+        n = (args.val_contexts + args.skip_contexts + mi_default(domain, "test_contexts") if held_out
+             else mi_default(domain, "train_contexts"))
+        print(f"--n-contexts {n} (the schema's {'val + skip + test' if held_out else 'train'} contexts)", flush=True)
+        args = dataclasses.replace(args, n_contexts=n)
+    return schema_filled(args, domain, {"k": "topk_k"}) if args.method == "topk" else args
 
 
 def draw_split(args: LabelArgs, sequences: np.ndarray, mask_id: int, vocab_ids=None,
@@ -139,6 +184,7 @@ def bound_note(args: LabelArgs, stats: dict) -> dict:
 def label(args: LabelArgs, tracker) -> None:
     """Label one shard; the shard (its metadata) and its JSON carry the labelling model's fingerprint."""
     setup(args.threads, args.seed)
+    args = label_settings(args, read_meta(args.model).get("domain", ""))
     split_part(args.split, args.n_contexts, args.val_contexts, args.skip_contexts)  # bad split flags fail before any loading
     check_settings(args.method, args.k, args.tol, args.batch_size)
     device = resolve_device(args.device)
@@ -178,21 +224,32 @@ class TrainHeadArgs(SeededTrainRunFlags):
 
     model: Path = field(metadata=_h("frozen backbone checkpoint folder"))
     labels: tuple[Path, ...] = field(metadata=_h("training label shards (.safetensors)"))
-    val: tuple[Path, ...] = field(metadata=_h(
-        "validation label shards: the history's val_mse and the val fidelity (for choosing the head)"))
-    test: tuple[Path, ...] = field(metadata=_h("test label shards: the reported fidelity and the pairs CSV"))
     out: Path = field(metadata=_h("output head checkpoint folder", kind=OUT_FOLDER))
-    fidelity: Path = field(metadata=_h("fidelity JSON: 'test' (the reported numbers) and 'val'", kind=OUT_FILE))
-    pairs: Path = field(metadata=_h("CSV of test (label, prediction) pairs for the scatter figure", kind=OUT_FILE))
-    hidden: int = field(metadata=_h("head MLP width"))
-    heads: int = field(metadata=_h("bilinear heads"))
-    rank: int = field(metadata=_h("rank of each bilinear head"))
-    unary: bool = field(metadata=_h("add the per-position term u_i + u_j"))
-    steps: int = field(metadata=_h("optimiser steps"))
-    batch_size: int = field(metadata=_h("contexts per step"))
-    lr: float = field(metadata=_h("learning rate"))
-    weight_decay: float = field(metadata=_h("AdamW weight decay"))
-    distance_buckets: int = field(metadata=_h("learned score per separation |i-j| < K (0 = none)"))
+    val: tuple[Path, ...] = field(default=(), metadata=_h(
+        "validation label shards: the history's val_mse and the val fidelity (for choosing the head); optional"))
+    test: tuple[Path, ...] = field(default=(), metadata=_h(
+        "test label shards: the reported fidelity and the pairs CSV; optional (without them val is reported, "
+        "without either the fidelity is in-sample only)"))
+    fidelity: Path | None = field(default=None, metadata=_h(
+        "fidelity JSON: 'test' (the reported numbers) and 'val'; default: beside the head, <out>_fidelity.json",
+        kind=OUT_FILE))
+    pairs: Path | None = field(default=None, metadata=_h(
+        "CSV of held-out (label, prediction) pairs for the scatter figure; default: beside the head, <out>_pairs.csv",
+        kind=OUT_FILE))
+    hidden: int | None = field(default=None, metadata=_h("head MLP width; default: the schema's <domain>.mi.head.hidden"))
+    heads: int | None = field(default=None, metadata=_h("bilinear heads; default: the schema's <domain>.mi.head.heads"))
+    rank: int | None = field(default=None, metadata=_h(
+        "rank of each bilinear head; default: the schema's <domain>.mi.head.rank"))
+    unary: bool | None = field(default=None, metadata=_h(
+        "add the per-position term u_i + u_j; default: the schema's <domain>.mi.head.unary"))
+    steps: int | None = field(default=None, metadata=_h("optimiser steps; default: the schema's <domain>.mi.head_train.steps"))
+    batch_size: int | None = field(default=None, metadata=_h(
+        "contexts per step; default: the schema's <domain>.mi.head_train.batch_size"))
+    lr: float | None = field(default=None, metadata=_h("learning rate; default: the schema's <domain>.mi.head_train.lr"))
+    weight_decay: float | None = field(default=None, metadata=_h(
+        "AdamW weight decay; default: the schema's <domain>.mi.head_train.weight_decay"))
+    distance_buckets: int | None = field(default=None, metadata=_h(
+        "learned score per separation |i-j| < K (0 = none); default: the schema's <domain>.mi.head.distance_buckets"))
     target: str = field(default="mi", metadata=_h(
         "mi: the MI labels | tv: DEMASK's TV target from the same shards, symmetrised (docs/record/rivals.md)"))
 
@@ -240,43 +297,79 @@ def split_fidelity(head, feats: torch.Tensor, split: dict, structure) -> tuple[t
 
 def flat_metrics(fid: dict) -> dict[str, float]:
     """The fidelity JSON's numbers as flat tracker metrics (``test_pearson``, ``val_mae``, ``n_params``...)."""
-    flat = {f"{name}_{k}": v for name in EVAL_SPLITS for k, v in fid[name].items()}
-    flat |= {k: v for k, v in fid.items() if k not in EVAL_SPLITS}
+    splits = [name for name in (*EVAL_SPLITS, "train") if isinstance(fid.get(name), dict)]
+    flat = {f"{name}_{k}": v for name in splits for k, v in fid[name].items()}
+    flat |= {k: v for k, v in fid.items() if k not in splits}
     return {k: v for k, v in flat.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+HEAD_KEYS = {"hidden": "head.hidden", "heads": "head.heads", "rank": "head.rank", "unary": "head.unary",
+             "distance_buckets": "head.distance_buckets", "steps": "head_train.steps",
+             "batch_size": "head_train.batch_size", "lr": "head_train.lr", "weight_decay": "head_train.weight_decay"}
+
+
+def train_head_settings(args: TrainHeadArgs, domain: str) -> TrainHeadArgs:
+    """``args`` with the head's and training's sizes left out set to the schema's for a model of ``domain``
+    (``<domain>.mi.head`` and ``.head_train``, as the workflow passes them), and the fidelity JSON and
+    pairs CSV beside the head folder (``<out>_fidelity.json``, ``<out>_pairs.csv``, the workflow's names)."""
+    args = schema_filled(args, domain, HEAD_KEYS)
+    out = Path(args.out)
+    return dataclasses.replace(args, fidelity=args.fidelity or out.with_name(out.name + "_fidelity.json"),
+                               pairs=args.pairs or out.with_name(out.name + "_pairs.csv"))
+
+
+def held_out_splits(args: TrainHeadArgs) -> dict[str, tuple[Path, ...]]:
+    """The held-out splits given (val, test: both optional), by name; a warning line when the reported
+    split (test) is missing: val is reported instead, or, without either, no held-out fidelity at all."""
+    given = {name: paths for name, paths in (("val", args.val), ("test", args.test)) if paths}
+    if REPORTED_SPLIT not in given:
+        what = ("the val fidelity is reported instead: val chose the head, so it flatters it" if given else
+                "the fidelity is measured on the training contexts only (in-sample), not on held-out ones")
+        print(f"warning: train-head without --test labels: {what}; label held-out contexts with "
+              "label --split test (docs/your_model.md)", file=sys.stderr, flush=True)
+    return given
 
 
 def train_head_job(args: TrainHeadArgs, tracker) -> None:
     """Train on ``--labels``; the history's val_mse and the ``val`` fidelity come from ``--val`` (the
     only held-out data any choice may look at), the reported ``test`` fidelity and the pairs CSV from
-    ``--test``."""
+    ``--test``. Without held-out labels the head is still trained and saved, and its fidelity (in-sample,
+    ``"reported": "train"``) says so."""
     setup(args.threads, args.seed)
-    if args.steps < 1:
+    if args.steps is not None and args.steps < 1:
         raise InputError(f"--steps must be >= 1, got {args.steps} (no step would save an untrained head)")
+    args = train_head_settings(args, read_meta(args.model).get("domain", ""))
+    for flag, path in (("--fidelity", args.fidelity), ("--pairs", args.pairs)):
+        check_writable(flag, Path(path))
+    held_out = held_out_splits(args)
     head_cfg = HeadConfig(args.hidden, args.heads, args.rank, args.unary, args.distance_buckets)
     train_cfg = HeadTrainConfig(args.steps, args.batch_size, args.lr, args.weight_decay, args.seed)
     device = resolve_device(args.device)
     backbone, meta = load_model(args.model, device)
     fingerprint = model_fingerprint(args.model, meta)
-    splits, feats = load_splits(backbone, {"train": args.labels, "val": args.val, "test": args.test},
-                                args.target, fingerprint, args.model, device)
+    splits, feats = load_splits(backbone, {"train": args.labels} | held_out, args.target, fingerprint, args.model,
+                                device)
     tracker.log_params(dataclasses.asdict(args))
     start = time.time()
-    train, val = splits["train"], splits["val"]
+    train, val = splits["train"], splits.get("val")
     head, history = train_head(feats["train"], train["label"], train["masked"], train_cfg, head_cfg,
-                               val=(feats["val"], val["label"], val["masked"]), log=lambda m: print(m, flush=True))
+                               val=None if val is None else (feats["val"], val["label"], val["masked"]),
+                               log=lambda m: print(m, flush=True))
     minutes = (time.time() - start) / 60
     structure = get_domain(meta["domain"]).structure()
-    fid: dict = {"reported": REPORTED_SPLIT}
+    reported = next((name for name in (REPORTED_SPLIT, "val") if name in held_out), "train")
+    fid: dict = {"reported": reported}
     preds = {}
-    for name in EVAL_SPLITS:
+    for name in (*(n for n in EVAL_SPLITS if n in held_out), *(("train",) if reported == "train" else ())):
         preds[name], fid[name] = split_fidelity(head, feats[name], splits[name], structure)
     fid |= {"n_params": count_params(head), "train_contexts": len(feats["train"]), "train_minutes": minutes,
             "backbone_domain": meta["domain"], "target": args.target}
     save_head(head, args.out, {"backbone": str(args.model), "history": history, "fidelity": fid, "target": args.target}
               | head_stamp(args.model, meta))
     write_json(args.fidelity, fid)
-    test = splits[REPORTED_SPLIT]
-    _write_pairs(args.pairs, preds[REPORTED_SPLIT], test["label"], test["masked"], args.seed)
+    shown = splits[reported]
+    _write_pairs(args.pairs, preds[reported], shown["label"], shown["masked"], args.seed)
+    print(f"head: {args.out}; fidelity ({reported}): {args.fidelity}; pairs: {args.pairs}", flush=True)
     for row in history:
         tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step=row["step"])
     tracker.log_metrics(flat_metrics(fid))
