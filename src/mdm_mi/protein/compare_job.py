@@ -37,13 +37,14 @@ from mdm_mi.evaluation.parts import PART_FILE, part_names, read_parts, write_par
 from mdm_mi.protein.compare import (EMB_FILE, PART_ARRAYS, ProteinCompareSpec, SEQUENTIAL, Scorer, calibration_lengths,
                                     jsd_rows, run_fasta, run_part)
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
+from mdm_mi.protein.metrics import p_text
 from mdm_mi.protein.generate import reference_lengths
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
 from mdm_mi.protein.sequences import validate_sequence
 from mdm_mi.sampling.registry import SAMPLER_CLASSES
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",
-              "lo", "hi", "p_value", "verdict"]
+              "lo", "hi", "p_value", "verdict", "n_boot"]
 MAX_PROTEIN_TOKENS = 100  # longest generated protein (reference lengths 50-100): naive k's upper end
 
 
@@ -250,6 +251,7 @@ def protein_markdown(summary: dict, rows: list[dict]) -> str:
     for d in budgets:
         rs = {r["second"]: r for r in mine if r["divisor"] == d}
         lines.append(f"| 1/{d} | " + " | ".join(
-            f"{rs[s]['diff']:+.3f} [{rs[s]['lo']:+.3f}, {rs[s]['hi']:+.3f}] p={rs[s]['p_value']:.2g} **{rs[s]['verdict']}**"
+            f"{rs[s]['diff']:+.3f} [{rs[s]['lo']:+.3f}, {rs[s]['hi']:+.3f}] {p_text(rs[s]['p_value'], rs[s].get('n_boot'))} "
+            f"**{rs[s]['verdict']}**"
             + (OFF_TARGET if (d, s) in off else "") if s in rs else "" for s in seconds) + " |")
     return "\n".join(lines) + "\n"

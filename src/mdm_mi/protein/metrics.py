@@ -31,7 +31,7 @@ MAX_DIVERSITY_PAIRS = 20000
 JSD_BOOTSTRAP_REPLICATES = 1000  # label redraws for the JSD interval (clusters fixed)
 FLOOR_DRAWS = 2000  # parametric draws for the noise floor; Monte-Carlo error about 1% of the floor
 DIFF_BOOTSTRAP_REPLICATES = 200  # full-metric replicates (k-means refit each) for sampler differences
-DIFF_KMEANS_RESTARTS = 1  # k-means restarts inside that bootstrap, to keep it cheap
+KMEANS_RESTARTS = 10  # k-means restarts of every fit: the table's, the contrast's and each bootstrap replicate's
 JSD_INTERVAL_KIND = "basic bootstrap {level:.0%}, clipped at 0 (labels redrawn, clusters fixed)"
 JSD_FLOOR_KIND = "parametric: n_gen and n_ref labels drawn from the reference histogram"
 
@@ -56,10 +56,11 @@ def embed(embedder, seqs: Sequence[str], batch_size: int = EMBED_BATCH) -> np.nd
 
 
 def fit_clusters(reference_emb: np.ndarray, k: int, seed: int):
-    """scikit-learn k-means with ``k`` clusters on the reference embeddings (10 restarts)."""
+    """scikit-learn k-means with ``k`` clusters on the reference embeddings (:data:`KMEANS_RESTARTS`
+    restarts, seeded): the one estimator of the tables and of the contrasts between them."""
     from sklearn.cluster import KMeans  # lazy: scikit-learn adds ~1 s to every CLI start
 
-    return KMeans(n_clusters=k, n_init=10, random_state=seed).fit(reference_emb)
+    return KMeans(n_clusters=k, n_init=KMEANS_RESTARTS, random_state=seed).fit(reference_emb)
 
 
 def cluster_histogram(km, emb: np.ndarray) -> np.ndarray:
@@ -150,47 +151,58 @@ def jsd_noise_floor(ref_hist: np.ndarray, n_gen: int, seed: int, n_draws: int = 
     return float(np.mean(jsd_bits_rows(ref, gen)))
 
 
-def _fit_and_score(ref_emb: np.ndarray, gen_embs: Sequence[np.ndarray], k: int, seed: int, n_init: int):
-    """k-means on ``ref_emb`` ``(R, D)`` → the JSD of each generated set ``(G_s, D)`` against it ``(S,)``."""
-    from sklearn.cluster import KMeans  # lazy: scikit-learn adds ~1 s to every CLI start
+def _score(km, ref_emb: np.ndarray, gen_embs: Sequence[np.ndarray]) -> np.ndarray:
+    """The JSD of each generated set ``(G_s, D)`` against the reference ``(R, D)`` in the clusters ``km``
+    → ``(S,)``, exactly as :func:`cluster_jsd` (the tables' value)."""
+    return np.array([cluster_jsd(km, ref_emb, g) for g in gen_embs])
 
-    km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(ref_emb)
-    ref_hist = np.bincount(km.labels_, minlength=k)
-    return np.array([jsd_bits(ref_hist, cluster_histogram(km, g)) for g in gen_embs])
+
+def p_resolution(n_boot: int) -> float:
+    """The smallest p ``n_boot`` bootstrap replicates resolve: ``1 / n_boot`` (a p below it, 0 included,
+    is reported as ``p < 1/n_boot``, never as ``p = 0``)."""
+    return 1.0 / n_boot
+
+
+def p_text(p: float, n_boot: int | None) -> str:
+    """A bootstrap p as printed: ``p=0.034``, or ``p<1/50`` below :func:`p_resolution` (``n_boot`` None:
+    a row from before the resolution was recorded, printed as it was)."""
+    return f"p<1/{int(n_boot)}" if n_boot and p < p_resolution(int(n_boot)) else f"p={p:.2g}"
 
 
 def bootstrap_jsd_differences(ref_emb: np.ndarray, gen_embs: dict[str, np.ndarray], k: int, seed: int,
-                              n_boot: int = DIFF_BOOTSTRAP_REPLICATES, n_init: int = DIFF_KMEANS_RESTARTS,
-                              level: float = CI_LEVEL) -> dict:
+                              n_boot: int = DIFF_BOOTSTRAP_REPLICATES, level: float = CI_LEVEL, km=None) -> dict:
     """Differences of cluster JSD between samplers, with the whole metric bootstrapped.
 
     ``ref_emb`` ``(R, D)``; ``gen_embs`` maps sampler name → embeddings ``(G_s, D)``. In each of
     ``n_boot`` replicates the reference rows and each generated set's rows are resampled with
     replacement, k-means is refit on the resampled reference and every set's JSD recomputed, so the
     interval includes clustering and reference noise. The reference (and its k-means) is shared by all
-    sets within a replicate, which pairs the comparison. To keep this cheap, k-means uses ``n_init``
-    restarts (default :data:`DIFF_KMEANS_RESTARTS`), also for the point estimates, which can
-    therefore differ slightly from :func:`score_sample` (10 restarts).
+    sets within a replicate, which pairs the comparison. Every fit is :func:`fit_clusters` (the tables'
+    estimator, :data:`KMEANS_RESTARTS` restarts), and the point estimates are the tables' JSDs: those of
+    the fitted clusters ``km`` when given (the table's own), else of ``fit_clusters(ref_emb, k, seed)``,
+    so a contrast never disagrees with the table it contrasts. ``p_resolution`` (``1 / n_boot``) is the
+    smallest p the replicates resolve.
 
     Returns ``{"jsd": {name: estimate}, "n_boot": B, "pairs": [...]}``, one pair per ``a`` before ``b``
     in ``gen_embs`` order with ``diff = JSD_a − JSD_b``, its basic bootstrap interval ``lo, hi`` and a
     two-sided bootstrap ``p_value`` (:func:`mdm_mi.evaluation.stats.bootstrap_p_value`)."""
     names = list(gen_embs)
     sets = [np.asarray(gen_embs[n]) for n in names]
-    estimate = _fit_and_score(ref_emb, sets, k, seed, n_init)
+    estimate = _score(fit_clusters(ref_emb, k, seed) if km is None else km, ref_emb, sets)
     rng = np.random.default_rng(seed)
     reps = np.empty((n_boot, len(sets)))
     for b in range(n_boot):
         ref_b = ref_emb[rng.integers(0, len(ref_emb), len(ref_emb))]
         sets_b = [g[rng.integers(0, len(g), len(g))] for g in sets]
-        reps[b] = _fit_and_score(ref_b, sets_b, k, seed + 1 + b, n_init)
+        reps[b] = _score(fit_clusters(ref_b, k, seed + 1 + b), ref_b, sets_b)
     pairs = []
     for i, j in combinations(range(len(names)), 2):
         diff, diff_reps = float(estimate[i] - estimate[j]), reps[:, i] - reps[:, j]
         lo, hi = basic_bootstrap_interval(diff, diff_reps, level)
         pairs.append({"a": names[i], "b": names[j], "diff": diff, "lo": lo, "hi": hi,
                       "p_value": bootstrap_p_value(diff, diff_reps)})
-    return {"jsd": dict(zip(names, estimate.tolist())), "n_boot": n_boot, "pairs": pairs}
+    return {"jsd": dict(zip(names, estimate.tolist())), "n_boot": n_boot, "p_resolution": p_resolution(n_boot),
+            "pairs": pairs}
 
 
 def composition(seqs: Sequence[str]) -> np.ndarray:
