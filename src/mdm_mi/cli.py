@@ -120,6 +120,8 @@ VERBS: dict[str, Verb] = {
                                    "generate proteins with the MI oracle, the head and sequential; per-sequence scores"),
     "testbed": Verb(testbed_jobs.TestbedArgs, testbed_jobs.testbed,
                     "exact Potts-chain testbed: every rule's exact KL to the true joint at equal passes, per regime"),
+    "testbed-remask": Verb(testbed_jobs.RemaskArgs, testbed_jobs.testbed_remask,
+                           "the remasking rules on small Potts chains: exact KL over every path, at equal passes"),
     "testbed-place": Verb(place_job.PlaceArgs, place_job.testbed_place,
                           "EB's dependence share at a budget, for the testbed's regimes or one backbone: its place on the map"),
     # tables and figures

@@ -141,9 +141,10 @@ def enumerate_paths(model: Backbone, prompt: torch.Tensor, sampler: Sampler, pai
                     limit: int = ENUMERATION_LIMIT) -> Paths:
     """Every path ``decode`` can take from one ``(L,)`` prompt at temperature 1, remasking included: a state
     is the tokens, the pending tokens and their draft log-probabilities (:mod:`mdm_mi.core.remask`); at each
-    pass the sampler's own ``select``, ``remask`` and ``suspects`` act on the view ``decode`` builds, and
-    every joint value of the drawn positions branches with the product of their marginals. States reached
-    by several paths merge. One-line ``ValueError`` past ``limit`` states in one pass."""
+    pass the sampler's own ``select``, ``remask`` and ``suspects`` act on the view ``decode`` builds (the
+    states of one pass in one batch, as ``decode`` batches its rows), and every joint value of the drawn
+    positions branches with the product of their marginals. States reached by several paths merge.
+    One-line ``ValueError`` past ``limit`` states in one pass."""
     frontier = {(tuple(prompt.tolist()), (), ()): 1.0}
     q: dict[tuple, float] = {}
     passes, seen = 0.0, 0
@@ -154,48 +155,54 @@ def enumerate_paths(model: Backbone, prompt: torch.Tensor, sampler: Sampler, pai
             raise ValueError(f"{len(frontier)} decoding states at pass {step}: too many to enumerate (limit {limit})")
         seen += len(frontier)
         nxt: dict[tuple, float] = {}
-        for (tokens, pending, prior), prob in frontier.items():
-            for state, weight in _branches(model, torch.tensor(tokens), pending, prior, sampler, pairwise_fn, step):
-                if (torch.tensor(state[0]) == model.mask_id).any():
-                    nxt[state] = nxt.get(state, 0.0) + prob * weight
-                else:
-                    q[state[0]] = q.get(state[0], 0.0) + prob * weight
-                    passes += prob * weight * (step + 1)
+        for state, prob in _branches(model, frontier, sampler, pairwise_fn, step):
+            if model.mask_id in state[0]:
+                nxt[state] = nxt.get(state, 0.0) + prob
+            else:
+                q[state[0]] = q.get(state[0], 0.0) + prob
+                passes += prob * (step + 1)
         frontier = nxt
     return Paths(q=q, passes=passes, states=seen)
 
 
-def _branches(model: Backbone, tokens: torch.Tensor, pending: tuple, prior: tuple, sampler: Sampler,
-              pairwise_fn: PairwiseFn | None, step: int):
-    """Yield (next state, probability) of one pass of ``decode`` from ``tokens (L,)`` with ``pending`` (the
-    positions to check) and ``prior`` (their draft log-probabilities)."""
-    masked = (tokens == model.mask_id)[None]
+def _branches(model: Backbone, frontier: dict[tuple, float], sampler: Sampler, pairwise_fn: PairwiseFn | None,
+              step: int):
+    """Yield (next state, its probability along this branch) of one pass of ``decode`` from every state
+    (tokens, pending positions, their draft log-probabilities → probability) of ``frontier``; one backbone
+    call for them all."""
+    states, probs = list(frontier), list(frontier.values())
+    tokens = torch.tensor([s[0] for s in states])
+    masked = tokens == model.mask_id
     pend = torch.zeros_like(masked)
-    pend[0, list(pending)] = True
-    out, logp = forward_with_checks(model, tokens[None], pend, None)
-    pairwise = pairwise_fn(out, masked, tokens[None]) if sampler.uses_pairwise else None
+    prior = torch.full(masked.shape, float("nan"), dtype=torch.float64)
+    for b, (_, pending, logps) in enumerate(states):
+        pend[b, list(pending)] = True
+        prior[b, list(pending)] = torch.tensor(logps, dtype=torch.float64)
+    out, logp = forward_with_checks(model, tokens, pend, None)
+    pairwise = pairwise_fn(out, masked, tokens) if sampler.uses_pairwise else None
     view = StepView.from_logits(out.logits, masked, pairwise, step)
     chosen = sampler.select(view) & masked
     back, suspects = torch.zeros_like(masked), torch.zeros_like(masked)
     if sampler.remasks:
         nan = torch.full(masked.shape, float("nan"), dtype=torch.float64)
-        prior_row = nan.clone()
-        prior_row[0, list(pending)] = torch.tensor(prior, dtype=torch.float64)
-        back = sampler.remask(Check(pend, nan if logp is None else logp, prior_row, chosen, view)) & pend
+        back = sampler.remask(Check(pend, nan if logp is None else logp, prior, chosen, view)) & pend
         suspects = sampler.suspects(view, chosen) & chosen
-    where = chosen[0].nonzero()[:, 0]
-    log_marg = torch.log_softmax(out.logits[0].double(), -1)
-    vocab = torch.as_tensor(model.vocab_token_ids)
-    keep = suspects[0].nonzero()[:, 0].tolist()
-    for values in itertools.product(range(log_marg.shape[-1]), repeat=len(where)):
-        picked = torch.tensor(values, dtype=torch.long)
-        row = tokens.clone()
-        row[where] = vocab[picked]
-        row[back[0]] = model.mask_id
-        drawn = dict(zip(where.tolist(), log_marg[where, picked].tolist()))
-        weight = math.exp(sum(drawn.values()))
-        if weight > 0:
-            yield (tuple(row.tolist()), tuple(keep), tuple(drawn[j] for j in keep)), weight
+    log_marg = torch.log_softmax(out.logits.double(), -1)
+    vocab = torch.as_tensor(model.vocab_token_ids).tolist()
+    for b in range(len(states)):
+        where = chosen[b].nonzero()[:, 0].tolist()
+        keep = suspects[b].nonzero()[:, 0].tolist()
+        gone = back[b].nonzero()[:, 0].tolist()
+        table = log_marg[b, where].tolist()  # (k, V)
+        for values in itertools.product(range(len(vocab)), repeat=len(where)):
+            row = list(states[b][0])
+            drawn = {}
+            for pos, v, lp in zip(where, values, table):
+                row[pos] = vocab[v]
+                drawn[pos] = lp[v]
+            for pos in gone:
+                row[pos] = model.mask_id
+            yield (tuple(row), tuple(keep), tuple(drawn[j] for j in keep)), probs[b] * math.exp(sum(drawn.values()))
 
 
 def mean_se(values: np.ndarray) -> tuple[float, float]:

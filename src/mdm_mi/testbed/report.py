@@ -35,16 +35,17 @@ MAP_CLIP = 2.0  # the map's colour scale: log2 of the KL ratio, clipped to ±2 (
 
 def write_tables(result, out_dir: Path) -> list[Path]:
     """The study's three tables (:class:`~mdm_mi.testbed.study.StudyResult`) as ``<name>.csv`` in ``out_dir``."""
-    paths = []
-    for name in TABLES:
-        rows = getattr(result, name)
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        write_text(out_dir / f"{name}.csv", buf.getvalue())
-        paths.append(out_dir / f"{name}.csv")
-    return paths
+    return [write_rows(getattr(result, name), out_dir / f"{name}.csv") for name in TABLES]
+
+
+def write_rows(rows: list[dict], path: Path) -> Path:
+    """``rows`` (dicts with the same keys) as a CSV file, written atomically → ``path``."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text(path, buf.getvalue())
+    return path
 
 
 def read_table(path: str | Path) -> list[dict[str, str]]:
