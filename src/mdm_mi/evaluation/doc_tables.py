@@ -154,11 +154,13 @@ def prereg_sudoku(path: Path) -> str:
 
 def prereg_antibody(path: Path) -> str:
     """The pre-registered analysis of an ``antibody-compare`` CSV (:func:`mdm_mi.evaluation.prereg.antibody_prereg_rows`):
-    each family's rows in nats/residue of PLL (recovery as a share), Student TOST at the registered
+    each family's rows with each rule's own mean passes, in nats/residue of PLL (recovery as a share), Student TOST at the registered
     margin, then the primary verdict in words."""
     rows = prereg.antibody_prereg_rows(read_csv(path))
-    table = _prereg_table(rows, ["metric", "budget (passes)", "first", "second", "first − second [95%]"], lambda r: [
-        r["metric"], f"1/{r['divisor']} ({r['passes_first']:.1f})", f"{r['value_first']:.3f}", f"{r['value_second']:.3f}",
+    table = _prereg_table(rows, ["metric", "budget", "passes (first / second)", "first", "second",
+                                 "first − second [95%]"], lambda r: [
+        r["metric"], f"1/{r['divisor']}", f"{r['passes_first']:.2f} / {r['passes_second']:.2f}",
+        f"{r['value_first']:.3f}", f"{r['value_second']:.3f}",
         f"{r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"], f"±{prereg.ANTIBODY_MARGIN:g}")
     r = prereg.primary_row(rows)
     return table + f"\n\nPrimary ({r['n']:,} test VH): {antibody_primary_clause(r)}.\n"
@@ -167,7 +169,8 @@ def prereg_antibody(path: Path) -> str:
 def antibody_primary_clause(r: dict) -> str:
     """The decision rule applied to AntiBERTy's primary row, as one clause: a gain or none in a domain the
     paper makes no claim about (issue 64: "refuted" would refute a claim the paper never made)."""
-    return (f"{prereg.ALGORITHM_1} − EB at ÷{r['divisor']} ({r['passes_first']:.1f} passes) = {r['diff']:+.3f} "
+    return (f"{prereg.ALGORITHM_1} − EB at ÷{r['divisor']} ({r['passes_first']:.2f} passes to EB's "
+            f"{r['passes_second']:.2f}) = {r['diff']:+.3f} "
             f"nats/residue of PLL [{r['lo']:+.3f}, {r['hi']:+.3f}], p {r['p_value']:.2g}, TOST p "
             f"{r['p_tost_holm']:.2g} at ±{prereg.ANTIBODY_MARGIN:g} nats/residue: **{r['verdict']}**, so "
             f"**{NEW_DOMAIN[r['verdict']]}** (the paper makes no antibody claim)")

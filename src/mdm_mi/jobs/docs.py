@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from mdm_mi.antibody import report as antibody_report
 from mdm_mi.evaluation import doc_tables
 from mdm_mi.sudoku import report as sudoku_report
 from mdm_mi.testbed import report as testbed_report
@@ -45,6 +46,8 @@ RENDERERS: dict[str, Callable[[Path], str]] = {  # name → renderer(data file) 
     "testbed": testbed_report.render_table,
     "placement": testbed_report.render_placement,
     "oracle-ceiling": sudoku_report.ceiling_block,
+    "antibody-pass-adjusted": antibody_report.pass_adjusted_block,
+    "antibody-second-scorer": antibody_report.second_scorer_block,
 }
 
 

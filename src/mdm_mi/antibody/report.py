@@ -1,0 +1,61 @@
+"""Markdown blocks of the AntiBERTy run's additions after its results (issue 64), rendered into
+docs/answer.md by ``render-docs`` from their committed data: the pass-adjusted contrast
+(``pass_adjusted.json``, docs/preregistration.md amendment 4) and the second scorer's table
+(``loop_model.json``).
+
+    pass_adjusted_block(Path("docs/data/decisive-antibody/pass_adjusted.json"))
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mdm_mi.evaluation.budgets import SEQUENTIAL
+
+
+def _diff(r: dict) -> str:
+    return f"{r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"
+
+
+def pass_adjusted_block(path: Path) -> str:
+    """One row per budget: both rules' own mean passes, the EB runs read (and w), the scores, the
+    pass-adjusted difference [95%], p, Holm p, TOST p, verdict."""
+    data = json.loads(path.read_text())
+    lines = [f"| family (Holm inside) | budget | passes: {{first}} / EB at the budget | EB read between (w) | "
+             f"{{first}} | EB at {{first}}'s passes | difference [95%] | p | Holm p | TOST p (±{data['margin']:g}) | verdict |",
+             "|" + "---|" * 11]
+    first = None
+    for r in sorted(data["rows"].values(), key=lambda r: (r["role"] != "primary", r["divisor"])):
+        first = r["first"]
+        between = " and ".join(b.replace("@", " ÷") for b in r["between"])
+        note = ", extrapolated" if r["extrapolated"] else ""
+        lines.append(f"| {r['role']} | 1/{r['divisor']} | {r['passes_first']:.2f} / {r['passes_second_same_budget']:.2f} | "
+                     f"{between} ({r['weight']:.2f}{note}) | {r['value_first']:.3f} | {r['value_second']:.3f} | "
+                     f"{_diff(r)} | {r['p_value']:.2g} | {r['p_holm']:.2g} | {r['p_tost_holm']:.2g} | **{r['verdict']}** |")
+    lines[0] = lines[0].replace("{first}", first or "first")
+    return "\n".join(lines) + "\n"
+
+
+def second_scorer_block(path: Path) -> str:
+    """Each rule's mean score under AntiBERTy's PLL and the loop model at each budget (with its passes),
+    the rank it gets under each, and Algorithm 1 − EB under the loop model, raw and pass-adjusted."""
+    data = json.loads(path.read_text())
+    runs, ranks = data["runs"], data["ranking"]
+    lines = ["| budget | rule | passes | AntiBERTy PLL (rank) | loop model (rank) |", "|---|---|---|---|---|"]
+    for d in sorted(ranks["pll"], key=int):
+        for f in ranks["pll"][d]:
+            r = next(x for x in runs.values() if x["family"] == f and str(x["divisor"]) == d)
+            lines.append(f"| 1/{d} | {f} | {r['passes']:.2f} | {r['pll']:.3f} ({ranks['pll'][d].index(f) + 1}) | "
+                         f"{r['loop']:.3f} ({ranks['loop'][d].index(f) + 1}) |")
+    seq = runs[SEQUENTIAL]
+    lines.append(f"| — | sequential | {seq['passes']:.2f} | {seq['pll']:.3f} | {seq['loop']:.3f} |")
+    nat = data["native"]
+    lines.append(f"| — | native loops | — | {nat['pll']:.3f} | {nat['loop']:.3f} |")
+    lines += ["", "| budget | Kendall τ of the two rankings | mi λ=1 − EB, loop model, same budget | "
+              "mi λ=1 − EB, loop model, pass-adjusted | verdict (pass-adjusted) |", "|---|---|---|---|---|"]
+    for d in sorted(ranks["pll"], key=int):
+        raw, adj = data["raw"][d], data["pass_adjusted"][d]
+        lines.append(f"| 1/{d} | {data['kendall_tau'][d]:+.2f} | {_diff(raw)}, p {raw['p_value']:.2g} | "
+                     f"{_diff(adj)}, p {adj['p_value']:.2g} | {adj['verdict']} |")
+    return "\n".join(lines) + "\n"
