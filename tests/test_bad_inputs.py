@@ -308,8 +308,6 @@ CASES = [
          "val and test must both be non-empty", solutions_npy),
     Case("label-too-few-distinct", [*LABEL, "--n-contexts", "3", "--split", "test", "--val-contexts", "1"],
          "the val and test splits need 3 distinct sequences, the sequence file has 2", solutions_npy),
-    Case("train-head-no-test", [*HEAD, "--labels", "{shard}", "--val", "{shard}"],
-         "the following arguments are required: --test", label_shards),
     Case("train-head-test-missing", [*HEAD, "--labels", "{shard}", "--val", "{shard}", "--test", "nope.safetensors"],
          "--test nope.safetensors: file not found", label_shards),
     # the one validator (infra/validate.py): numbers finite and in range, counts that fit in memory, inputs

@@ -370,13 +370,14 @@ def test_label_topk_writes_its_bound_beside_the_labels(hf_dir, tmp_path):
     from safetensors.torch import load_file
 
     from mdm_mi.cli import main
+    from mdm_mi.infra.schema import schema_default
 
     seqs = tmp_path / "seqs.npy"
     np.save(seqs, hf_backbone_of(hf_dir).encode(["MKTAYIAK", "QRACDEFG"]).numpy())
     common = ["label", "--model", hf_dir, "--sequences", seqs, "--n-contexts", 2, "--shard", 0, "--n-shards", 1,
               "--tol", 0.01, "--batch-size", 64, "--seed", 0, "--device", "cpu", "--threads", 1, "--method", "topk"]
-    assert main([str(a) for a in common + ["--out", tmp_path / "no_k.safetensors"]]) == 2
-    assert not (tmp_path / "no_k.safetensors").exists()
+    assert main([str(a) for a in common + ["--out", tmp_path / "no_k.safetensors"]]) == 0  # issue 65: the schema's k
+    assert json.loads((tmp_path / "no_k.json").read_text())["k"] == schema_default("hf.mi.topk_k")
     _cli(*common, "--k", 3, "--out", tmp_path / "topk.safetensors")
     stats = json.loads((tmp_path / "topk.json").read_text())
     shard = load_file(str(tmp_path / "topk.safetensors"))

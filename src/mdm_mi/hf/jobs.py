@@ -20,13 +20,13 @@ import torch
 
 from mdm_mi.core.backbone import check_backbone, check_output, token_fingerprint
 from mdm_mi.core.hf_folder import DOMAIN, MASK_CHAR, read_alphabet
-from mdm_mi.models.domains import FASTA_SUFFIXES
 from mdm_mi.infra.checkpoint import META
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.fasta import read_fasta, write_fasta
+from mdm_mi.infra.fasta import write_fasta
 from mdm_mi.infra.flags import OutDir, SeedFlag, from_schema, h as _h
 from mdm_mi.infra.validate import OUT_FOLDER, TEXT
-from mdm_mi.infra.io import read_json, read_text_input, write_json, write_npy
+from mdm_mi.infra.io import read_json, write_json, write_npy
+from mdm_mi.infra.reader import read_file_items
 from mdm_mi.models.loading import FINGERPRINT, compute_fingerprint, load_model
 
 SPLITS = ("train", "heldout")  # hf-data's token files: {split}_contexts.npy
@@ -102,14 +102,10 @@ class HfDataArgs(OutDir, SeedFlag):
 
 def read_sequences(path: Path) -> list[tuple[str, str]]:
     """``(name, sequence)`` of each record: a FASTA file's (name = the header's first word), or the
-    non-empty lines of any other file (name = ``line k``, counted from 1). Both are read as written
-    (case kept, spaces and a FASTA record's line breaks separating tokens) and split into tokens by
-    the model (:meth:`mdm_mi.hf.model.HFBackbone.split`), so a record means the same in either file."""
-    if Path(path).suffix.lower() in FASTA_SUFFIXES:
-        records = read_fasta(path, as_written=True)
-        return [((h.split() or [f"record {k}"])[0], s) for k, (h, s) in enumerate(records, start=1)]
-    lines = read_text_input(path, "sequence").splitlines()
-    return [(f"line {k}", " ".join(line.split())) for k, line in enumerate(lines, start=1) if line.strip()]
+    non-empty lines of any other file (name = ``line k``), read by the one reader
+    (:func:`mdm_mi.infra.reader.read_file_items`: case kept, spaces and a FASTA record's line breaks
+    separating tokens) and split into tokens by the model, so a record means the same in either file."""
+    return [(item.name, item.text) for item in read_file_items(Path(path), "sequence")]
 
 
 def _encode_split(backbone, records: list[tuple[str, str]], source: Path):

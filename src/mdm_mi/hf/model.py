@@ -34,6 +34,7 @@ from torch import nn
 
 from mdm_mi.core.backbone import BackboneOutput
 from mdm_mi.core.hf_folder import DOMAIN, MASK_CHAR, check_tokens
+from mdm_mi.infra.reader import positions
 from mdm_mi.infra.checkpoint import CheckpointError, META
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import read_json
@@ -120,9 +121,15 @@ class HFBackbone(nn.Module):
         table: rotary or relative positions)."""
         return self.max_tokens - 2 if self.max_tokens is not None else None
 
+    @property
+    def one_char_tokens(self) -> bool:
+        """Whether every token of the alphabet is one character (then spaces in a sequence mean nothing)."""
+        return self._joiner == ""
+
     def split(self, seq: str) -> list[str]:
-        """One sequence → its tokens: characters for a one-character alphabet, else whitespace-separated."""
-        return list("".join(seq.split())) if self._joiner == "" else seq.split()
+        """One sequence → its tokens, as every verb reads them (:func:`mdm_mi.infra.reader.positions`):
+        characters for a one-character alphabet, else whitespace-separated."""
+        return positions(seq, self.one_char_tokens)
 
     def encode(self, seqs: Sequence[str], device=None, names: Sequence[str] | None = None) -> torch.Tensor:
         """``B`` sequences over the alphabet (``_`` = masked) → ``(B, max len + 2)`` long: BOS + tokens

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from mdm_mi.infra.reader import FASTA_SUFFIXES
 from mdm_mi.infra.checkpoint import CheckpointError, read_meta
 
-FASTA_SUFFIXES = (".fasta", ".fa", ".faa")
 HF_TRAIN_HINT = ("train a head for your model with hf-data, label and train-head (docs/your_model.md), or "
                  "`snakemake hf --cores 2 --configfile config/hf.yaml`")
 PUZZLE_CHARS = set("0123456789.")

@@ -27,7 +27,7 @@ from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD, ProteinSwept
 from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, by_budget, off_budget, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.fasta import read_fasta, write_fasta
+from mdm_mi.infra.fasta import write_fasta
 from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
 from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
@@ -40,7 +40,7 @@ from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
 from mdm_mi.protein.metrics import p_text
 from mdm_mi.protein.generate import reference_lengths
 from mdm_mi.protein.flags import ProteinDecodeJobFlags
-from mdm_mi.protein.sequences import validate_sequence
+from mdm_mi.protein.sequences import read_reference
 from mdm_mi.sampling.registry import SAMPLER_CLASSES
 
 ROW_FIELDS = ["set", "divisor", "first", "second", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff",
@@ -100,7 +100,7 @@ def _check(args: ProteinCompareBase) -> list[str]:
         raise InputError(f"need --n >= 2, --calib-n >= 1 and divisors >= 1, got {args.n}, {args.calib_n}, {args.divisors}")
     if not Path(args.reference).is_file():
         raise InputError(f"reference FASTA not found: {args.reference}")
-    return [validate_sequence(s, name=h) for h, s in read_fasta(args.reference)]
+    return read_reference(args.reference)
 
 
 def _spec(args: ProteinCompareBase):

@@ -19,7 +19,7 @@ from mdm_mi.core.backbone import capabilities, embedder_of, for_decoding
 from mdm_mi.core.sampler_table import SamplerFlags
 from mdm_mi.evaluation.stats import mean_ci
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.fasta import read_fasta, write_fasta
+from mdm_mi.infra.fasta import write_fasta
 from mdm_mi.infra.flags import h as _h
 from mdm_mi.infra.validate import OUT_FILE
 from mdm_mi.infra.io import write_json
@@ -27,7 +27,7 @@ from mdm_mi.models.loading import SEQUENCES, load_model
 from mdm_mi.protein.decode_flags import DecodeFlags, GenerateFlags
 from mdm_mi.protein.generate import draw_lengths, generate, reference_lengths, uniform_lengths
 from mdm_mi.protein.metrics import score_sample
-from mdm_mi.protein.sequences import validate_sequence
+from mdm_mi.protein.sequences import read_reference
 from mdm_mi.models.run import (ModelFlags, calibrated_for, check_outputs, load_backbone_for, pairwise_from_args,
                                 progress, start)
 from mdm_mi.sampling.registry import sampler_from_args
@@ -77,7 +77,7 @@ def _check_lengths(args: GenerateArgs, backbone, reference_lengths: list[int] | 
 def _reference(path: Path | None):
     if path is None:
         return None
-    return [validate_sequence(s, name=h) for h, s in read_fasta(path)]
+    return read_reference(path)
 
 
 def generate_sampler(args: GenerateArgs):

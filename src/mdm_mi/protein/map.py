@@ -7,6 +7,7 @@ import torch
 from mdm_mi.core.map_domain import MapDomain
 from mdm_mi.evaluation.plotting import sequence_map_figure
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.reader import canonical
 from mdm_mi.protein.sequences import validate_sequence
 
 PROTEIN_MASK = "_"
@@ -19,7 +20,7 @@ class ProteinMap(MapDomain):
     1-based residue position. The backbone must offer ``encode([seq])`` (BOS + residues + EOS)."""
 
     def check(self, text: str) -> str:
-        seq = "".join(text.split()).upper()
+        seq = canonical(text, one_char=True)  # case kept: a lowercase residue is refused by name
         residues = seq.replace(PROTEIN_MASK, "").replace("-", "")  # '-': a gap column of an aligned row (column model)
         if residues:
             validate_sequence(residues)  # names letters outside the 20 amino acids

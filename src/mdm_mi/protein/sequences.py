@@ -7,14 +7,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import AMINO_ACIDS, Record
+from mdm_mi.infra.reader import canonical, read_file_items
 
 _AA_SET = frozenset(AMINO_ACIDS)
+
+
+def read_reference(path) -> list[str]:
+    """A reference FASTA's proteins (``generate --reference``, ``hf-compare``, ``protein-compare``), read by
+    the one reader (:func:`mdm_mi.infra.reader.read_file_items`: case kept, line breaks dropped) and each
+    checked for the 20 amino acids by record (a lowercase letter is refused, not upper-cased)."""
+    return [validate_sequence(canonical(item.text, one_char=True), name=item.name)
+            for item in read_file_items(Path(path), "reference")]
 
 
 def validate_sequence(
@@ -29,9 +39,10 @@ def validate_sequence(
     if bad:
         first = next(i for i, c in enumerate(seq) if c not in _AA_SET)
         letters = ", ".join(repr(c) for c in bad[:10]) + (" ..." if len(bad) > 10 else "")
+        case = "; case counts: write them in upper case" if any(c.upper() in _AA_SET for c in bad) else ""
         raise InputError(
             f"{what} has letters outside the 20 standard amino acids {AMINO_ACIDS}: {letters} "
-            f"(first at position {first + 1})"
+            f"(first at position {first + 1}{case})"
         )
     if min_len is not None and len(seq) < min_len:
         raise InputError(f"{what} has length {len(seq)}, shorter than the minimum {min_len}")

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.io import read_text_input
+from mdm_mi.infra.reader import STDIN, canonical, read_file_text
 from mdm_mi.sudoku.data import read_puzzle_csv
 from mdm_mi.sudoku.grid import MASK_ID, N_CELLS, PuzzleFormatError, SIDE, cell_name, parse_puzzle, rule_break
 from mdm_mi.sudoku.puzzle_maker import SearchLimitError, count_solutions
@@ -40,16 +40,18 @@ def _where(source: str) -> str:
 
 
 def read_puzzles(text: str | None, file: Path | None) -> list[Puzzle]:
-    """The puzzles of the ``PUZZLE`` argument (``-`` = stdin) or of ``--file``; one-line errors."""
+    """The puzzles of the ``PUZZLE`` argument (``-`` = stdin) or of ``--file``, read by the one reader
+    (:mod:`mdm_mi.infra.reader`: spaces and line breaks of a puzzle mean nothing), then parsed as
+    puzzles (a CSV, or one per line); one-line errors."""
     if text is not None and file is not None:
         raise InputError("give either a PUZZLE argument or --file, not both")
     if text is None and file is None:
         raise InputError("no puzzle given: pass 81 characters (0 or . for blanks), --file PATH, or - to read stdin")
     if file is not None:
-        return parse_many(read_text_input(file, "puzzle"), str(file))
-    if text == "-":
-        return parse_many(read_text_input("-", "puzzle"), "stdin")
-    return [Puzzle(_parse_one(text, ""))]
+        return parse_many(read_file_text(file, "puzzle"), str(file))
+    if text == STDIN:
+        return parse_many(read_file_text(STDIN, "puzzle"), "stdin")
+    return [Puzzle(_parse_one(canonical(text, one_char=True), ""))]
 
 
 def _parse_one(text: str, source: str) -> np.ndarray:

@@ -6,9 +6,10 @@
     mdm-mi infill --file vh.tsv --sampler naive --budget 1/3       # TSV: template, or sequence + mask
 
 A template is the backbone's input with ``_`` at every position to fill (a protein or antibody
-sequence; for a Sudoku model, 81 digits with ``_``, ``.`` or ``0`` blank). ``--file`` takes FASTA
-(records are templates) or a TSV with a ``template`` column, or ``sequence`` and ``mask`` columns
-(``mask``: as long as ``sequence``, ``_`` or ``1`` at the positions to fill). The sampler runs at the
+sequence; for a Sudoku model, 81 digits with ``_``, ``.`` or ``0`` blank). Templates are read by the
+one reader (:mod:`mdm_mi.infra.reader`): ``--file`` takes FASTA (records are templates), a TSV or CSV
+with a ``template`` column, or ``sequence`` and ``mask`` columns (``mask``: as long as ``sequence``,
+``_`` or ``1`` at the positions to fill), or any other text file, one template per line; case is kept. The sampler runs at the
 settings given (omitted: the model's calibrated values, :mod:`mdm_mi.core.fallbacks`) or, with ``--budget 1/d``, at the setting
 whose passes on these templates are sequential's ÷ d (sequential takes one pass per ``_``). Output:
 FASTA, one record per fill, its header naming the template, the fill, the passes and the sampler.
@@ -17,8 +18,6 @@ Every input is checked before anything is decoded or written.
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,15 +28,14 @@ from mdm_mi.core.fallbacks import read_calibrated
 from mdm_mi.core.sampler_table import SAMPLERS, SamplerFlags, USER_SAMPLERS, swept_settings
 from mdm_mi.evaluation.infill import calibrate_to, family_of, fill, max_masked, parse_budget
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.fasta import read_fasta
 from mdm_mi.infra.flags import h
-from mdm_mi.infra.io import atomic_path, read_text_input
+from mdm_mi.infra.io import atomic_path
+from mdm_mi.infra.reader import MASK_CHAR as MASK, canonical, positions, read_items
 from mdm_mi.models.loading import SEQUENCES, model_domain
 from mdm_mi.models.run import ModelFlags, check_outputs, load_backbone_for, note, pairwise_from_args, start
 from mdm_mi.sampling.registry import SAMPLER_CLASSES, sampler_from_args
 from mdm_mi.sudoku.grid import MASK_ID
 
-MASK = "_"
 SUDOKU_BLANKS = "_.0"
 EXAMPLES = """examples:
   mdm-mi infill "EVQLVESGGGLVQPGGSLRLSCAASGFTFSSYAMSWVRQAPGKGLEWVSAISGSGGSTYYADSVKGRFTISRDNSKNTLYLQMNSLRAEDTAVYYC__________WGQGTLVTVSS" --model results/antibody/hf/model --sampler eb --gamma 1
@@ -52,7 +50,7 @@ class InfillArgs(SamplerFlags, ModelFlags):
     template: str | None = field(default=None, metadata=h(
         "a sequence with _ at the positions to fill; - reads templates from stdin (one per line)", positional=True))
     file: Path | None = field(default=None, metadata=h(
-        "templates: FASTA, or a TSV with a 'template' column or 'sequence' + 'mask' columns"))
+        "templates: FASTA, a TSV/CSV with a 'template' column or 'sequence' + 'mask' columns, or one per line"))
     budget: str | None = field(default=None, metadata=h(
         "1/d: calibrate the sampler's parameter to sequential's passes ÷ d on these templates"))
     n: int = field(default=1, metadata=h("fills per template"))
@@ -63,40 +61,9 @@ class InfillArgs(SamplerFlags, ModelFlags):
 
 
 def read_templates(args) -> list[tuple[str, str]]:
-    """``(name, template)`` pairs from the argument, stdin or ``--file``; one-line errors."""
-    if (args.template is None) == (args.file is None):
-        raise InputError("give one template (or - for stdin) or --file, not both and not neither")
-    if args.file is None:
-        text = args.template if args.template != "-" else read_text_input("-", "template")
-        items = [line.strip() for line in text.splitlines() if line.strip()]
-        return [(f"template{i + 1}", t) for i, t in enumerate(items)]
-    path = Path(args.file)
-    if path.suffix.lower() in (".tsv", ".txt", ".csv"):
-        return _table_templates(path)
-
-    return [(name.split()[0] if name.split() else f"template{i + 1}", seq) for i, (name, seq) in enumerate(read_fasta(path))]
-
-
-def _table_templates(path: Path) -> list[tuple[str, str]]:
-    """A TSV (or CSV) with ``template``, or ``sequence`` + ``mask`` (``_``/``1`` = fill)."""
-    text = read_text_input(path, "template table")
-    rows = list(csv.DictReader(io.StringIO(text), delimiter="," if path.suffix == ".csv" else "\t"))
-    if not rows:
-        raise InputError(f"{path}: no rows")
-    cols = rows[0].keys()
-    out = []
-    for i, r in enumerate(rows):
-        name = r.get("id") or f"template{i + 1}"
-        if "template" in cols:
-            out.append((name, r["template"].strip()))
-        elif {"sequence", "mask"} <= set(cols):
-            seq, mask = r["sequence"].strip(), r["mask"].strip()
-            if len(seq) != len(mask):
-                raise InputError(f"{path} row {i + 2}: mask has {len(mask)} characters, sequence {len(seq)}")
-            out.append((name, "".join(MASK if m in "_1" else s for s, m in zip(seq, mask))))
-        else:
-            raise InputError(f"{path}: needs a 'template' column, or 'sequence' and 'mask' columns")
-    return out
+    """``(name, template)`` pairs from the argument, stdin or ``--file``, read by the one reader
+    (:func:`mdm_mi.infra.reader.read_items`: case kept, a FASTA record's line breaks spaces); one-line errors."""
+    return [(item.name, item.text) for item in read_items(args.template, args.file, "template")]
 
 
 def encode_templates(backbone, templates: list[tuple[str, str]], device) -> torch.Tensor:
@@ -111,10 +78,12 @@ def encode_templates(backbone, templates: list[tuple[str, str]], device) -> torc
         return _grid_tokens(backbone, templates, device)
     limit = getattr(backbone, "max_length", None)
     for name, t in templates:
-        if limit is not None and len(backbone.split(t) if hasattr(backbone, "split") else t) > limit:
-            raise InputError(f"{name} has {len(t)} positions; the model takes at most {limit}")
+        n = len(positions(t, getattr(backbone, "one_char_tokens", True)))
+        if limit is not None and n > limit:
+            raise InputError(f"{name} has {n} positions; the model takes at most {limit}")
+    one_char = getattr(backbone, "one_char_tokens", True)  # a native backbone's residues are characters
     try:
-        return backbone.encode([t for _, t in templates], device)
+        return backbone.encode([canonical(t, one_char) for _, t in templates], device)
     except InputError as exc:  # the backbone names the template by index; name it as the user did
         raise InputError(f"{_named(str(exc), templates)}") from None
 
@@ -133,7 +102,7 @@ def _is_grid(backbone) -> bool:
 def _grid_tokens(backbone, templates, device) -> torch.Tensor:
     rows = []
     for name, t in templates:
-        t = "".join(t.split())
+        t = canonical(t, one_char=True)
         if len(t) != 81 or any(c not in "123456789" + SUDOKU_BLANKS for c in t):
             raise InputError(f"{name}: a Sudoku template is 81 characters of 1-9 with _, . or 0 blank")
         rows.append([MASK_ID if c in SUDOKU_BLANKS else int(c) - 1 for c in t])

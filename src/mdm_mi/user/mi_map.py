@@ -14,16 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mdm_mi.models.domains import DOMAINS, FASTA_SUFFIXES, backbone_name, guess_domain
+from mdm_mi.models.domains import DOMAINS, backbone_name, guess_domain
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.fasta import read_fasta
+from mdm_mi.infra.checkpoint import read_meta
 from mdm_mi.infra.flags import h
-from mdm_mi.infra.io import read_text_input
+from mdm_mi.infra.reader import canonical, read_items
 from mdm_mi.models.loading import load_model, model_domain
 from mdm_mi.mi.figures import mi_matrices, pick_cell, write_matrix_csv
 from mdm_mi.models.run import ModelFlags, check_outputs, load_head_for, model_path, note, start
 from mdm_mi.sudoku.grid import format_grid
-from mdm_mi.sudoku.puzzles import parse_many
+from mdm_mi.sudoku.puzzles import read_puzzles
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 EXAMPLES = """examples:
@@ -61,30 +61,18 @@ def _check_outputs(args) -> Path:
 
 
 def _input_text(args) -> str:
-    """The input as text: the argument, the first line of stdin, or the first entry of ``--file``."""
-    if args.context is not None and args.file is not None:
-        raise InputError("give either an input argument or --file, not both")
-    if args.file is not None:
-        return _file_text(Path(args.file))
-    if args.context is None:
-        raise InputError("no input given: pass a Sudoku puzzle (81 characters), a protein sequence, --file, "
-                         "or - for stdin")
-    if args.context != "-":
-        return args.context
-    lines = [line.strip() for line in read_text_input("-", "input").splitlines() if line.strip()]
-    if not lines:
-        raise InputError("stdin: no input (empty)")
-    return lines[0]
+    """The input as written (:func:`mdm_mi.infra.reader.read_items`: the argument, the first line of stdin,
+    the first record or line of ``--file``), or the first puzzle of a puzzle CSV."""
+    if args.file is not None and args.context is None and Path(args.file).suffix.lower() == ".csv":
+        return format_grid(read_puzzles(None, Path(args.file))[0].tokens)
+    return read_items(args.context, args.file, "input")[0].text
 
 
-def _file_text(path: Path) -> str:
-    """The first FASTA record's sequence (as written: the domain's ``check`` reads it like the
-    argument, e.g. a protein upper-cased, your model's tokens as they are), or the first puzzle of a
-    puzzle file, as text."""
-    if path.suffix.lower() in FASTA_SUFFIXES:
-        return read_fasta(path, as_written=True)[0][1]
-
-    return format_grid(parse_many(read_text_input(path, "puzzle"), str(path))[0].tokens)
+def _one_char(model: Path | None) -> bool:
+    """Whether the model's tokens are single characters (every native domain's are; a Hugging Face
+    model's alphabet, recorded in its ``meta.json``, may hold words)."""
+    tokens = read_meta(model).get("tokens") if model is not None else None
+    return not tokens or all(len(t) == 1 for t in tokens)
 
 
 def _model_and_domain(args, text: str) -> tuple[Path | None, str]:
@@ -107,6 +95,7 @@ def mi_map(args: MiMapArgs, tracker) -> None:
     csv_path = _check_outputs(args)
     text = _input_text(args)
     model, domain = _model_and_domain(args, text)
+    text = canonical(text, _one_char(model))  # spaces and line breaks read once, as every verb reads them
     dom = DOMAINS[domain].mapper()
     context = dom.check(text)
     dom.parse_cell(args.cell, context)  # a bad --cell fails before the model loads
