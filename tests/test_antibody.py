@@ -256,6 +256,13 @@ def test_compare_pairs_every_sampler_by_context_with_verdicts(bert_dir, antibody
     rows = list(csv.DictReader((out / "budgets.csv").open()))
     assert {r["second"] for r in rows if r["role"] == "contender"} == rivals
     assert (out / "budgets.png").stat().st_size > 0
+    fills = np.load(out / "fills.npz")  # every run's test fills, for a scorer that did not write them
+    assert {k.removeprefix("fill/") for k in fills.files if k.startswith("fill/")} == set(runs)
+    pos, native = fills["positions"], fills["native"]
+    for run in runs:
+        tokens = fills[f"fill/{run}"].reshape(2, 3, -1)  # fill k of context p at row k·3 + p
+        assert (tokens[:, ~pos] == np.broadcast_to(native, tokens.shape)[:, ~pos]).all()
+        assert np.isin(tokens[:, pos], fills["vocab_ids"]).all()
 
 
 def test_compare_without_the_tv_head_its_families_need_is_one_line(bert_dir, antibody_data_dir, tmp_path, capsys):

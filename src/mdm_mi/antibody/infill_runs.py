@@ -132,11 +132,14 @@ def _run(test: InfillSet, backbone, fills: tuple[Filled, dict], family: str, div
             **test.set_metrics(backbone, filled.tokens), **extra}
 
 
-def sequential_run(filler: Filler, test: InfillSet, fills: int, order: str = "entropy") -> dict:
+def sequential_run(filler: Filler, test: InfillSet, fills: int, order: str = "entropy", kept: dict | None = None) -> dict:
     """Sequential decoding (one position per pass: lowest entropy first, or with ``order="margin"`` the
-    largest top-1/top-2 margin, Kim et al. 2025) on the test templates, ``fills`` fills each."""
+    largest top-1/top-2 margin, Kim et al. 2025) on the test templates, ``fills`` fills each; with
+    ``kept``, its fills' tokens go there under the run's name."""
     fills = scored_fills(filler, test, Sequential(order=order), fills)
     name = SEQUENTIAL if order == "entropy" else f"{SEQUENTIAL} ({order} order)"
+    if kept is not None:
+        kept[name] = fills[0].tokens.numpy()
     return _run(test, filler.backbone, fills, name, 1, {"order": order}, {"calib_score": 0.0})
 
 
@@ -196,7 +199,8 @@ class AntibodyTask(ComparisonTask):
     scored (PLL, recovery) → :func:`_run`'s record with target, calib_passes, on_target and
     ``calib_score``: the calibration fills' PLL for Algorithm 1 when several λ compete (mi* picks by it),
     else 0. ``pairwise`` is the MI head's Î, ``tv_fn`` the TV head's T̂ (each family reads its own,
-    :func:`mdm_mi.mi.dapd.pairwise_source`). Run ids are ``<slug>@<d>``."""
+    :func:`mdm_mi.mi.dapd.pairwise_source`). Run ids are ``<slug>@<d>``. ``kept``: run id → its test
+    fills' tokens ``(fills·P, N)`` (:func:`write_fills`)."""
 
     filler: Filler
     test: InfillSet
@@ -205,6 +209,7 @@ class AntibodyTask(ComparisonTask):
     pairwise: object
     tv_fn: object = None
     several_mi: bool = False
+    kept: dict = dataclasses.field(default_factory=dict)
 
     def calibration_passes(self) -> float:
         return sequential_passes(self.filler.backbone, self.calib.tokens)
@@ -215,7 +220,7 @@ class AntibodyTask(ComparisonTask):
         return float(res.passes.float().mean()), {}
 
     def reference_runs(self) -> dict[str, dict]:
-        return {SEQUENTIAL: sequential_run(self.filler, self.test, self.fills)}
+        return {SEQUENTIAL: sequential_run(self.filler, self.test, self.fills, kept=self.kept)}
 
     def run_id(self, family: Family, divisor: int) -> str:
         return f"{family.slug}@{divisor}"
@@ -228,19 +233,33 @@ class AntibodyTask(ComparisonTask):
             score = float(per_context(pll, len(self.calib.ids)).mean())
         with pairwise_source(backbone, fam.sampler, self.pairwise, self.tv_fn) as pf:
             filled = self.filler(self.test.tokens, sampler, self.fills, pf)
+        self.kept[self.run_id(fam, budget.divisor)] = filled.tokens.numpy()
         fills = (filled, fill_scores(self.filler, self.test, sampler, filled))
         return _run(self.test, backbone, fills, fam.label, budget.divisor, sampler.params(), {
             "target": point.target, "calib_passes": point.passes, "on_target": point.on_target, "calib_score": score})
 
 
 def calibrated_runs(filler: Filler, test: InfillSet, calib: InfillSet, families: list[Family], divisors, n_fills: int,
-                    pairwise, tv_fn=None) -> dict[str, dict]:
+                    pairwise, tv_fn=None, kept: dict | None = None) -> dict[str, dict]:
     """Sequential and every family at every budget sequential's passes ÷ each of ``divisors``,
     ``n_fills`` fills per test context (:class:`AntibodyTask`); mi* scores its calibration fills when
-    several of Algorithm 1's λ compete."""
+    several of Algorithm 1's λ compete. With ``kept``, every run's test fills' tokens go there (run id →
+    ``(n_fills·P, N)``)."""
     several_mi = pairwise is not None and sum(f.sampler == ALGORITHM_1 for f in families) > 1
-    task = AntibodyTask(filler, test, calib, n_fills, pairwise, tv_fn, several_mi)
+    task = AntibodyTask(filler, test, calib, n_fills, pairwise, tv_fn, several_mi, {} if kept is None else kept)
     return run_comparison(task, families, divisors, log=lambda s: print(s, flush=True))[0]
+
+
+def write_fills(path: Path, test: InfillSet, backbone, kept: dict[str, np.ndarray]) -> None:
+    """Every run's test fills as one ``.npz`` (for a scorer that did not write them): ``fill/<run id>``
+    ``(fills·P, N)`` token ids (fill ``k`` of context ``p`` at row ``k·P + p``), the templates' ``positions``
+    and ``native`` tokens ``(P, N)``, their ``ids``, and the backbone's ``alphabet`` with its ``vocab_ids``."""
+    arrays = {f"fill/{k}": v.astype(np.int32) for k, v in kept.items()}
+    arrays |= {"positions": test.positions.numpy(), "native": test.native.numpy().astype(np.int32),
+               "ids": np.asarray(test.ids), "alphabet": np.asarray(backbone.alphabet),
+               "vocab_ids": backbone.vocab_token_ids.cpu().numpy()}
+    with atomic_path(path) as tmp, tmp.open("wb") as fh:
+        np.savez_compressed(fh, **arrays)
 
 
 def draw_budgets(runs: dict, references: dict, set_name: str, native_pll: float, path: Path) -> None:

@@ -23,7 +23,7 @@ from mdm_mi.antibody.model import convert_antiberty, find_source, mark_and_check
 from mdm_mi.antibody.compare import contrast_rows, pll_per_residue
 from mdm_mi.antibody.data import assign_scopes, read_vh, SCOPES, SETS, split_by_lineage, template, write_vh
 from mdm_mi.antibody.infill_runs import (calibrated_runs, antibody_families, InfillSet, one_per_lineage,
-                                         oracle_runs, OracleSettings, sequential_run, write_results)
+                                         oracle_runs, OracleSettings, sequential_run, write_fills, write_results)
 from mdm_mi.core.backbone import full_precision, token_fingerprint
 from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.hf_folder import DOMAIN
@@ -118,7 +118,7 @@ def write_label_contexts(backbone, rows: list, scopes: list[str], path: Path, fi
 
 @dataclass(frozen=True)
 class AntibodyCompareArgs(OutDir, SeedFlag, AntibodySweptFlags):
-    """``antibody-compare``: ``--out-dir`` gets runs.json, budgets.csv and budgets.md. The swept settings
+    """``antibody-compare``: ``--out-dir`` gets runs.json, budgets.csv, budgets.md and fills.npz (every run's test fills). The swept settings
     beyond Algorithm 1's are inherited (generated, ``AntibodySweptFlags``: defaults ``antibody.compare``'s)."""
 
     CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("antibody.compare",)
@@ -170,7 +170,8 @@ def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
     settings |= {"mi_on_reject": args.mi_on_reject, "mi_charge_first": args.mi_charge_first}
     most = max(max_masked(backbone, calib.tokens), max_masked(backbone, test.tokens))
     families = antibody_families(args.samplers, settings, pairwise is not None, tv_fn is not None, most)
-    runs = calibrated_runs(filler, test, calib, families, args.divisors, args.fills, pairwise, tv_fn)
+    kept: dict = {}
+    runs = calibrated_runs(filler, test, calib, families, args.divisors, args.fills, pairwise, tv_fn, kept)
     rows = contrast_rows(runs, args.set_name)
     oracle = OracleSettings(args.oracle_contexts, args.oracle_divisors, args.oracle_tol)
     references = {"margin": sequential_run(filler, test, args.fills, order="margin") if args.margin else None,
@@ -179,6 +180,7 @@ def antibody_compare(args: AntibodyCompareArgs, tracker) -> None:
     sizes = {"set": args.set_name, "threads": args.threads, "n_test": len(test.ids), "n_calibration": args.n_calibration,
              "fills": args.fills, "divisors": list(args.divisors)}
     write_results(Path(args.out_dir), runs, rows, sizes, native, time.time() - t0, references, filler.store)
+    write_fills(Path(args.out_dir) / "fills.npz", test, backbone, kept)
     tracker.log_metrics({"seconds": time.time() - t0})
 
 

@@ -52,10 +52,14 @@ def second_scorer_block(path: Path) -> str:
     lines.append(f"| — | sequential | {seq['passes']:.2f} | {seq['pll']:.3f} | {seq['loop']:.3f} |")
     nat = data["native"]
     lines.append(f"| — | native loops | — | {nat['pll']:.3f} | {nat['loop']:.3f} |")
-    lines += ["", "| budget | Kendall τ of the two rankings | mi λ=1 − EB, loop model, same budget | "
-              "mi λ=1 − EB, loop model, pass-adjusted | verdict (pass-adjusted) |", "|---|---|---|---|---|"]
+    first, second = data["first"], data["second"]
+    lines += ["", f"Loop model, nats/residue [95%], paired by VH (Kendall τ: the two scorers' rankings of the rules "
+              f"at the budget):", "",
+              f"| budget | Kendall τ | {first} − {second}, same budget | {first} − {second}, pass-adjusted "
+              f"(TOST ±{data['margin']:g}) | sequential − {first} | sequential − {second} |", "|---|---|---|---|---|---|"]
     for d in sorted(ranks["pll"], key=int):
-        raw, adj = data["raw"][d], data["pass_adjusted"][d]
+        raw, adj, seq = data["raw"][d], data["pass_adjusted"][d], data["sequential_minus"][d]
         lines.append(f"| 1/{d} | {data['kendall_tau'][d]:+.2f} | {_diff(raw)}, p {raw['p_value']:.2g} | "
-                     f"{_diff(adj)}, p {adj['p_value']:.2g} | {adj['verdict']} |")
+                     f"{_diff(adj)}, p {adj['p_value']:.2g}: {adj['verdict']} | {_diff(seq[first])}, p {seq[first]['p_value']:.2g} | "
+                     f"{_diff(seq[second])}, p {seq[second]['p_value']:.2g} |")
     return "\n".join(lines) + "\n"

@@ -109,6 +109,18 @@ SAMPLERS: dict[str, SamplerSpec] = {
         shared=(Setting(flag='on_reject', key='mi_on_reject'), Setting(flag='charge_first', key='mi_charge_first')),
         calibration=Calibration(param='gamma', symbol='γ', lo=1e-09, hi=1000.0, scale='log', increasing=False, each=Setting(flag='kappa', key='mi_remask_kappa', code='k', symbol='κ', help='mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask')),
     ),
+    'klass': SamplerSpec(
+        flags=('tau', 'kl'),
+        own_flags={'kl': Flag(type='float | None', help='klass: draw only tokens whose marginal moved at most this KL (nats) since the last pass')},
+        style=Style(label='KLASS (stable tokens)', colour='tab:gray'),
+        calibration=Calibration(param='tau', symbol='τ', lo=0.0, hi=0.999999, scale='log1m', increasing=True, each=Setting(flag='kl', key='klass_kl', code='kl', symbol='KL', help='klass: stability thresholds (nats), each calibrated; none: no klass')),
+    ),
+    'punt': SamplerSpec(
+        flags=('tau', 'kappa'),
+        pairwise='head',
+        style=Style(label='PUNT (independence test)', colour='tab:pink'),
+        calibration=Calibration(param='tau', symbol='τ', lo=0.0, hi=0.999999, scale='log1m', increasing=True, each=Setting(flag='kappa', key='punt_kappa', code='k', symbol='κ', help='punt: dependence thresholds κ (nats), each calibrated; none: no punt')),
+    ),
     'mi-oracle': SamplerSpec(
         flags=('gamma', 'lam', 'on_reject', 'charge_first'),
         pairwise='oracle',
@@ -126,11 +138,11 @@ class SamplerFlags:
     entry names; an omitted (``None``) number takes the model's calibrated value
     (:mod:`mdm_mi.core.fallbacks`)."""
 
-    sampler: str = field(default='sequential', metadata=h('sequential | naive | eb | threshold | mi | mi-indep | mi-2b | unit-disjoint | demask | demask-mi | mi-tv | dapd | wino | mi-remask | mi-oracle'))
+    sampler: str = field(default='sequential', metadata=h('sequential | naive | eb | threshold | mi | mi-indep | mi-2b | unit-disjoint | demask | demask-mi | mi-tv | dapd | wino | mi-remask | klass | punt | mi-oracle'))
     order: str = field(default='entropy', metadata=h('sequential: entropy | margin'))
     k: float | None = field(default=None, metadata=h("naive: tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
     gamma: float | None = field(default=None, metadata=h("eb, mi, mi-indep, mi-2b, unit-disjoint, mi-remask: entropy budget γ (nats); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
-    tau: float | None = field(default=None, metadata=h("threshold, demask-mi, wino: unmask every token whose top probability exceeds τ; default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
+    tau: float | None = field(default=None, metadata=h("threshold, demask-mi, wino, klass, punt: unmask every token whose top probability exceeds τ; default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
     lam: float = field(default=1.0, metadata=h('mi: weight λ of the pairwise MI'))
     on_reject: str = from_schema('sudoku.samplers.mi_on_reject', 'mi, mi-remask: skip | stop at a rejected candidate')
     charge_first: bool = from_schema('sudoku.samplers.mi_charge_first', "mi, mi-remask: charge the first token's entropy to γ")
@@ -140,7 +152,8 @@ class SamplerFlags:
     eps: float | None = field(default=None, metadata=h("demask-mi: DEMASK's budget ε on the summed pairwise dependence of one pass (TV, or nats for demask-mi); default: the comparisons' ε"))
     theta: float | None = field(default=None, metadata=h("dapd: attention-edge threshold θ (× the uniform 1/N); default: the comparisons' θ"))
     tau_out: float | None = field(default=None, metadata=h('wino: wino: send back a drafted token whose checked probability given every other token is below this'))
-    kappa: float | None = field(default=None, metadata=h('mi-remask: mi-remask: check at the next pass the tokens drawn beside a partner with MI above this (nats)'))
+    kappa: float | None = field(default=None, metadata=h('mi-remask, punt: mi-remask: check at the next pass the tokens drawn beside a partner with MI above this (nats)'))
+    kl: float | None = field(default=None, metadata=h('klass: klass: draw only tokens whose marginal moved at most this KL (nats) since the last pass'))
     oracle_tol: float = field(default=1e-3, metadata=h('mi-oracle: certified probing tolerance (nats)'))
 
 
@@ -159,6 +172,8 @@ class SweptFlags:
     dapd_theta: tuple[float, ...] = field(metadata=h('dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd', empty=True))  # dapd's
     wino_tau_out: tuple[float, ...] = field(metadata=h('wino: verification thresholds, each calibrated; none: no wino', empty=True))  # wino's
     mi_remask_kappa: tuple[float, ...] = field(metadata=h('mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask', empty=True))  # mi-remask's
+    klass_kl: tuple[float, ...] = field(metadata=h('klass: stability thresholds (nats), each calibrated; none: no klass', empty=True))  # klass's
+    punt_kappa: tuple[float, ...] = field(metadata=h('punt: dependence thresholds κ (nats), each calibrated; none: no punt', empty=True))  # punt's
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,6 +189,8 @@ class ProteinSweptFlags(SweptFlags):
     dapd_theta: tuple[float, ...] = from_schema('protein.compare.dapd_theta', 'dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd', kw_only=True, empty=True)
     wino_tau_out: tuple[float, ...] = from_schema('protein.compare.wino_tau_out', 'wino: verification thresholds, each calibrated; none: no wino', kw_only=True, empty=True)
     mi_remask_kappa: tuple[float, ...] = from_schema('protein.compare.mi_remask_kappa', 'mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask', kw_only=True, empty=True)
+    klass_kl: tuple[float, ...] = from_schema('protein.compare.klass_kl', 'klass: stability thresholds (nats), each calibrated; none: no klass', kw_only=True, empty=True)
+    punt_kappa: tuple[float, ...] = from_schema('protein.compare.punt_kappa', 'punt: dependence thresholds κ (nats), each calibrated; none: no punt', kw_only=True, empty=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -189,3 +206,5 @@ class AntibodySweptFlags:
     dapd_theta: tuple[float, ...] = from_schema('antibody.compare.dapd_theta', 'dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd', kw_only=True, empty=True)
     wino_tau_out: tuple[float, ...] = from_schema('antibody.compare.wino_tau_out', 'wino: verification thresholds, each calibrated; none: no wino', kw_only=True, empty=True)
     mi_remask_kappa: tuple[float, ...] = from_schema('antibody.compare.mi_remask_kappa', 'mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask; needs --head', kw_only=True, empty=True)
+    klass_kl: tuple[float, ...] = from_schema('antibody.compare.klass_kl', 'klass: stability thresholds (nats), each calibrated; none: no klass', kw_only=True, empty=True)
+    punt_kappa: tuple[float, ...] = from_schema('antibody.compare.punt_kappa', 'punt: dependence thresholds κ (nats), each calibrated; none: no punt; needs --head', kw_only=True, empty=True)

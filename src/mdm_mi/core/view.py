@@ -25,6 +25,9 @@ class StepView:
     pairwise: ``(B, N, N)`` symmetric matrix (e.g. the MI head's Î), or an object whose
               ``among(idx (B, k))`` returns it among the positions asked for
               (:class:`mdm_mi.mi.guided.HeadPairs`), or None.
+    drift:    ``(B, N)`` KL(p_t ‖ p_{t−1}) of each masked position's marginal from the previous pass's
+              (:func:`drift`), +inf where there is none (the first pass) or not masked; computed only
+              for a sampler that reads it (``needs_history``), else None.
     """
 
     masked: torch.Tensor
@@ -33,9 +36,11 @@ class StepView:
     pairwise: object | None = None  # a tensor or a row source (see above)
     confidence: torch.Tensor | None = None
     step: int = 0
+    drift: torch.Tensor | None = None
 
     @staticmethod
-    def from_logits(logits: torch.Tensor, masked: torch.Tensor, pairwise=None, step: int = 0) -> "StepView":
+    def from_logits(logits: torch.Tensor, masked: torch.Tensor, pairwise=None, step: int = 0,
+                    drift: torch.Tensor | None = None) -> "StepView":
         """Build the view from ``(B, N, V)`` logits and the ``(B, N)`` mask at pass ``step``."""
         logp = torch.log_softmax(logits.float(), dim=-1)
         p = logp.exp()
@@ -49,4 +54,16 @@ class StepView:
             pairwise=pairwise,
             confidence=top2[..., 0].masked_fill(~masked, -INF),
             step=step,
+            drift=drift,
         )
+
+
+def drift(logits: torch.Tensor, previous: torch.Tensor | None, masked: torch.Tensor) -> torch.Tensor:
+    """``(B, N)`` KL(p_t ‖ p_{t−1}) in nats between this pass's marginals ``logits (B, N, V)`` and the
+    previous pass's ``previous (B, N, V)`` logits of the same rows (None: the first pass, all +inf); +inf
+    where not ``masked``. The stability signal of KLASS (:mod:`mdm_mi.core.klass`)."""
+    if previous is None:
+        return torch.full(masked.shape, INF, device=masked.device)
+    now, before = torch.log_softmax(logits.float(), -1), torch.log_softmax(previous.float(), -1)
+    kl = (now.exp() * (now - before)).sum(-1).clamp_min(0.0)
+    return kl.masked_fill(~masked, INF)

@@ -20,12 +20,14 @@ from typing import Callable
 from mdm_mi.core.fallbacks import Calibrated
 from mdm_mi.core.sampler_table import SAMPLERS, sampler_params
 from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, NaiveTopK, Sampler, Sequential
+from mdm_mi.core.klass import Klass
 from mdm_mi.core.wino import Wino
 from mdm_mi.infra.errors import InputError
 from mdm_mi.mi.dapd import Dapd
 from mdm_mi.mi.decoding_rules import IndependentSet, TwoBudget
 from mdm_mi.mi.demask import Demask, DemaskMI
 from mdm_mi.mi.guided import MIGuided, OracleMI
+from mdm_mi.mi.punt import Punt
 from mdm_mi.mi.remask import MIRemask
 from mdm_mi.mi.tv_guided import TVGuided
 from mdm_mi.sudoku.unit_disjoint import UnitDisjoint
@@ -45,6 +47,8 @@ SAMPLER_LIST: tuple[type[Sampler], ...] = (  # the table's order: baselines, Alg
     Dapd,
     Wino,
     MIRemask,
+    Klass,
+    Punt,
     OracleMI,
 )
 SAMPLER_CLASSES: dict[str, type[Sampler]] = {cls.name: cls for cls in SAMPLER_LIST}

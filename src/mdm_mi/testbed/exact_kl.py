@@ -29,6 +29,7 @@ import torch
 from mdm_mi.core.backbone import Backbone, forward_chunked
 from mdm_mi.core.remask import Check, forward_with_checks
 from mdm_mi.core.samplers import DecodeResult, PairwiseFn, Sampler, StepView, decode
+from mdm_mi.core.view import drift
 from mdm_mi.infra.flags import Decoding
 from mdm_mi.testbed.chain import ChainBackbone
 
@@ -67,6 +68,7 @@ def replay(model: Backbone, prompts: torch.Tensor, x: torch.Tensor, sampler: Sam
     tokens = prompts.clone()
     log_q = torch.zeros(len(x), dtype=torch.float64)
     passes = torch.zeros(len(x), dtype=torch.long)
+    last = None  # each row's previous logits, for a sampler that reads the drift (as decode keeps them)
     for step in range(x.shape[1] + 1):
         masked_all = tokens == model.mask_id
         active = masked_all.any(1).nonzero().squeeze(1)
@@ -76,7 +78,12 @@ def replay(model: Backbone, prompts: torch.Tensor, x: torch.Tensor, sampler: Sam
         out = forward_chunked(model, sub)
         passes[active] += 1
         pairwise = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
-        chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise, step)) & masked
+        moved = None
+        if sampler.needs_history:
+            moved = drift(out.logits, None if last is None else last[active], masked)
+            last = out.logits.new_zeros((*tokens.shape, out.logits.shape[-1])) if last is None else last
+            last[active] = out.logits
+        chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise, step, moved)) & masked
         logp = torch.log_softmax(out.logits.float().double(), dim=-1).gather(-1, target[active, :, None])[..., 0]
         log_q[active] += torch.where(chosen, logp, 0.0).sum(1)
         tokens[active] = torch.where(chosen, x[active], sub)
@@ -145,7 +152,7 @@ def enumerate_paths(model: Backbone, prompt: torch.Tensor, sampler: Sampler, pai
     states of one pass in one batch, as ``decode`` batches its rows), and every joint value of the drawn
     positions branches with the product of their marginals. States reached by several paths merge.
     One-line ``ValueError`` past ``limit`` states in one pass."""
-    frontier = {(tuple(prompt.tolist()), (), ()): 1.0}
+    frontier = {(tuple(prompt.tolist()), (), (), ()): 1.0}  # tokens, pending, their priors, previous tokens
     q: dict[tuple, float] = {}
     passes, seen = 0.0, 0
     for step in range(prompt.shape[0] + 1):
@@ -175,12 +182,16 @@ def _branches(model: Backbone, frontier: dict[tuple, float], sampler: Sampler, p
     masked = tokens == model.mask_id
     pend = torch.zeros_like(masked)
     prior = torch.full(masked.shape, float("nan"), dtype=torch.float64)
-    for b, (_, pending, logps) in enumerate(states):
+    for b, (_, pending, logps, _) in enumerate(states):
         pend[b, list(pending)] = True
         prior[b, list(pending)] = torch.tensor(logps, dtype=torch.float64)
     out, logp = forward_with_checks(model, tokens, pend, None)
     pairwise = pairwise_fn(out, masked, tokens) if sampler.uses_pairwise else None
-    view = StepView.from_logits(out.logits, masked, pairwise, step)
+    moved = None
+    if sampler.needs_history:  # the previous pass's logits, of the tokens the state came from
+        previous = forward_chunked(model, torch.tensor([s[3] for s in states])).logits if step > 0 else None
+        moved = drift(out.logits, previous, masked)
+    view = StepView.from_logits(out.logits, masked, pairwise, step, moved)
     chosen = sampler.select(view) & masked
     back, suspects = torch.zeros_like(masked), torch.zeros_like(masked)
     if sampler.remasks:
@@ -202,7 +213,8 @@ def _branches(model: Backbone, frontier: dict[tuple, float], sampler: Sampler, p
                 drawn[pos] = lp[v]
             for pos in gone:
                 row[pos] = model.mask_id
-            yield (tuple(row), tuple(keep), tuple(drawn[j] for j in keep)), probs[b] * math.exp(sum(drawn.values()))
+            came = states[b][0] if sampler.needs_history else ()
+            yield (tuple(row), tuple(keep), tuple(drawn[j] for j in keep), came), probs[b] * math.exp(sum(drawn.values()))
 
 
 def mean_se(values: np.ndarray) -> tuple[float, float]:

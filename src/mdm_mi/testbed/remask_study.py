@@ -62,7 +62,7 @@ def small(regime: Regime) -> Regime:
     return dataclasses.replace(regime, n_sites=SITES, pair_every=PAIR_EVERY)
 
 
-def families() -> list[Family]:
+def remask_families() -> list[Family]:
     """The compared rules, searched as the sampler table's entries say."""
     mi = {"lam": LAMBDA, "on_reject": ON_REJECT, "charge_first": CHARGE_FIRST}
     remask = {"kappa": KAPPA, "on_reject": ON_REJECT, "charge_first": CHARGE_FIRST}
@@ -112,13 +112,13 @@ class ExactTask(ComparisonTask):
                 "outcomes": budget.mixed["solved"], "settings": settings, "on_budget": budget.mixed["on_budget"]}
 
 
-def run_regime(regime: Regime, settings: RemaskSettings, log: Callable = print) -> tuple[list[dict], list[dict]]:
+def run_small_regime(regime: Regime, settings: RemaskSettings, log: Callable = print) -> tuple[list[dict], list[dict]]:
     """One regime cut small → (a row per rule and budget, a row per rule and budget against EB)."""
     cut = small(regime)
     count = settings.n_calibration + settings.n_test
     model = ChainBackbone(build_chain(cut, count, derived_seed(settings.seed, regime.name, "remask")))
     task = ExactTask(model, torch.arange(settings.n_calibration), torch.arange(settings.n_calibration, count))
-    runs, _ = run_comparison(task, families(), settings.divisors, log=log)
+    runs, _ = run_comparison(task, remask_families(), settings.divisors, log=log)
     rows = [_row(regime, r) for r in runs.values()]
     return rows, [_against(regime, runs, r) for r in runs.values() if r["family"] not in ("sequential", BASELINE)]
 
@@ -145,7 +145,7 @@ def run_remask_study(regimes: list[Regime], settings: RemaskSettings, log: Calla
     """Every regime in turn → {"runs": rows, "against_eb": rows}, numbers at 4 significant digits."""
     tables: dict[str, list[dict]] = {"runs": [], "against_eb": []}
     for regime in regimes:
-        rows, against = run_regime(regime, settings, log)
+        rows, against = run_small_regime(regime, settings, log)
         tables["runs"] += rows
         tables["against_eb"] += against
         for r in rows:
