@@ -1,5 +1,5 @@
-"""The rules that send tokens back, on chains small enough to enumerate: every rule's exact output
-distribution at equal expected passes, against EB and its own draft rule.
+"""The rules that send tokens back, and the other newer rules, on chains small enough to enumerate: every
+rule's exact output distribution at equal expected passes, against EB.
 
 A remasking rule reaches one sequence by many paths (a token drawn, sent back, drawn again), so the
 one-path replay of :mod:`mdm_mi.testbed.study` cannot give its q(x). Here every regime is cut to
@@ -12,8 +12,10 @@ prompts to N ÷ d expected passes, then matched on the test prompts to N ÷ d ex
 rule that runs one setting per prompt, as in the main testbed).
 
 Rules: EB-Sampler (γ), the Fast-dLLM threshold (τ) and its WINO-style remasking version at two
-verification thresholds (τout 0.5 and 0.9; :mod:`mdm_mi.core.wino`), Algorithm 1 on the exact MI (λ = 1)
-and MI-aware remasking on the exact MI (:mod:`mdm_mi.mi.remask`, κ = 0.01 nats).
+verification thresholds (τout 0.5 and 0.9; :mod:`mdm_mi.core.wino`), KLASS-style stability sampling
+(:mod:`mdm_mi.core.klass`, KL ≤ 0.01 nats), Algorithm 1 on the exact MI (λ = 1), PUNT-style independence
+testing (:mod:`mdm_mi.mi.punt`) and MI-aware remasking (:mod:`mdm_mi.mi.remask`), both on the exact MI
+at κ = 0.01 nats.
 
     result = run_remask_study([REGIMES["strong-uniform"]], RemaskSettings(n_calibration=4, n_test=8))
 """
@@ -28,11 +30,13 @@ import numpy as np
 import torch
 
 from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, Sampler, Sequential
+from mdm_mi.core.klass import Klass
 from mdm_mi.core.wino import Wino
 from mdm_mi.evaluation.calibrate import Family, entry_family
 from mdm_mi.evaluation.runner import Budget, ComparisonTask, run_comparison
 from mdm_mi.evaluation.stats import Z95
 from mdm_mi.mi.guided import OracleMI
+from mdm_mi.mi.punt import Punt
 from mdm_mi.mi.remask import MIRemask
 from mdm_mi.testbed.chain import ChainBackbone, exact_pairwise_fn
 from mdm_mi.testbed.exact_kl import enumerate_kl, mean_se
@@ -41,7 +45,8 @@ from mdm_mi.testbed.study import CHARGE_FIRST, LAMBDA, ON_REJECT, derived_seed, 
 
 SITES = 6  # sites per chain: 4^6 = 4,096 sequences, every path of a rule enumerated in seconds
 PAIR_EVERY = 2  # sparse-pairs at 6 sites: the bonds (0, 1), (2, 3), (4, 5) coupled
-KAPPA = 0.01  # nats: MI-aware remasking checks co-drawn tokens with a partner above this
+KAPPA = 0.01  # nats: the dependence threshold of PUNT and MI-aware remasking (on the exact MI)
+KLASS_KL = 0.01  # nats: KLASS draws tokens whose marginal moved at most this since the last pass
 TAU_OUT = (0.5, 0.9)  # WINO-style verification thresholds
 BASELINE = "eb"
 OUTCOMES = ("kl_pq", "kl_qp")
@@ -68,7 +73,9 @@ def remask_families() -> list[Family]:
     remask = {"kappa": KAPPA, "on_reject": ON_REJECT, "charge_first": CHARGE_FIRST}
     return [entry_family("eb", "eb", {}, EntropyBounded), entry_family("threshold", "threshold", {}, ConfidenceThreshold),
             *[entry_family(f"wino τout={t:g}", "wino", {"tau_out": t}, Wino) for t in TAU_OUT],
-            entry_family("mi-exact", "mi", mi, OracleMI), entry_family(f"mi-remask κ={KAPPA:g}", "mi-remask", remask, MIRemask)]
+            entry_family(f"klass KL={KLASS_KL:g}", "klass", {"kl": KLASS_KL}, Klass),
+            entry_family("mi-exact", "mi", mi, OracleMI), entry_family(f"punt κ={KAPPA:g}", "punt", {"kappa": KAPPA}, Punt),
+            entry_family(f"mi-remask κ={KAPPA:g}", "mi-remask", remask, MIRemask)]
 
 
 @dataclass
