@@ -339,17 +339,21 @@ def test_config_hf_runs_end_to_end_on_a_tiny_model(tmp_path):
 
 
 def test_docs_your_model_example_runs_as_written(tmp_path, monkeypatch):
-    """docs/your_model.md: its Python blocks run, and each `python -m mdm_mi` line of its bash block runs
-    through the CLI with the same arguments, in a folder where resources/ is the repository's."""
+    """docs/your_model.md: its Python blocks run, and each `python -m mdm_mi` line of its bash blocks (the
+    short forms, then the small run) runs through the CLI with the same arguments, in a folder where
+    resources/ is the repository's; the short forms' schema sizes are made small here (the test's time)."""
     import re
     import shlex
 
     from conftest import REPO
     from mdm_mi.cli import main
+    from mdm_mi.infra import schema
 
+    small = {"hf.mi.train_contexts": 6, "hf.mi.val_contexts": 2, "hf.mi.test_contexts": 2, "hf.mi.head_train.steps": 20}
+    monkeypatch.setattr("mdm_mi.mi.jobs.schema_default", lambda key, real=schema.schema_default: small.get(key, real(key)))
     text = (REPO / "docs" / "your_model.md").read_text()
     blocks = re.findall(r"```(python|bash)\n(.*?)```", text, re.S)
-    assert [lang for lang, _ in blocks] == ["python", "bash", "python"]
+    assert [lang for lang, _ in blocks] == ["python", "bash", "bash", "python"]
     (tmp_path / "resources").symlink_to(REPO / "resources")
     monkeypatch.chdir(tmp_path)
     for lang, code in blocks:
