@@ -45,7 +45,7 @@ def part_args(ns: argparse.Namespace, out_dir: str):
             "--calib-puzzles", str(ns.calib_puzzles), "--test-puzzles", str(ns.test_puzzles),
             "--divisors", *map(str, ns.divisors), "--batch-size", "1000", "--threads", "1", "--mi-lambda", "1.0",
             "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps", "--demask-mi-eps",
-            "--mi-tv-lambda", "--dapd-theta", "--wino-tau-out", "--mi-remask-kappa", "--klass-kl", "--punt-kappa", "--on-reject", "skip", "--no-charge-first", "--bootstrap", "1000"]
+            "--mi-tv-lambda", "--dapd-theta", "--wino-tau-out", "--mi-remask-kappa", "--klass-kl", "--punt-kappa", "--eb-verify-tau-out", "--on-reject", "skip", "--no-charge-first", "--bootstrap", "1000"]
     if ns.head:
         argv += ["--head", ns.head]
     parsed = build_parser().parse_args(argv)

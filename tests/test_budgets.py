@@ -385,7 +385,7 @@ def test_compare_size_flags_are_checked_before_any_work(tmp_path, capsys, extra,
             str(tmp_path / "r.csv"), "--easy", str(tmp_path / "e.csv"), "--out-dir", str(tmp_path / "out"),
             "--calib-puzzles", "5", "--divisors", "2", "--mi-lambda", "1", "--on-reject", "skip", "--no-charge-first",
             "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps", "--demask-mi-eps",
-            "--mi-tv-lambda", "--dapd-theta", "--wino-tau-out", "--mi-remask-kappa", "--klass-kl", "--punt-kappa", "--bootstrap", "10", "--batch-size", "10",
+            "--mi-tv-lambda", "--dapd-theta", "--wino-tau-out", "--mi-remask-kappa", "--klass-kl", "--punt-kappa", "--eb-verify-tau-out", "--bootstrap", "10", "--batch-size", "10",
             "--tracking-uri", "none",
             *extra]
     assert main(argv) == 2

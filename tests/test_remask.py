@@ -13,7 +13,7 @@ import torch
 from mdm_mi.core.remask import Check, cap_remask, check_rows, progress_violations
 from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, decode
 from mdm_mi.core.streams import RowStreams, row_keys
-from mdm_mi.core.wino import Wino
+from mdm_mi.core.wino import EBVerify, Wino
 from mdm_mi.mi.guided import OracleMI
 from mdm_mi.mi.remask import MIRemask
 from mdm_mi.testbed.chain import ChainBackbone, PottsChain, exact_pairwise_fn
@@ -37,13 +37,13 @@ def _prompt(model: ChainBackbone) -> torch.Tensor:
 
 
 def _remaskers(model: ChainBackbone):
-    return {"wino": (Wino(tau=0.5, tau_out=0.6), None),
+    return {"wino": (Wino(tau=0.5, tau_out=0.6), None), "eb-verify": (EBVerify(gamma=1.0, tau_out=0.6), None),
             "mi-remask": (MIRemask(gamma=2.0, kappa=0.001, on_reject="skip", charge_first=False), exact_pairwise_fn(model))}
 
 
 def _drafts(model: ChainBackbone):
     """Each remasking rule's admission alone (the same rule with no remasking)."""
-    return {"wino": (ConfidenceThreshold(tau=0.5), None),
+    return {"wino": (ConfidenceThreshold(tau=0.5), None), "eb-verify": (EntropyBounded(gamma=1.0), None),
             "mi-remask": (OracleMI(2.0, 1.0, "skip", False), exact_pairwise_fn(model))}
 
 
@@ -65,7 +65,7 @@ def test_the_path_sum_equals_the_one_path_replay_for_unmask_only_rules(chain, sa
     assert passes == pytest.approx(float((q * rep.passes.double()).sum()), abs=1e-9)
 
 
-@pytest.mark.parametrize("rule", ["wino", "mi-remask"])
+@pytest.mark.parametrize("rule", ["wino", "eb-verify", "mi-remask"])
 def test_decode_draws_from_the_enumerated_distribution_of_a_remasking_rule(chain, rule):
     sampler, pairwise_fn = _remaskers(chain)[rule]
     prompt = _prompt(chain)

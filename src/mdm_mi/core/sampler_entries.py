@@ -101,6 +101,11 @@ SAMPLERS: dict[str, SamplerSpec] = {
         style=Style(label='WINO (draft, verify)', colour='tab:olive'),
         calibration=Calibration(param='tau', symbol='τ', lo=0.0, hi=0.999999, scale='log1m', increasing=True, each=Setting(flag='tau_out', key='wino_tau_out', code='to', symbol='τout', help='wino: verification thresholds, each calibrated; none: no wino')),
     ),
+    'eb-verify': SamplerSpec(
+        flags=('gamma', 'tau_out'),
+        style=Style(label='EB + verify', colour='tab:olive'),
+        calibration=Calibration(param='gamma', symbol='γ', lo=1e-09, hi=1000.0, scale='log', increasing=False, each=Setting(flag='tau_out', key='eb_verify_tau_out', code='to', symbol='τout', help='eb-verify: verification thresholds, each calibrated; none: no eb-verify')),
+    ),
     'mi-remask': SamplerSpec(
         flags=('gamma', 'kappa', 'on_reject', 'charge_first'),
         pairwise='head',
@@ -138,10 +143,10 @@ class SamplerFlags:
     entry names; an omitted (``None``) number takes the model's calibrated value
     (:mod:`mdm_mi.core.fallbacks`)."""
 
-    sampler: str = field(default='sequential', metadata=h('sequential | naive | eb | threshold | mi | mi-indep | mi-2b | unit-disjoint | demask | demask-mi | mi-tv | dapd | wino | mi-remask | klass | punt | mi-oracle'))
+    sampler: str = field(default='sequential', metadata=h('sequential | naive | eb | threshold | mi | mi-indep | mi-2b | unit-disjoint | demask | demask-mi | mi-tv | dapd | wino | eb-verify | mi-remask | klass | punt | mi-oracle'))
     order: str = field(default='entropy', metadata=h('sequential: entropy | margin'))
     k: float | None = field(default=None, metadata=h("naive: tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
-    gamma: float | None = field(default=None, metadata=h("eb, mi, mi-indep, mi-2b, unit-disjoint, mi-remask: entropy budget γ (nats); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
+    gamma: float | None = field(default=None, metadata=h("eb, mi, mi-indep, mi-2b, unit-disjoint, eb-verify, mi-remask: entropy budget γ (nats); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
     tau: float | None = field(default=None, metadata=h("threshold, demask-mi, wino, klass, punt: unmask every token whose top probability exceeds τ; default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
     lam: float = field(default=1.0, metadata=h('mi: weight λ of the pairwise MI'))
     on_reject: str = from_schema('sudoku.samplers.mi_on_reject', 'mi, mi-remask: skip | stop at a rejected candidate')
@@ -151,7 +156,7 @@ class SamplerFlags:
     peers: float | None = field(default=None, metadata=h("unit-disjoint: at most this many peers (same row, column or box) admitted with a cell in one pass; default: the comparisons' peers"))
     eps: float | None = field(default=None, metadata=h("demask-mi: DEMASK's budget ε on the summed pairwise dependence of one pass (TV, or nats for demask-mi); default: the comparisons' ε"))
     theta: float | None = field(default=None, metadata=h("dapd: attention-edge threshold θ (× the uniform 1/N); default: the comparisons' θ"))
-    tau_out: float | None = field(default=None, metadata=h('wino: wino: send back a drafted token whose checked probability given every other token is below this'))
+    tau_out: float | None = field(default=None, metadata=h('wino, eb-verify: wino: send back a drafted token whose checked probability given every other token is below this'))
     kappa: float | None = field(default=None, metadata=h('mi-remask, punt: mi-remask: check at the next pass the tokens drawn beside a partner with MI above this (nats)'))
     kl: float | None = field(default=None, metadata=h('klass: klass: draw only tokens whose marginal moved at most this KL (nats) since the last pass'))
     oracle_tol: float = field(default=1e-3, metadata=h('mi-oracle: certified probing tolerance (nats)'))
@@ -171,6 +176,7 @@ class SweptFlags:
     mi_tv_lambda: tuple[float, ...] = field(metadata=h('mi-tv: λ values, each calibrated; none: no mi-tv', empty=True))  # mi-tv's
     dapd_theta: tuple[float, ...] = field(metadata=h('dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd', empty=True))  # dapd's
     wino_tau_out: tuple[float, ...] = field(metadata=h('wino: verification thresholds, each calibrated; none: no wino', empty=True))  # wino's
+    eb_verify_tau_out: tuple[float, ...] = field(metadata=h('eb-verify: verification thresholds, each calibrated; none: no eb-verify', empty=True))  # eb-verify's
     mi_remask_kappa: tuple[float, ...] = field(metadata=h('mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask', empty=True))  # mi-remask's
     klass_kl: tuple[float, ...] = field(metadata=h('klass: stability thresholds (nats), each calibrated; none: no klass', empty=True))  # klass's
     punt_kappa: tuple[float, ...] = field(metadata=h('punt: dependence thresholds κ (nats), each calibrated; none: no punt', empty=True))  # punt's
@@ -188,6 +194,7 @@ class ProteinSweptFlags(SweptFlags):
     mi_tv_lambda: tuple[float, ...] = from_schema('protein.compare.mi_tv_lambda', 'mi-tv: λ values, each calibrated; none: no mi-tv', kw_only=True, empty=True)
     dapd_theta: tuple[float, ...] = from_schema('protein.compare.dapd_theta', 'dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd', kw_only=True, empty=True)
     wino_tau_out: tuple[float, ...] = from_schema('protein.compare.wino_tau_out', 'wino: verification thresholds, each calibrated; none: no wino', kw_only=True, empty=True)
+    eb_verify_tau_out: tuple[float, ...] = from_schema('protein.compare.eb_verify_tau_out', 'eb-verify: verification thresholds, each calibrated; none: no eb-verify', kw_only=True, empty=True)
     mi_remask_kappa: tuple[float, ...] = from_schema('protein.compare.mi_remask_kappa', 'mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask', kw_only=True, empty=True)
     klass_kl: tuple[float, ...] = from_schema('protein.compare.klass_kl', 'klass: stability thresholds (nats), each calibrated; none: no klass', kw_only=True, empty=True)
     punt_kappa: tuple[float, ...] = from_schema('protein.compare.punt_kappa', 'punt: dependence thresholds κ (nats), each calibrated; none: no punt', kw_only=True, empty=True)
@@ -205,6 +212,7 @@ class AntibodySweptFlags:
     mi_tv_lambda: tuple[float, ...] = from_schema('antibody.compare.mi_tv_lambda', 'mi-tv: λ values, each calibrated; none: no mi-tv; needs --tv-head', kw_only=True, empty=True)
     dapd_theta: tuple[float, ...] = from_schema('antibody.compare.dapd_theta', 'dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd', kw_only=True, empty=True)
     wino_tau_out: tuple[float, ...] = from_schema('antibody.compare.wino_tau_out', 'wino: verification thresholds, each calibrated; none: no wino', kw_only=True, empty=True)
+    eb_verify_tau_out: tuple[float, ...] = from_schema('antibody.compare.eb_verify_tau_out', 'eb-verify: verification thresholds, each calibrated; none: no eb-verify', kw_only=True, empty=True)
     mi_remask_kappa: tuple[float, ...] = from_schema('antibody.compare.mi_remask_kappa', 'mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask; needs --head', kw_only=True, empty=True)
     klass_kl: tuple[float, ...] = from_schema('antibody.compare.klass_kl', 'klass: stability thresholds (nats), each calibrated; none: no klass', kw_only=True, empty=True)
     punt_kappa: tuple[float, ...] = from_schema('antibody.compare.punt_kappa', 'punt: dependence thresholds κ (nats), each calibrated; none: no punt; needs --head', kw_only=True, empty=True)

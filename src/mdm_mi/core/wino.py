@@ -15,6 +15,11 @@ WINO counts a step with its verification as one forward pass, and so does the pr
 ride in the pass's call); the comparisons report wall-clock time beside passes for this reason.
 
     sampler = Wino(tau=0.9, tau_out=0.5)
+    sampler = EBVerify(gamma=0.5, tau_out=0.5)   # EB's admission with the same check
+
+:class:`EBVerify` is the combination of the two ideas the project measures apart: EB-Sampler's entropy
+budget admits (the strongest admission rule at ÷ 8 on Sudoku), the narrow-out check sends back what the
+next pass does not confirm.
 """
 
 from __future__ import annotations
@@ -24,8 +29,15 @@ import math
 import torch
 
 from mdm_mi.core.remask import Check, cap_remask
-from mdm_mi.core.sampler_spec import Flag, SamplerSpec, Setting, Style, tau_calibration
-from mdm_mi.core.samplers import ConfidenceThreshold
+from mdm_mi.core.sampler_spec import Flag, SamplerSpec, Setting, Style, gamma_calibration, tau_calibration
+from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded
+
+
+def narrow_out(check: Check, tau_out: float) -> torch.Tensor:
+    """``(B, N)`` bool: the pending tokens whose checked probability is below ``tau_out``, fewer in each
+    row than the pass draws (the least supported first)."""
+    below = check.pending & (check.logp < math.log(tau_out)) if tau_out > 0 else torch.zeros_like(check.pending)
+    return cap_remask(below, check.logp, check.drafted)
 
 
 class Wino(ConfidenceThreshold):
@@ -46,9 +58,30 @@ class Wino(ConfidenceThreshold):
         self.tau_out = float(tau_out)
 
     def remask(self, check: Check) -> torch.Tensor:
-        """``(B, N)`` bool: the pending tokens whose checked probability is below ``tau_out``."""
-        below = check.pending & (check.logp < math.log(self.tau_out) if self.tau_out > 0 else torch.zeros_like(check.pending))
-        return cap_remask(below, check.logp, check.drafted)
+        return narrow_out(check, self.tau_out)
 
     def params(self) -> dict:
         return {"tau": self.tau, "tau_out": self.tau_out}
+
+
+class EBVerify(EntropyBounded):
+    """EB-Sampler's entropy budget ``gamma`` (calibrated) admits; a checked token below ``tau_out`` goes back."""
+
+    name = "eb-verify"
+    remasks = True
+    spec = SamplerSpec(("gamma", "tau_out"), style=Style("EB + verify", "tab:olive"),
+                       calibration=gamma_calibration(each=Setting("tau_out", "eb_verify_tau_out", "to", "τout",
+                                                                  "eb-verify: verification thresholds, each "
+                                                                  "calibrated; none: no eb-verify")))
+
+    def __init__(self, gamma: float, tau_out: float):
+        super().__init__(gamma)
+        if not 0 <= tau_out <= 1:
+            raise ValueError(f"eb-verify tau_out must lie in [0, 1], got {tau_out}")
+        self.tau_out = float(tau_out)
+
+    def remask(self, check: Check) -> torch.Tensor:
+        return narrow_out(check, self.tau_out)
+
+    def params(self) -> dict:
+        return {"gamma": self.gamma, "tau_out": self.tau_out}

@@ -21,7 +21,7 @@ from mdm_mi.core.fallbacks import Calibrated
 from mdm_mi.core.sampler_table import SAMPLERS, sampler_params
 from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, NaiveTopK, Sampler, Sequential
 from mdm_mi.core.klass import Klass
-from mdm_mi.core.wino import Wino
+from mdm_mi.core.wino import EBVerify, Wino
 from mdm_mi.infra.errors import InputError
 from mdm_mi.mi.dapd import Dapd
 from mdm_mi.mi.decoding_rules import IndependentSet, TwoBudget
@@ -46,6 +46,7 @@ SAMPLER_LIST: tuple[type[Sampler], ...] = (  # the table's order: baselines, Alg
     TVGuided,
     Dapd,
     Wino,
+    EBVerify,
     MIRemask,
     Klass,
     Punt,

@@ -1,0 +1,106 @@
+"""Issue 63's development screen on the paper-shape Sudoku backbone: which rule, at which setting, comes
+closest to sequential's accuracy at its passes ÷ 4, ÷ 8 and ÷ 12, on puzzles the registered test set never
+sees (the project's own puzzle maker), so that the rule a confirmatory run tests is chosen here and only
+here.
+
+Every rule goes through the one comparison runner (``SudokuTask`` in :mod:`mdm_mi.sudoku.compare`:
+calibrated on the calibration split, matched to the budget on the dev-test split), decoded greedily as
+the comparisons are; each chunk of 100 puzzles is kept in ``--chunks`` so a stopped screen resumes. Beside
+passes and accuracy it records each rule's wall-clock seconds per puzzle at the matched settings, at
+batch 1 (``--timing-puzzles`` puzzles one by one) and at the screen's batch size.
+
+    python benchmarks/dev_screen.py --model resources/pretrained/sudoku-paper --out docs/data/dev-screen \
+        --chunks resources/resume/dev-screen --puzzles 600 --calib 100 --divisors 4 8 12
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from mdm_mi.core.forward_cache import ForwardCache
+from mdm_mi.core.samplers import Sequential
+from mdm_mi.evaluation.calibrate import calibrated_families
+from mdm_mi.evaluation.chunks import ChunkStore
+from mdm_mi.evaluation.runner import run_comparison
+from mdm_mi.infra.io import write_json
+from mdm_mi.infra.runtime import cpu_model
+from mdm_mi.models.loading import load_model, weights_identity
+from mdm_mi.sampling.registry import SAMPLER_CLASSES
+from mdm_mi.sudoku.compare import Decoder, SudokuTask
+from mdm_mi.sudoku.data import PuzzleSet
+from mdm_mi.sudoku.puzzle_maker import make_puzzles
+
+SETTINGS = {"wino_tau_out": [0.5, 0.9], "eb_verify_tau_out": [0.5, 0.9], "klass_kl": [0.01, 0.05], "mi_lambda": [],
+            "mi_on_reject": "skip", "mi_charge_first": False}  # the head-free rules: the swept settings screened
+
+
+def dev_puzzles(n: int, seed: int) -> PuzzleSet:
+    """``n`` unique-solution puzzles from the project's own maker (22–26 givens mostly), seeded apart
+    from every data file of the project."""
+    puzzles, solutions = make_puzzles(n, np.random.default_rng([seed, 63]), min_clues=17, max_clues=17)
+    return PuzzleSet(puzzles.astype(np.int64), solutions.astype(np.int64), ["maker"] * n)
+
+
+def timing(model, puzzles: PuzzleSet, sampler, batch: int) -> float:
+    """Wall-clock seconds per puzzle of one greedy decode of ``puzzles`` at ``batch`` puzzles per call."""
+    t0 = time.perf_counter()
+    Decoder(model, None, batch, 0)(puzzles, sampler)
+    return (time.perf_counter() - t0) / len(puzzles)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--chunks", type=Path)
+    ap.add_argument("--puzzles", type=int, default=600)
+    ap.add_argument("--calib", type=int, default=100)
+    ap.add_argument("--divisors", type=int, nargs="+", default=[4, 8, 12])
+    ap.add_argument("--batch-size", type=int, default=500)
+    ap.add_argument("--timing-puzzles", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    model, _ = load_model(args.model, "cpu", "sudoku")
+    every = dev_puzzles(args.puzzles, args.seed)
+    calib, test = every.subset(np.arange(args.calib)), every.subset(np.arange(args.calib, args.puzzles))
+    store = None if args.chunks is None else ChunkStore(args.chunks, weights_identity(args.model, (), torch.device("cpu")))
+    cache = ForwardCache()
+    decoder = Decoder(model, None, args.batch_size, args.seed, None, store, cache)
+    calib_decoder = Decoder(model, None, args.batch_size, args.seed + 1, None, store, cache)
+    families = calibrated_families(81, SETTINGS, SAMPLER_CLASSES)
+    t0 = time.time()
+    runs, seconds = run_comparison(SudokuTask(decoder, test, calib_decoder, calib), families, args.divisors)
+    summary = {}
+    for run_id, run in runs.items():
+        summary[run_id] = {"family": run["family"], "divisor": run["divisor"], "accuracy": float(np.mean(run["solved"])),
+                           "passes": float(np.mean(run["passes"])), "on_target": run.get("on_target", True),
+                           "settings": run.get("settings", [])}
+    one, many = (test.subset(np.arange(min(n, len(test)))) for n in (args.timing_puzzles, args.batch_size))
+    by_label = {f.label: f for f in families}
+    for run_id, run in runs.items():  # each rule at its first matched setting, timed at batch 1 and batched
+        sampler = (Sequential("entropy") if run_id == "sequential"
+                   else by_label[run["family"]].cls(**run["settings"][0]["params"]))
+        summary[run_id] |= {"seconds_per_puzzle_batch1": timing(model, one, sampler, 1),
+                            "seconds_per_puzzle_batched": timing(model, many, sampler, args.batch_size)}
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / "screen.json", {"runs": summary, "seconds": seconds, "wall_seconds": time.time() - t0,
+                                          "cpu": cpu_model(), "threads": args.threads, "n_calib": len(calib),
+                                          "n_test": len(test), "divisors": args.divisors, "settings": SETTINGS,
+                                          "chunks": None if store is None else store.record()})
+    np.savez(args.out / "outcomes.npz", names=np.array(list(runs)),
+             solved=np.stack([np.asarray(r["solved"], dtype=float) for r in runs.values()]),
+             passes=np.stack([np.asarray(r["passes"], dtype=float) for r in runs.values()]))
+    for run_id, r in summary.items():
+        print(f"{run_id}: {100 * r['accuracy']:.1f}% @ {r['passes']:.2f} passes")
+
+
+if __name__ == "__main__":
+    main()
