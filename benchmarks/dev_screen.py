@@ -34,17 +34,27 @@ from mdm_mi.models.loading import load_model, weights_identity
 from mdm_mi.sampling.registry import SAMPLER_CLASSES
 from mdm_mi.sudoku.compare import Decoder, SudokuTask
 from mdm_mi.sudoku.data import PuzzleSet
-from mdm_mi.sudoku.puzzle_maker import make_puzzles
+from mdm_mi.sudoku.puzzle_maker import make_puzzles, search_nodes
 
+HARD_NODES = 140  # the solver's nodes: the lower quartile of Radcliffe's Hard puzzles (Expert's: 190)
 SETTINGS = {"wino_tau_out": [0.5, 0.9], "eb_verify_tau_out": [0.5, 0.9], "klass_kl": [0.01, 0.05], "mi_lambda": [],
             "mi_on_reject": "skip", "mi_charge_first": False}  # the head-free rules: the swept settings screened
 
 
-def dev_puzzles(n: int, seed: int) -> PuzzleSet:
-    """``n`` unique-solution puzzles from the project's own maker (22–26 givens mostly), seeded apart
-    from every data file of the project."""
-    puzzles, solutions = make_puzzles(n, np.random.default_rng([seed, 63]), min_clues=17, max_clues=17)
-    return PuzzleSet(puzzles.astype(np.int64), solutions.astype(np.int64), ["maker"] * n)
+def dev_puzzles(n: int, seed: int, min_nodes: int = HARD_NODES) -> PuzzleSet:
+    """``n`` unique-solution puzzles from the project's own maker, seeded apart from every data file of
+    the project, kept only when the solver needs at least ``min_nodes`` search nodes
+    (:func:`mdm_mi.sudoku.puzzle_maker.search_nodes`, a model-free difficulty): the maker's own puzzles
+    are mostly easy, and the screen must look like the registered Hard+Expert test set."""
+    rng = np.random.default_rng([seed, 63])
+    kept_p, kept_s = [], []
+    while sum(map(len, kept_p)) < n:
+        puzzles, solutions = make_puzzles(500, rng)
+        hard = np.array([search_nodes(p) >= min_nodes for p in puzzles])
+        kept_p.append(puzzles[hard])
+        kept_s.append(solutions[hard])
+    puzzles, solutions = np.concatenate(kept_p)[:n], np.concatenate(kept_s)[:n]
+    return PuzzleSet(puzzles.astype(np.int64), solutions.astype(np.int64), ["maker-hard"] * n)
 
 
 def timing(model, puzzles: PuzzleSet, sampler, batch: int) -> float:

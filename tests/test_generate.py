@@ -169,3 +169,21 @@ def test_reveal_cells_rejects_givens_that_disagree_with_solution():
     bad[0, cell] = (bad[0, cell] + 1) % N_DIGITS
     with pytest.raises(ValueError):
         reveal_cells(puzzles, bad, 40, np.random.default_rng(0))
+
+
+def test_search_nodes_is_the_blanks_when_forced_and_grows_with_difficulty():
+    """A model-free difficulty: a puzzle one cell short of its solution costs one node; Radcliffe's
+    Expert puzzles cost more than its Beginner ones (medians over 50 of each)."""
+    from pathlib import Path
+
+    from mdm_mi.sudoku.data import load_puzzle_csv
+    from mdm_mi.sudoku.puzzle_maker import random_solutions, search_nodes
+
+    one_blank = random_solutions(1, np.random.default_rng(0))[0].copy()
+    one_blank[5] = MASK_ID
+    assert search_nodes(one_blank) == 1
+    rad = load_puzzle_csv(Path(__file__).resolve().parents[1] / "resources/data/sudoku/radcliffe_curated_5000.csv")
+    levels = np.array(rad.levels)
+    median = {lv: np.median([search_nodes(rad.puzzles[i]) for i in np.flatnonzero(levels == lv)[:50]])
+              for lv in ("Beginner", "Expert")}
+    assert median["Expert"] > 2 * median["Beginner"]

@@ -331,3 +331,18 @@ def reveal_cells(
     keys = np.where(given, -1.0, rng.random(puzzles.shape))  # givens sort first, blanks at random
     rank = keys.argsort(1, kind="stable").argsort(1, kind="stable")  # (B, 81) position of each cell
     return np.where(given | (rank < n_givens), solutions, puzzles)
+
+
+
+def search_nodes(puzzle: np.ndarray) -> int:
+    """The solver's search nodes to find ``puzzle (81,)``'s solution and prove it unique (the count of
+    :func:`count_solutions` with ``limit=2``): a model-free difficulty, the blanks when every step is
+    forced and more for each guess."""
+    loaded = _load(puzzle)
+    if loaded is None:
+        return 0
+    grid, used = loaded
+    start = 10**12
+    budget = [start]
+    _search(grid, used, [i for i, v in enumerate(grid) if v < 0], 0, 2, [], budget)
+    return start - budget[0]
