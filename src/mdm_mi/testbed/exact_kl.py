@@ -113,14 +113,15 @@ def completions(prompt: torch.Tensor, n_states: int) -> torch.Tensor:
 
 
 def enumerate_kl(model: ChainBackbone, prompt: torch.Tensor, sampler: Sampler,
-                 pairwise_fn: PairwiseFn | None = None) -> Exact:
+                 pairwise_fn: PairwiseFn | None = None, limit: int = ENUMERATION_LIMIT) -> Exact:
     """Exact KL(p‖q), KL(q‖p), Σ_x q(x) and E_q[passes] on one ``(1 + N,)`` prompt of a
     :class:`ChainBackbone`, by summing over every completion (tiny models): q(x) by replaying x's one
-    path, or for a remasking sampler (many paths reach one x) by :func:`enumerate_paths`."""
+    path, or for a remasking sampler (many paths reach one x) by :func:`enumerate_paths` (at most ``limit``
+    states per pass)."""
     x = completions(prompt, model.chain.n_states)
     log_p = model.log_prob(x)
     if sampler.remasks:
-        paths = enumerate_paths(model, prompt, sampler, pairwise_fn)
+        paths = enumerate_paths(model, prompt, sampler, pairwise_fn, limit)
         q = torch.tensor([paths.q.get(tuple(row.tolist()), 0.0) for row in x], dtype=torch.float64)
         log_q, passes = q.log(), paths.passes
     else:

@@ -50,6 +50,7 @@ KLASS_KL = 0.01  # nats: KLASS draws tokens whose marginal moved at most this si
 TAU_OUT = (0.5, 0.9)  # WINO-style verification thresholds
 BASELINE = "eb"
 OUTCOMES = ("kl_pq", "kl_qp")
+STATE_LIMIT = 1_000_000  # decoding states per pass: a remasking rule's paths keep their draft log-probabilities
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ class ExactTask(ComparisonTask):
     def _exact(self, sampler: Sampler, instances: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         """``instances (P,)`` → (exact (KL(p‖q), KL(q‖p)) ``(P, 2)``, E_q[passes] ``(P,)``)."""
         fn = exact_pairwise_fn(self.model) if sampler.uses_pairwise else None
-        rows = [enumerate_kl(self.model, prompt, sampler, fn) for prompt in self.model.prompts(instances)]
+        rows = [enumerate_kl(self.model, prompt, sampler, fn, STATE_LIMIT) for prompt in self.model.prompts(instances)]
         return np.array([[r.kl_pq, r.kl_qp] for r in rows]), np.array([r.passes for r in rows])
 
     def reference_runs(self) -> dict[str, dict]:
