@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from mdm_mi.antibody.loop_model import anchor, DEPTH, fit_on, INDEX, LETTERS, LoopCounts, LoopModel, lineage_weights
-from mdm_mi.antibody.second_scorer import fill_loops, per_context, ranking
+from mdm_mi.antibody.second_scorer import context_scores, fill_loops, ranking
 
 
 def test_positions_are_anchored_at_the_nearer_end_and_the_middle_is_pooled():
@@ -71,7 +71,7 @@ def test_fills_are_read_back_at_the_masked_positions_per_context():
     loops = fill_loops(Z(arrays))
     assert loops == {"eb@4": [(0, "x", "AR"), (0, "y", "W"), (1, "x", "KR"), (1, "y", "Y")]}
     model = LoopModel.smoothed(LoopCounts.of(["AR"], [1.0]), 0.5, 0.0, 1.0)
-    assert per_context(model, loops["eb@4"], ["x", "y"])[0] == pytest.approx((model.score("AR") + model.score("KR")) / 2)
+    assert context_scores(model, loops["eb@4"], ["x", "y"])[0] == pytest.approx((model.score("AR") + model.score("KR")) / 2)
 
 
 def test_rules_are_ranked_per_budget_best_first_without_the_mi_star_copy():

@@ -153,7 +153,7 @@ def test_the_decoding_verbs_make_a_matrix_only_for_a_sampler_that_reads_it(tiny_
     from mdm_mi.core.sampler_table import HEAD, ORACLE
     from mdm_mi.core.samplers import decode
     from mdm_mi.infra.errors import InputError
-    from mdm_mi.mi.dapd import pairwise_source
+    from mdm_mi.mi.pairwise import pairwise_source
 
     made = []
     loaders = {HEAD: lambda: made.append("head") or "head-fn", ORACLE: lambda: made.append("oracle") or "oracle-fn"}

@@ -38,7 +38,7 @@ from mdm_mi.evaluation.verdicts import verdict, WORDS
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.infra.runtime import cpu_model
-from mdm_mi.mi.dapd import pairwise_source
+from mdm_mi.mi.pairwise import pairwise_source
 from mdm_mi.mi.guided import oracle_pairwise_fn, OracleMI
 from mdm_mi.sampling.registry import SAMPLER_CLASSES
 
@@ -104,7 +104,7 @@ def fill_scores(filler: Filler, infill: InfillSet, sampler, filled: Filled) -> d
     """PLL and recovery of ``sampler``'s fills ``filled (n·P, N)`` of ``infill``'s templates (fill ``k`` of
     template ``p`` at row ``k·P + p``) → {pll, recovery: ``(n·P,)``}. With the filler's store, fill ``k``'s
     scores are kept beside it (part ``score fill k``). Scoring runs the model: call it outside a
-    :func:`mdm_mi.mi.dapd.pairwise_source` block, whose captured pass would see it."""
+    :func:`mdm_mi.mi.pairwise.pairwise_source` block, whose captured pass would see it."""
     size, scores = len(infill.ids), []
     for k in range(len(filled.tokens) // size):
         rows = filled.tokens[k * size : (k + 1) * size]
@@ -199,7 +199,7 @@ class AntibodyTask(ComparisonTask):
     scored (PLL, recovery) → :func:`_run`'s record with target, calib_passes, on_target and
     ``calib_score``: the calibration fills' PLL for Algorithm 1 when several λ compete (mi* picks by it),
     else 0. ``pairwise`` is the MI head's Î, ``tv_fn`` the TV head's T̂ (each family reads its own,
-    :func:`mdm_mi.mi.dapd.pairwise_source`). Run ids are ``<slug>@<d>``. ``kept``: run id → its test
+    :func:`mdm_mi.mi.pairwise.pairwise_source`). Run ids are ``<slug>@<d>``. ``kept``: run id → its test
     fills' tokens ``(fills·P, N)`` (:func:`write_fills`)."""
 
     filler: Filler

@@ -37,7 +37,7 @@ def fill_loops(arrays) -> dict[str, list[tuple[int, str, str]]]:
     return out
 
 
-def per_context(model: LoopModel, rows: list[tuple[int, str, str]], ids: list[str]) -> np.ndarray:
+def context_scores(model: LoopModel, rows: list[tuple[int, str, str]], ids: list[str]) -> np.ndarray:
     """``(P,)`` per context of ``ids``: the mean over its fills of the model's score (nats/residue)."""
     total, count = dict.fromkeys(ids, 0.0), dict.fromkeys(ids, 0)
     for _, cid, loop in rows:
@@ -58,7 +58,7 @@ def second_scorer_record(runs: dict[str, dict], loops: dict[str, list], model: L
     each scorer and Kendall's τ between the two rankings; ``first`` − ``second`` in the loop score raw
     (same budget) and pass-adjusted; sequential − each of the two at each budget (paired t, uncorrected);
     every run's per-VH loop scores."""
-    scored = {k: dict(r, **{METRIC: per_context(model, loops[k], ids).tolist()}) for k, r in runs.items()}
+    scored = {k: dict(r, **{METRIC: context_scores(model, loops[k], ids).tolist()}) for k, r in runs.items()}
     table = {k: {"family": r["family"], "divisor": r["divisor"], "passes": r["mean_passes"],
                  "pll": float(np.mean(r["pll"])), METRIC: float(np.mean(r[METRIC]))} for k, r in scored.items()}
     ranks = {m: ranking({k: r for k, r in scored.items() if k != SEQUENTIAL}, m) for m in ("pll", METRIC)}

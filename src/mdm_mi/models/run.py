@@ -23,7 +23,7 @@ from mdm_mi.infra.flags import h
 from mdm_mi.infra.runtime import resolve_device
 from mdm_mi.models.loading import SEQUENCES, load_mi_head, load_model
 from mdm_mi.models.locate import DEFAULT_RESULTS, find_head, find_model
-from mdm_mi.mi.dapd import pairwise_source
+from mdm_mi.mi.pairwise import pairwise_source
 from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
 
 MODEL_GROUP = "model (found in the workflow's results/ unless given)"
@@ -87,7 +87,7 @@ def load_head_for(args, backbone, model: Path, domain: str, device: str):
 @contextmanager
 def pairwise_from_args(args, backbone, model_dir, domain: str, device):
     """The ``pairwise_fn`` of ``args.sampler`` while this is open, by the one dispatcher
-    (:func:`mdm_mi.mi.dapd.pairwise_source`): a sampler reading the MI head gets the trained head
+    (:func:`mdm_mi.mi.pairwise.pairwise_source`): a sampler reading the MI head gets the trained head
     (``--head``, else the one beside ``model_dir``; loaded only then, no extra pass), ``mi-oracle`` the
     model probed exactly (``--oracle-tol``), DAPD the attention of each pass; else ``None``.
 

@@ -28,7 +28,7 @@ from mdm_mi.evaluation.runner import Budget, ComparisonTask, run_comparison
 from mdm_mi.protein.decode_flags import DecodeFlags
 from mdm_mi.protein.generate import draw_lengths, generate
 from mdm_mi.protein.metrics import bootstrap_jsd_differences, cluster_histogram, embed, fit_clusters, jsd_with_interval
-from mdm_mi.mi.dapd import pairwise_source
+from mdm_mi.mi.pairwise import pairwise_source
 
 SEQUENTIAL = "sequential"
 

@@ -23,7 +23,7 @@ from mdm_mi.evaluation.calibrate import Family
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.matched import settings_summary
 from mdm_mi.evaluation.runner import Budget, ComparisonTask, run_comparison
-from mdm_mi.mi.dapd import pairwise_source
+from mdm_mi.mi.pairwise import pairwise_source
 from mdm_mi.sudoku.evaluate import decode_set, solved_mask
 from mdm_mi.sudoku.grid import MASK_ID
 from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
