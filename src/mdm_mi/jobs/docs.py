@@ -44,6 +44,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {  # name → renderer(data file) 
     "test-durations": doc_tables.durations_table,
     "test-command": doc_tables.test_command_summary,
     "testbed": testbed_report.render_table,
+    "testbed-remask": testbed_report.render_remask_table,
     "placement": testbed_report.render_placement,
     "oracle-ceiling": sudoku_report.ceiling_block,
     "antibody-pass-adjusted": antibody_report.pass_adjusted_block,

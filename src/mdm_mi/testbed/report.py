@@ -97,6 +97,27 @@ def render_table(path: str | Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+REMASK_LAYOUTS: dict[str, list[Column]] = {  # testbed-remask's tables (mdm_mi.testbed.remask_study)
+    "runs": [("regime", lambda r: r["regime"]), ("rule", lambda r: r["rule"]), ("budget", _budget),
+             ("setting (value × weight)", lambda r: r["setting"]), ("passes", lambda r: r["passes"]),
+             ("KL(p‖q)", lambda r: f"{r['kl_pq']} ± {r['kl_pq_se']}"),
+             ("KL(q‖p)", lambda r: f"{r['kl_qp']} ± {r['kl_qp_se']}")],
+    "against_eb": [("regime", lambda r: r["regime"]), ("budget", lambda r: f"÷{r['divisor']}"), ("rule", lambda r: r["rule"]),
+                   ("KL(p‖q): rule − EB [95% CI]", lambda r: f"{r['kl_pq_diff']} [{r['kl_pq_lo']}, {r['kl_pq_hi']}]"),
+                   ("verdict", lambda r: f"**{r['kl_pq_verdict']}**" if r["kl_pq_verdict"] != "tie" else "tie"),
+                   ("KL(q‖p): rule − EB [95% CI]", lambda r: f"{r['kl_qp_diff']} [{r['kl_qp_lo']}, {r['kl_qp_hi']}]"),
+                   ("verdict ", lambda r: f"**{r['kl_qp_verdict']}**" if r["kl_qp_verdict"] != "tie" else "tie")],
+}
+
+
+def render_remask_table(path: str | Path) -> str:
+    """testbed-remask's ``runs.csv`` or ``against_eb.csv`` as a markdown table; ends with a newline."""
+    layout = REMASK_LAYOUTS[Path(path).stem]
+    lines = ["| " + " | ".join(h for h, _ in layout) + " |", "|" + "---|" * len(layout)]
+    lines += ["| " + " | ".join(fn(row) for _, fn in layout) + " |" for row in read_table(path)]
+    return "\n".join(lines) + "\n"
+
+
 def _map_grid(rows: list[dict], rule: str) -> tuple[list[str], list[str], np.ndarray, list[list[str]]]:
     """(regimes, budgets, log2 ratio ``(R, D)``, cell labels) of one Algorithm 1 rule."""
     mine = [r for r in rows if r["rule"] == rule]
