@@ -110,11 +110,27 @@ REMASK_LAYOUTS: dict[str, list[Column]] = {  # testbed-remask's tables (mdm_mi.t
 }
 
 
+OFF_BUDGET_MARK = "†"
+OFF_BUDGET_NOTE = (f"{OFF_BUDGET_MARK} the rule cannot reach the budget (its expected passes, in brackets, exceed it by more "
+                   "than 3%): its difference from EB is not at equal passes")
+
+
 def render_remask_table(path: str | Path) -> str:
-    """testbed-remask's ``runs.csv`` or ``against_eb.csv`` as a markdown table; ends with a newline."""
-    layout = REMASK_LAYOUTS[Path(path).stem]
+    """testbed-remask's ``runs.csv`` or ``against_eb.csv`` as a markdown table, a rule that misses its
+    budget marked :data:`OFF_BUDGET_MARK` (``against_eb``: read from the ``runs.csv`` beside it); ends
+    with a newline."""
+    path = Path(path)
+    rows = read_table(path)
+    runs = {(r["regime"], r["rule"], r["divisor"]): r for r in read_table(path.with_name("runs.csv"))}
+    for r in rows:
+        run = runs[(r["regime"], r["rule"], r["divisor"])]
+        if run["on_budget"] != "True":
+            r["rule"] = f"{r['rule']} {OFF_BUDGET_MARK} ({run['passes']})" if path.stem != "runs" else f"{r['rule']} {OFF_BUDGET_MARK}"
+    layout = REMASK_LAYOUTS[path.stem]
     lines = ["| " + " | ".join(h for h, _ in layout) + " |", "|" + "---|" * len(layout)]
-    lines += ["| " + " | ".join(fn(row) for _, fn in layout) + " |" for row in read_table(path)]
+    lines += ["| " + " | ".join(fn(row) for _, fn in layout) + " |" for row in rows]
+    if any(OFF_BUDGET_MARK in line for line in lines):
+        lines += ["", OFF_BUDGET_NOTE]
     return "\n".join(lines) + "\n"
 
 
