@@ -271,6 +271,12 @@ def decode(
     ``cache``: rows of earlier passes (this decode's or another's) handed back instead of computed
     (:class:`mdm_mi.core.forward_cache.ForwardCache`); the passes are counted as without it. Ignored
     for a sampler that reads the backbone's attention (its hooks capture it during the call).
+
+    A remasking sampler (``remasks``) may send tokens this call drew back to the mask
+    (:mod:`mdm_mi.core.remask`): its pending tokens are checked by leave-one-out rows in the pass's own
+    backbone call (no extra pass), and a pass must leave fewer masks than it found, so a decode still
+    ends within N passes. A sampler with ``needs_history`` sees ``view.drift``, how each masked
+    marginal moved since the row's previous pass.
     """
     assert tokens.ndim == 2, tokens.shape
     if sampler.uses_pairwise and pairwise_fn is None:
