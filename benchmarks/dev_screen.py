@@ -27,6 +27,7 @@ from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.calibrate import calibrated_families
 from mdm_mi.evaluation.chunks import ChunkStore
+from mdm_mi.evaluation.paired import paired_difference
 from mdm_mi.evaluation.runner import run_comparison
 from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import cpu_model
@@ -93,6 +94,12 @@ def main() -> None:
         summary[run_id] = {"family": run["family"], "divisor": run["divisor"], "accuracy": float(np.mean(run["solved"])),
                            "passes": float(np.mean(run["passes"])), "on_target": run.get("on_target", True),
                            "settings": run.get("settings", [])}
+    for run_id, run in runs.items():  # paired on the same puzzles: against sequential and EB at its budget
+        eb = runs.get(f"eb@1/{run['divisor']}")
+        for name, other in (("vs_sequential", runs["sequential"]), ("vs_eb", eb)):
+            if other is not None and other is not run:
+                pd = paired_difference(run["solved"], other["solved"])
+                summary[run_id][name] = {"diff": pd.diff, "lo": pd.lo, "hi": pd.hi, "p": pd.p_value}
     one, many = (test.subset(np.arange(min(n, len(test)))) for n in (args.timing_puzzles, args.batch_size))
     by_label = {f.label: f for f in families}
     for run_id, run in runs.items():  # each rule at its first matched setting, timed at batch 1 and batched

@@ -79,3 +79,20 @@ def test_punt_never_draws_a_dependent_pair_on_the_chain(chain):
     chosen = Punt(0.2, 0.01).select(StepView.from_logits(out.logits, masked, pairwise))
     both = chosen[:, :, None] & chosen[:, None, :] & ~torch.eye(rows.shape[1], dtype=torch.bool)
     assert not (both & (pairwise > 0.01)).any()
+
+
+def test_the_development_screens_table_marks_a_rule_off_its_budget(tmp_path):
+    import json
+
+    from mdm_mi.sudoku.report import screen_block
+
+    run = {"family": "eb", "divisor": 8, "accuracy": 0.5, "passes": 7.0, "on_target": True,
+           "vs_sequential": {"diff": -0.1, "lo": -0.15, "hi": -0.05, "p": 0.001},
+           "seconds_per_puzzle_batch1": 0.05, "seconds_per_puzzle_batched": 0.001}
+    screen = {"n_test": 300, "n_calib": 100, "cpu": "AMD EPYC", "threads": 2,
+              "runs": {"sequential": run | {"family": "sequential", "divisor": 1, "vs_sequential": None},
+                       "eb@1/8": run, "wino@1/8": run | {"family": "wino", "on_target": False}}}
+    (tmp_path / "screen.json").write_text(json.dumps(screen))
+    table = screen_block(tmp_path / "screen.json")
+    assert "| eb | ÷8 | 50.0 | 7.00 | -10.0 [-15.0, -5.0] p=0.001 |" in table
+    assert "| wino | ÷8 † |" in table and table.rstrip().endswith("cannot reach it)")

@@ -47,6 +47,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {  # name → renderer(data file) 
     "testbed-remask": testbed_report.render_remask_table,
     "placement": testbed_report.render_placement,
     "oracle-ceiling": sudoku_report.ceiling_block,
+    "dev-screen": sudoku_report.screen_block,
     "antibody-pass-adjusted": antibody_report.pass_adjusted_block,
     "antibody-second-scorer": antibody_report.second_scorer_block,
 }

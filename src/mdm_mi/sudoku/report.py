@@ -233,3 +233,23 @@ def ceiling_block(path: Path) -> str:
     it (an older file without its set's name: the folder's)."""
     result = json.loads(Path(path).read_text())
     return ceiling_markdown(result, result.get("set", Path(path).parent.name))
+
+
+def screen_block(path: Path) -> str:
+    """``benchmarks/dev_screen.py``'s ``screen.json`` (``path``) as a table: each rule at each budget with
+    its accuracy and mean passes, paired against sequential and EB (pp, 95% Newcombe interval, McNemar p),
+    and its wall-clock seconds per puzzle at batch 1 and batched; sequential first."""
+    screen = json.loads(Path(path).read_text())
+    cell = lambda c: f"{100 * c['diff']:+.1f} [{100 * c['lo']:+.1f}, {100 * c['hi']:+.1f}] p={c['p']:.2g}" if c else ""
+    lines = [f"{screen['n_test']} development puzzles, calibrated on {screen['n_calib']} others; wall-clock on "
+             f"{screen['cpu']}, {screen['threads']} threads.", "",
+             "| rule | budget | accuracy % | passes | − sequential (pp) | − EB (pp) | s/puzzle, batch 1 | s/puzzle, batched |",
+             "|---|---|---|---|---|---|---|---|"]
+    for run_id, r in screen["runs"].items():
+        budget = "" if r["divisor"] == 1 else f"÷{r['divisor']}" + ("" if r["on_target"] else " †")
+        lines.append(f"| {r['family']} | {budget} | {100 * r['accuracy']:.1f} | {r['passes']:.2f} | "
+                     f"{cell(r.get('vs_sequential'))} | {cell(r.get('vs_eb'))} | {r['seconds_per_puzzle_batch1']:.3f} | "
+                     f"{r['seconds_per_puzzle_batched']:.4f} |")
+    if any(not r["on_target"] for r in screen["runs"].values()):
+        lines += ["", "† the test passes miss the budget by more than 3% (the rule cannot reach it)"]
+    return "\n".join(lines) + "\n"
