@@ -65,19 +65,44 @@ def timing(model, puzzles: PuzzleSet, sampler, batch: int) -> float:
     return (time.perf_counter() - t0) / len(puzzles)
 
 
+def add_contrasts(summary: dict, solved: dict[str, np.ndarray]) -> None:
+    """Each run of ``summary`` (run id → record) paired on the same puzzles against sequential and against
+    EB at its budget (``solved``: run id → ``(P,)`` outcomes): ``vs_sequential`` and ``vs_eb`` {diff, lo,
+    hi, p} (Newcombe interval, exact McNemar p for one setting, sign-flip for a mixture)."""
+    for run_id, record in summary.items():
+        eb = f"eb@1/{record['divisor']}"
+        for name, other in (("vs_sequential", "sequential"), ("vs_eb", eb)):
+            if other in solved and other != run_id:
+                pd = paired_difference(solved[run_id], solved[other])
+                record[name] = {"diff": pd.diff, "lo": pd.lo, "hi": pd.hi, "p": pd.p_value}
+
+
+def contrasts_only(out: Path) -> None:
+    """Add the paired contrasts to an existing ``screen.json`` from its ``outcomes.npz`` (no decoding)."""
+    screen = json.loads((out / "screen.json").read_text())
+    with np.load(out / "outcomes.npz") as saved:
+        solved = dict(zip(saved["names"].tolist(), saved["solved"]))
+    add_contrasts(screen["runs"], solved)
+    write_json(out / "screen.json", screen)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True)
+    ap.add_argument("--model")
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--chunks", type=Path)
     ap.add_argument("--puzzles", type=int, default=600)
     ap.add_argument("--calib", type=int, default=100)
     ap.add_argument("--divisors", type=int, nargs="+", default=[4, 8, 12])
     ap.add_argument("--batch-size", type=int, default=500)
-    ap.add_argument("--timing-puzzles", type=int, default=20)
+    ap.add_argument("--timing-puzzles", type=int, default=5, help="puzzles decoded one by one for the batch-1 time")
+    ap.add_argument("--timing-batch", type=int, default=100, help="puzzles decoded in one batch for the batched time")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--contrasts-only", action="store_true", help="add the paired contrasts to --out's screen.json")
     args = ap.parse_args()
+    if args.contrasts_only:
+        return contrasts_only(args.out)
     torch.set_num_threads(args.threads)
     model, _ = load_model(args.model, "cpu", "sudoku")
     every = dev_puzzles(args.puzzles, args.seed)
@@ -94,23 +119,19 @@ def main() -> None:
         summary[run_id] = {"family": run["family"], "divisor": run["divisor"], "accuracy": float(np.mean(run["solved"])),
                            "passes": float(np.mean(run["passes"])), "on_target": run.get("on_target", True),
                            "settings": run.get("settings", [])}
-    for run_id, run in runs.items():  # paired on the same puzzles: against sequential and EB at its budget
-        eb = runs.get(f"eb@1/{run['divisor']}")
-        for name, other in (("vs_sequential", runs["sequential"]), ("vs_eb", eb)):
-            if other is not None and other is not run:
-                pd = paired_difference(run["solved"], other["solved"])
-                summary[run_id][name] = {"diff": pd.diff, "lo": pd.lo, "hi": pd.hi, "p": pd.p_value}
-    one, many = (test.subset(np.arange(min(n, len(test)))) for n in (args.timing_puzzles, args.batch_size))
+    add_contrasts(summary, {k: r["solved"] for k, r in runs.items()})
+    one, many = (test.subset(np.arange(min(n, len(test)))) for n in (args.timing_puzzles, args.timing_batch))
     by_label = {f.label: f for f in families}
     for run_id, run in runs.items():  # each rule at its first matched setting, timed at batch 1 and batched
         sampler = (Sequential("entropy") if run_id == "sequential"
                    else by_label[run["family"]].cls(**run["settings"][0]["params"]))
         summary[run_id] |= {"seconds_per_puzzle_batch1": timing(model, one, sampler, 1),
-                            "seconds_per_puzzle_batched": timing(model, many, sampler, args.batch_size)}
+                            "seconds_per_puzzle_batched": timing(model, many, sampler, args.timing_batch)}
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / "screen.json", {"runs": summary, "seconds": seconds, "wall_seconds": time.time() - t0,
                                           "cpu": cpu_model(), "threads": args.threads, "n_calib": len(calib),
                                           "n_test": len(test), "divisors": args.divisors, "settings": SETTINGS,
+                                          "timing": {"batch1_puzzles": len(one), "batched_puzzles": len(many)},
                                           "chunks": None if store is None else store.record()})
     np.savez(args.out / "outcomes.npz", names=np.array(list(runs)),
              solved=np.stack([np.asarray(r["solved"], dtype=float) for r in runs.values()]),

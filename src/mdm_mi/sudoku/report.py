@@ -245,7 +245,8 @@ def screen_block(path: Path) -> str:
              f"{screen['cpu']}, {screen['threads']} threads.", "",
              "| rule | budget | accuracy % | passes | − sequential (pp) | − EB (pp) | s/puzzle, batch 1 | s/puzzle, batched |",
              "|---|---|---|---|---|---|---|---|"]
-    for run_id, r in screen["runs"].items():
+    order = sorted(screen["runs"].items(), key=lambda kv: (kv[0] != SEQUENTIAL, kv[1]["divisor"], kv[0]))
+    for run_id, r in order:
         budget = "" if r["divisor"] == 1 else f"÷{r['divisor']}" + ("" if r["on_target"] else " †")
         lines.append(f"| {r['family']} | {budget} | {100 * r['accuracy']:.1f} | {r['passes']:.2f} | "
                      f"{cell(r.get('vs_sequential'))} | {cell(r.get('vs_eb'))} | {r['seconds_per_puzzle_batch1']:.3f} | "
