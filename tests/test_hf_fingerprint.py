@@ -379,7 +379,7 @@ def test_docs_your_model_states_the_rules_of_this_issue():
     assert "must not contain `_`" in text
     assert "`generate` without `--reference`" in text  # the Limits paragraph: generate works for any alphabet
     assert "first `--val-contexts`" in text and "bound_warning" in text and '"k": null' in text
-    assert "tokens separated by spaces*" not in text and "read as written" in text
+    assert "tokens separated by spaces*" not in text and "case is kept" in text  # the one reader's rules (issue 65)
 
 
 # ---- 11. weights fingerprinted by content at every load ------------------------------------------------

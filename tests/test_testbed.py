@@ -220,6 +220,8 @@ def test_the_docs_page_is_rendered_from_its_committed_data():
     for file, body in blocks:
         assert body == render_table(repo / file), file
     prose = re.sub(r"<!-- render: .*? -->.*?<!-- /render -->", "", page, flags=re.S)
-    data = " ".join(p.read_text() for p in (repo / "docs" / "data" / "testbed").iterdir())
+    folders = [repo / "docs" / "data" / d for d in ("testbed", "testbed-remask")]  # the newer rules' section too
+    data = " ".join(p.read_text() for folder in folders for p in folder.iterdir())
+    data += (repo / "src" / "mdm_mi" / "testbed" / "remask_study.py").read_text()  # its settings (τout, κ, KL)
     written = set(re.findall(r"\d+\.\d+", data))
     assert [n for n in re.findall(r"(?<![\w.])\d+\.\d+", prose) if n not in written] == []
