@@ -19,10 +19,10 @@ from __future__ import annotations
 import torch
 
 from mdm_mi.core.sampler_spec import Flag, SamplerSpec, Setting, Style, tau_calibration
-from mdm_mi.core.samplers import Sampler, StepView
+from mdm_mi.core.samplers import ConfidenceThreshold, StepView
 
 
-class Klass(Sampler):
+class Klass(ConfidenceThreshold):
     """Draw every masked position with top-1 probability above ``tau`` whose marginal moved at most
     ``kl`` nats since the last pass (at least the most confident one)."""
 
@@ -36,11 +36,10 @@ class Klass(Sampler):
                                                                 "none: no klass")))
 
     def __init__(self, tau: float, kl: float):
-        if not 0 <= tau <= 1:
-            raise ValueError(f"klass tau must lie in [0, 1], got {tau}")
+        super().__init__(tau)
         if not kl >= 0:
             raise ValueError(f"klass kl must be >= 0, got {kl}")
-        self.tau, self.kl = float(tau), float(kl)
+        self.kl = float(kl)
 
     def select(self, view: StepView) -> torch.Tensor:
         """``(B, N)`` bool: the confident and stable masked positions, or the most confident one."""

@@ -33,7 +33,7 @@ from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.remask import Check, forward_with_checks, progress_violations
 from mdm_mi.core.sampler_spec import ATTENTION, TOKENS, Calibration, Flag, SamplerSpec, Setting, Style, gamma_calibration, tau_calibration
 from mdm_mi.core.streams import RowStreams
-from mdm_mi.core.view import INF, StepView, drift
+from mdm_mi.core.view import INF, History, StepView
 from mdm_mi.infra.flags import Decoding
 
 EPS_K = 1e-9  # round-off guard of the fractional-k schedule (k·s is exact for integer k)
@@ -203,7 +203,7 @@ class ConfidenceThreshold(Sampler):
 
     def __init__(self, tau: float):
         if not 0 <= tau <= 1:
-            raise ValueError(f"threshold tau must lie in [0, 1], got {tau}")
+            raise ValueError(f"{self.name} tau must lie in [0, 1], got {tau}")
         self.tau = float(tau)
 
     def select(self, view: StepView) -> torch.Tensor:
@@ -291,7 +291,7 @@ def decode(
     passes = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
     pending = torch.zeros_like(tokens, dtype=torch.bool)  # tokens this decode drew and checks at the next pass
     prior = torch.zeros(tokens.shape, dtype=torch.float64, device=tokens.device)  # log p of each token when drawn
-    last = None  # (B, N, V) logits of each row's previous pass, for a sampler that reads the drift
+    history = History(len(tokens))  # each row's previous logits, for a sampler that reads the drift
     vocab_ids = backbone.vocab_token_ids.to(tokens.device)
     limit = max_passes if max_passes is not None else tokens.shape[1] + 1
     for step in range(limit):
@@ -305,11 +305,7 @@ def decode(
             check_output(backbone, out, sub)
         passes[active] += 1
         pairwise = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
-        moved = None
-        if sampler.needs_history:
-            moved = drift(out.logits, None if last is None else last[active], masked)
-            last = out.logits.new_zeros((*tokens.shape, out.logits.shape[-1])) if last is None else last
-            last[active] = out.logits
+        moved = history.drift(out.logits, active, masked) if sampler.needs_history else None
         view = StepView.from_logits(out.logits, masked, pairwise, step, moved)
         chosen = sampler.select(view) & masked
         if not chosen.any(1).all():

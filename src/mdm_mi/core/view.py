@@ -67,3 +67,20 @@ def drift(logits: torch.Tensor, previous: torch.Tensor | None, masked: torch.Ten
     now, before = torch.log_softmax(logits.float(), -1), torch.log_softmax(previous.float(), -1)
     kl = (now.exp() * (now - before)).sum(-1).clamp_min(0.0)
     return kl.masked_fill(~masked, INF)
+
+
+class History:
+    """Each row's logits at its previous pass, kept for a sampler that reads the drift (``needs_history``):
+    ``decode`` and the testbed's replay keep one per call, so both hand the sampler the same drift."""
+
+    def __init__(self, n_rows: int):
+        self.n_rows, self.last = n_rows, None  # (n_rows, N, V) once the first pass is seen
+
+    def drift(self, logits: torch.Tensor, active: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+        """:func:`drift` of the ``active`` rows' ``logits (B, N, V)`` from their previous pass's, then
+        remember these as theirs."""
+        moved = drift(logits, None if self.last is None else self.last[active], masked)
+        if self.last is None:
+            self.last = logits.new_zeros((self.n_rows, *logits.shape[1:]))
+        self.last[active] = logits
+        return moved

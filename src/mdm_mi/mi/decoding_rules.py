@@ -28,7 +28,7 @@ import torch
 
 from mdm_mi.core.sampler_spec import HEAD, Flag, SamplerSpec, Setting, Style, gamma_calibration
 from mdm_mi.core.samplers import Sampler, StepView
-from mdm_mi.mi.guided import DensePairs
+from mdm_mi.mi.guided import pairs_of
 
 
 def _check(name: str, **values) -> None:
@@ -51,7 +51,7 @@ def eb_walk(entropy: torch.Tensor, masked: torch.Tensor, pairwise, gamma: float,
     dependence test is skipped, and the walk ends once the entropy budget is spent. The first
     candidate is always admitted. Returns ``(B, N)`` bool U.
     """
-    source = pairwise if hasattr(pairwise, "among") else DensePairs(pairwise)
+    source = pairs_of(pairwise)
     b, n = masked.shape
     h = entropy.double().masked_fill(~masked, math.inf)
     order = h.argsort(dim=1, stable=True)

@@ -138,6 +138,12 @@ class OracleMI(MIGuided):
     spec = SamplerSpec(MI_FLAGS, ORACLE, user=False, style=Style("MI-guided, exact MI", "tab:purple"), settings_of="mi")
 
 
+def pairs_of(pairwise) -> "DensePairs":
+    """A pass's pairwise matrix as a row source: a ``(B, N, N)`` tensor seen through :class:`DensePairs`,
+    or an object that already has ``among`` (:class:`HeadPairs`) as it is."""
+    return pairwise if hasattr(pairwise, "among") else DensePairs(pairwise)
+
+
 class DensePairs:
     """A dense ``(B, N, N)`` pairwise matrix seen through ``among(idx (B, k)) → (B, k, k)``."""
 
@@ -184,7 +190,7 @@ def admit(
     for only among the ``k ≤ N`` candidates it visits (:func:`walk_length`), and :func:`walk` runs
     the budget in float64, summing each coupling in walk order as :func:`algorithm1` does.
     """
-    source = pairwise if hasattr(pairwise, "among") else DensePairs(pairwise)
+    source = pairs_of(pairwise)
     assert entropy.shape == masked.shape and tuple(source.shape) == (*masked.shape, masked.shape[1]), (
         entropy.shape, masked.shape, source.shape,
     )

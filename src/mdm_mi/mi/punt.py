@@ -21,11 +21,11 @@ from __future__ import annotations
 import torch
 
 from mdm_mi.core.sampler_spec import HEAD, SamplerSpec, Setting, Style, tau_calibration
-from mdm_mi.core.samplers import Sampler, StepView
-from mdm_mi.mi.guided import DensePairs
+from mdm_mi.core.samplers import ConfidenceThreshold, StepView
+from mdm_mi.mi.guided import pairs_of
 
 
-class Punt(Sampler):
+class Punt(ConfidenceThreshold):
     """Confident candidates (top-1 > ``tau``), the most confident of each dependent group (Î > ``kappa``)."""
 
     name = "punt"
@@ -36,24 +36,22 @@ class Punt(Sampler):
                                                                 "calibrated; none: no punt")))
 
     def __init__(self, tau: float, kappa: float):
-        if not 0 <= tau <= 1:
-            raise ValueError(f"punt tau must lie in [0, 1], got {tau}")
+        super().__init__(tau)
         if not kappa >= 0:
             raise ValueError(f"punt kappa must be >= 0, got {kappa}")
-        self.tau, self.kappa = float(tau), float(kappa)
+        self.kappa = float(kappa)
 
     def select(self, view: StepView) -> torch.Tensor:
         """``(B, N)`` bool: walking the confident candidates by decreasing confidence, each one not
         dependent (Î > ``kappa``) on a candidate already taken."""
-        if view.pairwise is None or view.confidence is None:
-            raise ValueError(f"sampler {self.name!r} needs view.pairwise (B, N, N) and view.confidence")
-        conf = view.confidence.double().masked_fill(~view.masked, -torch.inf)
-        candidate = (conf > self.tau) & view.masked
-        candidate.scatter_(1, conf.argmax(dim=1, keepdim=True), True)  # the most confident always goes
+        if view.pairwise is None:
+            raise ValueError(f"sampler {self.name!r} needs view.pairwise (B, N, N)")
+        candidate = super().select(view)  # the threshold's: above τ, and the most confident always
         k = int(candidate.sum(1).max())
+        conf = view.confidence.double()
         order = torch.where(candidate, conf, -torch.inf).argsort(dim=1, descending=True, stable=True)[:, :k]
         live = candidate.gather(1, order)  # (B, k)
-        source = view.pairwise if hasattr(view.pairwise, "among") else DensePairs(view.pairwise)
+        source = pairs_of(view.pairwise)
         dependent = source.among(order).double() > self.kappa if k > 1 else torch.zeros(len(order), 1, 1, dtype=torch.bool)
         took = torch.zeros_like(live)
         for r in range(k):

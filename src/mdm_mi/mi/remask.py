@@ -21,7 +21,7 @@ import torch
 from mdm_mi.core.remask import Check, cap_remask
 from mdm_mi.core.sampler_spec import HEAD, Flag, SamplerSpec, Setting, Style, gamma_calibration
 from mdm_mi.core.samplers import StepView
-from mdm_mi.mi.guided import MI_SHARED, DensePairs, MIGuided
+from mdm_mi.mi.guided import MI_SHARED, MIGuided, pairs_of
 
 LAMBDA = 1.0  # Algorithm 1's λ in the admission (the pre-registered primary's)
 
@@ -53,7 +53,7 @@ class MIRemask(MIGuided):
             return torch.zeros_like(drafted)
         idx = drafted.double().argsort(dim=1, descending=True, stable=True)[:, :k]  # (B, k) drafted first
         live = drafted.gather(1, idx)
-        source = view.pairwise if hasattr(view.pairwise, "among") else DensePairs(view.pairwise)
+        source = pairs_of(view.pairwise)
         pairs = source.among(idx).double() * (live[:, :, None] & live[:, None, :])
         pairs = pairs * (1 - torch.eye(k, dtype=pairs.dtype, device=pairs.device))
         dependent = (pairs.amax(2) > self.kappa) & live

@@ -29,7 +29,7 @@ import torch
 from mdm_mi.core.backbone import Backbone, forward_chunked
 from mdm_mi.core.remask import Check, forward_with_checks
 from mdm_mi.core.samplers import DecodeResult, PairwiseFn, Sampler, StepView, decode
-from mdm_mi.core.view import drift
+from mdm_mi.core.view import History, drift
 from mdm_mi.infra.flags import Decoding
 from mdm_mi.testbed.chain import ChainBackbone
 
@@ -68,7 +68,7 @@ def replay(model: Backbone, prompts: torch.Tensor, x: torch.Tensor, sampler: Sam
     tokens = prompts.clone()
     log_q = torch.zeros(len(x), dtype=torch.float64)
     passes = torch.zeros(len(x), dtype=torch.long)
-    last = None  # each row's previous logits, for a sampler that reads the drift (as decode keeps them)
+    history = History(len(x))  # each row's previous logits, for a sampler that reads the drift (as decode)
     for step in range(x.shape[1] + 1):
         masked_all = tokens == model.mask_id
         active = masked_all.any(1).nonzero().squeeze(1)
@@ -78,11 +78,7 @@ def replay(model: Backbone, prompts: torch.Tensor, x: torch.Tensor, sampler: Sam
         out = forward_chunked(model, sub)
         passes[active] += 1
         pairwise = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
-        moved = None
-        if sampler.needs_history:
-            moved = drift(out.logits, None if last is None else last[active], masked)
-            last = out.logits.new_zeros((*tokens.shape, out.logits.shape[-1])) if last is None else last
-            last[active] = out.logits
+        moved = history.drift(out.logits, active, masked) if sampler.needs_history else None
         chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise, step, moved)) & masked
         logp = torch.log_softmax(out.logits.float().double(), dim=-1).gather(-1, target[active, :, None])[..., 0]
         log_q[active] += torch.where(chosen, logp, 0.0).sum(1)
