@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, ClassVar
+from typing import Callable
 
 import numpy as np
 import torch
@@ -41,7 +41,7 @@ from mdm_mi.mi.remask import MIRemask
 from mdm_mi.testbed.chain import ChainBackbone, exact_pairwise_fn
 from mdm_mi.testbed.exact_kl import enumerate_kl, mean_se
 from mdm_mi.testbed.regimes import Regime, build_chain
-from mdm_mi.testbed.study import CHARGE_FIRST, LAMBDA, ON_REJECT, derived_seed, rounded
+from mdm_mi.testbed.study import CHARGE_FIRST, LAMBDA, ON_REJECT, ChainBudgets, derived_seed, rounded
 
 SITES = 6  # sites per chain: 4^6 = 4,096 sequences, every path of a rule enumerated in seconds
 PAIR_EVERY = 2  # sparse-pairs at 6 sites: the bonds (0, 1), (2, 3), (4, 5) coupled
@@ -80,7 +80,7 @@ def remask_families() -> list[Family]:
 
 
 @dataclass
-class ExactTask(ComparisonTask):
+class ExactTask(ChainBudgets, ComparisonTask):
     """One small regime for the runner: prompts of instances ``calibration`` calibrate (mean E_q[passes]),
     prompts of ``test`` are scored, each by enumerating every path. A run: {family, divisor, passes,
     outcomes (T, 2): exact KL(p‖q), KL(q‖p) per test prompt of the matched mixture, settings}."""
@@ -88,13 +88,6 @@ class ExactTask(ComparisonTask):
     model: ChainBackbone
     calibration: torch.Tensor
     test: torch.Tensor
-    matched: ClassVar[bool] = True
-
-    def calibration_passes(self) -> float:
-        return float(self.model.chain.n_sites)
-
-    def test_passes(self) -> float:
-        return float(self.model.chain.n_sites)
 
     def measure(self, sampler: Sampler) -> tuple[float, dict]:
         return float(self._exact(sampler, self.calibration)[1].mean()), {}

@@ -216,8 +216,21 @@ def run_regime(regime: Regime, settings: StudySettings, log: Callable = print) -
     return regime_row(regime, chain, calibration[: settings.n_noise_contexts], sigma, r), [s.row for s in results.values()], maps
 
 
+class ChainBudgets:
+    """What every chain comparison shares (a mixin of a :class:`ComparisonTask` with a ``model``): matched,
+    and sequential takes one pass per site on every prompt, calibration and test alike."""
+
+    matched: ClassVar[bool] = True
+
+    def calibration_passes(self) -> float:
+        return float(self.model.chain.n_sites)
+
+    def test_passes(self) -> float:
+        return float(self.model.chain.n_sites)
+
+
 @dataclass
-class RegimeTask(ComparisonTask):
+class RegimeTask(ChainBudgets, ComparisonTask):
     """One regime's comparison for :func:`mdm_mi.evaluation.runner.run_comparison`: sequential and naive
     top-k at k = d (exactly N ÷ d passes) as references; EB and Algorithm 1 calibrated on the calibration
     ``prompts`` (one draw per row, the same seed every call) and matched on the test prompts to the
@@ -229,13 +242,6 @@ class RegimeTask(ComparisonTask):
     test: TestSet
     sources: dict
     settings: StudySettings
-    matched: ClassVar[bool] = True
-
-    def calibration_passes(self) -> float:
-        return float(self.model.chain.n_sites)
-
-    def test_passes(self) -> float:
-        return float(self.model.chain.n_sites)
 
     def measure(self, sampler: Sampler) -> tuple[float, dict]:
         seed = derived_seed(self.settings.seed, self.regime.name, "calibration")
