@@ -10,7 +10,7 @@ not start at 0. The V *vocabulary* tokens are the values a masked position may t
 ``vocab_token_ids[k]``. The mask id and every special token (BOS/EOS, pad, unknown, ...) lie outside
 ``vocab_token_ids``: they are never probed (:mod:`mdm_mi.mi.probe` sets ``X_i`` to vocabulary tokens
 only), never masked (contexts mask vocabulary tokens only) and never sampled (a decode writes
-``vocab_token_ids[argmax]``). The Sudoku MDM uses ids 1..9 for digits (mask 10); ESM-C's 20 amino
+``vocab_token_ids[argmax]``). The Sudoku MDM uses ids 0..8 for the digits 1..9 (mask 9); ESM-C's 20 amino
 acids are ids 4..23 of its 33-token tokenizer (mask 32); a Hugging Face masked LM
 (:mod:`mdm_mi.hf`) uses its tokenizer's ids for the tokens of its alphabet.
 
@@ -195,6 +195,15 @@ def check_known_ids(backbone, tokens: torch.Tensor, source: str) -> None:
     if len(unknown):
         raise InputError(f"{source} holds token id {int(unknown.max())}, which this model does not read: was it "
                          "encoded for another model?")
+
+
+def logit_index(vocab_token_ids: torch.Tensor, tokens: torch.Tensor, missing: int = -1) -> torch.Tensor:
+    """``tokens (...)`` input ids → ``(...)`` long, each token's logit index (its place in
+    ``vocab_token_ids``), ``missing`` for the mask and every special token."""
+    vocab = torch.as_tensor(vocab_token_ids).to(tokens.device)
+    index = torch.full((int(max(tokens.max(), vocab.max())) + 1,), missing, dtype=torch.long, device=tokens.device)
+    index[vocab] = torch.arange(len(vocab), device=tokens.device)
+    return index[tokens]
 
 
 def check_output(backbone, out: BackboneOutput, tokens: torch.Tensor) -> None:

@@ -16,7 +16,7 @@ as wall-clock time beside the passes. Progress: a pass must leave fewer masks th
 sampler sends back fewer tokens than it draws in that pass (:func:`cap_remask`), and a decode ends within
 N passes as before.
 
-    check = Check(pending, logp, prior, drafted, view)  # what decode hands a remasking sampler
+    check = Check(pending, logp, prior, drafted, view, written)  # what decode hands a remasking sampler
     back = cap_remask(pending & (logp < math.log(0.5)), logp, drafted)
 """
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from mdm_mi.core.backbone import Backbone, BackboneOutput, forward_chunked
+from mdm_mi.core.backbone import Backbone, BackboneOutput, forward_chunked, logit_index
 from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.view import StepView
 
@@ -42,6 +42,9 @@ class Check:
              own pass); NaN where not pending.
     drafted: ``(B, N)`` bool, the positions this pass draws (its ``select``).
     view:    this pass's :class:`~mdm_mi.core.view.StepView`.
+    written: ``(B, N)`` bool, every token this decode wrote at an earlier pass and still holds (⊇
+             ``pending``): what a rule that judges tokens without check rows (the quality head's,
+             :mod:`mdm_mi.core.prism`) may send back. Never a prompt or clue position.
     """
 
     pending: torch.Tensor
@@ -49,6 +52,7 @@ class Check:
     prior: torch.Tensor
     drafted: torch.Tensor
     view: StepView
+    written: torch.Tensor
 
 
 def check_rows(tokens: torch.Tensor, pending: torch.Tensor, mask_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -96,9 +100,6 @@ def forward_with_checks(backbone: Backbone, sub: torch.Tensor, pending: torch.Te
     rows, where = check_rows(sub, pending, backbone.mask_id)
     both = torch.cat([sub, rows])
     out = forward_chunked(backbone, both) if cache is None else cache.forward(backbone, both, hidden)
-    vocab = backbone.vocab_token_ids.to(sub.device)
-    index = torch.full((int(max(sub.max(), vocab.max())) + 1,), -1, dtype=torch.long, device=sub.device)
-    index[vocab] = torch.arange(len(vocab), device=sub.device)
     b = len(sub)
-    logp = pending_logp(out.logits[b:], where, index[sub[where[:, 0], where[:, 1]]], sub.shape)
+    logp = pending_logp(out.logits[b:], where, logit_index(backbone.vocab_token_ids, sub[where[:, 0], where[:, 1]]), sub.shape)
     return BackboneOutput(logits=out.logits[:b], hidden=out.hidden[:b]), logp

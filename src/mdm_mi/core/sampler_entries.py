@@ -126,6 +126,20 @@ SAMPLERS: dict[str, SamplerSpec] = {
         style=Style(label='PUNT (independence test)', colour='tab:pink'),
         calibration=Calibration(param='tau', symbol='τ', lo=0.0, hi=0.999999, scale='log1m', increasing=True, each=Setting(flag='kappa', key='punt_kappa', code='k', symbol='κ', help='punt: dependence thresholds κ (nats), each calibrated; none: no punt')),
     ),
+    'prism': SamplerSpec(
+        flags=('tau', 'tau_out'),
+        pairwise='quality-head',
+        user=False,
+        style=Style(label='PRISM-style quality head', colour='tab:brown'),
+        calibration=Calibration(param='tau', symbol='τ', lo=0.0, hi=0.999999, scale='log1m', increasing=True, each=Setting(flag='tau_out', key='prism_tau_out', code='to', symbol='τout', help='prism: send-back thresholds of the quality head, each calibrated; none: no prism')),
+    ),
+    'eb-prism': SamplerSpec(
+        flags=('gamma', 'tau_out'),
+        pairwise='quality-head',
+        user=False,
+        style=Style(label='EB + quality head', colour='tab:brown'),
+        calibration=Calibration(param='gamma', symbol='γ', lo=1e-09, hi=1000.0, scale='log', increasing=False, each=Setting(flag='tau_out', key='eb_prism_tau_out', code='to', symbol='τout', help='eb-prism: send-back thresholds of the quality head, each calibrated; none: no eb-prism')),
+    ),
     'mi-oracle': SamplerSpec(
         flags=('gamma', 'lam', 'on_reject', 'charge_first'),
         pairwise='oracle',
@@ -143,7 +157,7 @@ class SamplerFlags:
     entry names; an omitted (``None``) number takes the model's calibrated value
     (:mod:`mdm_mi.core.fallbacks`)."""
 
-    sampler: str = field(default='sequential', metadata=h('sequential | naive | eb | threshold | mi | mi-indep | mi-2b | unit-disjoint | demask | demask-mi | mi-tv | dapd | wino | eb-verify | mi-remask | klass | punt | mi-oracle'))
+    sampler: str = field(default='sequential', metadata=h('sequential | naive | eb | threshold | mi | mi-indep | mi-2b | unit-disjoint | demask | demask-mi | mi-tv | dapd | wino | eb-verify | mi-remask | klass | punt | prism | eb-prism | mi-oracle'))
     order: str = field(default='entropy', metadata=h('sequential: entropy | margin'))
     k: float | None = field(default=None, metadata=h("naive: tokens per pass (fractional: ⌊k⌋ or ⌈k⌉, k on average); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
     gamma: float | None = field(default=None, metadata=h("eb, mi, mi-indep, mi-2b, unit-disjoint, eb-verify, mi-remask: entropy budget γ (nats); default: the model's calibrated value (its MANIFEST.json, mdm_mi.core.fallbacks)"))
@@ -180,6 +194,8 @@ class SweptFlags:
     mi_remask_kappa: tuple[float, ...] = field(metadata=h('mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask', empty=True))  # mi-remask's
     klass_kl: tuple[float, ...] = field(metadata=h('klass: stability thresholds (nats), each calibrated; none: no klass', empty=True))  # klass's
     punt_kappa: tuple[float, ...] = field(metadata=h('punt: dependence thresholds κ (nats), each calibrated; none: no punt', empty=True))  # punt's
+    prism_tau_out: tuple[float, ...] = field(metadata=h('prism: send-back thresholds of the quality head, each calibrated; none: no prism', empty=True))  # prism's
+    eb_prism_tau_out: tuple[float, ...] = field(metadata=h('eb-prism: send-back thresholds of the quality head, each calibrated; none: no eb-prism', empty=True))  # eb-prism's
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,6 +214,8 @@ class ProteinSweptFlags(SweptFlags):
     mi_remask_kappa: tuple[float, ...] = from_schema('protein.compare.mi_remask_kappa', 'mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask', kw_only=True, empty=True)
     klass_kl: tuple[float, ...] = from_schema('protein.compare.klass_kl', 'klass: stability thresholds (nats), each calibrated; none: no klass', kw_only=True, empty=True)
     punt_kappa: tuple[float, ...] = from_schema('protein.compare.punt_kappa', 'punt: dependence thresholds κ (nats), each calibrated; none: no punt', kw_only=True, empty=True)
+    prism_tau_out: tuple[float, ...] = from_schema('protein.compare.prism_tau_out', 'prism: send-back thresholds of the quality head, each calibrated; none: no prism', kw_only=True, empty=True)
+    eb_prism_tau_out: tuple[float, ...] = from_schema('protein.compare.eb_prism_tau_out', 'eb-prism: send-back thresholds of the quality head, each calibrated; none: no eb-prism', kw_only=True, empty=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -216,3 +234,5 @@ class AntibodySweptFlags:
     mi_remask_kappa: tuple[float, ...] = from_schema('antibody.compare.mi_remask_kappa', 'mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask; needs --head', kw_only=True, empty=True)
     klass_kl: tuple[float, ...] = from_schema('antibody.compare.klass_kl', 'klass: stability thresholds (nats), each calibrated; none: no klass', kw_only=True, empty=True)
     punt_kappa: tuple[float, ...] = from_schema('antibody.compare.punt_kappa', 'punt: dependence thresholds κ (nats), each calibrated; none: no punt; needs --head', kw_only=True, empty=True)
+    prism_tau_out: tuple[float, ...] = from_schema('antibody.compare.prism_tau_out', 'prism: send-back thresholds of the quality head, each calibrated; none: no prism', kw_only=True, empty=True)
+    eb_prism_tau_out: tuple[float, ...] = from_schema('antibody.compare.eb_prism_tau_out', 'eb-prism: send-back thresholds of the quality head, each calibrated; none: no eb-prism', kw_only=True, empty=True)

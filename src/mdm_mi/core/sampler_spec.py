@@ -20,6 +20,7 @@ from typing import Mapping
 HEAD, ORACLE = "head", "oracle"  # where a sampler's pairwise matrix comes from
 TV_HEAD = "tv-head"  # a head of the same architecture trained on DEMASK's TV target (docs/record/rivals.md)
 ATTENTION = "attention"  # the backbone's own attention of the same pass (DAPD; docs/record/rivals.md)
+QUALITY = "quality-head"  # not a matrix: the quality head's (B, N) P(token right) of the same pass (core/prism.py)
 GAMMA_RANGE = (1e-9, 1e3)  # nats: from one token per pass (near-deterministic cells sit below 1e-3) to all at once
 TAU_RANGE = (0.0, 1 - 1e-6)
 TOKENS = None  # a search range's upper end: the domain's number of tokens (naive k)
@@ -87,7 +88,8 @@ class SamplerSpec:
     """One sampler, beside its class. ``flags``: its constructor arguments, which are also its table
     columns; ``own_flags``: the ones no earlier entry introduced (each flag is introduced by exactly
     one entry); ``pairwise``: the matrix it reads (``None``, the trained :data:`HEAD`, the
-    :data:`TV_HEAD`, the backbone's :data:`ATTENTION` or the probing :data:`ORACLE`; one that reads a
+    :data:`TV_HEAD`, the backbone's :data:`ATTENTION`, the probing :data:`ORACLE`, or the per-token
+    :data:`QUALITY` head, which a sampler reads as ``view.quality``; one that reads a
     pairwise matrix is a contender of the comparisons, the others are baselines); ``user``: whether
     users may pick it. ``style``: how figures draw it (``None``: grey). ``grid``: the workflow's fixed
     grid, one run per combination of these config lists; ``shared``: flags set from one config value

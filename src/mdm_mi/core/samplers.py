@@ -31,7 +31,7 @@ import torch
 from mdm_mi.core.backbone import Backbone, BackboneOutput, check_backbone, check_frame, check_output
 from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.remask import Check, forward_with_checks, progress_violations
-from mdm_mi.core.sampler_spec import ATTENTION, TOKENS, Calibration, Flag, SamplerSpec, Setting, Style, gamma_calibration, tau_calibration
+from mdm_mi.core.sampler_spec import ATTENTION, QUALITY, TOKENS, Calibration, Flag, SamplerSpec, Setting, Style, gamma_calibration, tau_calibration
 from mdm_mi.core.streams import RowStreams
 from mdm_mi.core.view import INF, History, StepView
 from mdm_mi.infra.flags import Decoding
@@ -267,7 +267,9 @@ def decode(
     ``temperature`` picks the tokens, :func:`choose_tokens`). Non-mask positions are never written.
     ``pairwise_fn(output, masked, tokens)`` → ``(B, N, N)`` is
     called on the same forward pass's output (and the tokens it saw) when the sampler uses a pairwise
-    matrix: the MI head adds no backbone pass (the exact-MI oracle does, and is not counted).
+    matrix: the MI head adds no backbone pass (the exact-MI oracle does, and is not counted). For a
+    sampler whose spec reads the :data:`~mdm_mi.core.sampler_spec.QUALITY` head it returns ``(B, N)``
+    per-token quality instead, handed over as ``view.quality``.
     ``cache``: rows of earlier passes (this decode's or another's) handed back instead of computed
     (:class:`mdm_mi.core.forward_cache.ForwardCache`); the passes are counted as without it. Ignored
     for a sampler that reads the backbone's attention (its hooks capture it during the call).
@@ -290,6 +292,8 @@ def decode(
     tokens = tokens.clone()
     passes = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
     pending = torch.zeros_like(tokens, dtype=torch.bool)  # tokens this decode drew and checks at the next pass
+    written = torch.zeros_like(pending)  # every token this decode drew and still holds (a remasking rule's reach)
+    reads_quality = sampler.spec is not None and sampler.spec.pairwise == QUALITY  # its side signal is view.quality
     prior = torch.zeros(tokens.shape, dtype=torch.float64, device=tokens.device)  # log p of each token when drawn
     history = History(len(tokens))  # each row's previous logits, for a sampler that reads the drift
     vocab_ids = backbone.vocab_token_ids.to(tokens.device)
@@ -304,9 +308,10 @@ def decode(
         if step == 0 and cache is None:
             check_output(backbone, out, sub)
         passes[active] += 1
-        pairwise = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
+        side = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
+        pairwise, quality = (None, side) if reads_quality else (side, None)
         moved = history.drift(out.logits, active, masked) if sampler.needs_history else None
-        view = StepView.from_logits(out.logits, masked, pairwise, step, moved)
+        view = StepView.from_logits(out.logits, masked, pairwise, step, moved, quality)
         chosen = sampler.select(view) & masked
         if not chosen.any(1).all():
             raise RuntimeError(f"sampler {sampler.name!r} chose no position for a sequence with masks")
@@ -315,11 +320,13 @@ def decode(
         drawn = torch.where(chosen, vocab_ids[picked], sub)
         if sampler.remasks:
             nan = torch.full(sub.shape, float("nan"), dtype=torch.float64, device=sub.device)
-            pend = pending[active]
-            back = sampler.remask(Check(pend, nan if logp is None else logp, prior[active].where(pend, nan), chosen, view)) & pend
+            pend, mine = pending[active], written[active]
+            check = Check(pend, nan if logp is None else logp, prior[active].where(pend, nan), chosen, view, mine)
+            back = sampler.remask(check) & mine
             if progress_violations(back, chosen).any():
                 raise RuntimeError(f"sampler {sampler.name!r} sent back as many tokens as it drew in a pass")
             drawn = drawn.masked_fill(back, backbone.mask_id)
+            written[active] = (mine | chosen) & ~back
             pending[active] = sampler.suspects(view, chosen) & chosen
             prior[active] = torch.log_softmax(out.logits.double(), -1).gather(-1, picked[..., None])[..., 0]
         tokens[active] = drawn

@@ -28,6 +28,10 @@ class StepView:
     drift:    ``(B, N)`` KL(p_t ‖ p_{t−1}) of each masked position's marginal from the previous pass's
               (:func:`drift`), +inf where there is none (the first pass) or not masked; computed only
               for a sampler that reads it (``needs_history``), else None.
+    quality:  ``(B, N)`` the quality head's probability that each position's token is right (a masked
+              position's most likely token, a written one's own token; :mod:`mdm_mi.quality.head`), for a
+              sampler whose matrix source is the quality head (:data:`~mdm_mi.core.sampler_spec.QUALITY`),
+              else None.
     """
 
     masked: torch.Tensor
@@ -37,10 +41,11 @@ class StepView:
     confidence: torch.Tensor | None = None
     step: int = 0
     drift: torch.Tensor | None = None
+    quality: torch.Tensor | None = None
 
     @staticmethod
     def from_logits(logits: torch.Tensor, masked: torch.Tensor, pairwise=None, step: int = 0,
-                    drift: torch.Tensor | None = None) -> "StepView":
+                    drift: torch.Tensor | None = None, quality: torch.Tensor | None = None) -> "StepView":
         """Build the view from ``(B, N, V)`` logits and the ``(B, N)`` mask at pass ``step``."""
         logp = torch.log_softmax(logits.float(), dim=-1)
         p = logp.exp()
@@ -55,6 +60,7 @@ class StepView:
             confidence=top2[..., 0].masked_fill(~masked, -INF),
             step=step,
             drift=drift,
+            quality=quality,
         )
 
 

@@ -21,6 +21,7 @@ from mdm_mi.core.fallbacks import Calibrated
 from mdm_mi.core.sampler_table import SAMPLERS, sampler_params
 from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, NaiveTopK, Sampler, Sequential
 from mdm_mi.core.klass import Klass
+from mdm_mi.core.prism import EBPrism, Prism
 from mdm_mi.core.wino import EBVerify, Wino
 from mdm_mi.infra.errors import InputError
 from mdm_mi.mi.dapd import Dapd
@@ -50,6 +51,8 @@ SAMPLER_LIST: tuple[type[Sampler], ...] = (  # the table's order: baselines, Alg
     MIRemask,
     Klass,
     Punt,
+    Prism,
+    EBPrism,
     OracleMI,
 )
 SAMPLER_CLASSES: dict[str, type[Sampler]] = {cls.name: cls for cls in SAMPLER_LIST}

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
-from typing import Callable, ClassVar
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar, Mapping
 
 import numpy as np
 import torch
@@ -85,8 +85,9 @@ def compare_splits(radcliffe: PuzzleSet, easy: PuzzleSet, sets, spec: SplitSpec)
 @dataclass
 class Decoder:
     """Decodes a puzzle set with a sampler on one model (the MI head's Î for samplers that use it, the
-    TV head's T̂, ``tv_pairwise_fn``, for those whose table entry reads ``TV_HEAD``, and the model's
-    own attention of the pass for those reading ``ATTENTION``: DAPD). With a ``store``, each chunk of
+    TV head's T̂, ``tv_pairwise_fn``, for those whose table entry reads ``TV_HEAD``, the model's
+    own attention of the pass for those reading ``ATTENTION``: DAPD, and any further source's fn in
+    ``sources``: the quality head's for those reading ``QUALITY``). With a ``store``, each chunk of
     a set is decoded once and kept on disk (:mod:`mdm_mi.evaluation.chunks`: a stopped run resumes).
     With a ``cache``, backbone rows reached by an earlier decode are not computed again
     (:mod:`mdm_mi.core.forward_cache`: the settings of a calibration reach many of the same states)."""
@@ -98,6 +99,7 @@ class Decoder:
     tv_pairwise_fn: Callable | None = None
     store: ChunkStore | None = None
     cache: ForwardCache | None = None
+    sources: Mapping[str, Callable] = field(default_factory=dict)  # further side signals by source (QUALITY: its fn)
 
     def __call__(self, ps: PuzzleSet, sampler) -> tuple[np.ndarray, np.ndarray]:
         """→ solved ``(P,)`` bool, passes ``(P,)`` int."""
@@ -110,7 +112,8 @@ class Decoder:
     def _decode(self, ps: PuzzleSet, sampler, start: int, stop: int) -> dict[str, np.ndarray]:
         """Puzzles ``start:stop`` of ``ps`` → {solved ``(stop − start,)`` bool, passes int}."""
         part = ps.subset(np.arange(start, stop))
-        with pairwise_source(self.model, sampler, self.pairwise_fn, self.tv_pairwise_fn) as fn:
+        loaders = {source: (lambda fn=fn: fn) for source, fn in self.sources.items()}
+        with pairwise_source(self.model, sampler, self.pairwise_fn, self.tv_pairwise_fn, loaders=loaders) as fn:
             grids, passes = decode_set(self.model, part, sampler, self.batch_size, self.seed, fn, first_item=start,
                                        cache=self.cache)
         return {"solved": solved_mask(part, grids).numpy(), "passes": passes.numpy()}

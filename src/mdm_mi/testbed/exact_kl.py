@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from mdm_mi.core.backbone import Backbone, forward_chunked
+from mdm_mi.core.backbone import Backbone, forward_chunked, logit_index
 from mdm_mi.core.remask import Check, forward_with_checks
 from mdm_mi.core.samplers import DecodeResult, PairwiseFn, Sampler, StepView, decode
 from mdm_mi.core.view import History, drift
@@ -61,10 +61,7 @@ def replay(model: Backbone, prompts: torch.Tensor, x: torch.Tensor, sampler: Sam
     rows, same :meth:`StepView.from_logits`, same pairwise source), adds log softmax(logits)[x_i] of every
     chosen i (the probability with which ``decode``'s Gumbel-max draw gives x_i) and writes x there."""
     assert prompts.shape == x.shape and bool(((prompts == model.mask_id) | (prompts == x)).all())
-    vocab = torch.as_tensor(model.vocab_token_ids)
-    index = torch.zeros(int(max(vocab.max(), x.max())) + 1, dtype=torch.long)
-    index[vocab] = torch.arange(len(vocab))
-    target = index[x]  # (B, L) logit index of each token of x (0 off the vocabulary: never chosen)
+    target = logit_index(model.vocab_token_ids, x, missing=0)  # (B, L) logit index of each token (0 off the vocabulary: never chosen)
     tokens = prompts.clone()
     log_q = torch.zeros(len(x), dtype=torch.float64)
     passes = torch.zeros(len(x), dtype=torch.long)
@@ -193,7 +190,7 @@ def _branches(model: Backbone, frontier: dict[tuple, float], sampler: Sampler, p
     back, suspects = torch.zeros_like(masked), torch.zeros_like(masked)
     if sampler.remasks:
         nan = torch.full(masked.shape, float("nan"), dtype=torch.float64)
-        back = sampler.remask(Check(pend, nan if logp is None else logp, prior, chosen, view)) & pend
+        back = sampler.remask(Check(pend, nan if logp is None else logp, prior, chosen, view, pend)) & pend
         suspects = sampler.suspects(view, chosen) & chosen
     log_marg = torch.log_softmax(out.logits.double(), -1)
     vocab = torch.as_tensor(model.vocab_token_ids).tolist()
