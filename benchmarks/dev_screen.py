@@ -29,9 +29,12 @@ from mdm_mi.evaluation.calibrate import calibrated_families
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.paired import paired_difference
 from mdm_mi.evaluation.runner import run_comparison
+from mdm_mi.infra.checkpoint import read_meta
 from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import cpu_model
-from mdm_mi.models.loading import load_model, weights_identity
+from mdm_mi.core.sampler_spec import QUALITY
+from mdm_mi.models.loading import compute_fingerprint, load_model, model_fingerprint, weights_identity
+from mdm_mi.quality.head import load_quality_head, quality_fn
 from mdm_mi.sampling.registry import SAMPLER_CLASSES
 from mdm_mi.sudoku.compare import Decoder, SudokuTask
 from mdm_mi.sudoku.data import PuzzleSet
@@ -40,6 +43,7 @@ from mdm_mi.sudoku.puzzle_maker import make_puzzles, search_nodes
 HARD_NODES = 140  # the solver's nodes: the lower quartile of Radcliffe's Hard puzzles (Expert's: 190)
 SETTINGS = {"wino_tau_out": [0.5, 0.9], "eb_verify_tau_out": [0.5, 0.9], "klass_kl": [0.01, 0.05], "mi_lambda": [],
             "mi_on_reject": "skip", "mi_charge_first": False}  # the head-free rules: the swept settings screened
+QUALITY_SETTINGS = {"prism_tau_out": [0.0, 0.5], "eb_prism_tau_out": [0.0, 0.2, 0.5]}  # with --quality-head
 
 
 def dev_puzzles(n: int, seed: int, min_nodes: int = HARD_NODES) -> PuzzleSet:
@@ -100,6 +104,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--contrasts-only", action="store_true", help="add the paired contrasts to --out's screen.json")
+    ap.add_argument("--quality-head", help="a quality head of --model (benchmarks/quality_head.py): screen its rules too")
     args = ap.parse_args()
     if args.contrasts_only:
         return contrasts_only(args.out)
@@ -109,9 +114,14 @@ def main() -> None:
     calib, test = every.subset(np.arange(args.calib)), every.subset(np.arange(args.calib, args.puzzles))
     store = None if args.chunks is None else ChunkStore(args.chunks, weights_identity(args.model, (), torch.device("cpu")))
     cache = ForwardCache()
-    decoder = Decoder(model, None, args.batch_size, args.seed, None, store, cache)
-    calib_decoder = Decoder(model, None, args.batch_size, args.seed + 1, None, store, cache)
-    families = calibrated_families(81, SETTINGS, SAMPLER_CLASSES)
+    sources, settings = {}, dict(SETTINGS)
+    if args.quality_head:
+        head = load_quality_head(args.quality_head, model_fingerprint(args.model))
+        sources = {QUALITY: (quality_fn(head, model), compute_fingerprint(args.quality_head, read_meta(args.quality_head)))}
+        settings |= QUALITY_SETTINGS
+    decoder = Decoder(model, None, args.batch_size, args.seed, None, store, cache, sources)
+    calib_decoder = Decoder(model, None, args.batch_size, args.seed + 1, None, store, cache, sources)
+    families = calibrated_families(81, settings, SAMPLER_CLASSES)
     t0 = time.time()
     runs, seconds = run_comparison(SudokuTask(decoder, test, calib_decoder, calib), families, args.divisors)
     summary = {}
@@ -130,7 +140,8 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / "screen.json", {"runs": summary, "seconds": seconds, "wall_seconds": time.time() - t0,
                                           "cpu": cpu_model(), "threads": args.threads, "n_calib": len(calib),
-                                          "n_test": len(test), "divisors": args.divisors, "settings": SETTINGS,
+                                          "n_test": len(test), "divisors": args.divisors, "settings": settings,
+                                          "quality_head": args.quality_head,
                                           "timing": {"batch1_puzzles": len(one), "batched_puzzles": len(many)},
                                           "chunks": None if store is None else store.record()})
     np.savez(args.out / "outcomes.npz", names=np.array(list(runs)),

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from mdm_mi.core.klass import Klass
+from mdm_mi.core.prism import EBPrism, Prism
 from mdm_mi.core.samplers import ConfidenceThreshold, StepView
 from mdm_mi.mi.punt import Punt
-from mdm_mi.testbed.chain import ChainBackbone, PottsChain, exact_pairwise_fn
+from mdm_mi.testbed.chain import ChainBackbone, PottsChain, exact_pairwise_fn, exact_quality_fn
 from mdm_mi.testbed.exact_kl import completions, draw_decodes, enumerate_paths, replay
 
 N_SITES, N_STATES = 5, 3
@@ -96,3 +97,28 @@ def test_the_development_screens_table_marks_a_rule_off_its_budget(tmp_path):
     table = screen_block(tmp_path / "screen.json")
     assert "| eb | ÷8 | 50.0 | 7.00 | -10.0 [-15.0, -5.0] p=0.001 |" in table
     assert "| wino | ÷8 † |" in table and table.rstrip().endswith("cannot reach it)")
+
+
+@pytest.mark.parametrize("sampler", [Prism(tau=0.5, tau_out=0.5), EBPrism(gamma=1.0, tau_out=0.5)],
+                         ids=["prism", "eb-prism"])
+def test_quality_remasking_decode_and_the_path_sum_agree(chain, sampler):
+    """The quality rules send back any written token (not only the last pass's): with the chain's exact
+    quality (core/prism.py's stand-in, testbed.chain.exact_quality_fn), the path sum over every draw and
+    send-back is the distribution decode draws from, and tokens do go back (more passes than drafts)."""
+    prompt = chain.prompts(torch.tensor([0]))[0]
+    fn = exact_quality_fn(chain)
+    x = completions(prompt, N_STATES)
+    paths = enumerate_paths(chain, prompt, sampler, fn)
+    q = torch.tensor([paths.q.get(tuple(r.tolist()), 0.0) for r in x], dtype=torch.float64)
+    assert abs(float(q.sum()) - 1) < 1e-9
+    unmask_only = enumerate_paths(chain, prompt, type(sampler)(**{**sampler.params(), "tau_out": 0.0}), fn)
+    assert paths.passes > unmask_only.passes  # tokens went back
+    n = 20_000
+    drawn = draw_decodes(chain, prompt.expand(n, -1), sampler, torch.Generator().manual_seed(4), fn)
+    assert float(drawn.passes.double().mean()) == pytest.approx(paths.passes, rel=0.03)
+    code = (drawn.tokens[:, 1:] * N_STATES ** torch.arange(N_SITES - 1, -1, -1)).sum(1)
+    counts = torch.bincount(code, minlength=len(q)).double()
+    live = q > 1e-9
+    chi2 = float((((counts - n * q) ** 2)[live] / (n * q[live])).sum())
+    df = int(live.sum()) - 1
+    assert chi2 < df + 6 * math.sqrt(2 * df), (chi2, df)

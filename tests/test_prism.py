@@ -86,7 +86,7 @@ def test_the_head_learns_a_rule_it_can_see():
     before = scores(QualityHead(feats.shape[-1], CFG).eval(), val)
     head, history = train_quality_head(train, QualityTrainConfig(300, 32, 1e-2, 0.0, 0), CFG, val, log=lambda s: None)
     after = scores(head, val)
-    assert after["bce"] < before["bce"] and after["auc_masked"] > 0.95 and np.isnan(after["auc_written"]) and history[-1]["val_bce"] == after["bce"]
+    assert after["bce"] < before["bce"] and after["auc_masked"] > 0.95 and np.isnan(after["auc_written"]) and min(r["val_bce"] for r in history) == after["bce"]
 
 
 def test_auc_is_one_for_a_perfect_score_zero_reversed_and_half_for_ties():

@@ -247,6 +247,18 @@ def choose_tokens(logits: torch.Tensor, temperature: float, generator: torch.Gen
     return (logits.float() / temperature + gumbel).argmax(-1)
 
 
+def step_view(sampler: Sampler, out: BackboneOutput, masked: torch.Tensor, tokens: torch.Tensor,
+              pairwise_fn: PairwiseFn | None, step: int, drift: torch.Tensor | None = None) -> StepView:
+    """The view of one pass (``decode``'s, and the testbed's replays'): the logits' statistics and the
+    side signal the sampler reads from the same pass, ``pairwise_fn(out, masked, tokens)``: a pairwise
+    matrix, or for a sampler reading the :data:`~mdm_mi.core.sampler_spec.QUALITY` head ``(B, N)``
+    per-token quality, handed over as ``view.quality``."""
+    side = pairwise_fn(out, masked, tokens) if sampler.uses_pairwise else None
+    reads_quality = sampler.spec is not None and sampler.spec.pairwise == QUALITY
+    pairwise, quality = (None, side) if reads_quality else (side, None)
+    return StepView.from_logits(out.logits, masked, pairwise, step, drift, quality)
+
+
 @torch.inference_mode()
 def decode(
     backbone: Backbone,
@@ -292,8 +304,7 @@ def decode(
     tokens = tokens.clone()
     passes = torch.zeros(tokens.shape[0], dtype=torch.long, device=tokens.device)
     pending = torch.zeros_like(tokens, dtype=torch.bool)  # tokens this decode drew and checks at the next pass
-    written = torch.zeros_like(pending)  # every token this decode drew and still holds (a remasking rule's reach)
-    reads_quality = sampler.spec is not None and sampler.spec.pairwise == QUALITY  # its side signal is view.quality
+    free = tokens == backbone.mask_id  # the positions this decode writes: a written token is one of them unmasked
     prior = torch.zeros(tokens.shape, dtype=torch.float64, device=tokens.device)  # log p of each token when drawn
     history = History(len(tokens))  # each row's previous logits, for a sampler that reads the drift
     vocab_ids = backbone.vocab_token_ids.to(tokens.device)
@@ -308,10 +319,8 @@ def decode(
         if step == 0 and cache is None:
             check_output(backbone, out, sub)
         passes[active] += 1
-        side = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
-        pairwise, quality = (None, side) if reads_quality else (side, None)
         moved = history.drift(out.logits, active, masked) if sampler.needs_history else None
-        view = StepView.from_logits(out.logits, masked, pairwise, step, moved, quality)
+        view = step_view(sampler, out, masked, sub, pairwise_fn, step, moved)
         chosen = sampler.select(view) & masked
         if not chosen.any(1).all():
             raise RuntimeError(f"sampler {sampler.name!r} chose no position for a sequence with masks")
@@ -320,13 +329,12 @@ def decode(
         drawn = torch.where(chosen, vocab_ids[picked], sub)
         if sampler.remasks:
             nan = torch.full(sub.shape, float("nan"), dtype=torch.float64, device=sub.device)
-            pend, mine = pending[active], written[active]
+            pend, mine = pending[active], free[active] & ~masked  # mine: the tokens this decode wrote and holds
             check = Check(pend, nan if logp is None else logp, prior[active].where(pend, nan), chosen, view, mine)
             back = sampler.remask(check) & mine
             if progress_violations(back, chosen).any():
                 raise RuntimeError(f"sampler {sampler.name!r} sent back as many tokens as it drew in a pass")
             drawn = drawn.masked_fill(back, backbone.mask_id)
-            written[active] = (mine | chosen) & ~back
             pending[active] = sampler.suspects(view, chosen) & chosen
             prior[active] = torch.log_softmax(out.logits.double(), -1).gather(-1, picked[..., None])[..., 0]
         tokens[active] = drawn

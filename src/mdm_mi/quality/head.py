@@ -1,12 +1,13 @@
 """The quality head: P(the token at each position is right) from one pass of the frozen backbone.
 
-Per position i the head reads the backbone's hidden state h_i ``(D,)`` and four numbers from the same
-pass's logits (:func:`token_features`): whether i is masked, log of its top-1 probability, its entropy,
-and the log-probability of the token it holds (0 when masked). A linear map to ``width``, ``layers``
-pre-norm self-attention blocks (so a token can be judged against the others, e.g. a digit against its
-row) and a linear read-out give one logit per position:
+Per position i the head reads the backbone's hidden state h_i ``(D,)`` and four numbers t_i from the
+same pass's logits (:func:`token_features`): whether i is masked, log of its top-1 probability, its
+entropy, and the log-probability of the token it holds (0 when masked). A linear map to ``width``,
+``layers`` pre-norm self-attention blocks (so a token can be judged against the others, e.g. a digit
+against its row) and a linear read-out, plus a direct linear term in t_i (so that the head starts as a
+logistic regression on the backbone's own confidence, which it must beat), give one logit per position:
 
-    q_i = σ( head(features)_i ),   features ``(B, N, D + 4)`` → logits ``(B, N)``
+    q_i = σ( blocks(W_in [h_i; t_i])_i · w_out + a · t_i + b ),   features ``(B, N, D + 4)`` → logits ``(B, N)``
 
 For a masked position q_i is P(its most likely token is right); for a written one, P(the token it holds
 is right). :func:`quality_fn` turns a head into what ``decode`` calls after each pass
@@ -71,12 +72,13 @@ class QualityHead(nn.Module):
             nn.TransformerEncoderLayer(cfg.width, cfg.heads, FF_MULT * cfg.width, dropout=0.0, batch_first=True,
                                        norm_first=True) for _ in range(cfg.layers))
         self.out = nn.Sequential(nn.LayerNorm(cfg.width), nn.Linear(cfg.width, 1))
+        self.direct = nn.Linear(N_TOKEN_FEATURES, 1)  # the logistic regression on the backbone's own signals
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         x = self.inp(features)
         for block in self.blocks:
             x = block(x)
-        return self.out(x)[..., 0]
+        return (self.out(x) + self.direct(features[..., -N_TOKEN_FEATURES:]))[..., 0]
 
 
 def quality_fn(head: QualityHead, backbone: Backbone):

@@ -52,13 +52,15 @@ def judged_bce(logits: torch.Tensor, right: torch.Tensor, judged: torch.Tensor) 
 def train_quality_head(train: QualityStates, cfg: QualityTrainConfig, head_cfg: QualityConfig,
                        val: QualityStates | None = None, log: Callable[[str], None] = print) -> tuple[QualityHead, list[dict]]:
     """Fit a :class:`QualityHead` by minibatch AdamW on :func:`judged_bce`; init and batch order depend on
-    ``cfg.seed`` only. Returns the head in eval mode and ``{"step", "train_bce", "val_bce"?}`` rows."""
+    ``cfg.seed`` only. With ``val``, the weights kept are those of the logged step with the lowest held-out
+    BCE (the head overfits a few thousand states quickly). Returns the head in eval mode and
+    ``{"step", "train_bce", "val_bce"?}`` rows."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         head = QualityHead(train.features.shape[-1], head_cfg).train()
     opt = torch.optim.AdamW(head.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     gen = torch.Generator().manual_seed(cfg.seed)
-    every, history, running = max(1, cfg.steps // LOG_POINTS), [], []
+    every, history, running, best = max(1, cfg.steps // LOG_POINTS), [], [], None
     progress = Progress("quality head training: step", cfg.steps)
     for step in range(1, cfg.steps + 1):
         batch = train.subset(torch.randint(len(train), (min(cfg.batch_size, len(train)),), generator=gen))
@@ -73,10 +75,14 @@ def train_quality_head(train: QualityStates, cfg: QualityTrainConfig, head_cfg: 
             if val is not None:
                 row["val_bce"] = scores(head.eval(), val)["bce"]
                 head.train()
+                if best is None or row["val_bce"] < best[0]:
+                    best = (row["val_bce"], {k: v.clone() for k, v in head.state_dict().items()})
             log(" | ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items())
                 + f" | {progress(step)}")
             history.append(row)
             running = []
+    if best is not None:
+        head.load_state_dict(best[1])
     return head.eval(), history
 
 

@@ -23,7 +23,7 @@ from mdm_mi.evaluation.calibrate import Family
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.matched import settings_summary
 from mdm_mi.evaluation.runner import Budget, ComparisonTask, run_comparison
-from mdm_mi.mi.pairwise import pairwise_source
+from mdm_mi.mi.pairwise import pairwise_source, reads
 from mdm_mi.sudoku.evaluate import decode_set, solved_mask
 from mdm_mi.sudoku.grid import MASK_ID
 from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
@@ -87,7 +87,8 @@ class Decoder:
     """Decodes a puzzle set with a sampler on one model (the MI head's Î for samplers that use it, the
     TV head's T̂, ``tv_pairwise_fn``, for those whose table entry reads ``TV_HEAD``, the model's
     own attention of the pass for those reading ``ATTENTION``: DAPD, and any further source's fn in
-    ``sources``: the quality head's for those reading ``QUALITY``). With a ``store``, each chunk of
+    ``sources`` (source → (fn, identity): the quality head's for those reading ``QUALITY``, its weights'
+    fingerprint keying their chunks). With a ``store``, each chunk of
     a set is decoded once and kept on disk (:mod:`mdm_mi.evaluation.chunks`: a stopped run resumes).
     With a ``cache``, backbone rows reached by an earlier decode are not computed again
     (:mod:`mdm_mi.core.forward_cache`: the settings of a calibration reach many of the same states)."""
@@ -99,20 +100,21 @@ class Decoder:
     tv_pairwise_fn: Callable | None = None
     store: ChunkStore | None = None
     cache: ForwardCache | None = None
-    sources: Mapping[str, Callable] = field(default_factory=dict)  # further side signals by source (QUALITY: its fn)
+    sources: Mapping[str, tuple[Callable, str]] = field(default_factory=dict)  # further source → (fn, identity)
 
     def __call__(self, ps: PuzzleSet, sampler) -> tuple[np.ndarray, np.ndarray]:
         """→ solved ``(P,)`` bool, passes ``(P,)`` int."""
         if self.store is None:
             out = self._decode(ps, sampler, 0, len(ps))
         else:
-            out = self.store.decode(ps.puzzles, sampler, lambda start, stop: self._decode(ps, sampler, start, stop))
+            part = self.sources.get(reads(sampler), (None, ""))[1]  # a source's identity keys its samplers' chunks
+            out = self.store.decode(ps.puzzles, sampler, lambda start, stop: self._decode(ps, sampler, start, stop), part)
         return out["solved"], out["passes"]
 
     def _decode(self, ps: PuzzleSet, sampler, start: int, stop: int) -> dict[str, np.ndarray]:
         """Puzzles ``start:stop`` of ``ps`` → {solved ``(stop − start,)`` bool, passes int}."""
         part = ps.subset(np.arange(start, stop))
-        loaders = {source: (lambda fn=fn: fn) for source, fn in self.sources.items()}
+        loaders = {source: (lambda fn=fn: fn) for source, (fn, _) in self.sources.items()}
         with pairwise_source(self.model, sampler, self.pairwise_fn, self.tv_pairwise_fn, loaders=loaders) as fn:
             grids, passes = decode_set(self.model, part, sampler, self.batch_size, self.seed, fn, first_item=start,
                                        cache=self.cache)

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import torch
 
-from mdm_mi.core.backbone import BackboneOutput
+from mdm_mi.core.backbone import BackboneOutput, logit_index
+from mdm_mi.core.remask import check_rows, pending_logp
 from mdm_mi.core.samplers import PairwiseFn
 
 LOG_FLOOR = -1e4  # the logit of a state of probability 0 (an observed site's other states): finite, so
@@ -250,5 +251,23 @@ def exact_pairwise_fn(model: ChainBackbone) -> PairwiseFn:
     @torch.inference_mode()
     def fn(output: BackboneOutput, masked: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         return model.pair_mi(tokens).float()
+
+    return fn
+
+
+def exact_quality_fn(model: ChainBackbone) -> PairwiseFn:
+    """``fn(output, masked, tokens (B, 1 + N)) → (B, 1 + N)`` float64: the exact stand-in of a quality head
+    (:mod:`mdm_mi.core.prism`) on a chain, where no one completion is "right": a masked site's top-1
+    probability given the tokens of the pass, a written site's probability given every other token (its
+    leave-one-out conditional, one extra row per site, not counted as a pass), 1 at the condition token."""
+
+    @torch.inference_mode()
+    def fn(output: BackboneOutput, masked: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        held = logit_index(model.vocab_token_ids, tokens)
+        sites = ~masked & (held >= 0)
+        rows, where = check_rows(tokens, sites, model.mask_id)
+        loo = pending_logp(model(rows).logits, where, held[where[:, 0], where[:, 1]], tokens.shape) if len(where) else None
+        quality = torch.softmax(output.logits.double(), -1).amax(-1).where(masked, 1.0)
+        return quality if loo is None else torch.where(sites, loo.exp(), quality)
 
     return fn

@@ -28,7 +28,7 @@ import torch
 
 from mdm_mi.core.backbone import Backbone, forward_chunked, logit_index
 from mdm_mi.core.remask import Check, forward_with_checks
-from mdm_mi.core.samplers import DecodeResult, PairwiseFn, Sampler, StepView, decode
+from mdm_mi.core.samplers import DecodeResult, PairwiseFn, Sampler, decode, step_view
 from mdm_mi.core.view import History, drift
 from mdm_mi.infra.flags import Decoding
 from mdm_mi.testbed.chain import ChainBackbone
@@ -74,9 +74,8 @@ def replay(model: Backbone, prompts: torch.Tensor, x: torch.Tensor, sampler: Sam
         sub, masked = tokens[active], masked_all[active]
         out = forward_chunked(model, sub)
         passes[active] += 1
-        pairwise = pairwise_fn(out, masked, sub) if sampler.uses_pairwise else None
         moved = history.drift(out.logits, active, masked) if sampler.needs_history else None
-        chosen = sampler.select(StepView.from_logits(out.logits, masked, pairwise, step, moved)) & masked
+        chosen = sampler.select(step_view(sampler, out, masked, sub, pairwise_fn, step, moved)) & masked
         logp = torch.log_softmax(out.logits.float().double(), dim=-1).gather(-1, target[active, :, None])[..., 0]
         log_q[active] += torch.where(chosen, logp, 0.0).sum(1)
         tokens[active] = torch.where(chosen, x[active], sub)
@@ -156,7 +155,7 @@ def enumerate_paths(model: Backbone, prompt: torch.Tensor, sampler: Sampler, pai
             raise ValueError(f"{len(frontier)} decoding states at pass {step}: too many to enumerate (limit {limit})")
         seen += len(frontier)
         nxt: dict[tuple, float] = {}
-        for state, prob in _branches(model, frontier, sampler, pairwise_fn, step):
+        for state, prob in _branches(model, frontier, sampler, pairwise_fn, step, prompt == model.mask_id):
             if model.mask_id in state[0]:
                 nxt[state] = nxt.get(state, 0.0) + prob
             else:
@@ -167,10 +166,10 @@ def enumerate_paths(model: Backbone, prompt: torch.Tensor, sampler: Sampler, pai
 
 
 def _branches(model: Backbone, frontier: dict[tuple, float], sampler: Sampler, pairwise_fn: PairwiseFn | None,
-              step: int):
+              step: int, free: torch.Tensor):
     """Yield (next state, its probability along this branch) of one pass of ``decode`` from every state
     (tokens, pending positions, their draft log-probabilities → probability) of ``frontier``; one backbone
-    call for them all."""
+    call for them all. ``free (L,)``: the prompt's masked positions (a written token is one of them, unmasked)."""
     states, probs = list(frontier), list(frontier.values())
     tokens = torch.tensor([s[0] for s in states])
     masked = tokens == model.mask_id
@@ -180,17 +179,17 @@ def _branches(model: Backbone, frontier: dict[tuple, float], sampler: Sampler, p
         pend[b, list(pending)] = True
         prior[b, list(pending)] = torch.tensor(logps, dtype=torch.float64)
     out, logp = forward_with_checks(model, tokens, pend, None)
-    pairwise = pairwise_fn(out, masked, tokens) if sampler.uses_pairwise else None
     moved = None
     if sampler.needs_history:  # the previous pass's logits, of the tokens the state came from
         previous = forward_chunked(model, torch.tensor([s[3] for s in states])).logits if step > 0 else None
         moved = drift(out.logits, previous, masked)
-    view = StepView.from_logits(out.logits, masked, pairwise, step, moved)
+    view = step_view(sampler, out, masked, tokens, pairwise_fn, step, moved)
     chosen = sampler.select(view) & masked
     back, suspects = torch.zeros_like(masked), torch.zeros_like(masked)
     if sampler.remasks:
         nan = torch.full(masked.shape, float("nan"), dtype=torch.float64)
-        back = sampler.remask(Check(pend, nan if logp is None else logp, prior, chosen, view, pend)) & pend
+        written = free & ~masked
+        back = sampler.remask(Check(pend, nan if logp is None else logp, prior, chosen, view, written)) & written
         suspects = sampler.suspects(view, chosen) & chosen
     log_marg = torch.log_softmax(out.logits.double(), -1)
     vocab = torch.as_tensor(model.vocab_token_ids).tolist()
