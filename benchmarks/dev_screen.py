@@ -43,7 +43,7 @@ from mdm_mi.sudoku.puzzle_maker import make_puzzles, search_nodes
 HARD_NODES = 140  # the solver's nodes: the lower quartile of Radcliffe's Hard puzzles (Expert's: 190)
 SETTINGS = {"wino_tau_out": [0.5, 0.9], "eb_verify_tau_out": [0.5, 0.9], "klass_kl": [0.01, 0.05], "mi_lambda": [],
             "mi_on_reject": "skip", "mi_charge_first": False}  # the head-free rules: the swept settings screened
-QUALITY_SETTINGS = {"prism_tau_out": [0.0, 0.5], "eb_prism_tau_out": [0.0, 0.2, 0.5]}  # with --quality-head
+QUALITY_SETTINGS = {"prism_tau_out": [0.0, 0.5], "eb_prism_tau_out": [0.2, 0.5]}  # with --quality-head
 
 
 def dev_puzzles(n: int, seed: int, min_nodes: int = HARD_NODES) -> PuzzleSet:
@@ -62,10 +62,11 @@ def dev_puzzles(n: int, seed: int, min_nodes: int = HARD_NODES) -> PuzzleSet:
     return PuzzleSet(puzzles.astype(np.int64), solutions.astype(np.int64), ["maker-hard"] * n)
 
 
-def timing(model, puzzles: PuzzleSet, sampler, batch: int) -> float:
-    """Wall-clock seconds per puzzle of one greedy decode of ``puzzles`` at ``batch`` puzzles per call."""
+def timing(model, puzzles: PuzzleSet, sampler, batch: int, sources=None) -> float:
+    """Wall-clock seconds per puzzle of one greedy decode of ``puzzles`` at ``batch`` puzzles per call
+    (``sources``: the decoder's further side sources, e.g. the quality head's)."""
     t0 = time.perf_counter()
-    Decoder(model, None, batch, 0)(puzzles, sampler)
+    Decoder(model, None, batch, 0, sources=sources or {})(puzzles, sampler)
     return (time.perf_counter() - t0) / len(puzzles)
 
 
@@ -135,8 +136,8 @@ def main() -> None:
     for run_id, run in runs.items():  # each rule at its first matched setting, timed at batch 1 and batched
         sampler = (Sequential("entropy") if run_id == "sequential"
                    else by_label[run["family"]].cls(**run["settings"][0]["params"]))
-        summary[run_id] |= {"seconds_per_puzzle_batch1": timing(model, one, sampler, 1),
-                            "seconds_per_puzzle_batched": timing(model, many, sampler, args.timing_batch)}
+        summary[run_id] |= {"seconds_per_puzzle_batch1": timing(model, one, sampler, 1, sources),
+                            "seconds_per_puzzle_batched": timing(model, many, sampler, args.timing_batch, sources)}
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / "screen.json", {"runs": summary, "seconds": seconds, "wall_seconds": time.time() - t0,
                                           "cpu": cpu_model(), "threads": args.threads, "n_calib": len(calib),
