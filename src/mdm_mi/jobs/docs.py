@@ -48,6 +48,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {  # name → renderer(data file) 
     "placement": testbed_report.render_placement,
     "oracle-ceiling": sudoku_report.ceiling_block,
     "dev-screen": sudoku_report.screen_block,
+    "confirm-63": sudoku_report.confirm_block,
     "antibody-pass-adjusted": antibody_report.pass_adjusted_block,
     "antibody-second-scorer": antibody_report.second_scorer_block,
 }

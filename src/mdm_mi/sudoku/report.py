@@ -254,3 +254,26 @@ def screen_block(path: Path) -> str:
     if any(not r["on_target"] for r in screen["runs"].values()):
         lines += ["", "† the test passes miss the budget by more than 3% (the rule cannot reach it)"]
     return "\n".join(lines) + "\n"
+
+
+def confirm_block(path: Path) -> str:
+    """``benchmarks/confirm_63.py``'s ``result.json`` (``path``): the registered rule and EB at their budget
+    on the registered test puzzles (accuracy, passes, seconds per puzzle), the registered contrast with its
+    interval, p, TOST p and verdict, and each against sequential (descriptive)."""
+    r = json.loads(Path(path).read_text())
+    reg = r["registration"]
+    cell = lambda c: f"{100 * c['diff']:+.1f} [{100 * c['lo']:+.1f}, {100 * c['hi']:+.1f}] p={c['p']:.2g}"
+    lines = [f"{r['n_test']} registered test puzzles, calibrated on {r['n_calib']}; ÷{reg['divisor']} of sequential's "
+             f"passes; wall-clock on {r['cpu']}, {r['threads']} threads.", "",
+             "| rule | accuracy % | passes | − sequential (pp, descriptive) | s/puzzle, batch 1 | s/puzzle, batched |",
+             "|---|---|---|---|---|---|"]
+    for name, label, vs in (("rule", reg["rule"], "vs_sequential"), ("eb", "eb", "eb_vs_sequential")):
+        run, sec = r[name], r["seconds_per_puzzle"][name]
+        lines.append(f"| {label} | {100 * run['accuracy']:.1f} | {run['passes']:.2f} | {cell(r[vs])} | "
+                     f"{sec['batch1']:.3f} | {sec['batched']:.4f} |")
+    lines.append(f"| sequential (the registered run) | {100 * r['sequential']['accuracy']:.1f} |  |  |  |  |")
+    p = r["primary"]
+    lines += ["", f"Registered contrast, {reg['rule']} − eb: {cell(p)}, TOST p at ±{100 * reg['margin']:g} pp "
+                  f"{p['tost_p']:.2g}: **{r['verdict']}**. EB reproduces the registered run's outcomes puzzle for "
+                  f"puzzle: {'yes' if r['eb']['reproduces_registered'] else 'no'}."]
+    return "\n".join(lines) + "\n"

@@ -15,7 +15,9 @@ Rules: EB-Sampler (γ), the Fast-dLLM threshold (τ) and its WINO-style remaskin
 verification thresholds (τout 0.5 and 0.9; :mod:`mdm_mi.core.wino`), KLASS-style stability sampling
 (:mod:`mdm_mi.core.klass`, KL ≤ 0.01 nats), Algorithm 1 on the exact MI (λ = 1), PUNT-style independence
 testing (:mod:`mdm_mi.mi.punt`) and MI-aware remasking (:mod:`mdm_mi.mi.remask`), both on the exact MI
-at κ = 0.01 nats.
+at κ = 0.01 nats, and the quality head's rules (:mod:`mdm_mi.core.prism`) on the chain's exact stand-in of a
+quality head (:func:`mdm_mi.testbed.chain.exact_quality_fn`: a written token's leave-one-out probability),
+sending back below 0.5.
 
     result = run_remask_study([REGIMES["strong-uniform"]], RemaskSettings(n_calibration=4, n_test=8))
 """
@@ -31,14 +33,17 @@ import torch
 
 from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, Sampler, Sequential
 from mdm_mi.core.klass import Klass
+from mdm_mi.core.prism import EBPrism, Prism
+from mdm_mi.core.sampler_spec import QUALITY
 from mdm_mi.core.wino import Wino
 from mdm_mi.evaluation.calibrate import Family, entry_family
 from mdm_mi.evaluation.runner import Budget, ComparisonTask, run_comparison
 from mdm_mi.evaluation.stats import Z95
 from mdm_mi.mi.guided import OracleMI
+from mdm_mi.mi.pairwise import reads
 from mdm_mi.mi.punt import Punt
 from mdm_mi.mi.remask import MIRemask
-from mdm_mi.testbed.chain import ChainBackbone, exact_pairwise_fn
+from mdm_mi.testbed.chain import ChainBackbone, exact_pairwise_fn, exact_quality_fn
 from mdm_mi.testbed.exact_kl import enumerate_kl, mean_se
 from mdm_mi.testbed.regimes import Regime, build_chain
 from mdm_mi.testbed.study import CHARGE_FIRST, LAMBDA, ON_REJECT, ChainBudgets, derived_seed, rounded
@@ -48,6 +53,7 @@ PAIR_EVERY = 2  # sparse-pairs at 6 sites: the bonds (0, 1), (2, 3), (4, 5) coup
 KAPPA = 0.01  # nats: the dependence threshold of PUNT and MI-aware remasking (on the exact MI)
 KLASS_KL = 0.01  # nats: KLASS draws tokens whose marginal moved at most this since the last pass
 TAU_OUT = (0.5, 0.9)  # WINO-style verification thresholds
+QUALITY_OUT = 0.5  # the quality rules send back a written token whose exact leave-one-out probability is below this
 BASELINE = "eb"
 OUTCOMES = ("kl_pq", "kl_qp")
 STATE_LIMIT = 1_000_000  # decoding states per pass: a remasking rule's paths keep their draft log-probabilities
@@ -76,7 +82,9 @@ def remask_families() -> list[Family]:
             *[entry_family(f"wino τout={t:g}", "wino", {"tau_out": t}, Wino) for t in TAU_OUT],
             entry_family(f"klass KL={KLASS_KL:g}", "klass", {"kl": KLASS_KL}, Klass),
             entry_family("mi-exact", "mi", mi, OracleMI), entry_family(f"punt κ={KAPPA:g}", "punt", {"kappa": KAPPA}, Punt),
-            entry_family(f"mi-remask κ={KAPPA:g}", "mi-remask", remask, MIRemask)]
+            entry_family(f"mi-remask κ={KAPPA:g}", "mi-remask", remask, MIRemask),
+            *[entry_family(f"{name} τout={QUALITY_OUT:g}", name, {"tau_out": QUALITY_OUT}, cls)
+              for name, cls in (("prism", Prism), ("eb-prism", EBPrism))]]
 
 
 @dataclass
@@ -97,7 +105,8 @@ class ExactTask(ChainBudgets, ComparisonTask):
 
     def _exact(self, sampler: Sampler, instances: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         """``instances (P,)`` → (exact (KL(p‖q), KL(q‖p)) ``(P, 2)``, E_q[passes] ``(P,)``)."""
-        fn = exact_pairwise_fn(self.model) if sampler.uses_pairwise else None
+        exact = exact_quality_fn if reads(sampler) == QUALITY else exact_pairwise_fn
+        fn = exact(self.model) if sampler.uses_pairwise else None
         rows = [enumerate_kl(self.model, prompt, sampler, fn, STATE_LIMIT) for prompt in self.model.prompts(instances)]
         return np.array([[r.kl_pq, r.kl_qp] for r in rows]), np.array([r.passes for r in rows])
 
