@@ -263,7 +263,7 @@ def confirm_block(path: Path) -> str:
     r = json.loads(Path(path).read_text())
     reg = r["registration"]
     cell = lambda c: f"{100 * c['diff']:+.1f} [{100 * c['lo']:+.1f}, {100 * c['hi']:+.1f}] p={c['p']:.2g}"
-    lines = [f"{r['n_test']} registered test puzzles, calibrated on {r['n_calib']}; ÷{reg['divisor']} of sequential's "
+    lines = [f"{r['n_test']:,} registered test puzzles, calibrated on {r['n_calib']}; ÷{reg['divisor']} of sequential's "
              f"passes; wall-clock on {r['cpu']}, {r['threads']} threads.", "",
              "| rule | accuracy % | passes | − sequential (pp, descriptive) | s/puzzle, batch 1 | s/puzzle, batched |",
              "|---|---|---|---|---|---|"]
