@@ -106,6 +106,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--contrasts-only", action="store_true", help="add the paired contrasts to --out's screen.json")
     ap.add_argument("--quality-head", help="a quality head of --model (benchmarks/quality_head.py): screen its rules too")
+    ap.add_argument("--families", nargs="+", help="screen only these family labels (default: every one)")
     args = ap.parse_args()
     if args.contrasts_only:
         return contrasts_only(args.out)
@@ -123,6 +124,11 @@ def main() -> None:
     decoder = Decoder(model, None, args.batch_size, args.seed, None, store, cache, sources)
     calib_decoder = Decoder(model, None, args.batch_size, args.seed + 1, None, store, cache, sources)
     families = calibrated_families(81, settings, SAMPLER_CLASSES)
+    if args.families:
+        unknown = set(args.families) - {f.label for f in families}
+        if unknown:
+            raise SystemExit(f"--families: no family {sorted(unknown)}; known: {[f.label for f in families]}")
+        families = [f for f in families if f.label in args.families]
     t0 = time.time()
     runs, seconds = run_comparison(SudokuTask(decoder, test, calib_decoder, calib), families, args.divisors)
     summary = {}
