@@ -37,6 +37,7 @@ from mdm_mi.models.loading import compute_fingerprint, load_model, model_fingerp
 from mdm_mi.quality.head import load_quality_head, quality_fn
 from mdm_mi.sampling.registry import SAMPLER_CLASSES
 from mdm_mi.sudoku.compare import Decoder, SudokuTask
+from mdm_mi.sudoku.report import screen_figure
 from mdm_mi.sudoku.data import PuzzleSet
 from mdm_mi.sudoku.puzzle_maker import make_puzzles, search_nodes
 
@@ -107,9 +108,14 @@ def main() -> None:
     ap.add_argument("--contrasts-only", action="store_true", help="add the paired contrasts to --out's screen.json")
     ap.add_argument("--quality-head", help="a quality head of --model (benchmarks/quality_head.py): screen its rules too")
     ap.add_argument("--families", nargs="+", help="screen only these family labels (default: every one)")
+    ap.add_argument("--figure", type=Path, help="draw accuracy against passes of --out's screen and --also's to this file")
+    ap.add_argument("--also", type=Path, nargs="*", default=[], help="further screen.json files for --figure")
+    ap.add_argument("--figure-only", action="store_true", help="draw --figure from the existing screens (no decoding)")
     args = ap.parse_args()
     if args.contrasts_only:
         return contrasts_only(args.out)
+    if args.figure_only:
+        return screen_figure([args.out / "screen.json", *args.also], args.figure)
     torch.set_num_threads(args.threads)
     model, _ = load_model(args.model, "cpu", "sudoku")
     every = dev_puzzles(args.puzzles, args.seed)
@@ -156,6 +162,8 @@ def main() -> None:
              passes=np.stack([np.asarray(r["passes"], dtype=float) for r in runs.values()]))
     for run_id, r in summary.items():
         print(f"{run_id}: {100 * r['accuracy']:.1f}% @ {r['passes']:.2f} passes")
+    if args.figure:
+        screen_figure([args.out / "screen.json", *args.also], args.figure)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-"""family-compare's paired intervals have their nominal size and coverage: 200 simulated comparisons
+"""family-compare's paired intervals have their nominal size and coverage: 120 simulated comparisons
 per scenario on natural Kunitz sequences (26 of the 53 match columns, 200 sequences per set, to run
-in about a minute; ``benchmarks/family_inference.py`` runs the full columns at 300 sequences).
+in under a minute; ``benchmarks/family_inference.py`` runs the full columns at 300 sequences).
 
 - two disjoint natural sets (true difference 0, nothing shared);
 - two copies of one natural set with the same 30% of columns shuffled with two seeds (true
@@ -10,7 +10,7 @@ in about a minute; ``benchmarks/family_inference.py`` runs the full columns at 3
   the other draws.
 Size: p < 0.05 in 3–7% of the null comparisons; coverage: 90–97% of the 95% intervals hold the
 true difference (pooled over scenarios and metrics; each scenario alone within a wider band, its
-Monte Carlo error being ±1.5 points)."""
+Monte Carlo error being ±2 points)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from mdm_mi.protein.family import alignment as fam
 from mdm_mi.protein.family.covariation import METRICS, Reference, covariation_stats, jackknife_difference
 
 KUNITZ = Path(__file__).resolve().parents[1] / "resources" / "data" / "protein" / "pf00014_kunitz_pfam_full.a2m"
-DRAWS, N, COLUMNS = 200, 200, 26
+DRAWS, N, COLUMNS = 120, 200, 26
 COMPARISONS = {"null, unpaired": ("A", "B"), "null, paired": ("A1", "A2"),
                "shift, paired": ("A", "A1"), "shift, unpaired": ("B", "A1")}
 

@@ -277,3 +277,30 @@ def confirm_block(path: Path) -> str:
                   f"{p['tost_p']:.2g}: **{r['verdict']}**. EB reproduces the registered run's outcomes puzzle for "
                   f"puzzle: {'yes' if r['eb']['reproduces_registered'] else 'no'}."]
     return "\n".join(lines) + "\n"
+
+
+def screen_figure(paths: list[Path], out: Path) -> None:
+    """Accuracy against mean passes of every family of the development screens ``paths`` (``screen.json``
+    files of ``benchmarks/dev_screen.py``; a family's budgets joined by a line), sequential as the
+    horizontal line to reach, written to ``out``."""
+    from mdm_mi.evaluation.plotting import plt, save
+
+    runs = {}
+    for path in paths:
+        runs |= json.loads(Path(path).read_text())["runs"]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    families = sorted({r["family"] for r in runs.values() if r["divisor"] > 1})
+    for i, family in enumerate(families):
+        points = sorted((r["passes"], 100 * r["accuracy"]) for r in runs.values() if r["family"] == family)
+        ax.plot(*zip(*points), marker="os^vD<>"[i % 7], color=plt.cm.tab20(i % 20), label=family,
+                linestyle="-" if family == "eb" else "--", linewidth=2 if family == "eb" else 1)
+    seq = runs.get(SEQUENTIAL)
+    if seq is not None:
+        ax.axhline(100 * seq["accuracy"], color="black", linewidth=1,
+                   label=f"sequential ({seq['passes']:.0f} passes)")
+    budgets = sorted({round(r["passes"], 1) for r in runs.values() if r["divisor"] > 1})
+    log_passes_axis(ax, budgets, "mean forward passes per puzzle")
+    ax.set_ylabel("puzzles solved (%)")
+    ax.set_title("Development screen, paper-shape Sudoku backbone")
+    ax.legend(fontsize=7, ncol=2)
+    save(fig, out)
