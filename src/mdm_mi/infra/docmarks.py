@@ -39,7 +39,7 @@ LINK_TARGET = re.compile(r"\]\([^)]*\)")
 COMMENT = re.compile(r"<!--.*?-->", re.S)
 # a number as pages print it: optional sign (ASCII or U+2212), thousands commas, decimals
 NUMBER = re.compile(r"(?<![\w.\-−])([+\-−]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w])")
-DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b")
+DATE = re.compile(r"(?<![\d.])\d{4}-\d{2}-\d{2}\b|(?<![\d.,])(?:19|20)\d{2}\b(?!\.\d)")  # never the digits of a decimal
 THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 SOURCE_NUMBER = re.compile(r"[+\-−]?\d+(?:\.\d+)?(?:[eE][+\-]?\d+)?")
 SMALL = 10  # integers up to this are counts and ordinals of the prose (two runs, ÷4, Algorithm 1)
