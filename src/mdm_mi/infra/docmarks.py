@@ -233,7 +233,8 @@ def field_value(root: Path, ref: str, aliases: dict[str, str]) -> float:
 def _prints(printed: str, value: float) -> bool:
     """Whether ``printed`` is ``value`` rounded to its digits (unsigned: its magnitude may be)."""
     shown = Decimal(printed.replace("−", "-").replace(",", ""))
-    half = Decimal(1).scaleb(min(shown.as_tuple().exponent, 0)) / 2 + Decimal("1e-12")
+    unit = Decimal(1).scaleb(min(shown.as_tuple().exponent, 0))
+    half = unit / 2 + unit * Decimal("1e-9")  # float round-off at the boundary, relative to the digits shown
     target = Decimal(repr(value))
     if printed[0] not in "+-−":
         shown, target = abs(shown), abs(target)
