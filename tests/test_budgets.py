@@ -385,7 +385,7 @@ def test_compare_size_flags_are_checked_before_any_work(tmp_path, capsys, extra,
             str(tmp_path / "r.csv"), "--easy", str(tmp_path / "e.csv"), "--out-dir", str(tmp_path / "out"),
             "--calib-puzzles", "5", "--divisors", "2", "--mi-lambda", "1", "--on-reject", "skip", "--no-charge-first",
             "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps", "--demask-mi-eps",
-            "--mi-tv-lambda", "--dapd-theta", "--wino-tau-out", "--mi-remask-kappa", "--klass-kl", "--punt-kappa", "--eb-verify-tau-out", "--bootstrap", "10", "--batch-size", "10",
+            "--mi-tv-lambda", "--dapd-theta", "--wino-tau-out", "--mi-remask-kappa", "--klass-kl", "--punt-kappa", "--eb-verify-tau-out", "--prism-tau-out", "--eb-prism-tau-out", "--bootstrap", "10", "--batch-size", "10",
             "--tracking-uri", "none",
             *extra]
     assert main(argv) == 2
@@ -479,3 +479,25 @@ def test_the_antibody_tables_t_interval_and_p_agree_on_known_data():
         n = int(rng.integers(3, 40))
         r = paired_t(rng.normal(rng.normal(0, 0.5), 1, n), np.zeros(n))
         assert (r["lo"] > 0 or r["hi"] < 0) == (r["p_value"] < 0.05)
+
+
+@pytest.mark.parametrize("flag", ["--prism-tau-out", "--eb-prism-tau-out"])
+def test_sudoku_compare_refuses_a_quality_rule_before_any_work(tmp_path, capsys, flag):
+    """No verb takes a quality head yet: asking sudoku-compare for its rules is one line, nothing written."""
+    from mdm_mi.cli import main
+
+    for folder in ("m", "h"):
+        (tmp_path / folder).mkdir()
+    for table in ("r.csv", "e.csv"):
+        (tmp_path / table).write_text("puzzle,solution\n")
+    argv = ["sudoku-compare", "--model", str(tmp_path / "m"), "--head", str(tmp_path / "h"), "--radcliffe",
+            str(tmp_path / "r.csv"), "--easy", str(tmp_path / "e.csv"), "--out-dir", str(tmp_path / "out"),
+            "--set", "hard", "--calib-puzzles", "5", "--test-puzzles", "5", "--divisors", "2", "--mi-lambda", "1", "--on-reject", "skip",
+            "--no-charge-first", "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps",
+            "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--wino-tau-out", "--mi-remask-kappa", "--klass-kl",
+            "--punt-kappa", "--eb-verify-tau-out", "--prism-tau-out", "--eb-prism-tau-out", "--bootstrap", "10",
+            "--batch-size", "10", "--tracking-uri", "none", flag, "0.2"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "quality head" in err and flag in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()

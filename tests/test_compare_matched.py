@@ -215,7 +215,7 @@ def test_sudoku_compare_writes_matched_runs_and_verdicts(tmp_path, tiny_checkpoi
     rivals = ["--unit-disjoint-peers", "0", "--demask-eps", "0.05", "--demask-mi-eps", "0.1", "--mi-tv-lambda", "1",
               "--dapd-theta", "1", "--tv-head", str(tmp_path / "tv_head"),  # every rival of docs/record/rivals.md
               "--wino-tau-out", "0.5", "--mi-remask-kappa", "0.05", "--klass-kl", "0.05", "--punt-kappa", "0.05",
-              "--eb-verify-tau-out", "0.5"]
+              "--eb-verify-tau-out", "0.5", "--prism-tau-out", "--eb-prism-tau-out"]  # the quality rules: no head here
     argv = ["sudoku-compare", "--model", str(tiny_checkpoint), "--head", str(tmp_path / "head"), *rivals,
             "--radcliffe", str(REPO / "resources" / "data" / "sudoku" / "radcliffe_curated_5000.csv"),
             "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
@@ -301,7 +301,7 @@ def test_the_oracle_ceiling_decodes_a_comparisons_puzzles(tmp_path, tiny_checkpo
                  "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(compare), "--calib-puzzles", "3",
                  "--test-puzzles", "4", "--divisors", "3", "--mi-lambda", "1", "--on-reject", "skip",
                  "--no-charge-first", "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps",
-                 "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--wino-tau-out", "--mi-remask-kappa", "--klass-kl", "--punt-kappa", "--eb-verify-tau-out", "--bootstrap", "5",
+                 "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--wino-tau-out", "--mi-remask-kappa", "--klass-kl", "--punt-kappa", "--eb-verify-tau-out", "--prism-tau-out", "--eb-prism-tau-out", "--bootstrap", "5",
                  "--batch-size", "500",
                  "--device", "cpu", "--tracking-uri", "none"]) == 0
     out = tmp_path / "ceiling"
@@ -332,7 +332,7 @@ def _compare_argv(tiny_checkpoint, out, *extra, divisors=("3",)):
             "--easy", str(EASY_CSV), "--set", "hard", "--out-dir", str(out), "--calib-puzzles", "4",
             "--test-puzzles", "6", "--divisors", *divisors, "--mi-lambda", "1", "--on-reject", "skip",
             "--no-charge-first", "--indep-cap", "--two-budget-delta", "--unit-disjoint-peers", "--demask-eps",
-            "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--wino-tau-out", "--mi-remask-kappa", "--klass-kl", "--punt-kappa", "--eb-verify-tau-out", "--bootstrap", "5",
+            "--demask-mi-eps", "--mi-tv-lambda", "--dapd-theta", "--wino-tau-out", "--mi-remask-kappa", "--klass-kl", "--punt-kappa", "--eb-verify-tau-out", "--prism-tau-out", "--eb-prism-tau-out", "--bootstrap", "5",
             "--batch-size", "500",
             "--device", "cpu", "--tracking-uri", "none", *extra]
 

@@ -27,7 +27,8 @@ from mdm_mi.antibody.infill_runs import (calibrated_runs, antibody_families, Inf
 from mdm_mi.core.backbone import full_precision, token_fingerprint
 from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.hf_folder import DOMAIN
-from mdm_mi.core.sampler_table import HEAD, SAMPLERS, TV_HEAD, AntibodySweptFlags, swept_entries, swept_settings
+from mdm_mi.core.sampler_table import (HEAD, SAMPLERS, TV_HEAD, AntibodySweptFlags, refuse_quality, swept_entries,
+                                      swept_settings)
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.infill import Filler, max_masked
 from mdm_mi.infra.checkpoint import read_meta
@@ -193,6 +194,7 @@ def _check_compare(args: AntibodyCompareArgs) -> None:
         raise InputError("need --fills >= 2, --n-test >= 2, --n-calibration >= 1 and at least one divisor")
     if args.batch_size < 1:
         raise InputError(f"--batch-size must be >= 1, got {args.batch_size}")
+    refuse_quality({each.key: getattr(args, each.key) for _, each in swept_entries()})
     given = {HEAD: ("--head", args.head, "MI head"), TV_HEAD: ("--tv-head", args.tv_head, "TV head")}
     for name, each in swept_entries():
         pairwise = SAMPLERS[name].pairwise

@@ -23,8 +23,8 @@ from typing import Callable, Mapping
 
 from mdm_mi.core.fallbacks import Calibrated
 from mdm_mi.core.sampler_entries import SAMPLERS, AntibodySweptFlags, ProteinSweptFlags, SamplerFlags, SweptFlags
-from mdm_mi.core.sampler_spec import (ALGORITHM_1, ATTENTION, CALIBRATED_HELP, GAMMA_RANGE, HEAD, ORACLE, TAU_RANGE,
-                                      TOKENS, TV_HEAD, Calibration, Flag, SamplerSpec, Setting, Style)
+from mdm_mi.core.sampler_spec import (ALGORITHM_1, ATTENTION, CALIBRATED_HELP, GAMMA_RANGE, HEAD, ORACLE, QUALITY,
+                                      TAU_RANGE, TOKENS, TV_HEAD, Calibration, Flag, SamplerSpec, Setting, Style)
 from mdm_mi.infra.errors import InputError
 
 __all__ = ["ALGORITHM_1", "ATTENTION", "CALIBRATED_HELP", "GAMMA_RANGE", "HEAD", "ORACLE", "TAU_RANGE", "TOKENS",
@@ -108,6 +108,16 @@ def calibrated_variants(settings: Mapping) -> list[tuple[str, str, dict]]:
 def is_algorithm_1(family: str) -> bool:
     """Whether a calibrated family's label (``mi λ=1``) is one of Algorithm 1's, the ones ``mi*`` picks from."""
     return sampler_of(family) == ALGORITHM_1
+
+
+def refuse_quality(settings: Mapping[str, object]) -> None:
+    """One-line :class:`InputError` when a comparison's swept ``settings`` (config key → values) ask for a
+    rule that reads the quality head: no verb takes one yet (``benchmarks/dev_screen.py --quality-head``
+    and ``benchmarks/confirm_63.py`` do), so it is refused before any work."""
+    for name, each in swept_entries():
+        if SAMPLERS[name].pairwise == QUALITY and settings.get(each.key):
+            raise InputError(f"--{each.key.replace('_', '-')}: {name} reads a quality head, which this verb does not "
+                             "take (benchmarks/dev_screen.py --quality-head does): pass no values")
 
 
 def comparison_settings(args) -> dict:

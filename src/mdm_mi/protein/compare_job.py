@@ -23,7 +23,8 @@ from typing import ClassVar
 import numpy as np
 
 from mdm_mi.core.backbone import embedder_of, for_decoding
-from mdm_mi.core.sampler_table import ATTENTION, SAMPLERS, TV_HEAD, ProteinSweptFlags, swept_settings
+from mdm_mi.core.sampler_table import (ATTENTION, SAMPLERS, TV_HEAD, ProteinSweptFlags, comparison_settings, refuse_quality,
+                                      swept_settings)
 from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, by_budget, off_budget, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.errors import InputError
@@ -109,6 +110,7 @@ def _spec(args: ProteinCompareBase):
 
 
 def _families(args: ProteinCompareBase):
+    refuse_quality(comparison_settings(args))
     families = comparison_families(MAX_PROTEIN_TOKENS, args, SAMPLER_CLASSES)
     tv = [f.label for f in families if SAMPLERS[f.sampler].pairwise == TV_HEAD]
     if tv and args.tv_head is None:

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from mdm_mi.core.forward_cache import ForwardCache
-from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, SweptFlags
+from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, SweptFlags, comparison_settings, refuse_quality
 from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, read_csv, summary_markdown, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.evaluation.chunks import ChunkStore
@@ -141,6 +141,7 @@ def _splits(args: CompareArgs) -> tuple:
     if not args.divisors or min(args.divisors) < 1:
         raise InputError(f"--divisors must be integers >= 1, got {args.divisors}")
     _check_sizes(args)
+    refuse_quality(comparison_settings(args))  # before the puzzles are read
     spec = SplitSpec(args.calib_puzzles, args.test_puzzles or 0, tuple(args.graded_givens), args.graded_per_level or 0,
                      args.seed, args.calib_seed)
     try:
