@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mdm_mi.infra.io import write_json
+
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = 12  # content tokens per context
 SEED = 0
@@ -142,6 +144,13 @@ def run_case(name: str, label_out: str | None) -> dict:
             "passes": sum(r.passes for r in results), "max_bound": max(float(r.bound.max()) for r in results)}
 
 
+def as_printed(r: dict) -> dict:
+    """One case's row with its numbers rounded as the printed table shows them."""
+    return {"V": r["V"], "masked": r["masked"], "contexts": r["contexts"], "method": r["method"], "path": r["path"],
+            "peak_gb": round(r["peak_gb"], 2), "baseline_gb": round(r["baseline_gb"], 2), "s": round(r["seconds"], 1),
+            "passes": r["passes"], "max_bound": float(f"{r['max_bound']:.2e}")}
+
+
 def in_child(name: str, label_out: str) -> dict:
     """:func:`run_case` in a fresh Python process (its own peak memory)."""
     done = subprocess.run([sys.executable, __file__, "--child", name, "--label-out", label_out],
@@ -154,6 +163,8 @@ def main() -> None:
     parser.add_argument("--case", choices=sorted(GROUPS), nargs="*", default=sorted(GROUPS))
     parser.add_argument("--child", choices=sorted(CASES), help=argparse.SUPPRESS)
     parser.add_argument("--label-out", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--json", type=Path, help="also write the table's rows, as printed, to this JSON file "
+                                                   "(docs/benchmarks/large_vocab_cpu.json: what docs/your_model.md binds)")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(run_case(args.child, args.label_out)))
@@ -173,6 +184,8 @@ def main() -> None:
         print(f"\nold / new: peak above baseline {(old['peak_gb'] - old['baseline_gb']) / max(1e-9, new['peak_gb'] - new['baseline_gb']):.1f}x, "
               f"time {old['seconds'] / new['seconds']:.2f}x, passes {old['passes']} vs {new['passes']}, "
               f"max |label difference| {float(diff):.2e} nats")
+    if args.json:
+        write_json(args.json, {"run": " ".join(["python", *sys.argv]), "cases": {n: as_printed(r) for n, r in rows.items()}})
     cond_gb = 8000 * 8 * 8000 * 8 / 1e9
     print(f"old path at the 'done' case (not run): one (V, |M|, V) float64 block = {cond_gb:.1f} GB per masked row")
 
