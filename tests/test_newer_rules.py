@@ -14,7 +14,8 @@ from mdm_mi.core.prism import EBPrism, Prism
 from mdm_mi.core.samplers import ConfidenceThreshold, StepView
 from mdm_mi.mi.punt import Punt
 from mdm_mi.testbed.chain import ChainBackbone, PottsChain, exact_pairwise_fn, exact_quality_fn
-from mdm_mi.testbed.exact_kl import completions, draw_decodes, enumerate_paths, replay
+from decode_draws import assert_decode_draws
+from mdm_mi.testbed.exact_kl import completions, enumerate_paths, replay
 
 N_SITES, N_STATES = 5, 3
 
@@ -37,14 +38,7 @@ def test_decode_replay_and_the_path_sum_agree(chain, sampler):
     rep = replay(chain, prompt.expand_as(x), x, sampler, fn)
     assert torch.allclose(rep.log_q.exp(), q, atol=1e-12)
     assert 1.0 < paths.passes < N_SITES  # parallel, and not all at once
-    n = 20_000
-    drawn = draw_decodes(chain, prompt.expand(n, -1), sampler, torch.Generator().manual_seed(4), fn)
-    code = (drawn.tokens[:, 1:] * N_STATES ** torch.arange(N_SITES - 1, -1, -1)).sum(1)
-    counts = torch.bincount(code, minlength=len(q)).double()
-    live = q > 1e-9
-    chi2 = float((((counts - n * q) ** 2)[live] / (n * q[live])).sum())
-    df = int(live.sum()) - 1
-    assert chi2 < df + 6 * math.sqrt(2 * df), (chi2, df)
+    assert_decode_draws(chain, prompt, sampler, fn, q, seed=4)
 
 
 def _view(conf: torch.Tensor, pairwise=None, drift=None) -> StepView:
@@ -113,12 +107,5 @@ def test_quality_remasking_decode_and_the_path_sum_agree(chain, sampler):
     assert abs(float(q.sum()) - 1) < 1e-9
     unmask_only = enumerate_paths(chain, prompt, type(sampler)(**{**sampler.params(), "tau_out": 0.0}), fn)
     assert paths.passes > unmask_only.passes  # tokens went back
-    n = 20_000
-    drawn = draw_decodes(chain, prompt.expand(n, -1), sampler, torch.Generator().manual_seed(4), fn)
+    drawn = assert_decode_draws(chain, prompt, sampler, fn, q, seed=4)
     assert float(drawn.passes.double().mean()) == pytest.approx(paths.passes, rel=0.03)
-    code = (drawn.tokens[:, 1:] * N_STATES ** torch.arange(N_SITES - 1, -1, -1)).sum(1)
-    counts = torch.bincount(code, minlength=len(q)).double()
-    live = q > 1e-9
-    chi2 = float((((counts - n * q) ** 2)[live] / (n * q[live])).sum())
-    df = int(live.sum()) - 1
-    assert chi2 < df + 6 * math.sqrt(2 * df), (chi2, df)

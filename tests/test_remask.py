@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 
+from decode_draws import assert_decode_draws
 from mdm_mi.core.remask import Check, cap_remask, check_rows, progress_violations
 from mdm_mi.core.samplers import ConfidenceThreshold, EntropyBounded, decode
 from mdm_mi.core.streams import RowStreams, row_keys
@@ -17,7 +18,7 @@ from mdm_mi.core.wino import EBVerify, Wino
 from mdm_mi.mi.guided import OracleMI
 from mdm_mi.mi.remask import MIRemask
 from mdm_mi.testbed.chain import ChainBackbone, PottsChain, exact_pairwise_fn
-from mdm_mi.testbed.exact_kl import completions, draw_decodes, enumerate_kl, enumerate_paths, replay
+from mdm_mi.testbed.exact_kl import completions, enumerate_kl, enumerate_paths, replay
 
 N_SITES, N_STATES = 5, 3
 
@@ -73,13 +74,7 @@ def test_decode_draws_from_the_enumerated_distribution_of_a_remasking_rule(chain
     assert float(q.sum()) == pytest.approx(1.0, abs=1e-9)
     assert passes > _q(chain, prompt, *_drafts(chain)[rule])[1] + 0.1  # tokens were sent back
     n = 20_000
-    drawn = draw_decodes(chain, prompt.expand(n, -1), sampler, torch.Generator().manual_seed(3), pairwise_fn)
-    code = (drawn.tokens[:, 1:] * N_STATES ** torch.arange(N_SITES - 1, -1, -1)).sum(1)  # as completions order
-    counts = torch.bincount(code, minlength=len(q)).double()
-    live = q > 1e-9
-    chi2 = float((((counts - n * q) ** 2)[live] / (n * q[live])).sum())
-    df = int(live.sum()) - 1
-    assert chi2 < df + 6 * math.sqrt(2 * df), (chi2, df)
+    drawn = assert_decode_draws(chain, prompt, sampler, pairwise_fn, q, seed=3, n=n)
     mean, se = drawn.passes.double().mean(), drawn.passes.double().std() / math.sqrt(n)
     assert abs(float(mean) - passes) < 6 * float(se) + 1e-9
 

@@ -50,13 +50,26 @@ def send_back(check: Check, name: str, tau_out: float) -> torch.Tensor:
     return cap_remask(below, quality.double().clamp_min(TINY).log(), check.drafted)
 
 
-def _tau_out(name: str, tau_out: float) -> float:
-    if not 0 <= tau_out <= 1:
-        raise ValueError(f"{name} tau_out must lie in [0, 1], got {tau_out}")
-    return float(tau_out)
+class QualitySendBack:
+    """What both quality rules share: ``tau_out`` (checked), no check rows (the head judges every written
+    token at every pass), and :func:`send_back` below ``tau_out``."""
+
+    name: str
+    tau_out: float
+
+    def _set_tau_out(self, tau_out: float) -> None:
+        if not 0 <= tau_out <= 1:
+            raise ValueError(f"{self.name} tau_out must lie in [0, 1], got {tau_out}")
+        self.tau_out = float(tau_out)
+
+    def suspects(self, view: StepView, drafted: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(drafted)
+
+    def remask(self, check: Check) -> torch.Tensor:
+        return send_back(check, self.name, self.tau_out)
 
 
-class Prism(Sampler):
+class Prism(QualitySendBack, Sampler):
     """Commit every masked position with quality ≥ ``tau`` (calibrated; at least the most trusted one);
     send back every written token with quality < ``tau_out``."""
 
@@ -71,24 +84,19 @@ class Prism(Sampler):
     def __init__(self, tau: float, tau_out: float):
         if not 0 <= tau <= 1:
             raise ValueError(f"prism tau must lie in [0, 1], got {tau}")
-        self.tau, self.tau_out = float(tau), _tau_out("prism", tau_out)
+        self.tau = float(tau)
+        self._set_tau_out(tau_out)
 
     def select(self, view: StepView) -> torch.Tensor:
         quality = quality_of(view, self.name).masked_fill(~view.masked, -1.0)
         best = torch.zeros_like(view.masked).scatter_(1, quality.argmax(1, keepdim=True), True)
         return ((quality >= self.tau) | best) & view.masked
 
-    def suspects(self, view: StepView, drafted: torch.Tensor) -> torch.Tensor:
-        return torch.zeros_like(drafted)  # the head judges every written token at every pass: no check rows
-
-    def remask(self, check: Check) -> torch.Tensor:
-        return send_back(check, self.name, self.tau_out)
-
     def params(self) -> dict:
         return {"tau": self.tau, "tau_out": self.tau_out}
 
 
-class EBPrism(EntropyBounded):
+class EBPrism(QualitySendBack, EntropyBounded):
     """EB-Sampler's entropy budget ``gamma`` (calibrated) admits; a written token with quality below
     ``tau_out`` goes back."""
 
@@ -102,13 +110,7 @@ class EBPrism(EntropyBounded):
 
     def __init__(self, gamma: float, tau_out: float):
         super().__init__(gamma)
-        self.tau_out = _tau_out("eb-prism", tau_out)
-
-    def suspects(self, view: StepView, drafted: torch.Tensor) -> torch.Tensor:
-        return torch.zeros_like(drafted)
-
-    def remask(self, check: Check) -> torch.Tensor:
-        return send_back(check, self.name, self.tau_out)
+        self._set_tau_out(tau_out)
 
     def params(self) -> dict:
         return {"gamma": self.gamma, "tau_out": self.tau_out}
