@@ -26,20 +26,17 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dev_screen import timing  # noqa: E402
+from dev_screen import quality_sources, timing  # noqa: E402
 
 from mdm_mi.core.forward_cache import ForwardCache  # noqa: E402
-from mdm_mi.core.sampler_spec import QUALITY  # noqa: E402
 from mdm_mi.evaluation.calibrate import calibrated_families  # noqa: E402
 from mdm_mi.evaluation.chunks import ChunkStore  # noqa: E402
 from mdm_mi.evaluation.paired import paired_cells, paired_difference, tost_p  # noqa: E402
 from mdm_mi.evaluation.prereg import MARGIN  # noqa: E402
 from mdm_mi.evaluation.runner import run_comparison  # noqa: E402
-from mdm_mi.infra.checkpoint import read_meta  # noqa: E402
 from mdm_mi.infra.io import write_json  # noqa: E402
 from mdm_mi.infra.runtime import cpu_model  # noqa: E402
-from mdm_mi.models.loading import compute_fingerprint, load_model, model_fingerprint, weights_identity  # noqa: E402
-from mdm_mi.quality.head import load_quality_head, quality_fn  # noqa: E402
+from mdm_mi.models.loading import load_model, weights_identity  # noqa: E402
 from mdm_mi.sampling.registry import SAMPLER_CLASSES  # noqa: E402
 from mdm_mi.sudoku.compare import Decoder, SplitSpec, SudokuTask, compare_splits  # noqa: E402
 from mdm_mi.sudoku.data import load_puzzle_csv  # noqa: E402
@@ -78,12 +75,10 @@ def main() -> None:
     spec = SplitSpec(run_args["calib_puzzles"], run_args["test_puzzles"], (), 0, run_args["seed"], run_args["calib_seed"])
     calib, test = compare_splits(load_puzzle_csv(REPO / "resources/data/sudoku/radcliffe_curated_5000.csv"),
                                  load_puzzle_csv(REPO / "resources/data/sudoku/hkunlp_easy_1k.csv"), ["hard"], spec)["hard"]
-    sources, heads = {}, ()
+    sources = {}
     if reg.get("quality_head"):
-        folder = REPO / reg["quality_head"]
-        head = load_quality_head(folder, model_fingerprint(model_dir))
-        sources = {QUALITY: (quality_fn(head, model), compute_fingerprint(folder, read_meta(folder)))}
-    store = None if args.chunks is None else ChunkStore(args.chunks, weights_identity(model_dir, heads, torch.device("cpu")))
+        sources = quality_sources(REPO / reg["quality_head"], model_dir, model)
+    store = None if args.chunks is None else ChunkStore(args.chunks, weights_identity(model_dir, (), torch.device("cpu")))
     cache = ForwardCache()
     decoder = Decoder(model, None, run_args["batch_size"], run_args["seed"], None, store, cache, sources)
     calib_decoder = Decoder(model, None, run_args["batch_size"], run_args["seed"] + 1, None, store, cache, sources)

@@ -63,6 +63,13 @@ def dev_puzzles(n: int, seed: int, min_nodes: int = HARD_NODES) -> PuzzleSet:
     return PuzzleSet(puzzles.astype(np.int64), solutions.astype(np.int64), ["maker-hard"] * n)
 
 
+def quality_sources(folder, model_dir, model) -> dict:
+    """A Sudoku ``Decoder``'s ``sources`` with the quality head in ``folder`` (refused unless trained on the
+    model in ``model_dir``): its fn on ``model``, and its weights' fingerprint keying its rules' chunks."""
+    head = load_quality_head(folder, model_fingerprint(model_dir))
+    return {QUALITY: (quality_fn(head, model), compute_fingerprint(folder, read_meta(folder)))}
+
+
 def timing(model, puzzles: PuzzleSet, sampler, batch: int, sources=None) -> float:
     """Wall-clock seconds per puzzle of one greedy decode of ``puzzles`` at ``batch`` puzzles per call
     (``sources``: the decoder's further side sources, e.g. the quality head's)."""
@@ -124,8 +131,7 @@ def main() -> None:
     cache = ForwardCache()
     sources, settings = {}, dict(SETTINGS)
     if args.quality_head:
-        head = load_quality_head(args.quality_head, model_fingerprint(args.model))
-        sources = {QUALITY: (quality_fn(head, model), compute_fingerprint(args.quality_head, read_meta(args.quality_head)))}
+        sources = quality_sources(args.quality_head, args.model, model)
         settings |= QUALITY_SETTINGS
     decoder = Decoder(model, None, args.batch_size, args.seed, None, store, cache, sources)
     calib_decoder = Decoder(model, None, args.batch_size, args.seed + 1, None, store, cache, sources)
