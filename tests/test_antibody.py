@@ -263,6 +263,35 @@ def test_compare_pairs_every_sampler_by_context_with_verdicts(bert_dir, antibody
         tokens = fills[f"fill/{run}"].reshape(2, 3, -1)  # fill k of context p at row k·3 + p
         assert (tokens[:, ~pos] == np.broadcast_to(native, tokens.shape)[:, ~pos]).all()
         assert np.isin(tokens[:, pos], fills["vocab_ids"]).all()
+    _oracle_ceiling_reproduces_the_comparisons_oracle(bert_dir, head, antibody_data_dir, out, refs, runs, tmp_path)
+
+
+def _oracle_ceiling_reproduces_the_comparisons_oracle(bert_dir, head, data_dir, cmp, refs, runs, tmp_path):
+    """antibody-oracle-ceiling on the finished comparison: with one λ, mi* is mi λ=1, so its oracle fills
+    are the comparison's own oracle's; its other arms are runs.json's on the same contexts; its first-pass
+    shard loads as labels of the blanked templates; another seed fails the head check in one line."""
+    from mdm_mi.mi.contexts import load_label_shards
+
+    out, shard = tmp_path / "oracle", tmp_path / "first.safetensors"
+    common = ["antibody-oracle-ceiling", "--model", str(bert_dir), "--head", str(head), "--data-dir", str(data_dir),
+              "--compare-dir", str(cmp), "--contexts", "2", "--divisors", "4", "--fills", "2", "--tol", "0.01",
+              "--threads", "1", "--batch-size", "2"]
+    assert main([*common, "--seed", "0", "--first-pass", str(shard), "--chunks", str(tmp_path / "ch"),
+                 "--out-dir", str(out)]) == 0
+    result = json.loads((out / "oracle.json").read_text())["divisors"]["4"]
+    assert np.allclose(result["oracle_pll"], refs["oracle"]["4"]["pll"], atol=1e-5)
+    assert np.allclose(result["oracle_passes"], refs["oracle"]["4"]["passes"])
+    assert result["arms"]["eb"]["pll"] == pytest.approx(np.mean(runs["eb@4"]["pll"][:2]))
+    labels = load_label_shards([shard])
+    pairs = labels["masked"][:, :, None] & labels["masked"][:, None, :]
+    assert labels["label"].shape[0] == 2 and labels["masked"].any(1).all() and (labels["label"][~pairs] == 0).all()
+    assert "oracle − head" in (out / "oracle.md").read_text()
+    assert main([*common, "--seed", "0", "--first-pass", str(shard), "--chunks", str(tmp_path / "ch"),
+                 "--out-dir", str(tmp_path / "again")]) == 0  # a rerun reads the shard and the chunks back
+    again = json.loads((tmp_path / "again" / "oracle.json").read_text())
+    assert again["divisors"]["4"]["oracle_pll"] == result["oracle_pll"] and again["chunks"]["decoded"] == 0
+    assert main([*common, "--seed", "1", "--out-dir", str(tmp_path / "other")]) == 2
+    assert not (tmp_path / "other" / "oracle.json").exists()
 
 
 def test_compare_without_the_tv_head_its_families_need_is_one_line(bert_dir, antibody_data_dir, tmp_path, capsys):

@@ -22,7 +22,7 @@ import typing
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from mdm_mi.antibody import jobs as antibody_jobs
+from mdm_mi.antibody import jobs as antibody_jobs, oracle_job as antibody_oracle_job
 from mdm_mi.hf import jobs as hf_jobs
 from mdm_mi.infra.errors import USER_ERRORS, InputError
 from mdm_mi.infra.memory import keep_freed_memory
@@ -77,6 +77,9 @@ VERBS: dict[str, Verb] = {
                           "split the VH table by lineage into label contexts, calibration and test"),
     "antibody-compare": Verb(antibody_jobs.AntibodyCompareArgs, antibody_jobs.antibody_compare,
                              "CDR infilling: samplers calibrated to sequential's passes ÷ d, paired by context (PLL, recovery)"),
+    "antibody-oracle-ceiling": Verb(antibody_oracle_job.AntibodyOracleArgs, antibody_oracle_job.antibody_oracle_ceiling,
+                                    "Algorithm 1 with exact probing MI on a finished antibody-compare's first test "
+                                    "contexts, paired with its head, EB and sequential"),
     "figure-antibody-mi": Verb(antibody_jobs.FigureAntibodyMiArgs, antibody_jobs.figure_antibody_mi,
                                "VH with CDRs masked: head vs exact MI map, ranks of known pairs (H94-H101, Cys pair)"),
     # backbones

@@ -63,3 +63,30 @@ def second_scorer_block(path: Path) -> str:
                      f"{_diff(adj)}, p {adj['p_value']:.2g}: {adj['verdict']} | {_diff(seq[first])}, p {seq[first]['p_value']:.2g} | "
                      f"{_diff(seq[second])}, p {seq[second]['p_value']:.2g} |")
     return "\n".join(lines) + "\n"
+
+
+ORACLE_ARMS = {"oracle": "Algorithm 1, exact MI (oracle)", "head": "Algorithm 1, the MI head", "eb": "EB",
+               "sequential": "sequential"}
+
+
+def oracle_markdown(result: dict) -> str:
+    """``antibody-oracle-ceiling``'s result (``oracle.json``'s dict): per budget, each arm's mean PLL and
+    passes on the same contexts, then the paired contrasts [95%], p."""
+    lines = [f"{result['n']} test contexts (the first of {result['n_test']}), {result['fills']} fills each; the "
+             f"oracle at {result['family']}'s setting, certified MI within ±{result['tol']:g} nats, its probing "
+             f"passes not counted; {result['cpu']}, {result['threads']} threads.", "",
+             "| budget | arm | PLL (nats/residue) | passes |", "|---|---|---|---|"]
+    for d, r in sorted(result["divisors"].items(), key=lambda kv: int(kv[0])):
+        for arm, label in ORACLE_ARMS.items():
+            a = r["arms"][arm]
+            lines.append(f"| 1/{d} | {label} | {a['pll']:.3f} | {a['passes']:.2f} |")
+    lines += ["", "| budget | contrast | difference [95%] | p | seconds (oracle) |", "|---|---|---|---|---|"]
+    for d, r in sorted(result["divisors"].items(), key=lambda kv: int(kv[0])):
+        for name, c in r["contrasts"].items():
+            lines.append(f"| 1/{d} | {name.replace('-', ' − ')} | {_diff(c)} | {c['p_value']:.2g} | {r['seconds']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+def oracle_block(path: Path) -> str:
+    """The docs block of a committed ``oracle.json``."""
+    return oracle_markdown(json.loads(Path(path).read_text()))

@@ -264,13 +264,16 @@ def head_pairwise_fn(head: torch.nn.Module) -> PairwiseFn:
 
 
 def oracle_pairwise_fn(
-    backbone: Backbone, method: str = "exact", tol: float | None = None, batch_size: int | None = None
+    backbone: Backbone, method: str = "exact", tol: float | None = None, batch_size: int | None = None,
+    memo: dict[bytes, torch.Tensor] | None = None,
 ) -> PairwiseFn:
     """``fn(output, masked, tokens (B, N)) → (B, N, N)`` float32: the probing label of each sequence's
     current tokens (:func:`mdm_mi.mi.probe.exact_mi`, or ``certified_mi`` within ``tol``).
 
     ``decode`` passes the tokens of the pass; the probing passes (``1 + |M| V`` per sequence for
-    ``exact``) are extra and not counted by decode.
+    ``exact``) are extra and not counted by decode. With ``memo`` (:func:`memo_key` of a row's tokens →
+    its float32 label, this backbone's at this method and tolerance), a row already probed, by this
+    fn or by the caller, is not probed again: the fills of one template share their first pass.
     """
     backbone = probe_backbone(backbone)  # a bf16-decoding wrapper's fp32 model: the probes stay fp32
     if method not in ORACLE_METHODS:
@@ -279,7 +282,12 @@ def oracle_pairwise_fn(
     tol = probe.DEFAULT_TOL if tol is None else tol
 
     def label(tokens: torch.Tensor) -> torch.Tensor:  # a row padded to its batch: probed without the pads
-        return probe_context(backbone, tokens, method, tol, batch).label
+        if memo is None:
+            return probe_context(backbone, tokens, method, tol, batch).label.float()
+        key = memo_key(tokens)
+        if key not in memo:
+            memo[key] = probe_context(backbone, tokens, method, tol, batch).label.float()
+        return memo[key]
 
     @torch.inference_mode()
     def fn(output: BackboneOutput, masked: torch.Tensor, tokens: torch.Tensor | None = None) -> torch.Tensor:
@@ -290,6 +298,11 @@ def oracle_pairwise_fn(
             raise ValueError("masked does not match tokens == backbone.mask_id")
         if len(tokens) == 0:
             return torch.zeros(0, masked.shape[1], masked.shape[1], device=masked.device)
-        return torch.stack([label(row) for row in tokens]).float()
+        return torch.stack([label(row) for row in tokens])
 
     return fn
+
+
+def memo_key(tokens: torch.Tensor) -> bytes:
+    """One row's tokens ``(N,)`` as the key of :func:`oracle_pairwise_fn`'s ``memo``."""
+    return tokens.detach().cpu().to(torch.int64).numpy().tobytes()
