@@ -15,7 +15,8 @@ every verb:
     items = read_items(args.template, args.file, "template")   # [Item("template1", "MK__A"), ...]
     positions("MK _ _A", one_char=True)                          # ['M', 'K', '_', '_', 'A']
 
-Label token files (``.npy``, ids, not text) are read by ``mi.contexts.read_token_file``.
+Label token files (``.npy``, ids, not text) are read by ``mi.contexts.read_token_file``; the workflow's
+own protein FASTA files (UniRef, families, generated proteins) by :func:`read_data_records`, upper-cased.
 """
 
 from __future__ import annotations
@@ -72,6 +73,13 @@ def read_file_items(path: Path, what: str) -> list[Item]:
     if suffix in TABLE_SUFFIXES:
         return _table_items(path, what)
     return _lines(read_text_input(path, what), "line")
+
+
+def read_data_records(path: Path | str) -> list[tuple[str, str]]:
+    """A protein FASTA of the workflow's own data (UniRef references, a family's sequences, the proteins
+    a comparison generated), never a user's template → ``[(header, sequence), ...]``: the one reading that
+    does not keep case, as those databases write residues upper-case (whitespace dropped)."""
+    return read_fasta(path)
 
 
 def read_file_text(path: Path | str, what: str) -> str:

@@ -18,7 +18,8 @@ from typing import ClassVar
 import numpy as np
 
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.fasta import read_fasta, write_fasta
+from mdm_mi.infra.fasta import write_fasta
+from mdm_mi.infra.reader import read_data_records
 from mdm_mi.infra.flags import ModelShapeFlags, OutDir, SeedFlag, from_schema, h as _h
 from mdm_mi.infra.validate import FILE, OUT_FOLDER
 from mdm_mi.infra.io import write_json
@@ -47,9 +48,9 @@ class PrepareProteinArgs(OutDir, SeedFlag):
 
 def prepare_protein(args: PrepareProteinArgs, tracker) -> None:
     cfg = PrepareConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(PrepareConfig)})
-    raw = read_fasta(args.train_fasta)
+    raw = read_data_records(args.train_fasta)
     train_all = standard_only(raw)
-    ref, ref2 = reference_pair(read_fasta(args.reference_fasta), cfg.n_reference, cfg.seed,
+    ref, ref2 = reference_pair(read_data_records(args.reference_fasta), cfg.n_reference, cfg.seed,
                                         cfg.min_length, cfg.max_length)
     train, held = split_records(train_all, cfg.heldout_fraction, cfg.seed)
     rng = np.random.default_rng(cfg.seed)
@@ -117,7 +118,7 @@ def _val_sequences(args: PretrainProteinArgs) -> list[str] | None:
         return None
     if args.val is None:
         raise InputError("--eval-every needs --val (the validation FASTA)")
-    seqs = [validate_sequence(s, name=n) for n, s in read_fasta(args.val)]
+    seqs = [validate_sequence(s, name=n) for n, s in read_data_records(args.val)]
     if not seqs:
         raise InputError(f"validation FASTA has no sequences: {args.val}")
     return seqs
@@ -131,7 +132,7 @@ def pretrain_protein(args: PretrainProteinArgs, tracker) -> None:
     if not (0 <= args.reweight_identity <= 1 and 0 <= args.dropout < 1 and args.eval_every >= 0):
         raise InputError(f"need 0 <= --reweight-identity <= 1, 0 <= --dropout < 1 and --eval-every >= 0; got "
                          f"{args.reweight_identity}, {args.dropout}, {args.eval_every}")
-    seqs = [s for _, s in read_fasta(args.train)]
+    seqs = [s for _, s in read_data_records(args.train)]
     weights, val = _train_weights(args, seqs), _val_sequences(args)
     dims = {"d_model": args.d_model, "n_heads": args.n_heads, "n_layers": args.n_layers}
     cfg = ProteinTrainConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ProteinTrainConfig)})

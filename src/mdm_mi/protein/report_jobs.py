@@ -17,7 +17,7 @@ from mdm_mi.core.backbone import ALIGNED, capabilities
 from mdm_mi.models.domains import backbone_name
 from mdm_mi.evaluation.tables import write_table
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.fasta import read_fasta
+from mdm_mi.infra.reader import read_data_records
 from mdm_mi.infra.flags import FigureOut, MarkdownOut, PaperOverlay, TableOuts, h as _h
 from mdm_mi.infra.io import atomic_path, read_jsons, write_text
 from mdm_mi.infra.runtime import resolve_device
@@ -81,7 +81,7 @@ def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
         tokens = test["contexts"][0].to(device)
         seq = backbone.decode_rows(tokens[None].cpu())[0]
     else:
-        seq = read_fasta(args.generated)[0][1]
+        seq = read_data_records(args.generated)[0][1]
         tokens = backbone.encode([seq])[0]
         gen = torch.Generator().manual_seed(args.seed)
         hide = torch.rand(len(seq), generator=gen) < args.mask_fraction

@@ -1,7 +1,7 @@
 """Protein sequences: validation against the 20 standard amino acids and a seeded reference sample
 (reading and writing FASTA is :mod:`mdm_mi.infra.fasta`).
 
-    reference = sample_reference(read_fasta("resources/data/protein/uniref50_len50-100.fasta"), 500, seed=0)
+    reference = sample_reference(read_data_records("resources/data/protein/uniref50_len50-100.fasta"), 500, seed=0)
     validate_sequence("MKTAYIAK", min_len=5)
 """
 

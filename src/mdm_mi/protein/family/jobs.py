@@ -44,7 +44,8 @@ from mdm_mi.evaluation.budgets import read_csv, write_csv
 from mdm_mi.evaluation.tables import setting_label, write_table
 from mdm_mi.evaluation.verdicts import side_by_side
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.fasta import read_fasta, write_fasta
+from mdm_mi.infra.fasta import write_fasta
+from mdm_mi.infra.reader import read_data_records
 from mdm_mi.infra.flags import DeviceFlag, OutDir, TableOuts, h as _h
 from mdm_mi.infra.io import read_json, read_jsons, write_json, write_npy, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
@@ -216,7 +217,7 @@ class FamilyScoreArgs:
 
 def _scored_sequences(fasta: Path, n: int) -> list[str]:
     """The first ``n`` sequences of ``fasta`` (every row of the table is scored at the same size)."""
-    seqs = [validate_sequence(s, name=h) for h, s in read_fasta(fasta)]
+    seqs = [validate_sequence(s, name=h) for h, s in read_data_records(fasta)]
     if len(seqs) < n:
         raise InputError(f"{fasta} has {len(seqs)} sequences; the family rows are scored at {n} (summary.json n_score)")
     return seqs[:n]
@@ -351,7 +352,7 @@ def family_loss(args: FamilyLossArgs, tracker) -> None:
     if not args.rates or not all(0 < t <= 1 for t in args.rates):
         raise InputError(f"--rates must lie in (0, 1], got {args.rates}")
     setup(args.threads, args.seed)
-    seqs = [validate_sequence(s, name=n) for n, s in read_fasta(data / "reference.fasta")]
+    seqs = [validate_sequence(s, name=n) for n, s in read_data_records(data / "reference.fasta")]
     backbone, _ = load_model(args.model, resolve_device(args.device), "protein")
     backbone.eval()
     if capabilities(backbone).frame == ALIGNED:  # masked loss per match column

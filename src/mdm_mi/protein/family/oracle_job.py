@@ -36,7 +36,7 @@ from mdm_mi.core.samplers import Sequential
 from mdm_mi.evaluation.budgets import best_mi_run
 from mdm_mi.evaluation.stats import mean_t_ci
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.fasta import read_fasta
+from mdm_mi.infra.reader import read_data_records
 from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
 from mdm_mi.infra.io import read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
@@ -152,7 +152,7 @@ def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
 
     seq_passes, seq_scores = run(Sequential("entropy"), None)
     natural = {"ceiling": scorer(validation_draw(val, args.n, args.seed)),
-               "floor": scorer([s for _, s in read_fasta(Path(args.data_dir) / "floor.fasta")][: args.n])}
+               "floor": scorer([s for _, s in read_data_records(Path(args.data_dir) / "floor.fasta")][: args.n])}
     result = {"n": args.n, "tol": args.tol, "bf16": args.bf16, "hmm_threshold": scorer.threshold,
               "references": {k: arm_summary(v, None) for k, v in natural.items()},
               "sequential": arm_summary(seq_scores, seq_passes), "divisors": {}}
