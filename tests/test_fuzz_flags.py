@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from mdm_mi import cli
 from mdm_mi.cli import VERBS
 from mdm_mi.infra import validate as v
+from mdm_mi.infra.flags import TrackingFlags
 
 GOOD_FILE, GOOD_DIR, JUNK = "ok.txt", "okdir", "junk.bin"
 UNREADABLE = "unreadable.txt"  # os.access says no (root reads everything, so the test denies it)
@@ -55,7 +56,7 @@ def good_value(f, element, check) -> str:
                 v.OUT_FILE: f"out/{f.name}.txt", v.OUT_FOLDER: f"out/{f.name}"}[kind]
     if check.choices:
         return check.choices[0]
-    return "cpu" if check.pattern == v.DEVICE else "word"
+    return {v.DEVICE: "cpu", v.TRACKING_URI: "none", v.WILDCARD: "k=v"}.get(check.pattern, "word")
 
 
 def bad_values(element, check) -> list[str]:
@@ -117,6 +118,21 @@ def argv_for(verb: str, bad_field: str, bad: str) -> list[str]:
 
 CASES = [(verb, f.name, bad) for verb in sorted(VERBS) for f, element, check in _fields(verb)
          for bad in bad_values(element, check)]
+
+
+TRACKED = [verb for verb in sorted(VERBS) if not VERBS[verb].user]  # the verbs that take the tracking flags
+TRACKING = [(f, element, check) for f, element, check in v.checks(TrackingFlags)]
+
+
+def tracking_bad_values(f, element, check) -> list[str]:
+    """:func:`bad_values`, and for the patterned words what their pattern refuses."""
+    more = {"tracking_uri": ["ftp://host", "sqlite://", "None"], "wildcard": ["oops", "=v", "k=a b", "1k=v"],
+            "rule": ["two words", "-x"]}
+    return bad_values(element, check) + more.get(f.name, [])
+
+
+TRACKING_CASES = [(verb, f.name, bad) for verb in TRACKED for f, element, check in TRACKING
+                  for bad in tracking_bad_values(f, element, check)]
 
 
 def listed_verbs() -> set[str]:
@@ -188,6 +204,15 @@ def test_every_bad_value_of_every_flag_is_one_error_line_and_writes_nothing(fiel
     for verb, name, bad in CASES:
         f = next(f for f, _, _ in v.checks(VERBS[verb].args) if f.name == name)
         run_case(argv_for(verb, name, bad), v.flag_name(f), field)
+
+
+def test_every_bad_tracking_flag_of_every_workflow_verb_is_one_error_line_and_writes_nothing(field):
+    """The tracking flags (:class:`TrackingFlags`) of every verb that tracks: refused by the same validator,
+    before the job opens a run or does any work."""
+    assert {f.name for f, _, _ in TRACKING} == {"tracking_uri", "experiment", "rule", "wildcard", "config_hash"}
+    for verb, name, bad in TRACKING_CASES:
+        flag = v.flag_name(next(f for f, _, _ in TRACKING if f.name == name))
+        run_case(argv_for(verb, None, None) + [f"{flag}={bad}"], flag, field)
 
 
 NUMBERS = [(verb, f, element, check) for verb in sorted(VERBS) for f, element, check in _fields(verb)

@@ -24,9 +24,10 @@ from typing import Callable, NamedTuple
 
 from mdm_mi.antibody import jobs as antibody_jobs, oracle_job as antibody_oracle_job
 from mdm_mi.hf import jobs as hf_jobs
-from mdm_mi.infra.errors import USER_ERRORS, InputError
+from mdm_mi.infra.errors import USER_ERRORS
 from mdm_mi.infra.memory import keep_freed_memory
-from mdm_mi.infra.validate import validate
+from mdm_mi.infra.flags import TrackingFlags
+from mdm_mi.infra.validate import flag_name, validate
 from mdm_mi.jobs import budgets_summary as budgets_summary_job, docs as docs_jobs
 from mdm_mi.jobs import pretrained as pretrained_jobs, tracking as tracking_job
 from mdm_mi.mi import jobs as mi_jobs
@@ -245,12 +246,12 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hints: dic
 
 
 def _add_tracking(parser: argparse.ArgumentParser) -> None:
+    """:class:`TrackingFlags`' fields as flags (``--wildcard`` repeated, one tag each)."""
     g = parser.add_argument_group("tracking (MLflow mirror of the files this job writes)")
-    g.add_argument("--tracking-uri", default="none", help="MLflow URI, or 'none' to skip tracking")
-    g.add_argument("--experiment", default="mdm-mi")
-    g.add_argument("--rule", help="rule name tag (default: the workflow rule named after this verb, e.g. prepare_sudoku)")
-    g.add_argument("--wildcard", action="append", default=[], metavar="KEY=VALUE", help="wildcard tag")
-    g.add_argument("--config-hash", default="", help="tag value; default: hash of this job's arguments")
+    for f in dataclasses.fields(TrackingFlags):
+        repeated = f.name == "wildcard"
+        g.add_argument(flag_name(f), default=[] if repeated else f.default, help=f.metadata["help"],
+                       action="append" if repeated else "store", metavar="KEY=VALUE" if repeated else None)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -271,16 +272,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _tracking_args(ns: argparse.Namespace, args) -> TrackingArgs:
-    """Tracking settings; the config-hash tag defaults to a hash of the job's own arguments, so it
-    changes exactly when this job's configuration does."""
-    wildcards = {}
-    for item in ns.wildcard:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise InputError(f"--wildcard expects KEY=VALUE, got {item!r}")
-        wildcards[key] = value
-    rule = ns.rule or ns.verb.replace("-", "_")  # every rule is named after its verb
-    return TrackingArgs(ns.tracking_uri, ns.experiment, rule, wildcards, ns.config_hash or args_hash(args))
+    """Tracking settings, their flags checked by the one validator first; the config-hash tag defaults to
+    a hash of the job's own arguments, so it changes exactly when this job's configuration does."""
+    flags = TrackingFlags(**{f.name: getattr(ns, f.name) for f in dataclasses.fields(TrackingFlags)} |
+                          {"wildcard": tuple(ns.wildcard)})
+    validate(flags)
+    wildcards = dict(item.partition("=")[::2] for item in flags.wildcard)
+    rule = flags.rule or ns.verb.replace("-", "_")  # every rule is named after its verb
+    return TrackingArgs(flags.tracking_uri, flags.experiment, rule, wildcards, flags.config_hash or args_hash(args))
 
 
 def args_hash(args) -> str:

@@ -19,7 +19,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 
 from mdm_mi.infra.schema import schema_default
-from mdm_mi.infra.validate import CHECK_KEYS
+from mdm_mi.infra.validate import CHECK_KEYS, NAME_TAG, WILDCARD
 
 
 def h(text: str, positional: bool = False, group: str | None = None, empty: bool = False, **check) -> dict:
@@ -41,6 +41,21 @@ def from_schema(key: str, text: str, *, kw_only: bool | None = None, **options):
     :func:`h`'s ``options``; its metadata names the key (``metadata["config"]``), which the tests read."""
     return field(default=schema_default(key), kw_only=MISSING if kw_only is None else kw_only,
                  metadata=h(text, **options) | {"config": key})
+
+
+@dataclass(frozen=True)
+class TrackingFlags:
+    """The tracking flags every workflow verb takes (``user`` verbs none), checked by the one validator
+    before the job opens its run. ``--wildcard`` is repeated, one ``KEY=VALUE`` each."""
+
+    tracking_uri: str = field(default="none", metadata=h(
+        "MLflow URI: none (no tracking), sqlite:///PATH (spooled; `mdm-mi track` mirrors it), file:PATH or http(s)://HOST"))
+    experiment: str = field(default="mdm-mi", metadata=h("MLflow experiment"))
+    rule: str | None = field(default=None, metadata=h(
+        "rule name tag (default: the workflow rule named after this verb, e.g. prepare_sudoku)", pattern=NAME_TAG))
+    wildcard: tuple[str, ...] = field(default=(), metadata=h("wildcard tag KEY=VALUE (the flag repeated for more)",
+                                                             pattern=WILDCARD))
+    config_hash: str | None = field(default=None, metadata=h("tag value; default: hash of this job's arguments"))
 
 
 DEVICE_HELP = "auto | cpu | cuda"

@@ -64,7 +64,12 @@ class FlagCheck:
 
 CHECK_KEYS = tuple(f.name for f in dataclasses.fields(FlagCheck))
 DEVICE = r"auto|cpu|cuda(:\d+)?"
-PATTERNS = {DEVICE: "auto, cpu, cuda or cuda:<index>"}  # how a pattern reads in an error line
+TRACKING_URI = r"none|sqlite:///\S+|file:\S+|https?://\S+"  # where a job's MLflow record goes
+NAME_TAG = r"[A-Za-z_][\w-]*"  # a rule's name, a wildcard's key
+WILDCARD = NAME_TAG + r"=\S*"
+PATTERNS = {DEVICE: "auto, cpu, cuda or cuda:<index>",  # how a pattern reads in an error line
+            TRACKING_URI: "none, sqlite:///PATH, file:PATH or http(s)://HOST", NAME_TAG: "a name (letters, digits, _ or -)",
+            WILDCARD: "KEY=VALUE (a name, then = and a value without spaces)"}
 
 # The checks of the flags many verbs share, by field name; a field's own declaration wins.
 BY_NAME: dict[str, dict] = {
@@ -104,7 +109,7 @@ BY_NAME: dict[str, dict] = {
     "heldout_fraction": {"high": 1}, "calibration_fraction": {"high": 1}, "test_fraction": {"high": 1},
     "rates": {"high": 1},
     # words
-    "device": {"pattern": DEVICE}, "method": {"choices": ("exact", "certified", "topk")},
+    "device": {"pattern": DEVICE}, "tracking_uri": {"pattern": TRACKING_URI}, "method": {"choices": ("exact", "certified", "topk")},
     "split": {"choices": ("all", "val", "test")}, "target": {"choices": ("mi", "tv")},
     "on_reject": {"choices": ("skip", "stop")}, "mi_on_reject": {"choices": ("skip", "stop")},
     "loss_weight": {"choices": ("none", "elbo")}, "order": {"choices": ("entropy", "margin")},
