@@ -49,7 +49,7 @@ from mdm_mi.sampling.registry import build_sampler
 
 CHECK_CONTEXTS = 2  # the head fills decoded again to prove the comparison's contexts, seed and weights
 ARMS = ("head", "eb", "sequential")  # besides the oracle, from runs.json on the same contexts
-PAIRS = (("oracle", "head"), ("oracle", "eb"), ("oracle", "sequential"), ("head", "eb"))
+CONTRASTS = (("oracle", "head"), ("oracle", "eb"), ("oracle", "sequential"), ("head", "eb"))
 CHECK_ATOL = 1e-4  # nats/residue: a PLL decoded again on the same CPU agrees far closer
 
 
@@ -61,11 +61,11 @@ class AntibodyOracleArgs(OutDir, SeedFlag):
     head: Path = field(metadata=h("the comparison's MI head folder"))
     data_dir: Path = field(metadata=h("antibody-data's folder (test.tsv) of the comparison"))
     compare_dir: Path = field(metadata=h("the antibody-compare output folder (runs.json, summary.json)"))
-    contexts: int = field(metadata=h("first test contexts filled by the oracle"))
+    contexts: int = field(metadata=h("first test contexts filled by the oracle (>= 2: the contrasts are paired)", low=2))
     divisors: tuple[int, ...] = field(default=(4,), metadata=h("budgets (the comparison's, sequential's passes ÷ d)"))
     family: str = field(default="mi-l1", metadata=h(
         "the calibrated Algorithm 1 family whose setting the oracle takes (mi-l1: the registered λ = 1)"))
-    set_name: str = field(default="cdr3", metadata=h("the comparison's set (cdr3 or cdrs)"))
+    set_name: str = field(default="cdr3", metadata=h("the comparison's set", choices=tuple(SETS)))
     fills: int = field(default=4, metadata=h("fills per context (the comparison's)"))
     tol: float = field(default=0.002, metadata=h("certified probing tolerance (nats)"))
     temperature: float = field(default=1.0, metadata=h("sampling temperature (the comparison's)"))
@@ -112,10 +112,8 @@ def antibody_oracle_ceiling(args: AntibodyOracleArgs, tracker) -> None:
 def _read_runs(args: AntibodyOracleArgs) -> dict:
     """The comparison's runs.json, with the family's and EB's runs at every ``--divisors`` and sequential;
     one-line errors before any model is loaded."""
-    if args.contexts < 2 or args.fills < 1 or args.batch_size < 1 or not args.divisors:
-        raise InputError("need --contexts >= 2, --fills >= 1, --batch-size >= 1 and at least one divisor")
-    if args.set_name not in SETS:
-        raise InputError(f"--set-name must be one of {', '.join(SETS)}, got {args.set_name!r}")
+    if not args.divisors:
+        raise InputError("--divisors needs at least one budget")
     path = Path(args.compare_dir) / "runs.json"
     if not path.is_file():
         raise InputError(f"comparison output missing: {path}")
@@ -178,7 +176,7 @@ def _budget(filler: Filler, sub: InfillSet, runs: dict, args: AntibodyOracleArgs
         arms[name] = {m: np.asarray(runs[key][m][:n], dtype=float) for m in ("pll", "passes")}
     record = {"params": params, "seconds": time.time() - t0,
               "arms": {a: {"pll": float(v["pll"].mean()), "passes": float(v["passes"].mean())} for a, v in arms.items()},
-              "contrasts": {f"{a}-{b}": paired_t(arms[a]["pll"], arms[b]["pll"]) for a, b in PAIRS},
+              "contrasts": {f"{a}-{b}": paired_t(arms[a]["pll"], arms[b]["pll"]) for a, b in CONTRASTS},
               "oracle_pll": arms["oracle"]["pll"].tolist(), "oracle_passes": arms["oracle"]["passes"].tolist()}
     print(f"oracle ÷{d}: PLL {record['arms']['oracle']['pll']:.3f} @ {record['arms']['oracle']['passes']:.2f} passes, "
           f"head {record['arms']['head']['pll']:.3f} @ {record['arms']['head']['passes']:.2f} on the same {n} contexts "
