@@ -78,9 +78,9 @@ def read_sudoku_comparison(path: Path) -> tuple[str, dict[str, dict]]:
     """A comparison folder's runs: ``runs.json``'s summaries (``path``) with the per-item ``solved``
     and ``passes`` arrays of the ``outcomes.npz`` beside it → (set name, runs in table order)."""
     meta = _json(path)
-    with np.load(Path(path).with_name("outcomes.npz"), allow_pickle=False) as z:
-        arrays = {str(n): {k: z[k][i] for k in ("solved", "passes", "setting_solved", "setting_passes")}
-                  for i, n in enumerate(z["names"])}
+    with np.load(Path(path).with_name("outcomes.npz"), allow_pickle=False) as z:  # each array read once
+        names, cols = z["names"], {k: z[k] for k in ("solved", "passes", "setting_solved", "setting_passes")}
+    arrays = {str(n): {k: col[i] for k, col in cols.items()} for i, n in enumerate(names)}
     runs = {name: run | arrays[name] for name, run in meta["runs"].items()}
     return meta["set"], table_order(runs)
 

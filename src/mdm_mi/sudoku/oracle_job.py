@@ -60,7 +60,8 @@ def _load_compare(folder: Path):
             raise InputError(f"comparison output missing: {folder / name}")
     runs = json.loads((folder / "runs.json").read_text())["runs"]
     with np.load(folder / "outcomes.npz", allow_pickle=False) as z:
-        outcomes = {str(n): (z["solved"][i], z["passes"][i]) for i, n in enumerate(z["names"])}
+        names, solved, passes = z["names"], z["solved"], z["passes"]  # each array read once
+    outcomes = {str(n): (solved[i], passes[i]) for i, n in enumerate(names)}
     return runs, outcomes
 
 
