@@ -32,7 +32,7 @@ from mdm_mi.core.forward_cache import ForwardCache  # noqa: E402
 from mdm_mi.evaluation.calibrate import calibrated_families  # noqa: E402
 from mdm_mi.evaluation.chunks import ChunkStore  # noqa: E402
 from mdm_mi.evaluation.paired import paired_cells, paired_difference, tost_p  # noqa: E402
-from mdm_mi.evaluation.prereg import MARGIN  # noqa: E402
+from mdm_mi.evaluation.prereg import SUDOKU_MARGIN  # noqa: E402
 from mdm_mi.evaluation.runner import run_comparison  # noqa: E402
 from mdm_mi.infra.io import write_json  # noqa: E402
 from mdm_mi.infra.runtime import cpu_model  # noqa: E402
@@ -57,7 +57,7 @@ def contrast(first: np.ndarray, second: np.ndarray) -> dict:
     """first − second on the same puzzles: the paired difference, its interval and p, and the TOST p."""
     pd = paired_difference(first, second)
     return {"diff": pd.diff, "lo": pd.lo, "hi": pd.hi, "p": pd.p_value,
-            "tost_p": tost_p(*paired_cells(np.asarray(first, float), np.asarray(second, float)), MARGIN)}
+            "tost_p": tost_p(*paired_cells(np.asarray(first, float), np.asarray(second, float)), SUDOKU_MARGIN)}
 
 
 def main() -> None:

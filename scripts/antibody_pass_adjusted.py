@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 
 from mdm_mi.antibody.pass_adjust import pass_adjusted_rows
-from mdm_mi.evaluation.prereg import ALGORITHM_1, ANTIBODY_MARGIN, PRIMARY_DIVISOR
+from mdm_mi.evaluation.prereg import ANTIBODY_MARGIN, PRIMARY_DIVISOR, REGISTERED_MI
 from mdm_mi.infra.io import write_json
 
 AMENDMENT = "214e355"  # the commit that wrote the method down, alone, before this was computed
 
 run = Path(sys.argv[1])
 runs = json.loads((run / "antibody/cdr3/runs.json").read_text())
-rows = pass_adjusted_rows(runs, ALGORITHM_1, "eb", "pll", primary=PRIMARY_DIVISOR, margin=ANTIBODY_MARGIN)
+rows = pass_adjusted_rows(runs, REGISTERED_MI, "eb", "pll", primary=PRIMARY_DIVISOR, margin=ANTIBODY_MARGIN)
 write_json(run / "pass_adjusted.json", {
     "source": (run / "antibody/cdr3/runs.json").as_posix(), "method": "docs/preregistration.md, amendment 4",
     "amendment_commit": AMENDMENT, "margin": ANTIBODY_MARGIN, "rows": {str(r["divisor"]): r for r in rows}})

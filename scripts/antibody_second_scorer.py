@@ -17,7 +17,7 @@ import numpy as np
 from mdm_mi.antibody.data import read_vh
 from mdm_mi.antibody.loop_model import fit_on
 from mdm_mi.antibody.second_scorer import second_scorer_record
-from mdm_mi.evaluation.prereg import ALGORITHM_1, ANTIBODY_MARGIN, PRIMARY_DIVISOR
+from mdm_mi.evaluation.prereg import ANTIBODY_MARGIN, PRIMARY_DIVISOR, REGISTERED_MI
 from mdm_mi.infra.io import write_json
 
 SPLIT = Path(__file__).resolve().parents[1] / "resources/resume/decisive-antibody/outputs/hf/data"
@@ -41,7 +41,7 @@ assert all(len(loop) == len(native[vh]) for rs in loops.values() for _, vh, loop
 
 runs = json.loads((run / "antibody/cdr3/runs.json").read_text())
 summary = json.loads((run / "antibody/cdr3/summary.json").read_text())
-record = second_scorer_record(runs, loops, model, ids, ALGORITHM_1, "eb", PRIMARY_DIVISOR, ANTIBODY_MARGIN)
+record = second_scorer_record(runs, loops, model, ids, REGISTERED_MI, "eb", PRIMARY_DIVISOR, ANTIBODY_MARGIN)
 rng = np.random.default_rng(SHUFFLE_SEED)
 natives = np.array([model.score(native[vh]) for vh in ids])
 shuffled = np.array([model.score("".join(rng.permutation(list(native[vh])))) for vh in ids])

@@ -154,7 +154,7 @@ def _fractional_runs(seed: int):
 def test_the_budgets_table_summary_and_side_by_side_carry_the_verdicts(tmp_path):
     from mdm_mi.cli import main
     from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, write_csv
-    from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify
+    from mdm_mi.evaluation.verdicts import VERDICT_FIELDS, classify
 
     for seed, root in ((0, tmp_path / "budgets"), (1, tmp_path / "budgets-calib1")):
         runs = _fractional_runs(seed)
@@ -181,7 +181,7 @@ def test_the_summary_joins_one_set_run_at_two_lists_of_budgets_into_one_holm_fam
 
     from mdm_mi.cli import main
     from mdm_mi.evaluation.budgets import FIELDS, budget_rows, write_csv
-    from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify
+    from mdm_mi.evaluation.verdicts import VERDICT_FIELDS, classify
 
     paths = []
     for k, shift in enumerate((0, 1)):  # the second table's budgets become ÷3 and ÷5

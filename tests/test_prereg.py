@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_constants_are_the_committed_designs():
     design = json.loads((REPO / "docs/data/preregistration/design.json").read_text())["sudoku"]
     assert prereg.PRIMARY_DIVISOR == design["divisors"][0]
-    assert prereg.MARGIN == design["margin"]
+    assert prereg.SUDOKU_MARGIN == design["margin"]
     antibody = json.loads((REPO / "docs/data/preregistration/design.json").read_text())["antibody"]
     assert prereg.PRIMARY_DIVISOR in antibody["divisors"] and prereg.ANTIBODY_MARGIN == antibody["margin"]
 

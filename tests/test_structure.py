@@ -348,6 +348,23 @@ def test_the_name_check_finds_a_module_repeating_its_package(tmp_path):
 # same role in parallel places (two domains' reports, trainers, models). Any other name is defined once;
 # a second module wanting a name it means differently picks a name that says what it is.
 SHARED_NAMES: dict[str, tuple[set[str], str]] = {
+    "COLUMNS": ({"protein/report.py", "sudoku/report.py"}, "each domain's tidy-table columns for the grid's samplers"),
+    "DOMAIN": ({"core/hf_folder.py", "mi/head.py", "protein/model.py", "quality/head.py", "sudoku/model.py"},
+               "the meta.json ``domain`` of the checkpoints each module writes and loads (a model's, or a head's)"),
+    "EVAL_BATCH": ({"mi/head.py", "quality/train.py"}, "rows per chunk when each head's trainer scores held-out data"),
+    "EXAMPLES": ({"user/check_config.py", "user/infill.py", "user/mi_map.py", "user/solve.py"},
+                 "each user verb's help examples (printed after its flags)"),
+    "FIELDS": ({"evaluation/budgets.py", "protein/family/covariation.py"},
+               "a comparison's per-budget contrasts CSV's columns (budgets.csv, a protein family's covariation.csv)"),
+    "GRAD_CLIP": ({"mi/head.py", "quality/train.py"}, "each head trainer's max global gradient norm per step"),
+    "LOG_POINTS": ({"mi/head.py", "quality/train.py"},
+                   "the history rows each head trainer logs over a run (plus the last step)"),
+    "MASK_ID": ({"protein/family/columns.py", "sudoku/grid.py"}, "the mask token's id in each domain's own encoding"),
+    "METRICS": ({"antibody/compare.py", "protein/family/covariation.py"},
+                "the metrics each domain's comparison contrasts, one paired difference each"),
+    "METRIC_COLUMNS": ({"protein/report.py", "sudoku/report.py"}, "each domain's tidy-table metric columns"),
+    "SETS": ({"antibody/data.py", "sudoku/compare.py"},
+             "each domain's comparison sets, by name (antibody: name → the regions it masks)"),
     "ceiling_markdown": ({"protein/family/oracle_job.py", "sudoku/report.py"},
                          "each domain's MI-oracle ceiling result as Markdown"),
     "columns": ({"protein/report.py", "sudoku/report.py"}, "each domain's tidy-table columns for its rows' samplers"),
@@ -369,8 +386,8 @@ SHARED_NAMES: dict[str, tuple[set[str], str]] = {
 
 
 def public_definitions(src: Path = SRC, package: str = PACKAGE) -> dict[str, set[str]]:
-    """Public top-level name (not ``_private``, not an UPPER constant) → the modules (paths relative to
-    the package) that define it by ``def``, ``class`` or assignment."""
+    """Public top-level name (not ``_private``; UPPER constants included) → the modules (paths relative
+    to the package) that define it by ``def``, ``class`` or assignment (each name of ``A, B = ...`` too)."""
     defs: dict[str, set[str]] = {}
     root = src / package
     for path in sorted(root.rglob("*.py")):
@@ -378,13 +395,14 @@ def public_definitions(src: Path = SRC, package: str = PACKAGE) -> dict[str, set
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 names = [node.name]
             elif isinstance(node, ast.Assign):
-                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+                names = [n.id for t in node.targets for n in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])
+                         if isinstance(n, ast.Name)]
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 names = [node.target.id]
             else:
                 names = []
             for name in names:
-                if not name.startswith("_") and not name.isupper():
+                if not name.startswith("_"):
                     defs.setdefault(name, set()).add(path.relative_to(root).as_posix())
     return defs
 
@@ -410,14 +428,17 @@ def test_every_shared_name_is_still_shared():
 def test_the_meaning_check_finds_a_name_defined_twice(tmp_path):
     pkg = tmp_path / "toy"
     for name, text in (("__init__.py", ""), ("a.py", "def solve(x):\n    pass\nN_MAX = 3\n_helper = 1\n"),
-                       ("sub/b.py", "class solve:\n    pass\nN_MAX = 4\n_helper = 2\ndef shared(): pass\n"),
+                       ("sub/b.py", "class solve:\n    pass\nN_MAX, _helper = 4, 2\ndef shared(): pass\n"),
                        ("sub/c.py", "shared = None\n"), ("d.py", "def shared(): pass\n")):
         (pkg / name).parent.mkdir(parents=True, exist_ok=True)
         (pkg / name).write_text(text)
-    assert names_with_two_meanings(tmp_path, "toy", {}) == ["shared: ['d.py', 'sub/b.py', 'sub/c.py']",
+    # constants count, a tuple's names too; private names do not
+    assert names_with_two_meanings(tmp_path, "toy", {}) == ["N_MAX: ['a.py', 'sub/b.py']",
+                                                            "shared: ['d.py', 'sub/b.py', 'sub/c.py']",
                                                             "solve: ['a.py', 'sub/b.py']"]
     # a shared name is allowed in exactly the modules given, not in a third
-    allowed = {"shared": ({"sub/b.py", "sub/c.py"}, "one meaning"), "solve": ({"a.py", "sub/b.py"}, "one meaning")}
+    allowed = {"shared": ({"sub/b.py", "sub/c.py"}, "one meaning"), "solve": ({"a.py", "sub/b.py"}, "one meaning"),
+               "N_MAX": ({"a.py", "sub/b.py"}, "one meaning")}
     assert names_with_two_meanings(tmp_path, "toy", allowed) == ["shared: ['d.py', 'sub/b.py', 'sub/c.py']"]
 
 

@@ -7,7 +7,7 @@ recovered). Per context, the mean over its fills. A contrast (first − second) 
 contexts of the per-context difference, with Student's t on the ``P − 1`` degrees of freedom of
 the paired differences (contexts are the unit; fills within a context are not independent); its
 verdict words, roles and Holm families come from :mod:`mdm_mi.evaluation.verdicts` (``mi*`` − EB
-primary; equivalence by TOST at ±:data:`MARGIN` nats per residue).
+primary; equivalence by TOST at ±:data:`PLL_MARGIN` nats per residue).
 
     pll = pll_per_residue(backbone, filled, masked)          # (B,) nats/residue
     rows = contrast_rows(runs)                              # classified, with verdict words
@@ -24,7 +24,7 @@ from mdm_mi.evaluation.budgets import BEST_MI, by_budget, contrast_pairs, is_con
 from mdm_mi.evaluation.stats import t_quantile, tost_t
 from mdm_mi.evaluation.verdicts import classify, role, Scale
 
-MARGIN = 0.05  # nats per residue: a difference inside ±MARGIN counts as equivalent (TOST)
+PLL_MARGIN = 0.05  # nats per residue: a difference inside ±PLL_MARGIN counts as equivalent (TOST)
 METRICS = ("pll", "recovery")  # pll is the primary metric; recovery's contrasts are secondary
 PLL_BATCH = 128  # single-masked copies per backbone call
 
@@ -99,7 +99,7 @@ def infill_role(row: dict) -> str:
 
 def contrast_rows(runs: dict[str, dict], set_name: str) -> list[dict]:
     """Every contender (and ``mi*``) minus every baseline and sequential, ``mi*`` minus every other
-    contender (:func:`mdm_mi.evaluation.budgets.contrast_pairs`), and every baseline minus sequential, at each budget, in each metric; classified (Holm within set and role, TOST at ±MARGIN
+    contender (:func:`mdm_mi.evaluation.budgets.contrast_pairs`), and every baseline minus sequential, at each budget, in each metric; classified (Holm within set and role, TOST at ±PLL_MARGIN
     for PLL, ±0.02 for recovery)."""
     seq = runs[SEQUENTIAL]
     rows = []
@@ -113,15 +113,15 @@ def contrast_rows(runs: dict[str, dict], set_name: str) -> list[dict]:
                              "n": len(first[m]), "passes_first": float(np.mean(first["passes"])),
                              "passes_second": float(np.mean(second["passes"])),
                              "value_first": float(np.mean(first[m])), "value_second": float(np.mean(second[m])), **r})
-    margins = {"pll": MARGIN, "recovery": 0.02}
+    margins = {"pll": PLL_MARGIN, "recovery": 0.02}
     return classify(rows, role_of=infill_role,
                     equivalence_p=lambda r: tost_t(r["diff"], r["se"], r["df"], margins[r["metric"]]))
 
 
 def pll_scale() -> Scale:
-    """How PLL contrasts are written: nats/residue to three places, the band ±MARGIN, the 90% t interval."""
+    """How PLL contrasts are written: nats/residue to three places, the band ±PLL_MARGIN, the 90% t interval."""
     def interval90(r: dict) -> tuple[float, float]:
         half = t_quantile(r["df"], 0.90) * r["se"]
         return r["diff"] - half, r["diff"] + half
 
-    return Scale(lambda x: f"{x:+.3f}", " nats/residue", " in PLL", f"±{MARGIN:g} nats/residue", interval90)
+    return Scale(lambda x: f"{x:+.3f}", " nats/residue", " in PLL", f"±{PLL_MARGIN:g} nats/residue", interval90)

@@ -24,7 +24,7 @@ from mdm_mi.infra.io import atomic_path
 
 REGIONS = ("fw1", "cdr1", "fw2", "cdr2", "fw3", "cdr3", "fw4")
 CDRS = ("cdr1", "cdr2", "cdr3")
-COLUMNS = ("id", *REGIONS, "sequence", "lineage")
+TSV_COLUMNS = ("id", *REGIONS, "sequence", "lineage")
 AMINO = frozenset("ACDEFGHIKLMNPQRSTVWY")
 SETS = {"cdr3": ("cdr3",), "cdrs": CDRS}  # the comparison's sets: CDR-H3 alone (IMGT 105-117), all three CDRs
 SCOPES = SETS | {"all": REGIONS}  # what a label context may mask: the sets' regions, or the whole VH (the paper's draw)
@@ -71,7 +71,7 @@ def read_vh(path: str | Path) -> list[VH]:
         raise InputError(f"antibody data not found: {path}")
     with path.open(newline="") as fh:
         reader = csv.DictReader(fh, delimiter="\t")
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+        missing = [c for c in TSV_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
             raise InputError(f"{path} lacks the columns {missing}")
         rows = [VH(r["id"], {k: r[k] for k in REGIONS}, r["lineage"]) for r in reader]
@@ -129,6 +129,6 @@ def write_vh(rows: list[VH], path: str | Path) -> None:
     """Rows back to the TSV format of :func:`read_vh`, written atomically."""
     with atomic_path(path) as tmp, tmp.open("w", newline="") as fh:
         w = csv.writer(fh, delimiter="\t", lineterminator="\n")
-        w.writerow(COLUMNS)
+        w.writerow(TSV_COLUMNS)
         for r in rows:
             w.writerow([r.id, *(r.regions[k] for k in REGIONS), r.sequence, r.lineage])

@@ -17,10 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from mdm_mi.antibody.compare import paired_t
+from mdm_mi.evaluation.prereg import OTHER_BUDGETS, PRIMARY
 from mdm_mi.evaluation.stats import tost_t
 from mdm_mi.evaluation.verdicts import classify
-
-PRIMARY, OTHERS = "primary", "secondary: the other budgets"
 
 
 def bracket(passes: dict[str, float], target: float) -> tuple[str, str, float, bool]:
@@ -63,5 +62,5 @@ def pass_adjusted_rows(runs: dict[str, dict], first: str, second: str, metric: s
                      "passes_second_same_budget": same[0]["mean_passes"] if same else None, **how,
                      "value_first": float(np.mean(run[metric])), "value_second": float(reference.mean()),
                      **paired_t(np.asarray(run[metric], float), reference)})
-    return classify(rows, role_of=lambda r: PRIMARY if r["divisor"] == primary else OTHERS,
+    return classify(rows, role_of=lambda r: PRIMARY if r["divisor"] == primary else OTHER_BUDGETS,
                     equivalence_p=lambda r: tost_t(r["diff"], r["se"], r["df"], margin))

@@ -32,7 +32,7 @@ import torch
 
 from mdm_mi.infra.errors import BackboneError, InputError
 
-FINGERPRINT_CHARS = 16  # hex characters of token_fingerprint
+FINGERPRINT_CHARS = 16  # hex characters kept of a fingerprint's sha256 (token_fingerprint, a model's)
 
 
 @dataclass(frozen=True)

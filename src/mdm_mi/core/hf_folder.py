@@ -12,9 +12,9 @@ from pathlib import Path
 
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import AMINO_ACIDS
+from mdm_mi.infra.reader import MASK_CHAR  # masked in encode / decode_tokens: no alphabet token may hold it
 
 DOMAIN = "hf"
-MASK_CHAR = "_"  # a masked position in encode / decode_tokens; no alphabet token may contain it
 MIN_TOKENS = 2  # an alphabet's fewest tokens
 
 

@@ -147,7 +147,7 @@ def prereg_sudoku(path: Path) -> str:
     rows = prereg.prereg_rows(runs, set_name)
     table = _prereg_table(rows, ["budget (passes)", "first %", "second %", "first − second (pp) [95%]"], lambda r: [
         f"1/{r['divisor']} ({r['passes_first']:.1f})", f"{100 * r['acc_first']:.1f}", f"{100 * r['acc_second']:.1f}",
-        f"{100 * r['diff']:+.1f} [{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}]"], f"±{100 * prereg.MARGIN:g} pp")
+        f"{100 * r['diff']:+.1f} [{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}]"], f"±{100 * prereg.SUDOKU_MARGIN:g} pp")
     r = prereg.primary_row(rows)
     return table + f"\n\nPrimary ({r['n']:,} {set_name} test puzzles): {primary_clause(r)}.\n"
 
@@ -169,7 +169,7 @@ def prereg_antibody(path: Path) -> str:
 def antibody_primary_clause(r: dict) -> str:
     """The decision rule applied to AntiBERTy's primary row, as one clause: a gain or none in a domain the
     paper makes no claim about (issue 64: "refuted" would refute a claim the paper never made)."""
-    return (f"{prereg.ALGORITHM_1} − EB at ÷{r['divisor']} ({r['passes_first']:.2f} passes to EB's "
+    return (f"{prereg.REGISTERED_MI} − EB at ÷{r['divisor']} ({r['passes_first']:.2f} passes to EB's "
             f"{r['passes_second']:.2f}) = {r['diff']:+.3f} "
             f"nats/residue of PLL [{r['lo']:+.3f}, {r['hi']:+.3f}], p {r['p_value']:.2g}, TOST p "
             f"{r['p_tost_holm']:.2g} at ±{prereg.ANTIBODY_MARGIN:g} nats/residue: **{r['verdict']}**, so "
@@ -181,15 +181,15 @@ def primary_clause(r: dict) -> str:
     one clause, with what it excludes (:mod:`mdm_mi.evaluation.exclusion`, added after the results):
     the paper's difference and whether a one-sided test puts the difference below it, and the lower
     end the interval leaves open."""
-    x = exclusion.exclusion_of(r, {"paper": exclusion.paper_difference(), "margin": prereg.MARGIN})
+    x = exclusion.exclusion_of(r, {"paper": exclusion.paper_difference(), "margin": prereg.SUDOKU_MARGIN})
     paper_p, margin_p = x["below"]["paper"]["p"], x["below"]["margin"]["p"]
     word = "excluded" if paper_p < ALPHA else "not excluded"
     worse = (f"; not ruled out: up to {100 * x['not_ruled_out_worse']:.1f} pp worse" if x["not_ruled_out_worse"] > 0
              else "")
-    return (f"{prereg.ALGORITHM_1} − EB at ÷{r['divisor']} ({r['passes_first']:.1f} passes) = {100 * r['diff']:+.1f} pp "
+    return (f"{prereg.REGISTERED_MI} − EB at ÷{r['divisor']} ({r['passes_first']:.1f} passes) = {100 * r['diff']:+.1f} pp "
             f"[{100 * r['lo']:+.1f}, {100 * r['hi']:+.1f}], p {r['p_value']:.2g}, TOST p {r['p_tost_holm']:.2g}: "
             f"**{r['verdict']}**; the paper's {100 * exclusion.paper_difference():+.1f} pp is **{word}** on this "
-            f"backbone (TOST's upper test against it: p {paper_p:.2g}; against {100 * prereg.MARGIN:+g} pp: "
+            f"backbone (TOST's upper test against it: p {paper_p:.2g}; against {100 * prereg.SUDOKU_MARGIN:+g} pp: "
             f"p {margin_p:.2g}){worse}")
 
 

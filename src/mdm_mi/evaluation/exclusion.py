@@ -48,8 +48,8 @@ def exclusion_record(runs: dict[str, dict], set_name: str) -> dict:
     """The exclusion of a pre-registered Sudoku comparison's primary (against the paper's difference and
     the registered margin), its sequential accuracy beside the paper's, and the cited small-MDM figure."""
     row = prereg.primary_row(prereg.prereg_rows(runs, set_name))
-    record = exclusion_of(row, {"paper": paper_difference(), "margin": prereg.MARGIN})
+    record = exclusion_of(row, {"paper": paper_difference(), "margin": prereg.SUDOKU_MARGIN})
     paper_seq = next(a for name, _, _, _, a in paper.SUDOKU if name == SEQUENTIAL)
     record["sequential"] = {"accuracy": float(np.mean(runs[SEQUENTIAL]["solved"])), "paper": paper_seq / 100}
     record["cited"] = dict(paper.SMALL_MDM_SUDOKU)
-    return {"note": NOTE, "contrast": f"{prereg.ALGORITHM_1} − eb", **record}
+    return {"note": NOTE, "contrast": f"{prereg.REGISTERED_MI} − eb", **record}

@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-ALPHA = 0.05  # two-sided
+from mdm_mi.evaluation.paired import ALPHA  # two-sided
+
 POWER = 0.80
 
 

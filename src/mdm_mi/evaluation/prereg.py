@@ -8,7 +8,7 @@ contrast, its secondary families with Holm's correction inside each, and the ans
 - everything else the comparison tabulates is exploratory.
 
 Each row's verdict is the comparison's (:func:`mdm_mi.evaluation.verdicts.verdict_word`): better / worse
-(Holm p < 5%), equivalent (Holm TOST p < 5% at ±:data:`MARGIN`), not resolved. The primary verdict
+(Holm p < 5%), equivalent (Holm TOST p < 5% at ±:data:`SUDOKU_MARGIN`), not resolved. The primary verdict
 answers the paper's question: **confirmed** (better), **refuted** (equivalent or worse), **not answered**.
 
     rows = prereg_rows(runs, "hard")           # runs with per-puzzle outcomes (doc_tables.read_sudoku_comparison)
@@ -27,11 +27,11 @@ from mdm_mi.evaluation.stats import tost_t
 from mdm_mi.evaluation.verdicts import classify
 
 PRIMARY_DIVISOR = 4  # docs/data/preregistration/design.json: the first of the Sudoku divisors
-MARGIN = 0.02  # ±2 pp: the design's Sudoku equivalence margin (a test holds both to design.json)
+SUDOKU_MARGIN = 0.02  # ±2 pp: the design's Sudoku equivalence margin (a test holds both to design.json)
 ANTIBODY_MARGIN = 0.10  # nats/residue: the design's AntiBERTy margin
 ANTIBODY_METRIC, RECOVERY = "pll", "recovery"
 RECOVERY_FAMILY = "secondary: recovery"
-ALGORITHM_1 = "mi λ=1"
+REGISTERED_MI = "mi λ=1"  # the registered contender: Algorithm 1 at λ = 1 (its family label)
 PRIMARY = "primary"
 OTHER_BUDGETS = "secondary: the other budgets"
 AGAINST = {"naive": "secondary: against naive", SEQUENTIAL: "secondary: against sequential"}
@@ -45,7 +45,7 @@ def prereg_role(row: dict) -> str:
     """A budgets row's family in the pre-registered analysis (its Holm family is (set, role))."""
     if row["first"] == BEST_MI:
         return BEST_MI_FAMILY if row["second"] == "eb" else EXPLORATORY
-    if row["first"] != ALGORITHM_1:
+    if row["first"] != REGISTERED_MI:
         return EXPLORATORY
     if row["second"] == "eb":
         return PRIMARY if row["divisor"] == PRIMARY_DIVISOR else OTHER_BUDGETS
@@ -55,7 +55,7 @@ def prereg_role(row: dict) -> str:
 def antibody_role(row: dict) -> str:
     """:func:`prereg_role` on the ``pll`` rows; ``mi λ=1`` − EB in ``recovery`` is its own family."""
     if row["metric"] == RECOVERY:
-        return RECOVERY_FAMILY if (row["first"], row["second"]) == (ALGORITHM_1, "eb") else EXPLORATORY
+        return RECOVERY_FAMILY if (row["first"], row["second"]) == (REGISTERED_MI, "eb") else EXPLORATORY
     return prereg_role(row) if row["metric"] == ANTIBODY_METRIC else EXPLORATORY
 
 
@@ -75,15 +75,15 @@ def antibody_prereg_rows(rows: list[dict]) -> list[dict]:
 
 def prereg_rows(runs: dict[str, dict], set_name: str) -> list[dict]:
     """The pre-registered rows of a Sudoku comparison's ``runs`` (with per-puzzle ``solved`` and
-    ``passes``): paired cells' TOST at ±:data:`MARGIN`."""
-    return registered(budget_rows(runs, set_name), margin=MARGIN, role_of=prereg_role)
+    ``passes``): paired cells' TOST at ±:data:`SUDOKU_MARGIN`."""
+    return registered(budget_rows(runs, set_name), margin=SUDOKU_MARGIN, role_of=prereg_role)
 
 
 def primary_row(rows: list[dict]) -> dict:
     """The primary row of :func:`prereg_rows`; ValueError naming what is missing when there is none."""
     found = [r for r in rows if r["role"] == PRIMARY]
     if len(found) != 1:
-        raise ValueError(f"the comparison has no {ALGORITHM_1} − EB row at ÷{PRIMARY_DIVISOR}: run it with "
+        raise ValueError(f"the comparison has no {REGISTERED_MI} − EB row at ÷{PRIMARY_DIVISOR}: run it with "
                          f"--mi-lambda 1 and divisor {PRIMARY_DIVISOR}")
     return found[0]
 

@@ -29,7 +29,7 @@ from mdm_mi.evaluation.paired import ALPHA, holm, newcombe_interval, tost_p
 PRIMARY_FIRST, PRIMARY_SECOND = "mi*", "eb"
 EQUIVALENCE_MARGIN = 0.02  # ±2 pp
 WORDS = ("better", "worse", "equivalent", "not resolved")
-FIELDS = ["role", "family_size", "p_holm", "p_tost", "p_tost_holm"]  # added to the budgets CSV's columns
+VERDICT_FIELDS = ["role", "family_size", "p_holm", "p_tost", "p_tost_holm"]  # added to the budgets CSV's columns
 
 
 def role(row: dict) -> str:

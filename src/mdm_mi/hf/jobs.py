@@ -19,14 +19,14 @@ import numpy as np
 import torch
 
 from mdm_mi.core.backbone import check_backbone, check_output, token_fingerprint
-from mdm_mi.core.hf_folder import DOMAIN, MASK_CHAR, read_alphabet
+from mdm_mi.core.hf_folder import DOMAIN, read_alphabet
 from mdm_mi.infra.checkpoint import META
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import write_fasta
 from mdm_mi.infra.flags import OutDir, SeedFlag, from_schema, h as _h
 from mdm_mi.infra.validate import OUT_FOLDER, TEXT
 from mdm_mi.infra.io import read_json, write_json, write_npy
-from mdm_mi.infra.reader import read_file_items
+from mdm_mi.infra.reader import MASK_CHAR, read_file_items
 from mdm_mi.models.loading import FINGERPRINT, compute_fingerprint, load_model
 
 SPLITS = ("train", "heldout")  # hf-data's token files: {split}_contexts.npy

@@ -4,7 +4,7 @@ alphabet of longer tokens), drawn as bars over positions like a protein."""
 
 from __future__ import annotations
 
-from mdm_mi.core.hf_folder import MASK_CHAR
+from mdm_mi.infra.reader import MASK_CHAR
 from mdm_mi.core.map_domain import MapDomain
 from mdm_mi.evaluation.plotting import sequence_map_figure
 from mdm_mi.infra.errors import InputError

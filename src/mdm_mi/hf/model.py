@@ -33,8 +33,8 @@ import torch
 from torch import nn
 
 from mdm_mi.core.backbone import BackboneOutput
-from mdm_mi.core.hf_folder import DOMAIN, MASK_CHAR, check_tokens
-from mdm_mi.infra.reader import positions
+from mdm_mi.core.hf_folder import DOMAIN, check_tokens
+from mdm_mi.infra.reader import MASK_CHAR, positions
 from mdm_mi.infra.checkpoint import CheckpointError, META
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import read_json

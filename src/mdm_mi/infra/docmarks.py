@@ -186,8 +186,8 @@ ALIASES = re.compile(r"<!-- data: (?P<pairs>[^>]*?) -->")
 VALUE = re.compile(r"<!-- value: (?P<ref>.+?) -->")
 GIVEN = re.compile(r"<!-- given: [^>]*? -->")
 PERCENT = " *100"  # a marker ending so: the page prints the field × 100 (a fraction in % or pp)
-MARKER = re.compile(r"<!-- (?:value|given): .+? -->")
-VERSION = re.compile(r"\b\d+\.\d+\.\d+\b")
+VALUE_OR_GIVEN = re.compile(r"<!-- (?:value|given): .+? -->")
+DOTTED_VERSION = re.compile(r"\b\d+\.\d+\.\d+\b")
 # a number as prose prints it, with an exponent (1.5e-05), and what may follow it before a marker
 PROSE_NUMBER = re.compile(r"(?<![\w.\-−])[+\-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[+\-−]?\d+)?(?![\w])")
 MARKED = re.compile(PROSE_NUMBER.pattern + r"%?(?P<marker><!-- (?:value|given): .+? -->)")
@@ -245,9 +245,9 @@ def _bound_prose(text: str) -> str:
     """The prose :func:`unbound_numbers` reads: what :func:`prose` keeps, less dotted versions
     (``2.13.0``), with the value and given markers left in place, untouched (every other comment removed)."""
     text = BLOCK.sub(" ", text)
-    markers = MARKER.findall(text)
-    text = MARKER.sub("\x00", text)  # the markers' own digits and dates are not prose
-    for pattern in (FENCE, COMMENT, CODE_SPAN, LINK_TARGET, DATE, ISSUE_REF, VERSION):
+    markers = VALUE_OR_GIVEN.findall(text)
+    text = VALUE_OR_GIVEN.sub("\x00", text)  # the markers' own digits and dates are not prose
+    for pattern in (FENCE, COMMENT, CODE_SPAN, LINK_TARGET, DATE, ISSUE_REF, DOTTED_VERSION):
         text = pattern.sub(" ", text)
     parts = text.split("\x00")
     return "".join(part + (markers[i] if i < len(markers) else "") for i, part in enumerate(parts))

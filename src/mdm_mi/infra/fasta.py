@@ -15,7 +15,7 @@ from typing import Iterable
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path, read_text_input
 
-AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard amino acids (same as mdm_mi.protein.esmc)
+AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard amino acids (ESM-C's logits in this order: protein.esmc)
 
 Record = tuple[str, str]
 

@@ -23,6 +23,7 @@ import json
 import os
 from pathlib import Path
 
+from mdm_mi.core.backbone import FINGERPRINT_CHARS
 from mdm_mi.models.domains import DOMAINS
 from mdm_mi.infra.checkpoint import META, MODEL_FINGERPRINT, WEIGHTS, CheckpointError, read_meta, sha256_file
 
@@ -30,7 +31,6 @@ HEAD_DOMAIN = "mi_head"  # the domain mdm_mi.mi.head.save_head writes
 SEQUENCES = "sequences"  # ``domain=`` for any sequence domain (protein, hf): what generate and compare decode
 FINGERPRINT = "fingerprint"  # a model's meta.json key: its fingerprint, stored where it is computed once (import-hf)
 HEAD_LAYER = "backbone_hidden_layer"  # a head's meta key: the hidden layer of the model it was trained on
-FINGERPRINT_CHARS = 16  # hex characters of a model fingerprint
 WEIGHT_SUFFIXES = (".safetensors", ".bin")  # the files of a weights folder that hold weights
 
 

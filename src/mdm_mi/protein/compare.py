@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from mdm_mi.core.samplers import Sequential
-from mdm_mi.evaluation.budgets import BEST_MI, by_budget, contrast_pairs
+from mdm_mi.evaluation.budgets import BEST_MI, SEQUENTIAL, by_budget, contrast_pairs
 from mdm_mi.evaluation.calibrate import Family
 from mdm_mi.evaluation.paired import ALPHA
 from mdm_mi.evaluation.runner import Budget, ComparisonTask, run_comparison
@@ -30,7 +30,6 @@ from mdm_mi.protein.generate import draw_lengths, generate
 from mdm_mi.protein.metrics import bootstrap_jsd_differences, cluster_histogram, embed, fit_clusters, jsd_with_interval
 from mdm_mi.mi.pairwise import pairwise_source
 
-SEQUENTIAL = "sequential"
 
 
 @dataclass(frozen=True)

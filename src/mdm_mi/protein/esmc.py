@@ -37,12 +37,11 @@ from torch import nn
 from mdm_mi.core.backbone import BackboneOutput
 from mdm_mi.infra.checkpoint import CheckpointError
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.fasta import AMINO_ACIDS  # logit index i ↔ AMINO_ACIDS[i]
 from mdm_mi.protein.tokens import MASK_CHAR, esmc_tokenizer, protein_tokens  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:  # pragma: no cover
     from esm.models.esmc import ESMC
-
-AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"  # the 20 standard amino acids; logit index i ↔ AMINO_ACIDS[i]
 
 # ESM-C 300M, as in esm/pretrained.py (ESMC_300M_202412) and esm/utils/constants/esm3.py (data_root)
 ESMC_300M_REPO = "EvolutionaryScale/esmc-300m-2024-12"

@@ -18,10 +18,11 @@ import math
 import numpy as np
 import torch
 
-from mdm_mi.protein.esmc import AMINO_ACIDS, MASK_CHAR
+from mdm_mi.infra.fasta import AMINO_ACIDS
+from mdm_mi.infra.reader import MASK_CHAR
 
-MASK_RATES = (0.15, 0.5, 0.9)
-LOSS_BATCH = 64
+MASK_RATES = (0.15, 0.5, 0.9)  # the held-out masked loss's mask rates t (the column models' too)
+LOSS_BATCH = 64  # sequences per forward pass
 
 
 @torch.inference_mode()

@@ -22,8 +22,9 @@ from mdm_mi.evaluation import paper
 from mdm_mi.evaluation.plotting import SAMPLER_STYLE, matched_table as matched, nearest, plt, save
 from mdm_mi.evaluation.tables import param_columns, setting_label
 
-METRICS = ["n", "mean_passes", "passes_ci", "jsd", "jsd_bc", "jsd_lo", "jsd_hi", "jsd_noise_floor",
-           "jsd_floor_analytic", "composition_jsd", "unique_fraction", "kmer_distance", "mean_longest_run", "seconds"]
+METRIC_COLUMNS = ["n", "mean_passes", "passes_ci", "jsd", "jsd_bc", "jsd_lo", "jsd_hi", "jsd_noise_floor",
+                  "jsd_floor_analytic", "composition_jsd", "unique_fraction", "kmer_distance", "mean_longest_run",
+                  "seconds"]
 JSD_CAPTION = ("JSD (bits) of k-means cluster histograms vs the reference: plug-in value (the paper's metric, "
                "biased upwards), bias-corrected value (bc) and basic-bootstrap 95% interval (labels redrawn, "
                "clusters fixed; clipped at 0), which can lie below the plug-in value")
@@ -31,7 +32,7 @@ JSD_CAPTION = ("JSD (bits) of k-means cluster histograms vs the reference: plug-
 
 def columns(rows: list[dict]) -> list[str]:
     """The table's columns, with the parameter columns of ``rows``' samplers (:func:`param_columns`)."""
-    return ["sampler", "setting", *param_columns(r["sampler"] for r in rows), *METRICS]
+    return ["sampler", "setting", *param_columns(r["sampler"] for r in rows), *METRIC_COLUMNS]
 
 
 COLUMNS = columns([])  # a table of the grid's samplers
@@ -41,7 +42,7 @@ def protein_rows(summaries: list[dict]) -> list[dict]:
     """Generation summaries → rows sorted by sampler and mean passes."""
     keys = param_columns(s["sampler"] for s in summaries)
     rows = [{"sampler": s["sampler"], "setting": setting_label(s["params"]),
-             **{k: s["params"].get(k, "") for k in keys}, **{k: s.get(k, "") for k in METRICS}}
+             **{k: s["params"].get(k, "") for k in keys}, **{k: s.get(k, "") for k in METRIC_COLUMNS}}
             for s in summaries]
     return sorted(rows, key=lambda r: (r["sampler"], float(r["mean_passes"])))
 
@@ -51,7 +52,7 @@ def read_rows(path: str | Path) -> list[dict]:
     with Path(path).open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     for r in rows:
-        for k in METRICS:
+        for k in METRIC_COLUMNS:
             r[k] = float(r[k]) if r.get(k, "") != "" else float("nan")
     return rows
 

@@ -19,8 +19,7 @@ import torch
 
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import AMINO_ACIDS
-
-MASK_CHAR = "_"  # a masked position in :meth:`ProteinTokens.encode_batch` (``masks=True``) and decoded strings
+from mdm_mi.infra.reader import MASK_CHAR  # masked in ProteinTokens.encode_batch (masks=True) and decoded strings
 
 
 @dataclass(frozen=True)

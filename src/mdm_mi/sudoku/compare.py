@@ -19,6 +19,7 @@ import torch
 
 from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.samplers import Sequential
+from mdm_mi.evaluation.budgets import SEQUENTIAL
 from mdm_mi.evaluation.calibrate import Family
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.matched import settings_summary
@@ -28,7 +29,6 @@ from mdm_mi.sudoku.evaluate import decode_set, solved_mask
 from mdm_mi.sudoku.grid import MASK_ID
 from mdm_mi.sudoku.data import HARD_LEVELS, OTHER_LEVELS, PuzzleSet, graded
 
-SEQUENTIAL = "sequential"
 SETS = ("hard", "graded", "levels", "easy")
 POOLS = {"hard": 0, "levels": 1, "easy": 2}  # each pool's own random streams
 

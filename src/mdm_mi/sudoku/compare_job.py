@@ -31,7 +31,7 @@ from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, read_csv, s
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
-from mdm_mi.evaluation.verdicts import FIELDS as VERDICT_FIELDS, classify, side_by_side, verdict_markdown
+from mdm_mi.evaluation.verdicts import VERDICT_FIELDS, classify, side_by_side, verdict_markdown
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import THREADS_HELP, ComparisonFlags, HeadFlag, from_schema, h as _h
 from mdm_mi.infra.io import atomic_path, write_json, write_text

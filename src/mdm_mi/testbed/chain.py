@@ -28,8 +28,9 @@ from mdm_mi.core.backbone import BackboneOutput, logit_index
 from mdm_mi.core.remask import check_rows, pending_logp
 from mdm_mi.core.samplers import PairwiseFn
 
-LOG_FLOOR = -1e4  # the logit of a state of probability 0 (an observed site's other states): finite, so
-#                   StepView's entropy stays 0·(−1e4) = 0 instead of 0·(−inf) = NaN; exp(−1e4) is 0 in float32
+ZERO_PROB_LOGIT = -1e4  # the logit of a state of probability 0 (an observed site's other states): finite,
+#                         so StepView's entropy stays 0·(−1e4) = 0 instead of 0·(−inf) = NaN; exp(−1e4) is 0
+#                         in float32
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,7 @@ class ChainBackbone:
     A row is ``(1 + N,)``: position 0 holds instance k's prompt token ``q + 1 + k`` (never masked, like
     a clue), positions 1..N the sites (states ``0..q−1``, mask ``q``). ``__call__(tokens (B, 1 + N))`` →
     logits ``(B, 1 + N, q)`` float32, the exact log conditional marginals log p_k(x_i | the observed
-    sites) (floored at :data:`LOG_FLOOR`; zeros at position 0), and hidden ``(B, 1 + N, 1)`` zeros.
+    sites) (floored at :data:`ZERO_PROB_LOGIT`; zeros at position 0), and hidden ``(B, 1 + N, 1)`` zeros.
     """
 
     hidden_dim = 1
@@ -234,7 +235,7 @@ class ChainBackbone:
     def __call__(self, tokens: torch.Tensor) -> BackboneOutput:
         instance, sites = self.split(tokens)
         marg = self.chain.marginals(sites, instance)
-        logits = torch.where(marg > 0, marg.log(), LOG_FLOOR).clamp_min(LOG_FLOOR).float()
+        logits = torch.where(marg > 0, marg.log(), ZERO_PROB_LOGIT).clamp_min(ZERO_PROB_LOGIT).float()
         logits = torch.cat([torch.zeros_like(logits[:, :1]), logits], 1)
         return BackboneOutput(logits=logits, hidden=torch.zeros(*tokens.shape, self.hidden_dim))
 

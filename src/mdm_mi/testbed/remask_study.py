@@ -42,20 +42,20 @@ from mdm_mi.evaluation.stats import Z95
 from mdm_mi.mi.guided import OracleMI
 from mdm_mi.mi.pairwise import reads
 from mdm_mi.mi.punt import Punt
-from mdm_mi.mi.remask import MIRemask
+from mdm_mi.mi.remask import LAMBDA, MIRemask
 from mdm_mi.testbed.chain import ChainBackbone, exact_pairwise_fn, exact_quality_fn
 from mdm_mi.testbed.exact_kl import enumerate_kl, mean_se
 from mdm_mi.testbed.regimes import Regime, build_chain
-from mdm_mi.testbed.study import CHARGE_FIRST, LAMBDA, ON_REJECT, ChainBudgets, derived_seed, rounded
+from mdm_mi.testbed.study import MI_CHARGE_FIRST, MI_ON_REJECT, ChainBudgets, derived_seed, rounded
 
 SITES = 6  # sites per chain: 4^6 = 4,096 sequences, every path of a rule enumerated in seconds
-PAIR_EVERY = 2  # sparse-pairs at 6 sites: the bonds (0, 1), (2, 3), (4, 5) coupled
+SMALL_PAIR_EVERY = 2  # sparse-pairs at 6 sites: the bonds (0, 1), (2, 3), (4, 5) coupled
 KAPPA = 0.01  # nats: the dependence threshold of PUNT and MI-aware remasking (on the exact MI)
 KLASS_KL = 0.01  # nats: KLASS draws tokens whose marginal moved at most this since the last pass
 TAU_OUT = (0.5, 0.9)  # WINO-style verification thresholds
 QUALITY_OUT = 0.5  # the quality rules send back a written token whose exact leave-one-out probability is below this
 BASELINE = "eb"
-OUTCOMES = ("kl_pq", "kl_qp")
+KL_OUTCOMES = ("kl_pq", "kl_qp")  # the columns of a run's per-prompt outcomes
 STATE_LIMIT = 1_000_000  # decoding states per pass: a remasking rule's paths keep their draft log-probabilities
 
 
@@ -70,14 +70,14 @@ class RemaskSettings:
 
 
 def small(regime: Regime) -> Regime:
-    """``regime`` cut to :data:`SITES` sites (sparse pairs: a coupled bond every :data:`PAIR_EVERY`)."""
-    return dataclasses.replace(regime, n_sites=SITES, pair_every=PAIR_EVERY)
+    """``regime`` cut to :data:`SITES` sites (sparse pairs: a coupled bond every :data:`SMALL_PAIR_EVERY`)."""
+    return dataclasses.replace(regime, n_sites=SITES, pair_every=SMALL_PAIR_EVERY)
 
 
 def remask_families() -> list[Family]:
     """The compared rules, searched as the sampler table's entries say."""
-    mi = {"lam": LAMBDA, "on_reject": ON_REJECT, "charge_first": CHARGE_FIRST}
-    remask = {"kappa": KAPPA, "on_reject": ON_REJECT, "charge_first": CHARGE_FIRST}
+    mi = {"lam": LAMBDA, "on_reject": MI_ON_REJECT, "charge_first": MI_CHARGE_FIRST}
+    remask = {"kappa": KAPPA, "on_reject": MI_ON_REJECT, "charge_first": MI_CHARGE_FIRST}
     return [entry_family("eb", "eb", {}, EntropyBounded), entry_family("threshold", "threshold", {}, ConfidenceThreshold),
             *[entry_family(f"wino τout={t:g}", "wino", {"tau_out": t}, Wino) for t in TAU_OUT],
             entry_family(f"klass KL={KLASS_KL:g}", "klass", {"kl": KLASS_KL}, Klass),
@@ -144,7 +144,7 @@ def _against(regime: Regime, runs: dict, run: dict) -> dict:
     """A rule minus EB at its budget, paired over the test prompts (normal 95% interval), both KLs."""
     base = runs[f"{BASELINE}@1/{run['divisor']}"]
     out = {"regime": regime.name, "rule": run["family"], "divisor": run["divisor"]}
-    for k, name in enumerate(OUTCOMES):
+    for k, name in enumerate(KL_OUTCOMES):
         d, se = mean_se(run["outcomes"][:, k] - base["outcomes"][:, k])
         out |= {f"{name}_diff": d, f"{name}_lo": d - Z95 * se, f"{name}_hi": d + Z95 * se,
                 f"{name}_verdict": "lower" if d + Z95 * se < 0 else "higher" if d - Z95 * se > 0 else "tie"}

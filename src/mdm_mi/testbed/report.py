@@ -111,8 +111,8 @@ REMASK_LAYOUTS: dict[str, list[Column]] = {  # testbed-remask's tables (mdm_mi.t
 
 
 OFF_BUDGET_MARK = "†"
-OFF_BUDGET_NOTE = (f"{OFF_BUDGET_MARK} the rule cannot reach the budget (its expected passes, in brackets, exceed it by more "
-                   "than 3%): its difference from EB is not at equal passes")
+REMASK_OFF_BUDGET_NOTE = (f"{OFF_BUDGET_MARK} the rule cannot reach the budget (its expected passes, in brackets, "
+                          "exceed it by more than 3%): its difference from EB is not at equal passes")
 
 
 def render_remask_table(path: str | Path) -> str:
@@ -130,7 +130,7 @@ def render_remask_table(path: str | Path) -> str:
     lines = ["| " + " | ".join(h for h, _ in layout) + " |", "|" + "---|" * len(layout)]
     lines += ["| " + " | ".join(fn(row) for _, fn in layout) + " |" for row in rows]
     if any(OFF_BUDGET_MARK in line for line in lines):
-        lines += ["", OFF_BUDGET_NOTE]
+        lines += ["", REMASK_OFF_BUDGET_NOTE]
     return "\n".join(lines) + "\n"
 
 

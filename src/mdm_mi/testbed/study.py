@@ -30,19 +30,20 @@ import numpy as np
 import torch
 
 from mdm_mi.core.samplers import EntropyBounded, NaiveTopK, PairwiseFn, Sampler, Sequential
+from mdm_mi.evaluation.budgets import SEQUENTIAL
 from mdm_mi.evaluation.calibrate import Family, entry_family
 from mdm_mi.evaluation.matched import DecodedSetting, mixture
 from mdm_mi.evaluation.runner import Budget, ComparisonTask, run_comparison
 from mdm_mi.evaluation.stats import CI_LEVEL, Z95
 from mdm_mi.mi.guided import MIGuided, OracleMI
+from mdm_mi.mi.remask import LAMBDA  # Algorithm 1's registered λ = 1 (the issue's comparison)
 from mdm_mi.testbed.chain import ChainBackbone, PottsChain, exact_pairwise_fn, site_entropy
 from mdm_mi.testbed.exact_kl import draw_decodes, mean_se, replay
 from mdm_mi.testbed.noise import calibrate_sigma, noisy_pairwise_fn, random_contexts
 from mdm_mi.testbed.regimes import Regime, build_chain, valid_mass
 
-LAMBDA = 1.0  # Algorithm 1's λ (the issue's comparison: λ = 1)
-ON_REJECT, CHARGE_FIRST = "skip", False  # the workflow's Algorithm 1 settings (mi_on_reject, mi_charge_first)
-EB, MI_EXACT, MI_NOISY, NAIVE, SEQUENTIAL = "eb", "mi-exact", "mi-noisy", "naive", "sequential"
+MI_ON_REJECT, MI_CHARGE_FIRST = "skip", False  # the workflow's Algorithm 1 settings (mi_on_reject, mi_charge_first)
+EB, MI_EXACT, MI_NOISY, NAIVE = "eb", "mi-exact", "mi-noisy", "naive"  # the rules' names, with SEQUENTIAL
 CONTENDERS = (MI_EXACT, MI_NOISY)  # set against EB in the map
 PARAMS = {SEQUENTIAL: "", NAIVE: "k", EB: "gamma", MI_EXACT: "gamma", MI_NOISY: "gamma"}  # each rule's parameter
 INDEPENDENT_MI = 0.01  # nats: a site whose largest MI with any other site is below this is "near-independent"
@@ -81,7 +82,7 @@ RULE_OF = {"eb": EB, "mi-oracle": MI_EXACT, "mi": MI_NOISY}  # a calibrated samp
 def families() -> dict[str, Family]:
     """EB-Sampler's γ and Algorithm 1's γ (λ = 1, exact and noisy MI), searched as the sampler table's
     entries say (:func:`mdm_mi.evaluation.calibrate.entry_family`)."""
-    mi_fixed = {"lam": LAMBDA, "on_reject": ON_REJECT, "charge_first": CHARGE_FIRST}
+    mi_fixed = {"lam": LAMBDA, "on_reject": MI_ON_REJECT, "charge_first": MI_CHARGE_FIRST}
     return {EB: entry_family(EB, "eb", {}, EntropyBounded), MI_EXACT: entry_family(MI_EXACT, "mi", mi_fixed, OracleMI),
             MI_NOISY: entry_family(MI_NOISY, "mi", mi_fixed, MIGuided)}
 

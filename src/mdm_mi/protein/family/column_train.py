@@ -26,9 +26,9 @@ import torch.nn.functional as F
 from mdm_mi.infra.train_loop import BestWeights, DiffusionTrainConfig, draw_probs, optimise
 from mdm_mi.infra.train_state import TrainState
 from mdm_mi.protein.family.columns import MASK_ID, ColumnBackbone, ColumnDims, ColumnMDM
+from mdm_mi.protein.masked_loss import MASK_RATES  # the held-out loss's mask rates, as for the sequence models
 
-MASK_RATES = (0.15, 0.5, 0.9)  # the held-out loss's mask rates (as for the sequence models)
-LOSS_BATCH = 256
+COLUMN_LOSS_BATCH = 256  # alignment rows per forward pass of masked_column_loss
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,9 +83,9 @@ def masked_column_loss(backbone: ColumnBackbone, codes: np.ndarray, masked: np.n
     """Mean cross-entropy (nats per masked column, 21 letters) of the model on rows ``codes (n, L)``
     with the columns of ``masked (n, L)`` hidden."""
     total = 0.0
-    for start in range(0, len(codes), LOSS_BATCH):
-        clean = torch.from_numpy(codes[start:start + LOSS_BATCH])
-        m = torch.from_numpy(masked[start:start + LOSS_BATCH])
+    for start in range(0, len(codes), COLUMN_LOSS_BATCH):
+        clean = torch.from_numpy(codes[start:start + COLUMN_LOSS_BATCH])
+        m = torch.from_numpy(masked[start:start + COLUMN_LOSS_BATCH])
         logp = torch.log_softmax(backbone.model(clean.masked_fill(m, MASK_ID))[0], -1)
         total -= float(logp.gather(-1, clean[..., None])[..., 0][m].sum())
     return total / masked.sum()

@@ -43,12 +43,12 @@ from torch import nn
 from mdm_mi.core.backbone import ALIGNED, BackboneOutput, Capabilities
 from mdm_mi.infra.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from mdm_mi.infra.errors import InputError
+from mdm_mi.infra.reader import MASK_CHAR
 from mdm_mi.protein.family.alignment import COLUMN_ALPHABET, GAP, N_LETTERS
+from mdm_mi.protein.model import KIND_COLUMNS
 
 MASK_ID = N_LETTERS  # 21
 BOS_ID, EOS_ID, PAD_ID = N_LETTERS + 1, N_LETTERS + 2, N_LETTERS + 3
-MASK_CHAR = "_"
-KIND_COLUMNS = "columns"  # meta.json "kind" of a column model folder
 INIT_STD = 0.02
 
 
