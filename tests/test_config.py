@@ -267,19 +267,27 @@ VERBS_WITH_SECTIONS = sorted(verb_sections())
 @pytest.mark.parametrize("verb", VERBS_WITH_SECTIONS)
 def test_workflow_verbs_defaults_are_the_schemas(verb):
     """A workflow verb's flag fed from the config has no default of its own, or the schema's (a None
-    default is 'not given': a flag the rule passes for some jobs only, e.g. sudoku-compare's per-set sizes)."""
+    default is 'not given': a flag the rule passes for some jobs only, e.g. sudoku-compare's per-set sizes).
+    A flag that names the key it reads (``from_schema``), one of the keys the verb is fed, is compared with
+    that key only: two sections may hold a key of one name (``protein.oracle.n`` and ``protein.generate.n``)."""
     import dataclasses
 
     from mdm_mi.cli import VERBS
 
     schema = load_schema()
-    fields = {f.name: f.default for f in dataclasses.fields(VERBS[verb].args)
-              if f.default is not dataclasses.MISSING and f.default is not None}
+    fed: dict[str, dict[str, object]] = {}  # flag → {config key: its default}
     for where in verb_sections()[verb]:
-        for name, default in section_defaults(schema, where).items():
-            if name in fields:
-                mine = list(fields[name]) if isinstance(fields[name], tuple) else fields[name]
-                assert mine == default, f"{verb} --{name.replace('_', '-')}: {mine!r}, schema {where}: {default!r}"
+        for name, (key, sub) in section_keys(schema, where).items():
+            fed.setdefault(name, {})[key] = sub["default"]
+    for f in dataclasses.fields(VERBS[verb].args):
+        if f.default is dataclasses.MISSING or f.default is None or f.name not in fed:
+            continue
+        keys = fed[f.name]
+        if f.metadata.get("config") in keys:
+            keys = {f.metadata["config"]: keys[f.metadata["config"]]}
+        mine = list(f.default) if isinstance(f.default, tuple) else f.default
+        for key, default in keys.items():
+            assert mine == default, f"{verb} --{f.name.replace('_', '-')}: {mine!r}, schema {key}: {default!r}"
 
 
 @pytest.mark.parametrize("verb", VERBS_WITH_SECTIONS)
@@ -305,6 +313,62 @@ def test_a_config_fed_default_is_written_only_in_the_schema(verb):
         assert key, f"{verb} --{f.name.replace('_', '-')}: literal default {f.default!r}; use from_schema({sorted(fed[f.name])[0]!r}, ...)"
         same_key = {k.split(".", 1)[1] for k in fed[f.name]}
         assert key in fed[f.name] or key.split(".", 1)[1] in same_key, f"{verb} --{f.name}: reads {key}, fed {fed[f.name]}"
+
+
+# The input paths a verb requires though the schema gives them a default: null, which switches the
+# workflow's target off (hf-data cannot run without the model and the sequences hf.model and hf.sequences
+# name), or a data file relative to the workflow's folder (as a default it would name no file when the
+# verb runs elsewhere).
+REQUIRED_INPUTS = {("hf-data", "model"), ("hf-data", "sequences"), ("prepare-family", "a2m")}
+
+
+def fed_keys(schema: dict, verb: str) -> dict[str, tuple[str, dict]]:
+    """Flag name → (config key, its schema entry) of every key that feeds a workflow verb: its sections'
+    (:func:`section_keys`) and the config's top-level settings (``seed``, ``threads``, ``device``)."""
+    top = {key: (key, sub) for key, sub in schema["properties"].items() if sub.get("type") != "object"}
+    for where in verb_sections()[verb]:
+        top |= section_keys(schema, where)
+    return top
+
+
+@pytest.mark.parametrize("verb", VERBS_WITH_SECTIONS)
+def test_no_flag_with_a_schema_default_is_required(verb):
+    """A flag fed from a config key that has a default in the schema has that default on the command
+    line too (``from_schema``), so a command gives only what differs from the schema; only the input
+    paths of :data:`REQUIRED_INPUTS` stay required."""
+    import dataclasses
+
+    from mdm_mi.cli import VERBS
+
+    fed = fed_keys(load_schema(), verb)
+    required = [f.name for f in dataclasses.fields(VERBS[verb].args)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    with_default = {name: fed[name][0] for name in required if "default" in fed.get(name, (None, {}))[1]}
+    wrong = [f"--{name.replace('_', '-')}: from_schema({key!r}, ...)" for name, key in with_default.items()
+             if (verb, name) not in REQUIRED_INPUTS]
+    assert not wrong, f"{verb} requires flags the schema gives a default: {'; '.join(wrong)}"
+    exempt = {name for v, name in REQUIRED_INPUTS if v == verb}
+    assert exempt <= set(with_default), f"{verb}: {exempt - set(with_default)} no longer required; drop from the list"
+
+
+@pytest.mark.parametrize("verb", VERBS_WITH_SECTIONS)
+def test_help_shows_each_default_as_it_is_typed(verb, capsys, monkeypatch):
+    """``--help`` ends each flag's help with its default (a list's values spaced, ``none`` for an empty
+    one), but a None default's (its help says what an omitted flag means)."""
+    import dataclasses
+
+    from mdm_mi.cli import VERBS, main
+
+    monkeypatch.setenv("COLUMNS", "2000")  # one line per flag: no wrapping inside a default
+    with pytest.raises(SystemExit) as info:
+        main([verb, "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for f in dataclasses.fields(VERBS[verb].args):
+        if f.default is dataclasses.MISSING or f.default is None or f.metadata.get("positional"):
+            continue
+        shown = (" ".join(map(str, f.default)) or "none") if isinstance(f.default, tuple) else str(f.default)
+        assert f"{f.metadata['help']} (default: {shown})" in out, f"{verb} --{f.name}"
 
 
 def test_the_workflow_verb_table_covers_every_section_a_verb_reads():

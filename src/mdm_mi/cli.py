@@ -191,15 +191,15 @@ VERBS: dict[str, Verb] = {
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps the examples' line breaks and shows each flag's default when it has a value."""
+    """Keeps the examples' line breaks and shows each flag's default when it has one (None: the help says
+    what an omitted flag means), as it would be typed: a list's values spaced, ``none`` for an empty one."""
 
     def _get_help_string(self, action):
-        text = action.help or ""
-        default = action.default
-        shown = default is not None and default is not False and default not in ([], (), argparse.SUPPRESS)
-        if shown and action.option_strings and text:
-            text += " (default: %(default)s)"
-        return text
+        text, default = action.help or "", action.default
+        if action.required or not action.option_strings or not text or default is None or default is argparse.SUPPRESS:
+            return text
+        shown = (" ".join(map(str, default)) or "none") if isinstance(default, (list, tuple)) else str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})"  # argparse %-formats the help
 
 
 class _Parser(argparse.ArgumentParser):
@@ -231,8 +231,9 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hints: dic
     origin, targs = typing.get_origin(tp), typing.get_args(tp)
     if tp is bool or set(targs) == {bool, type(None)}:  # ``bool | None``: --flag / --no-flag, None when neither
         kw["action"] = argparse.BooleanOptionalAction
-    elif origin is tuple:
-        kw.update(nargs="*" if has_default or f.metadata.get("empty") else "+", type=targs[0])
+    elif origin is tuple:  # given bare, a config-fed list is refused unless it may be empty (h's empty)
+        bare = f.metadata.get("empty") or (has_default and "config" not in f.metadata)
+        kw.update(nargs="*" if bare else "+", type=targs[0])
     elif origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
         kw["type"] = next(a for a in targs if a is not type(None))
     else:

@@ -33,7 +33,7 @@ from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.infill import Filler, max_masked
 from mdm_mi.infra.checkpoint import read_meta
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.flags import h, OutDir, SeedFlag, THREADS_HELP
+from mdm_mi.infra.flags import h, OutDir, SeedFlag, THREADS_HELP, from_schema
 from mdm_mi.infra.validate import OUT_FOLDER
 from mdm_mi.infra.io import write_json, write_npy
 from mdm_mi.models.loading import load_mi_head, load_model, weights_identity
@@ -132,21 +132,29 @@ class AntibodyCompareArgs(OutDir, SeedFlag, AntibodySweptFlags):
         "test contexts (one VH per lineage); none: every lineage of test.tsv"))
     n_calibration: int | None = field(default=None, kw_only=True, metadata=h(
         "calibration contexts (one VH per lineage); none: every lineage of calibration.tsv"))
-    fills: int = field(metadata=h("fills per context and setting (>= 2)"))
-    divisors: tuple[int, ...] = field(metadata=h("budgets: sequential's passes ÷ each"))
-    samplers: tuple[str, ...] = field(metadata=h("calibrated baselines compared (naive, eb, threshold)"))
-    mi_lambda: tuple[float, ...] = field(metadata=h("MI-guided λ values, each calibrated; mi* picks per budget on calibration"))
+    fills: int = from_schema("antibody.compare.fills", "fills per context and setting (>= 2)", kw_only=True)
+    divisors: tuple[int, ...] = from_schema("antibody.compare.divisors", "budgets: sequential's passes ÷ each", kw_only=True)
+    samplers: tuple[str, ...] = from_schema("antibody.compare.samplers", "calibrated baselines compared (naive, eb, threshold)",
+                                            kw_only=True)
+    mi_lambda: tuple[float, ...] = from_schema("antibody.compare.mi_lambda",
+                                               "MI-guided λ values, each calibrated; mi* picks per budget on calibration",
+                                               kw_only=True)
     tv_head: Path | None = field(default=None, kw_only=True, metadata=h(
         "TV head folder (train-head --target tv on the same model): read by demask and mi-tv"))
-    mi_on_reject: str = field(metadata=h("MI-guided: skip | stop"))
-    mi_charge_first: bool = field(metadata=h("MI-guided: charge the first token's entropy to γ"))
-    temperature: float = field(metadata=h("sampling temperature of every fill"))
-    threads: int = field(metadata=h(THREADS_HELP))
-    batch_size: int = field(metadata=h("templates per decode call"))
-    margin: bool = field(metadata=h("also decode sequentially in margin order (one position per pass; a reference)"))
-    oracle_contexts: int = field(metadata=h("first test contexts also filled by the exact-MI oracle (0: none)"))
-    oracle_divisors: tuple[int, ...] = field(metadata=h("budgets (among --divisors) at which the oracle runs"))
-    oracle_tol: float = field(metadata=h("the oracle's certified probing tolerance (nats)"))
+    mi_on_reject: str = from_schema("antibody.compare.mi_on_reject", "MI-guided: skip | stop", kw_only=True)
+    mi_charge_first: bool = from_schema("antibody.compare.mi_charge_first", "MI-guided: charge the first token's entropy to γ",
+                                        kw_only=True)
+    temperature: float = from_schema("antibody.compare.temperature", "sampling temperature of every fill", kw_only=True)
+    threads: int = from_schema("threads", THREADS_HELP, kw_only=True)
+    batch_size: int = from_schema("antibody.compare.batch_size", "templates per decode call", kw_only=True)
+    margin: bool = from_schema("antibody.compare.margin",
+                               "also decode sequentially in margin order (one position per pass; a reference)", kw_only=True)
+    oracle_contexts: int = from_schema("antibody.compare.oracle_contexts",
+                                       "first test contexts also filled by the exact-MI oracle (0: none)", kw_only=True)
+    oracle_divisors: tuple[int, ...] = from_schema("antibody.compare.oracle_divisors",
+                                                   "budgets (among --divisors) at which the oracle runs", kw_only=True)
+    oracle_tol: float = from_schema("antibody.compare.oracle_tol", "the oracle's certified probing tolerance (nats)",
+                                    kw_only=True)
     chunks: Path | None = field(default=None, kw_only=True, metadata=h(
         "folder keeping every fill of each --batch-size templates and its scores: the same command rerun after a "
         "stop fills only what is missing (delete it after changing decoding or scoring code)"))

@@ -179,7 +179,8 @@ class SamplerFlags:
 @dataclass(frozen=True, kw_only=True)
 class SweptFlags:
     """The comparison verbs' flags of the swept settings (one per calibrated entry with an ``each``, in
-    table order): a tuple of values each, required."""
+    table order): a tuple of values each, required here (each comparison's class below gives them its
+    schema section's defaults)."""
 
     mi_lambda: tuple[float, ...] = field(metadata=h('MI-guided λ values, each calibrated', empty=False))  # mi's
     indep_cap: tuple[float, ...] = field(metadata=h('mi-indep: cap values (nats), each calibrated; none: no mi-indep', empty=True))  # mi-indep's
@@ -199,9 +200,31 @@ class SweptFlags:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProteinSweptFlags(SweptFlags):
-    """The swept lists beyond Algorithm 1's, optional: their defaults are protein.compare's."""
+class SudokuSweptFlags(SweptFlags):
+    """Every swept list, optional: their defaults are sudoku.compare's."""
 
+    mi_lambda: tuple[float, ...] = from_schema('sudoku.compare.mi_lambda', 'MI-guided λ values, each calibrated', kw_only=True, empty=False)
+    indep_cap: tuple[float, ...] = from_schema('sudoku.compare.indep_cap', 'mi-indep: cap values (nats), each calibrated; none: no mi-indep', kw_only=True, empty=True)
+    two_budget_delta: tuple[float, ...] = from_schema('sudoku.compare.two_budget_delta', 'mi-2b: delta values (nats), each calibrated; none: no mi-2b', kw_only=True, empty=True)
+    unit_disjoint_peers: tuple[float, ...] = from_schema('sudoku.compare.unit_disjoint_peers', 'unit-disjoint: peer caps (0: no two peers in a pass), each calibrated; none: no unit-disjoint', kw_only=True, empty=True)
+    demask_eps: tuple[float, ...] = from_schema('sudoku.compare.demask_eps', 'demask: TV budgets ε, each calibrated; none: no demask', kw_only=True, empty=True)
+    demask_mi_eps: tuple[float, ...] = from_schema('sudoku.compare.demask_mi_eps', 'demask-mi: dependence budgets ε (nats), each calibrated; none: no demask-mi', kw_only=True, empty=True)
+    mi_tv_lambda: tuple[float, ...] = from_schema('sudoku.compare.mi_tv_lambda', 'mi-tv: λ values, each calibrated; none: no mi-tv', kw_only=True, empty=True)
+    dapd_theta: tuple[float, ...] = from_schema('sudoku.compare.dapd_theta', 'dapd: attention-edge thresholds θ (× the uniform 1/N), each calibrated; none: no dapd', kw_only=True, empty=True)
+    wino_tau_out: tuple[float, ...] = from_schema('sudoku.compare.wino_tau_out', 'wino: verification thresholds, each calibrated; none: no wino', kw_only=True, empty=True)
+    eb_verify_tau_out: tuple[float, ...] = from_schema('sudoku.compare.eb_verify_tau_out', 'eb-verify: verification thresholds, each calibrated; none: no eb-verify', kw_only=True, empty=True)
+    mi_remask_kappa: tuple[float, ...] = from_schema('sudoku.compare.mi_remask_kappa', 'mi-remask: dependence thresholds κ (nats), each calibrated; none: no mi-remask', kw_only=True, empty=True)
+    klass_kl: tuple[float, ...] = from_schema('sudoku.compare.klass_kl', 'klass: stability thresholds (nats), each calibrated; none: no klass', kw_only=True, empty=True)
+    punt_kappa: tuple[float, ...] = from_schema('sudoku.compare.punt_kappa', 'punt: dependence thresholds κ (nats), each calibrated; none: no punt', kw_only=True, empty=True)
+    prism_tau_out: tuple[float, ...] = from_schema('sudoku.compare.prism_tau_out', 'prism: send-back thresholds of the quality head, each calibrated; none: no prism', kw_only=True, empty=True)
+    eb_prism_tau_out: tuple[float, ...] = from_schema('sudoku.compare.eb_prism_tau_out', 'eb-prism: send-back thresholds of the quality head, each calibrated; none: no eb-prism', kw_only=True, empty=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProteinSweptFlags(SweptFlags):
+    """Every swept list, optional: their defaults are protein.compare's."""
+
+    mi_lambda: tuple[float, ...] = from_schema('protein.compare.mi_lambda', 'MI-guided λ values, each calibrated', kw_only=True, empty=False)
     indep_cap: tuple[float, ...] = from_schema('protein.compare.indep_cap', 'mi-indep: cap values (nats), each calibrated; none: no mi-indep', kw_only=True, empty=True)
     two_budget_delta: tuple[float, ...] = from_schema('protein.compare.two_budget_delta', 'mi-2b: delta values (nats), each calibrated; none: no mi-2b', kw_only=True, empty=True)
     unit_disjoint_peers: tuple[float, ...] = from_schema('protein.compare.unit_disjoint_peers', 'unit-disjoint: peer caps (0: no two peers in a pass), each calibrated; none: no unit-disjoint', kw_only=True, empty=True)

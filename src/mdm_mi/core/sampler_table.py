@@ -22,15 +22,16 @@ import math
 from typing import Callable, Mapping
 
 from mdm_mi.core.fallbacks import Calibrated
-from mdm_mi.core.sampler_entries import SAMPLERS, AntibodySweptFlags, ProteinSweptFlags, SamplerFlags, SweptFlags
+from mdm_mi.core.sampler_entries import (SAMPLERS, AntibodySweptFlags, ProteinSweptFlags, SamplerFlags, SudokuSweptFlags,
+                                         SweptFlags)
 from mdm_mi.core.sampler_spec import (ALGORITHM_1, ATTENTION, CALIBRATED_HELP, GAMMA_RANGE, HEAD, ORACLE, QUALITY,
                                       TAU_RANGE, TOKENS, TV_HEAD, Calibration, Flag, SamplerSpec, Setting, Style)
 from mdm_mi.infra.errors import InputError
 
 __all__ = ["ALGORITHM_1", "ATTENTION", "CALIBRATED_HELP", "GAMMA_RANGE", "HEAD", "ORACLE", "TAU_RANGE", "TOKENS",
            "TV_HEAD", "AntibodySweptFlags", "Calibration", "Flag", "ProteinSweptFlags", "SAMPLERS", "SamplerFlags",
-           "SamplerSpec", "Setting", "Style", "SweptFlags", "HEAD_SAMPLERS", "USER_SAMPLERS", "sampler_of", "slug",
-           "decode_runs", "swept_entries", "swept_settings", "extra_family_keys", "calibrated_variants", "is_algorithm_1",
+           "SamplerSpec", "Setting", "Style", "SudokuSweptFlags", "SweptFlags", "HEAD_SAMPLERS", "USER_SAMPLERS",
+           "sampler_of", "slug", "decode_runs", "swept_entries", "swept_settings", "extra_family_keys", "calibrated_variants", "is_algorithm_1",
            "comparison_settings", "sampler_params"]
 
 HEAD_SAMPLERS = tuple(name for name, s in SAMPLERS.items() if s.pairwise == HEAD)

@@ -11,6 +11,10 @@ can come before required ones; the CLI builds every dataclass by keyword) and de
     @dataclass(frozen=True)
     class FigureMiMapArgs(FigureOut, DeviceFlag):
         puzzles: Path = field(metadata=h("puzzle CSV"))
+
+A flag fed from the config has the schema's default (only an input path may stay required:
+``tests/test_config.py``); a shared flag whose default differs by domain is declared again by each verb
+with its own (:func:`shared_from_schema`).
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from mdm_mi.infra.validate import CHECK_KEYS, NAME_TAG, WILDCARD
 def h(text: str, positional: bool = False, group: str | None = None, empty: bool = False, **check) -> dict:
     """Field metadata carrying a flag's help text: ``field(metadata=h("..."))``; ``positional=True``
     makes the field an optional positional argument instead of a ``--flag``; ``group`` lists the flag
-    under that heading in ``--help``; ``empty=True`` lets a required tuple flag be given with no values
-    (``--indep-cap`` alone: none), as a config's empty list is passed; ``check`` holds what the flag
+    under that heading in ``--help``; ``empty=True`` lets a required or config-fed tuple flag be given with
+    no values (``--indep-cap`` alone: none), as a config's empty list is passed; ``check`` holds what the flag
     accepts beyond its type's and its name's rules (:class:`mdm_mi.infra.validate.FlagCheck`'s fields:
     ``low=-1``, ``kind=OUT_FOLDER``, ``item_bytes=...``)."""
     unknown = set(check) - set(CHECK_KEYS)
@@ -41,6 +45,20 @@ def from_schema(key: str, text: str, *, kw_only: bool | None = None, **options):
     :func:`h`'s ``options``; its metadata names the key (``metadata["config"]``), which the tests read."""
     return field(default=schema_default(key), kw_only=MISSING if kw_only is None else kw_only,
                  metadata=h(text, **options) | {"config": key})
+
+
+def shared_from_schema(shared: type, key: str, name: str | None = None):
+    """A field of the shared flags class ``shared`` declared again by a verb with one domain's default: the
+    field ``name`` (default: ``key``'s last part), its help and checks as ``shared`` declares them,
+    keyword-only, its default the schema's of ``key`` (as :func:`from_schema`), so two domains share a
+    flag's words and each keeps its own default:
+
+        steps: int = shared_from_schema(DiffusionTrainFlags, "sudoku.train.steps")
+        on_reject: str = shared_from_schema(ComparisonFlags, "sudoku.samplers.mi_on_reject", "on_reject")
+    """
+    name = name or key.rsplit(".", 1)[-1]
+    (f,) = [f for f in fields(shared) if f.name == name]
+    return field(default=schema_default(key), kw_only=True, metadata=dict(f.metadata) | {"config": key})
 
 
 @dataclass(frozen=True)
@@ -105,7 +123,8 @@ class SeedFlag:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelShapeFlags:
-    """``--d-model``, ``--n-heads``, ``--n-layers`` of a pretraining verb (defaults: the config schema)."""
+    """``--d-model``, ``--n-heads``, ``--n-layers`` of a pretraining verb (a verb fed from the config gives
+    them its domain's schema defaults: :func:`shared_from_schema`)."""
 
     d_model: int = field(metadata=h("transformer width"))
     n_heads: int = field(metadata=h("attention heads"))
@@ -202,7 +221,8 @@ class HeadFlag:
 @dataclass(frozen=True, kw_only=True)
 class ComparisonFlags:
     """What both comparisons (``sudoku-compare``, ``protein-compare(-part)``) take from the config besides
-    the swept settings (``sampler_table.SweptFlags``): the budgets and Algorithm 1's shared settings."""
+    the swept settings (``sampler_table.SweptFlags``): the budgets and Algorithm 1's shared settings (each
+    verb gives them its domain's schema defaults: :func:`shared_from_schema`)."""
 
     divisors: tuple[int, ...] = field(metadata=h("budgets: sequential's passes ÷ each"))
     on_reject: str = field(metadata=h("MI-guided: skip | stop at a rejected candidate"))
@@ -212,7 +232,8 @@ class ComparisonFlags:
 @dataclass(frozen=True, kw_only=True)
 class OracleCeilingFlags:
     """What both oracle ceilings (``sudoku-oracle-ceiling``, ``protein-oracle-ceiling``) take: the budgets
-    and the oracle's probing tolerance."""
+    and the oracle's probing tolerance (each verb gives them its domain's schema defaults:
+    :func:`shared_from_schema`)."""
 
     divisors: tuple[int, ...] = field(metadata=h("budgets (sequential's passes ÷ d) at which to run the oracle"))
     tol: float = field(metadata=h("certified probing tolerance (nats)"))

@@ -30,7 +30,8 @@ SNAPSHOTS = "snapshots"  # … and of the kept weight snapshots (step-N)
 
 @dataclass(frozen=True, kw_only=True)
 class DiffusionTrainFlags(SeededTrainRunFlags):
-    """The masked-diffusion training flags both pretraining verbs (``sudoku-pretrain``, ``protein-pretrain``) take (defaults: the config schema)."""
+    """The masked-diffusion training flags both pretraining verbs (``sudoku-pretrain``, ``protein-pretrain``)
+    take, each with its domain's schema defaults (declared again there: :func:`mdm_mi.infra.flags.shared_from_schema`)."""
 
     steps: int = field(metadata=h("optimiser steps"))
     batch_size: int = field(metadata=h("training sequences per step"))

@@ -29,7 +29,7 @@ from mdm_mi.evaluation.budgets import BEST_MI, OFF_TARGET, OFF_TARGET_NOTE, by_b
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import write_fasta
-from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, h as _h
+from mdm_mi.infra.flags import ComparisonFlags, HeadFlag, from_schema, h as _h, shared_from_schema
 from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.models.loading import SEQUENCES, load_mi_head, load_model, load_model_and_head
@@ -51,12 +51,14 @@ MAX_PROTEIN_TOKENS = 100  # longest generated protein (reference lengths 50-100)
 
 @dataclass(frozen=True, kw_only=True)
 class ProteinCompareFlags(GenerateFlags, ComparisonFlags, ProteinSweptFlags):
-    """What makes one comparison, given to each part and the merge: config ``protein.compare`` (but the
-    merge's bootstrap), the MI-guided rule's ``protein.samplers`` settings and ``protein.generate``
-    (inherited, with the schema's defaults), the swept settings beyond Algorithm 1's (generated,
-    ``ProteinSweptFlags``: defaults the schema's ``protein.compare``); the rest has no default."""
+    """What makes one comparison, given to each part and the merge, every flag with the schema's default:
+    config ``protein.compare`` (but the merge's bootstrap), the MI-guided rule's ``protein.samplers``
+    settings, ``protein.generate`` (inherited) and the swept settings (generated, ``ProteinSweptFlags``)."""
 
-    calib_n: int = field(metadata=_h("calibration sequences (their lengths drawn apart from the test's)"))
+    calib_n: int = from_schema("protein.compare.calib_n", "calibration sequences (their lengths drawn apart from the test's)")
+    divisors: tuple[int, ...] = shared_from_schema(ComparisonFlags, "protein.compare.divisors")
+    on_reject: str = shared_from_schema(ComparisonFlags, "protein.samplers.mi_on_reject", "on_reject")
+    charge_first: bool = shared_from_schema(ComparisonFlags, "protein.samplers.mi_charge_first", "charge_first")
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,8 @@ class ProteinCompareBase(ProteinCompareFlags, ProteinDecodeJobFlags, HeadFlag):
 
 @dataclass(frozen=True)
 class ProteinCompareArgs(ProteinCompareBase):
-    bootstrap: int = field(kw_only=True, metadata=_h("whole-metric bootstrap replicates (k-means refit in each)"))
+    bootstrap: int = from_schema("protein.compare.bootstrap", "whole-metric bootstrap replicates (k-means refit in each)",
+                                 kw_only=True)
     parts: tuple[Path, ...] = field(default=(), metadata=_h(
         "protein-compare-part folders to merge (one per part: sequential and each family); none: decode every part here"))
 

@@ -20,7 +20,7 @@ import numpy as np
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import write_fasta
 from mdm_mi.infra.reader import read_data_records
-from mdm_mi.infra.flags import ModelShapeFlags, OutDir, SeedFlag, from_schema, h as _h
+from mdm_mi.infra.flags import ModelShapeFlags, OutDir, SeedFlag, from_schema, h as _h, shared_from_schema
 from mdm_mi.infra.validate import FILE, OUT_FOLDER
 from mdm_mi.infra.io import write_json
 from mdm_mi.infra.runtime import resolve_device, setup
@@ -38,12 +38,12 @@ class PrepareProteinArgs(OutDir, SeedFlag):
 
     train_fasta: Path = field(metadata=_h("training FASTA (UniRef50 + CATH, no length 50-100)"))
     reference_fasta: Path = field(metadata=_h("UniRef50 sequences of length 50-100"))
-    n_reference: int = field(metadata=_h("reference sequences per draw (paper: 500)"))
-    heldout_fraction: float = field(metadata=_h("training records kept out for held-out MI contexts"))
-    n_train_contexts: int = field(metadata=_h("crops written for MI labelling (train)"))
-    n_heldout_contexts: int = field(metadata=_h("crops written for MI labelling (held out)"))
-    min_length: int = field(metadata=_h("shortest reference/generated length"))
-    max_length: int = field(metadata=_h("longest reference/generated length"))
+    n_reference: int = from_schema("protein.data.n_reference", "reference sequences per draw (paper: 500)")
+    heldout_fraction: float = from_schema("protein.data.heldout_fraction", "training records kept out for held-out MI contexts")
+    n_train_contexts: int = from_schema("protein.data.n_train_contexts", "crops written for MI labelling (train)")
+    n_heldout_contexts: int = from_schema("protein.data.n_heldout_contexts", "crops written for MI labelling (held out)")
+    min_length: int = from_schema("protein.data.min_length", "shortest reference/generated length")
+    max_length: int = from_schema("protein.data.max_length", "longest reference/generated length")
 
 
 def prepare_protein(args: PrepareProteinArgs, tracker) -> None:
@@ -76,14 +76,14 @@ class PretrainProteinArgs(DiffusionTrainFlags, ModelShapeFlags):
 
     train: Path = field(metadata=_h("training FASTA (train.fasta from protein-data)"))
     out: Path = field(metadata=_h("output model folder", kind=OUT_FOLDER))
-    hidden_layer: int = field(metadata=_h("block whose output the MI head reads (-1 = last)"))
-    crop_min: int = field(metadata=_h("shortest training crop"))
-    crop_max: int = field(metadata=_h("longest training crop"))
-    reweight_identity: float = field(metadata=_h(
+    hidden_layer: int = from_schema("protein.model.hidden_layer", "block whose output the MI head reads (-1 = last)")
+    crop_min: int = from_schema("protein.train.crop_min", "shortest training crop")
+    crop_max: int = from_schema("protein.train.crop_max", "longest training crop")
+    reweight_identity: float = from_schema("protein.train.reweight_identity", (
         "draw each sequence with weight 1 / (training sequences at >= this identity in --alignment, itself "
         "included); 0: uniform draws"))
-    dropout: float = field(metadata=_h("dropout on every block's attention and feed-forward output (0: off)"))
-    eval_every: int = field(metadata=_h(
+    dropout: float = from_schema("protein.train.dropout", "dropout on every block's attention and feed-forward output (0: off)")
+    eval_every: int = from_schema("protein.train.eval_every", (
         "steps between masked losses of --val at t = 0.15, 0.5, 0.9; the model saved is the step with the "
         "lowest mean (0: off, the last step)"))
     whole_sequences: bool = field(default=False, metadata=_h(
@@ -93,6 +93,23 @@ class PretrainProteinArgs(DiffusionTrainFlags, ModelShapeFlags):
         "the identities of --reweight-identity"))
     val: Path | None = field(default=None, metadata=_h(
         "validation FASTA of --eval-every (a family: reference2.fasta, the validation split)"))
+    # the flags both domains share, with the protein model's defaults
+    d_model: int = shared_from_schema(ModelShapeFlags, "protein.model.d_model")
+    n_heads: int = shared_from_schema(ModelShapeFlags, "protein.model.n_heads")
+    n_layers: int = shared_from_schema(ModelShapeFlags, "protein.model.n_layers")
+    steps: int = shared_from_schema(DiffusionTrainFlags, "protein.train.steps")
+    batch_size: int = shared_from_schema(DiffusionTrainFlags, "protein.train.batch_size")
+    lr: float = shared_from_schema(DiffusionTrainFlags, "protein.train.lr")
+    warmup: int = shared_from_schema(DiffusionTrainFlags, "protein.train.warmup")
+    weight_decay: float = shared_from_schema(DiffusionTrainFlags, "protein.train.weight_decay")
+    t_min: float = shared_from_schema(DiffusionTrainFlags, "protein.train.t_min")
+    t_max: float = shared_from_schema(DiffusionTrainFlags, "protein.train.t_max")
+    loss_weight: str = shared_from_schema(DiffusionTrainFlags, "protein.train.loss_weight")
+    grad_clip: float = shared_from_schema(DiffusionTrainFlags, "protein.train.grad_clip")
+    log_every: int = shared_from_schema(DiffusionTrainFlags, "protein.train.log_every")
+    ema: float = shared_from_schema(DiffusionTrainFlags, "protein.train.ema")
+    save_every: int = shared_from_schema(DiffusionTrainFlags, "protein.train.save_every")
+    snapshot_every: int = shared_from_schema(DiffusionTrainFlags, "protein.train.snapshot_every")
 
 
 def _train_weights(args: PretrainProteinArgs, seqs: list[str]):

@@ -26,14 +26,14 @@ import numpy as np
 import torch
 
 from mdm_mi.core.forward_cache import ForwardCache
-from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, SweptFlags, comparison_settings, refuse_quality
+from mdm_mi.core.sampler_table import SAMPLERS, TV_HEAD, SudokuSweptFlags, comparison_settings, refuse_quality
 from mdm_mi.evaluation.budgets import FIELDS, budget_rows, markdown, read_csv, summary_markdown, write_csv
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.matched import OFF_BUDGET_NOTE
 from mdm_mi.evaluation.verdicts import VERDICT_FIELDS, classify, side_by_side, verdict_markdown
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.flags import THREADS_HELP, ComparisonFlags, HeadFlag, from_schema, h as _h
+from mdm_mi.infra.flags import THREADS_HELP, ComparisonFlags, HeadFlag, from_schema, h as _h, shared_from_schema
 from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.models.loading import compute_fingerprint, load_mi_head, load_model, model_fingerprint, read_meta, weights_identity
@@ -50,14 +50,14 @@ SUDOKU_CELLS = 81
 
 
 @dataclass(frozen=True)
-class CompareArgs(SudokuDecodeFlags, ComparisonFlags, SweptFlags, HeadFlag):
+class CompareArgs(SudokuDecodeFlags, ComparisonFlags, SudokuSweptFlags, HeadFlag):
     CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("sudoku.compare", "sudoku.samplers")
 
     radcliffe: Path = field(metadata=_h("Radcliffe curated CSV (levels Beginner..Expert)"))
     easy: Path = field(metadata=_h("HKUNLP easy CSV"))
     set: str = field(metadata=_h("hard | graded | levels | easy"))
-    calib_puzzles: int = field(metadata=_h("calibration puzzles per set (disjoint from the test puzzles)"))
-    bootstrap: int = field(metadata=_h("paired-bootstrap replicates of the curve bands"))
+    calib_puzzles: int = from_schema("sudoku.compare.calib_puzzles", "calibration puzzles per set (disjoint from the test puzzles)")
+    bootstrap: int = from_schema("sudoku.compare.bootstrap", "paired-bootstrap replicates of the curve bands")
     test_puzzles: int | None = field(default=None, metadata=_h(
         "hard, levels, easy: at most this many test puzzles; graded: of the hard test split it is revealed from"))
     graded_givens: tuple[int, ...] = field(default=(), metadata=_h("graded: givens of its levels"))
@@ -67,6 +67,10 @@ class CompareArgs(SudokuDecodeFlags, ComparisonFlags, SweptFlags, HeadFlag):
                                   "seed of the calibration puzzles (drawn from the pool the test split leaves) and of their decoding")
     # the rule's threads come from the config: its default is the schema's, over DeviceThreadsFlags' own
     threads: int = from_schema("sudoku.compare.threads", THREADS_HELP, kw_only=True)
+    divisors: tuple[int, ...] = shared_from_schema(ComparisonFlags, "sudoku.compare.divisors")
+    on_reject: str = shared_from_schema(ComparisonFlags, "sudoku.samplers.mi_on_reject", "on_reject")
+    charge_first: bool = shared_from_schema(ComparisonFlags, "sudoku.samplers.mi_charge_first", "charge_first")
+    batch_size: int = shared_from_schema(SudokuDecodeFlags, "sudoku.compare.batch_size")
     tv_head: Path | None = field(default=None, metadata=_h(
         "TV head checkpoint folder (train-head --target tv): needed by the families that read it (demask, mi-tv)"))
     chunks: Path | None = field(default=None, metadata=_h(

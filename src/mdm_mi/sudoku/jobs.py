@@ -20,7 +20,7 @@ from mdm_mi.core.sampler_table import SamplerFlags
 from mdm_mi.models.domains import set_domain
 from mdm_mi.infra.checkpoint import load_checkpoint, save_checkpoint
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.flags import SeedFlag, from_schema, h as _h
+from mdm_mi.infra.flags import SeedFlag, from_schema, h as _h, shared_from_schema
 from mdm_mi.infra.validate import OUT_FOLDER
 from mdm_mi.infra.io import atomic_path, write_json, write_npy
 from mdm_mi.infra.runtime import resolve_device, setup
@@ -42,13 +42,13 @@ class PrepareArgs(SeedFlag):
     radcliffe: Path = field(metadata=_h("Radcliffe curated CSV (levels Beginner..Expert)"))
     easy: Path = field(metadata=_h("HKUNLP easy test CSV"))
     out_dir: Path = field(metadata=_h("output folder of train_solutions.npy and the eval set CSVs"))
-    n_train_solutions: int = field(metadata=_h("random complete grids to generate for training"))
-    hard_max_puzzles: int = field(metadata=_h("stratified Hard+Expert subset size"))
-    easy_max_puzzles: int = field(metadata=_h("easy subset size"))
-    levels_max_puzzles: int = field(metadata=_h("puzzles per Beginner/Easy/Medium level"))
-    graded_givens: tuple[int, ...] = field(metadata=_h("target givens of the graded set"))
-    graded_per_level: int = field(metadata=_h("puzzles per graded level"))
-    oracle_max_puzzles: int = field(metadata=_h("hard puzzles in the small exact-MI oracle set"))
+    n_train_solutions: int = from_schema("sudoku.data.n_train_solutions", "random complete grids to generate for training")
+    hard_max_puzzles: int = from_schema("sudoku.data.hard_max_puzzles", "stratified Hard+Expert subset size")
+    easy_max_puzzles: int = from_schema("sudoku.data.easy_max_puzzles", "easy subset size")
+    levels_max_puzzles: int = from_schema("sudoku.data.levels_max_puzzles", "puzzles per Beginner/Easy/Medium level")
+    graded_givens: tuple[int, ...] = from_schema("sudoku.data.graded_givens", "target givens of the graded set")
+    graded_per_level: int = from_schema("sudoku.data.graded_per_level", "puzzles per graded level")
+    oracle_max_puzzles: int = from_schema("sudoku.data.oracle_max_puzzles", "hard puzzles in the small exact-MI oracle set")
 
 
 def prepare_sudoku(args: PrepareArgs, tracker) -> None:
@@ -82,14 +82,28 @@ class PretrainArgs(DiffusionTrainFlags):
 
     solutions: Path = field(metadata=_h("train_solutions.npy from prepare-sudoku"))
     out: Path = field(metadata=_h("output checkpoint folder", kind=OUT_FOLDER))
-    d_model: int = field(metadata=_h("model width"))
-    n_layers: int = field(metadata=_h("transformer blocks"))
-    n_heads: int = field(metadata=_h("attention heads"))
-    ff_mult: int = field(metadata=_h("MLP width multiple"))
-    dropout: float = field(metadata=_h("dropout"))
-    hidden_layer: int = field(metadata=_h("layer exposed as hidden states"))
-    augment: bool = field(metadata=_h("apply random Sudoku symmetries"))
-    compile: bool = field(metadata=_h("torch.compile the model"))
+    d_model: int = from_schema("sudoku.model.d_model", "model width")
+    n_layers: int = from_schema("sudoku.model.n_layers", "transformer blocks")
+    n_heads: int = from_schema("sudoku.model.n_heads", "attention heads")
+    ff_mult: int = from_schema("sudoku.model.ff_mult", "MLP width multiple")
+    dropout: float = from_schema("sudoku.model.dropout", "dropout")
+    hidden_layer: int = from_schema("sudoku.model.hidden_layer", "layer exposed as hidden states")
+    augment: bool = from_schema("sudoku.train.augment", "apply random Sudoku symmetries")
+    compile: bool = from_schema("sudoku.train.compile", "torch.compile the model")
+    # the training flags both domains share, with sudoku's defaults
+    steps: int = shared_from_schema(DiffusionTrainFlags, "sudoku.train.steps")
+    batch_size: int = shared_from_schema(DiffusionTrainFlags, "sudoku.train.batch_size")
+    lr: float = shared_from_schema(DiffusionTrainFlags, "sudoku.train.lr")
+    warmup: int = shared_from_schema(DiffusionTrainFlags, "sudoku.train.warmup")
+    weight_decay: float = shared_from_schema(DiffusionTrainFlags, "sudoku.train.weight_decay")
+    t_min: float = shared_from_schema(DiffusionTrainFlags, "sudoku.train.t_min")
+    t_max: float = shared_from_schema(DiffusionTrainFlags, "sudoku.train.t_max")
+    loss_weight: str = shared_from_schema(DiffusionTrainFlags, "sudoku.train.loss_weight")
+    grad_clip: float = shared_from_schema(DiffusionTrainFlags, "sudoku.train.grad_clip")
+    log_every: int = shared_from_schema(DiffusionTrainFlags, "sudoku.train.log_every")
+    ema: float = shared_from_schema(DiffusionTrainFlags, "sudoku.train.ema")
+    save_every: int = shared_from_schema(DiffusionTrainFlags, "sudoku.train.save_every")
+    snapshot_every: int = shared_from_schema(DiffusionTrainFlags, "sudoku.train.snapshot_every")
     init_from: Path | None = field(default=None, metadata=_h(
         "start from this checkpoint's weights (same shape; a fresh optimiser and schedule), e.g. to "
         "continue a GPU run in a later lease (default: random weights)"))

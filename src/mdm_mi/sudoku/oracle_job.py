@@ -27,7 +27,7 @@ from mdm_mi.evaluation.budgets import best_mi_run
 from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.paired import paired_difference
 from mdm_mi.infra.errors import InputError
-from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
+from mdm_mi.infra.flags import OracleCeilingFlags, from_schema, h as _h, shared_from_schema
 from mdm_mi.infra.io import write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.models.loading import load_model, weights_identity
@@ -46,11 +46,14 @@ class CeilingArgs(SudokuDecodeFlags, OracleCeilingFlags):
     CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("sudoku.oracle",)
 
     compare_dir: Path = field(metadata=_h("a sudoku-compare output folder (runs.json, outcomes.npz, test.csv)"))
-    puzzles: int = field(metadata=_h("test puzzles decoded with the oracle (a seeded subset)"))
+    puzzles: int = from_schema("sudoku.oracle.puzzles", "test puzzles decoded with the oracle (a seeded subset)")
     seed: int = field(default=0, metadata=_h("random seed of the subset"))
     chunks: Path | None = field(default=None, metadata=_h(
         "folder keeping every decoded chunk of 100 puzzles: the same command rerun after a stop decodes only "
         "what is missing (delete it after changing decoding code)"))
+    divisors: tuple[int, ...] = shared_from_schema(OracleCeilingFlags, "sudoku.oracle.divisors")
+    tol: float = shared_from_schema(OracleCeilingFlags, "sudoku.oracle.tol")
+    batch_size: int = shared_from_schema(SudokuDecodeFlags, "sudoku.oracle.batch_size")
 
 
 def _load_compare(folder: Path):

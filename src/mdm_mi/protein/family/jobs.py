@@ -46,7 +46,7 @@ from mdm_mi.evaluation.verdicts import side_by_side
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.fasta import write_fasta
 from mdm_mi.infra.reader import read_data_records
-from mdm_mi.infra.flags import DeviceFlag, OutDir, TableOuts, h as _h
+from mdm_mi.infra.flags import DeviceFlag, OutDir, TableOuts, from_schema, h as _h
 from mdm_mi.infra.io import read_json, read_jsons, write_json, write_npy, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.models.loading import load_model
@@ -65,12 +65,17 @@ from mdm_mi.protein.sequences import sample_reference, validate_sequence
 class PrepareFamilyArgs(OutDir):
     CONFIG_SECTIONS: ClassVar[tuple[str, ...]] = ("protein.data", "protein.family")
 
+    # required though the schema names one: that path is relative to the workflow's folder (a default would name
+    # no file where the verb runs elsewhere; tests/test_config.py REQUIRED_INPUTS)
     a2m: Path = field(metadata=_h("Pfam A2M alignment of the family (e.g. PF00014 Kunitz, full)"))
-    identity: float = field(metadata=_h("identity at which records join one cluster (clusters stay whole in a split)"))
-    n_train_contexts: int = field(metadata=_h("distinct train sequences written for MI labelling"))
-    n_heldout_contexts: int = field(metadata=_h("distinct validation/reference sequences written for MI labelling"))
+    identity: float = from_schema("protein.family.identity", "identity at which records join one cluster (clusters stay whole "
+                                  "in a split)", kw_only=True)
+    n_train_contexts: int = from_schema("protein.data.n_train_contexts", "distinct train sequences written for MI labelling",
+                                        kw_only=True)
+    n_heldout_contexts: int = from_schema("protein.data.n_heldout_contexts",
+                                          "distinct validation/reference sequences written for MI labelling", kw_only=True)
     n_score: int = field(metadata=_h("sequences per scored set (floor, ceiling, generated); at most the training size"))
-    seed: int = field(metadata=_h("seed of the split and the draws"))
+    seed: int = from_schema("seed", "seed of the split and the draws", kw_only=True)
 
 
 def _seqs(records) -> list[tuple[str, str]]:
@@ -209,8 +214,9 @@ class FamilyScoreArgs:
     data_dir: Path = field(metadata=_h("prepare-family's folder (the splits' .a2m files, summary.json)"))
     row: str = field(metadata=_h("row name in the family table: a sampler run, ceiling, ardca or floor"))
     out: Path = field(metadata=_h("score JSON"))
-    clusters: int = field(metadata=_h("k-means k of the cluster JSD (fit on the reference, paper 15)"))
-    seed: int = field(metadata=_h("seed of k-means and the MI shuffles"))
+    clusters: int = from_schema("protein.generate.clusters", "k-means k of the cluster JSD (fit on the reference, paper 15)",
+                                kw_only=True)
+    seed: int = from_schema("seed", "seed of k-means and the MI shuffles", kw_only=True)
     summary: Path | None = field(default=None, metadata=_h(
         "generate's summary JSON: the row's sampler, setting and mean passes"))
 

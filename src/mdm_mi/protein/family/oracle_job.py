@@ -37,7 +37,7 @@ from mdm_mi.evaluation.budgets import best_mi_run
 from mdm_mi.evaluation.stats import mean_t_ci
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.reader import read_data_records
-from mdm_mi.infra.flags import OracleCeilingFlags, h as _h
+from mdm_mi.infra.flags import OracleCeilingFlags, from_schema, h as _h, shared_from_schema
 from mdm_mi.infra.io import read_json, write_json, write_text
 from mdm_mi.infra.runtime import resolve_device, setup
 from mdm_mi.mi.guided import head_pairwise_fn, oracle_pairwise_fn
@@ -60,11 +60,13 @@ class ProteinCeilingArgs(ProteinDecodeJobFlags, OracleCeilingFlags):
 
     head: Path = field(metadata=_h("MI head folder (train-head)"))
     data_dir: Path = field(metadata=_h("prepare-family's folder (splits, ceiling.fasta, floor.fasta)"))
-    n: int = field(metadata=_h("sequences per arm (lengths drawn from the reference)"))
-    batch_size: int = field(metadata=_h("sequences decoded together"))
+    n: int = from_schema("protein.oracle.n", "sequences per arm (lengths drawn from the reference)")
+    batch_size: int = from_schema("protein.oracle.batch_size", "sequences decoded together")
     budgets_dir: Path | None = field(default=None, metadata=_h("a protein-compare output folder (runs.json)"))
     parts: tuple[Path, ...] = field(default=(), metadata=_h(
         "instead of --budgets-dir: the MI-guided protein-compare-part folders (the oracle need not wait for the merge)"))
+    divisors: tuple[int, ...] = shared_from_schema(OracleCeilingFlags, "protein.oracle.divisors")
+    tol: float = shared_from_schema(OracleCeilingFlags, "protein.oracle.tol")
 
 
 class SequenceScorer:
