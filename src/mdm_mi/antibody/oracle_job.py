@@ -38,6 +38,7 @@ from mdm_mi.evaluation.infill import Filler
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h, OutDir, SeedFlag, THREADS_HELP
 from mdm_mi.infra.io import write_json, write_text
+from mdm_mi.infra.validate import OUT_FILE
 from mdm_mi.infra.runtime import cpu_model
 from mdm_mi.mi.contexts import load_label_shards, save_label_shard, shard_stamp
 from mdm_mi.mi.guided import head_pairwise_fn, memo_key, oracle_pairwise_fn, OracleMI
@@ -72,7 +73,8 @@ class AntibodyOracleArgs(OutDir, SeedFlag):
     batch_size: int = field(default=4, metadata=h("templates per decode call and per kept chunk"))
     threads: int = field(default=2, metadata=h(THREADS_HELP))
     first_pass: Path | None = field(default=None, metadata=h(
-        "output label shard of the blanked templates' certified MI (for testbed-place); none: not written"))
+        "output label shard of the blanked templates' certified MI (for testbed-place; read back by a rerun); "
+        "none: not written", kind=OUT_FILE))
     chunks: Path | None = field(default=None, metadata=h(
         "folder keeping every oracle fill of each --batch-size templates: the same command rerun after a stop "
         "decodes only what is missing"))
