@@ -282,7 +282,8 @@ CASES = [
     Case("fasta-bad-letters", [*MAP, "--file", "{file}"], "'B'", fasta(">a\nMKB__V\n")),
     # protein generation (checked before any model loads, except the model's own domain)
     Case("generate-n-zero", [*GEN, "--n", "0"], "--n must be >= 1"),
-    Case("generate-length-range", [*GEN, "--min-length", "90", "--max-length", "60"], "length range"),
+    Case("generate-length-range", [*GEN, "--min-length", "90", "--max-length", "60"],
+         "--min-length must be <= 60, got 90"),
     Case("generate-temperature", [*GEN, "--temperature", "-1"], "--temperature must be >= 0"),
     Case("generate-reference-letters", [*GEN, "--reference", "{file}"], "outside the 20 standard amino acids",
          fasta(">a\nMKVJ\n")),

@@ -18,6 +18,8 @@ import math
 import os
 import re
 from pathlib import Path
+from types import SimpleNamespace
+from typing import get_type_hints
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -30,6 +32,7 @@ from mdm_mi.infra.flags import TrackingFlags
 GOOD_FILE, GOOD_DIR, JUNK = "ok.txt", "okdir", "junk.bin"
 UNREADABLE = "unreadable.txt"  # os.access says no (root reads everything, so the test denies it)
 READ_ONLY = "readonly"  # a folder os.access calls not writable
+TOO_FEW = "<too few values>"  # a list flag given one value fewer than its min_items (none for 1)
 
 
 def _fields(verb: str):
@@ -49,6 +52,8 @@ def good_value(f, element, check) -> str:
         low, high = _plain(check.low), _plain(check.high)
         value = (low or 0) + (1 if check.above else 0) if low is not None else 0
         value = min(value, high) if high is not None else value
+        if check.below and high is not None and value >= high:  # an excluded upper bound: just under it
+            value = (max(low or 0, high - 1) + high) / 2 if element is float else high - 1
         return str(int(value) if element is int else float(value))
     if element is Path:
         kind = check.kind
@@ -59,22 +64,37 @@ def good_value(f, element, check) -> str:
     return {v.DEVICE: "cpu", v.TRACKING_URI: "none", v.WILDCARD: "k=v"}.get(check.pattern, "word")
 
 
-def bad_values(element, check) -> list[str]:
-    """Values ``check`` must refuse, by the flag's type and what it declares."""
+def case_args(verb: str) -> SimpleNamespace:
+    """The arguments of a case of ``verb`` but its bad flag: the defaults, and the good values of the
+    required flags (what a bound that is a function of the arguments reads)."""
+    hints = get_type_hints(VERBS[verb].args)
+
+    def typed(f, element, check):
+        one = good_value(f, element, check)
+        one = element(one) if element in (int, float) else Path(one) if element is Path else one
+        return (one,) * max(1, check.min_items) if v.base_type(hints[f.name])[1] else one
+    return SimpleNamespace(**{f.name: typed(f, element, check) if f.default is v.dataclasses.MISSING else f.default
+                              for f, element, check in v.checks(VERBS[verb].args)})
+
+
+def bad_values(element, check, args=None) -> list[str]:
+    """Values ``check`` must refuse, by the flag's type and what it declares (``args``: the case's
+    other arguments, which a bound that is a function of them reads)."""
+    bad = [TOO_FEW] if check.min_items else []
     if element in (int, float):
-        bad = ["nan", "inf", "-inf"] if element is float else ["1.5", "ten"]
+        bad += ["nan", "inf", "-inf"] if element is float else ["1.5", "ten"]
         low, high = _plain(check.low), _plain(check.high)
         if low is not None:
             bad.append(str(low) if check.above else str(low - 1))
         if high is not None:
-            bad.append(str(high + 1))
-        if callable(check.high):
+            bad.append(str(high) if check.below else str(high + 1))
+        if callable(check.high) and (args is None or check.high(args) is not None):
             bad.append("999")
         if check.item_bytes is not None:
             bad.append(str(10 ** 18))
         return bad
     if element is Path:
-        bad = ["", " padded"]
+        bad += ["", " padded"]
         if check.kind in (v.FILE, v.TEXT):
             bad += ["missing.txt", GOOD_DIR, UNREADABLE]
         if check.kind == v.TEXT:
@@ -92,7 +112,7 @@ def bad_values(element, check) -> list[str]:
         if check.kind == v.OUT_FOLDER:
             bad.append(GOOD_FILE)
         return bad
-    bad = ["", " word", "word "]
+    bad += ["", " word", "word "]
     if check.choices:
         bad.append(check.choices[0].upper())
     if check.pattern == v.DEVICE:
@@ -111,13 +131,20 @@ def argv_for(verb: str, bad_field: str, bad: str) -> list[str]:
         if element is bool:
             argv.append(flag)
             continue
-        value = bad if f.name == bad_field else good_value(f, element, check)
-        argv.append(value if f.metadata.get("positional") else f"{flag}={value}")  # = keeps "-inf" a value
+        good = good_value(f, element, check)
+        value = bad if f.name == bad_field else good
+        if value == TOO_FEW:
+            argv += [flag, *[good] * (check.min_items - 1)]
+        elif check.min_items > 1:  # the values apart: one after "=" is the flag's only value
+            assert not value.startswith("-"), (verb, f.name, value)
+            argv += [flag, value, *[good] * (check.min_items - 1)]
+        else:
+            argv.append(value if f.metadata.get("positional") else f"{flag}={value}")  # = keeps "-inf" a value
     return argv
 
 
 CASES = [(verb, f.name, bad) for verb in sorted(VERBS) for f, element, check in _fields(verb)
-         for bad in bad_values(element, check)]
+         for bad in bad_values(element, check, case_args(verb))]
 
 
 TRACKED = [verb for verb in sorted(VERBS) if not VERBS[verb].user]  # the verbs that take the tracking flags
@@ -221,7 +248,8 @@ NUMBERS = [(verb, f, element, check) for verb in sorted(VERBS) for f, element, c
 
 def _refused_float(check, x: float) -> bool:
     low, high = _plain(check.low), _plain(check.high)
-    return (not math.isfinite(x) or x < low or (check.above and x <= low) or (high is not None and x > high))
+    return (not math.isfinite(x) or x < low or (check.above and x <= low) or (high is not None and x > high)
+            or (check.below and high is not None and x >= high))
 
 
 @settings(max_examples=150, derandomize=True, database=None, deadline=None,

@@ -277,7 +277,7 @@ def test_generate_verb_rejects_bad_input(tmp_path, model_dir, capsys):
     assert not (tmp_path / "o.fasta").exists()
     rc = main(["generate", "--model", str(model_dir), "--min-length", "10", "--max-length", "5",
                "--out", str(tmp_path / "o.fasta")])
-    assert rc == 2 and "length range" in capsys.readouterr().err
+    assert rc == 2 and "--min-length must be <= 5, got 10" in capsys.readouterr().err
 
 
 def test_label_draw_never_masks_specials(backbone):

@@ -129,11 +129,12 @@ class AntibodyCompareArgs(OutDir, SeedFlag, AntibodySweptFlags):
     data_dir: Path = field(metadata=h("antibody-data's folder (calibration.tsv, test.tsv)"))
     set_name: str = field(metadata=h("cdr3 (CDR-H3, IMGT 105-117, masked and filled) or cdrs (all three CDRs)"))
     n_test: int | None = field(default=None, kw_only=True, metadata=h(
-        "test contexts (one VH per lineage); none: every lineage of test.tsv"))
+        "test contexts (one VH per lineage); none: every lineage of test.tsv", low=2))
     n_calibration: int | None = field(default=None, kw_only=True, metadata=h(
         "calibration contexts (one VH per lineage); none: every lineage of calibration.tsv"))
     fills: int = from_schema("antibody.compare.fills", "fills per context and setting (>= 2)", kw_only=True)
-    divisors: tuple[int, ...] = from_schema("antibody.compare.divisors", "budgets: sequential's passes ÷ each", kw_only=True)
+    divisors: tuple[int, ...] = from_schema("antibody.compare.divisors", "budgets: sequential's passes ÷ each", kw_only=True,
+                                            min_items=1)
     samplers: tuple[str, ...] = from_schema("antibody.compare.samplers", "calibrated baselines compared (naive, eb, threshold)",
                                             kw_only=True)
     mi_lambda: tuple[float, ...] = from_schema("antibody.compare.mi_lambda",
@@ -150,7 +151,8 @@ class AntibodyCompareArgs(OutDir, SeedFlag, AntibodySweptFlags):
     margin: bool = from_schema("antibody.compare.margin",
                                "also decode sequentially in margin order (one position per pass; a reference)", kw_only=True)
     oracle_contexts: int = from_schema("antibody.compare.oracle_contexts",
-                                       "first test contexts also filled by the exact-MI oracle (0: none)", kw_only=True)
+                                       "first test contexts also filled by the exact-MI oracle (0: none)", kw_only=True,
+                                       high=lambda a: a.n_test)  # none: at most test.tsv's lineages (checked on reading)
     oracle_divisors: tuple[int, ...] = from_schema("antibody.compare.oracle_divisors",
                                                    "budgets (among --divisors) at which the oracle runs", kw_only=True)
     oracle_tol: float = from_schema("antibody.compare.oracle_tol", "the oracle's certified probing tolerance (nats)",
@@ -197,11 +199,6 @@ def _check_compare(args: AntibodyCompareArgs) -> None:
     """``antibody-compare``'s flag checks that need no model (one-line errors)."""
     if args.set_name not in SETS:
         raise InputError(f"--set-name must be one of {', '.join(SETS)}, got {args.set_name!r}")
-    if (args.fills < 2 or (args.n_test is not None and args.n_test < 2)
-            or (args.n_calibration is not None and args.n_calibration < 1) or not args.divisors):
-        raise InputError("need --fills >= 2, --n-test >= 2, --n-calibration >= 1 and at least one divisor")
-    if args.batch_size < 1:
-        raise InputError(f"--batch-size must be >= 1, got {args.batch_size}")
     refuse_quality({each.key: getattr(args, each.key) for _, each in swept_entries()})
     given = {HEAD: ("--head", args.head, "MI head"), TV_HEAD: ("--tv-head", args.tv_head, "TV head")}
     for name, each in swept_entries():
@@ -209,9 +206,8 @@ def _check_compare(args: AntibodyCompareArgs) -> None:
         if getattr(args, each.key) and pairwise in given and not given[pairwise][1]:
             flag, _, what = given[pairwise]
             raise InputError(f"--{each.key.replace('_', '-')} needs {flag} ({name} reads the {what})")
-    too_many = args.n_test is not None and args.oracle_contexts > args.n_test
-    if args.oracle_contexts and (too_many or not args.head or not set(args.oracle_divisors) <= set(args.divisors)):
-        raise InputError("the oracle needs --head, --oracle-contexts <= --n-test and --oracle-divisors among --divisors")
+    if args.oracle_contexts and (not args.head or not set(args.oracle_divisors) <= set(args.divisors)):
+        raise InputError("the oracle needs --head and --oracle-divisors among --divisors")
 
 
 def compare_filler(backbone, args: AntibodyCompareArgs) -> Filler:
@@ -236,7 +232,8 @@ class FigureAntibodyMiArgs(SeedFlag):
     head: Path = field(metadata=h("MI head folder trained on the model"))
     data_dir: Path = field(metadata=h("antibody-data's folder (test.tsv)"))
     n_contexts: int = field(metadata=h("test VH (one per lineage; CDRs and the Cys pair masked) for the ranks"))
-    exact_contexts: int = field(metadata=h("of those, how many are also probed exactly (1 + |M|·20 passes each)"))
+    exact_contexts: int = field(metadata=h("of those, how many are also probed exactly (1 + |M|·20 passes each)",
+                                           low=1, high=lambda a: a.n_contexts))
     threads: int = field(metadata=h(THREADS_HELP))
     out: Path = field(metadata=h("output PNG: head MI beside exact MI for the first VH"))
     ranks: Path = field(metadata=h("output JSON: known pairs' ranks (head and exact), region shares, seconds"))
@@ -244,8 +241,6 @@ class FigureAntibodyMiArgs(SeedFlag):
 
 def figure_antibody_mi(args: FigureAntibodyMiArgs, tracker) -> None:
     """Head MI on ``n_contexts`` test VH, exact MI on the first ``exact_contexts``; ranks and the figure."""
-    if not 1 <= args.exact_contexts <= args.n_contexts:
-        raise InputError("need 1 <= --exact-contexts <= --n-contexts")
     torch.set_num_threads(args.threads)
     rows = one_per_lineage(read_vh(Path(args.data_dir) / "test.tsv"), args.n_contexts, args.seed)
     backbone, meta = load_model(args.model, "cpu", DOMAIN)

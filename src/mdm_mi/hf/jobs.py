@@ -120,8 +120,6 @@ def _encode_split(backbone, records: list[tuple[str, str]], source: Path):
 
 def hf_data(args: HfDataArgs, tracker) -> None:
     """Split the sequences (seeded), encode each split with the model's tokenizer and write them."""
-    if not 0 < args.heldout_fraction < 1:
-        raise InputError(f"--heldout-fraction must lie in (0, 1), got {args.heldout_fraction}")
     records = read_sequences(Path(args.sequences))
     n_held = max(1, round(len(records) * args.heldout_fraction))
     if len(records) - n_held < 1:

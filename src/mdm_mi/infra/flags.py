@@ -224,7 +224,7 @@ class ComparisonFlags:
     the swept settings (``sampler_table.SweptFlags``): the budgets and Algorithm 1's shared settings (each
     verb gives them its domain's schema defaults: :func:`shared_from_schema`)."""
 
-    divisors: tuple[int, ...] = field(metadata=h("budgets: sequential's passes ÷ each"))
+    divisors: tuple[int, ...] = field(metadata=h("budgets: sequential's passes ÷ each", min_items=1))
     on_reject: str = field(metadata=h("MI-guided: skip | stop at a rejected candidate"))
     charge_first: bool = field(metadata=h("MI-guided: charge the first token's entropy to γ"))
 
@@ -235,5 +235,6 @@ class OracleCeilingFlags:
     and the oracle's probing tolerance (each verb gives them its domain's schema defaults:
     :func:`shared_from_schema`)."""
 
-    divisors: tuple[int, ...] = field(metadata=h("budgets (sequential's passes ÷ d) at which to run the oracle"))
+    divisors: tuple[int, ...] = field(metadata=h("budgets (sequential's passes ÷ d) at which to run the oracle",
+                                                 min_items=1))
     tol: float = field(metadata=h("certified probing tolerance (nats)"))

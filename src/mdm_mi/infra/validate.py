@@ -43,7 +43,9 @@ Bound = Union[float, Callable[[object], float], None]
 @dataclass(frozen=True)
 class FlagCheck:
     """What one flag accepts. ``low``/``high``: inclusive bounds of a number (a function of the verb's
-    arguments for a bound that depends on another flag); ``above``: ``low`` excluded; ``kind``: what a
+    arguments for a bound that depends on another flag, or that returns None where none applies);
+    ``above``: ``low`` excluded; ``below``: ``high`` excluded (``0 < x < 1``: ``above=True, high=1,
+    below=True``); ``min_items``: the fewest values a list flag takes (``--runs`` two or more); ``kind``: what a
     path names (:data:`PATH_KINDS`); ``choices`` / ``pattern``: a string's allowed values (case
     counts); ``item_bytes``: a count's memory per item (a function of the arguments, or bytes), so
     ``value × item_bytes`` must fit in the machine's memory; ``stdin``: ``-`` means standard input;
@@ -53,6 +55,8 @@ class FlagCheck:
     low: Bound = 0
     high: Bound = None
     above: bool = False
+    below: bool = False
+    min_items: int = 0
     kind: str | None = None
     choices: tuple[str, ...] | None = None
     pattern: str | None = None
@@ -106,8 +110,8 @@ BY_NAME: dict[str, dict] = {
     # rates and tolerances
     "lr": {"above": True}, "tol": {"above": True}, "oracle_tol": {"above": True}, "t_min": {"high": 1},
     "t_max": {"high": 1}, "ema": {"high": 1}, "dropout": {"high": 1}, "mask_fraction": {"high": 1},
-    "heldout_fraction": {"high": 1}, "calibration_fraction": {"high": 1}, "test_fraction": {"high": 1},
-    "rates": {"high": 1},
+    "calibration_fraction": {"high": 1}, "test_fraction": {"high": 1}, "rates": {"high": 1},
+    "heldout_fraction": {"above": True, "high": 1, "below": True},  # some held out, some kept: 0 < f < 1
     # words
     "device": {"pattern": DEVICE}, "tracking_uri": {"pattern": TRACKING_URI}, "method": {"choices": ("exact", "certified", "topk")},
     "split": {"choices": ("all", "val", "test")}, "target": {"choices": ("mi", "tv")},
@@ -155,6 +159,9 @@ def validate(args) -> None:
     ordered = sorted(checks(type(args)), key=lambda c: any(map(callable, (c[2].low, c[2].high, c[2].item_bytes))))
     for f, element, check in ordered:
         value = getattr(args, f.name)
+        if isinstance(value, (tuple, list)) and len(value) < check.min_items:
+            raise InputError(f"{flag_name(f)} needs at least {check.min_items} "
+                             f"value{'s' if check.min_items > 1 else ''}, got {len(value)}")
         for item in value if isinstance(value, (tuple, list)) else (value,):
             if item is not None:
                 _check_value(flag_name(f), item, element, check, args)
@@ -181,8 +188,8 @@ def _check_number(flag: str, value, check: FlagCheck, args) -> None:
     low, high = _bound(check.low, args), _bound(check.high, args)
     if low is not None and (value <= low if check.above else value < low):
         raise InputError(f"{flag} must be {'>' if check.above else '>='} {low:g}, got {value:g}")
-    if high is not None and value > high:
-        raise InputError(f"{flag} must be <= {high:g}, got {value:g}")
+    if high is not None and (value >= high if check.below else value > high):
+        raise InputError(f"{flag} must be {'<' if check.below else '<='} {high:g}, got {value:g}")
     if check.item_bytes is not None:
         fits_in_memory(flag, value, _bound(check.item_bytes, args))
 

@@ -336,8 +336,6 @@ def train_head_job(args: TrainHeadArgs, tracker) -> None:
     ``--test``. Without held-out labels the head is still trained and saved, and its fidelity (in-sample,
     ``"reported": "train"``) says so."""
     setup(args.threads, args.seed)
-    if args.steps is not None and args.steps < 1:
-        raise InputError(f"--steps must be >= 1, got {args.steps} (no step would save an untrained head)")
     args = train_head_settings(args, read_meta(args.model).get("domain", ""))
     for flag, path in (("--fidelity", args.fidelity), ("--pairs", args.pairs)):
         check_writable(flag, Path(path))

@@ -47,9 +47,7 @@ class ModelFlags:
 
 
 def start(args, seed: int = 0) -> str:
-    """Apply ``--threads`` and the seed → the device to run on."""
-    if args.threads < 0:
-        raise InputError(f"--threads must be >= 0, got {args.threads}")
+    """Apply ``--threads`` (>= 0: the validator's) and the seed → the device to run on."""
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(seed)

@@ -55,7 +55,9 @@ class ProteinCompareFlags(GenerateFlags, ComparisonFlags, ProteinSweptFlags):
     config ``protein.compare`` (but the merge's bootstrap), the MI-guided rule's ``protein.samplers``
     settings, ``protein.generate`` (inherited) and the swept settings (generated, ``ProteinSweptFlags``)."""
 
-    calib_n: int = from_schema("protein.compare.calib_n", "calibration sequences (their lengths drawn apart from the test's)")
+    n: int = from_schema("protein.generate.n", "sequences generated (per sampler setting)", low=2)
+    calib_n: int = from_schema("protein.compare.calib_n", "calibration sequences (their lengths drawn apart from the test's)",
+                               low=1)
     divisors: tuple[int, ...] = shared_from_schema(ComparisonFlags, "protein.compare.divisors")
     on_reject: str = shared_from_schema(ComparisonFlags, "protein.samplers.mi_on_reject", "on_reject")
     charge_first: bool = shared_from_schema(ComparisonFlags, "protein.samplers.mi_charge_first", "charge_first")
@@ -100,8 +102,6 @@ class ProteinComparePartArgs(ProteinCompareBase):
 
 def _check(args: ProteinCompareBase) -> list[str]:
     """One-line errors for bad arguments → the reference sequences."""
-    if args.n < 2 or args.calib_n < 1 or not args.divisors or min(args.divisors) < 1:
-        raise InputError(f"need --n >= 2, --calib-n >= 1 and divisors >= 1, got {args.n}, {args.calib_n}, {args.divisors}")
     if not Path(args.reference).is_file():
         raise InputError(f"reference FASTA not found: {args.reference}")
     return read_reference(args.reference)

@@ -81,8 +81,9 @@ class PretrainProteinArgs(DiffusionTrainFlags, ModelShapeFlags):
     crop_max: int = from_schema("protein.train.crop_max", "longest training crop")
     reweight_identity: float = from_schema("protein.train.reweight_identity", (
         "draw each sequence with weight 1 / (training sequences at >= this identity in --alignment, itself "
-        "included); 0: uniform draws"))
-    dropout: float = from_schema("protein.train.dropout", "dropout on every block's attention and feed-forward output (0: off)")
+        "included); 0: uniform draws"), high=1)
+    dropout: float = from_schema("protein.train.dropout", "dropout on every block's attention and feed-forward output (0: off)",
+                                 high=1, below=True)
     eval_every: int = from_schema("protein.train.eval_every", (
         "steps between masked losses of --val at t = 0.15, 0.5, 0.9; the model saved is the step with the "
         "lowest mean (0: off, the last step)"))
@@ -144,11 +145,6 @@ def _val_sequences(args: PretrainProteinArgs) -> list[str] | None:
 def pretrain_protein(args: PretrainProteinArgs, tracker) -> None:
     setup(args.threads, args.seed)
     device = resolve_device(args.device)
-    if args.loss_weight not in ("none", "elbo"):
-        raise InputError(f"loss_weight must be none or elbo, got {args.loss_weight!r}")
-    if not (0 <= args.reweight_identity <= 1 and 0 <= args.dropout < 1 and args.eval_every >= 0):
-        raise InputError(f"need 0 <= --reweight-identity <= 1, 0 <= --dropout < 1 and --eval-every >= 0; got "
-                         f"{args.reweight_identity}, {args.dropout}, {args.eval_every}")
     seqs = [s for _, s in read_data_records(args.train)]
     weights, val = _train_weights(args, seqs), _val_sequences(args)
     dims = {"d_model": args.d_model, "n_heads": args.n_heads, "n_layers": args.n_layers}

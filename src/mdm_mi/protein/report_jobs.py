@@ -16,7 +16,6 @@ import torch
 from mdm_mi.core.backbone import ALIGNED, capabilities
 from mdm_mi.models.domains import backbone_name
 from mdm_mi.evaluation.tables import write_table
-from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.reader import read_data_records
 from mdm_mi.infra.flags import FigureOut, MarkdownOut, PaperOverlay, TableOuts, h as _h
 from mdm_mi.infra.io import atomic_path, read_jsons, write_text
@@ -66,14 +65,13 @@ class ProteinMiArgs(ProteinMiMapFlags):
     generated: Path = field(metadata=_h("FASTA of generated proteins (the first is mapped)"))
     test: tuple[Path, ...] = field(metadata=_h("test-split label shards (MI vs |i-j|)"))
     csv: Path = field(metadata=_h("output CSV: the mapped matrix and the distance profile"))
-    mask_fraction: float = field(default=0.5, metadata=_h("fraction of the protein masked for the map"))
+    mask_fraction: float = field(default=0.5, metadata=_h("fraction of the protein masked for the map",
+                                                          low=0, above=True, high=1))
     max_distance: int = field(default=40, metadata=_h("largest |i-j| in the profile"))
     seed: int = field(default=0, metadata=_h("random seed of the mask"))
 
 
 def figure_protein_mi(args: ProteinMiArgs, tracker) -> None:
-    if not 0 < args.mask_fraction <= 1:
-        raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "protein")
     test = load_label_shards(args.test, backbone=backbone, fingerprint=model_fingerprint(args.model), model=args.model)

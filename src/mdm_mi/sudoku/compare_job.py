@@ -142,8 +142,6 @@ def sudoku_compare_part(args: ComparePartArgs, tracker) -> None:
 
 def _splits(args: CompareArgs) -> tuple:
     """The checked arguments' (calibration, test) puzzle sets."""
-    if not args.divisors or min(args.divisors) < 1:
-        raise InputError(f"--divisors must be integers >= 1, got {args.divisors}")
     _check_sizes(args)
     refuse_quality(comparison_settings(args))  # before the puzzles are read
     spec = SplitSpec(args.calib_puzzles, args.test_puzzles or 0, tuple(args.graded_givens), args.graded_per_level or 0,
@@ -188,16 +186,12 @@ def _head_identities(args: CompareArgs) -> dict:
 
 def _check_sizes(args: CompareArgs) -> None:
     """The size flags the chosen set needs (graded: --graded-givens and --graded-per-level; the others:
-    --test-puzzles), each ≥ 1."""
+    --test-puzzles); each is >= 1 when given (the validator's)."""
     if args.set == "graded":
-        if not args.graded_givens or not (args.graded_per_level or 0) >= 1:
+        if not args.graded_givens or args.graded_per_level is None:
             raise InputError("--set graded needs --graded-givens and --graded-per-level >= 1")
-        if args.test_puzzles is not None and args.test_puzzles < 1:
-            raise InputError(f"--test-puzzles must be >= 1, got {args.test_puzzles}")
-    elif not (args.test_puzzles or 0) >= 1:
+    elif args.test_puzzles is None:
         raise InputError(f"--set {args.set} needs --test-puzzles >= 1")
-    if args.calib_puzzles < 1:
-        raise InputError(f"--calib-puzzles must be >= 1, got {args.calib_puzzles}")
 
 
 def run_identity(args: CompareArgs, device) -> str:
@@ -260,15 +254,16 @@ def _read_budgets(paths) -> list[dict]:
 @dataclass(frozen=True)
 class VerdictsArgs:
     runs: tuple[Path, ...] = field(metadata=_h("two or more sudoku-compare roots, each with <set>/budgets.csv "
-                                                "(e.g. results/x/sudoku/budgets and results/x/sudoku/budgets-calib1)"))
+                                                "(e.g. results/x/sudoku/budgets and results/x/sudoku/budgets-calib1)",
+                                                min_items=2))
     out: Path = field(metadata=_h("output markdown: the runs' verdicts side by side"))
     names: tuple[str, ...] = field(default=(), metadata=_h("a column name per run (default: the folder names)"))
     exploratory: bool = field(default=False, metadata=_h("list the exploratory contrasts too"))
 
 
 def sudoku_verdicts(args: VerdictsArgs, tracker) -> None:
-    if len(args.runs) < 2 or (args.names and len(args.names) != len(args.runs)):
-        raise InputError("--runs needs two or more folders, and --names one name per folder")
+    if args.names and len(args.names) != len(args.runs):
+        raise InputError(f"--names needs one name per --runs folder: {len(args.runs)} folders, {len(args.names)} names")
     names = list(args.names) or [str(r) for r in args.runs]
     tables = {name: _read_budgets(sorted(Path(root).glob("*/budgets.csv"))) for name, root in zip(names, args.runs)}
     roles = ("primary", "secondary", "exploratory") if args.exploratory else ("primary", "secondary")

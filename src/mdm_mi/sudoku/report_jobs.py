@@ -66,7 +66,7 @@ def figure_mi_map(args: FigureMiMapArgs, tracker) -> None:
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "sudoku")
     ps = load_puzzle_csv(args.puzzles)
-    if not 0 <= args.index < len(ps):
+    if args.index >= len(ps):  # >= 0: the validator's
         raise InputError(f"--index {args.index} is outside the {len(ps)} puzzles of {args.puzzles}")
     tokens = torch.as_tensor(ps.puzzles[args.index], device=device)
     pred, label = mi_matrices(backbone, head, tokens, args.exact)

@@ -10,17 +10,15 @@ when every answer is valid, 1 when the model broke a rule or a clue, 2 for bad i
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from mdm_mi.core.sampler_table import HEAD_SAMPLERS, SAMPLERS, SamplerFlags, USER_SAMPLERS
+from mdm_mi.core.sampler_table import HEAD_SAMPLERS, SamplerFlags, USER_SAMPLERS
 from mdm_mi.core.samplers import decode
 from mdm_mi.core.streams import RowStreams, row_keys
-from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import Decoding, h
 from mdm_mi.models.run import ModelFlags, calibrated_for, load_backbone_for, note, pairwise_from_args, progress, start
 from mdm_mi.sampling.registry import sampler_from_args
@@ -47,18 +45,9 @@ class SolveArgs(SamplerFlags, ModelFlags):
     batch_size: int = field(default=256, metadata=h("puzzles decoded together"))
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def user_sampler(args):
-    """The sampler named by ``--sampler`` with its flags (omitted ones calibrated); one-line errors on
-    bad values."""
-    numbers = [f for s in SAMPLERS.values() for f in s.flags if _is_number(getattr(args, f))]
-    for name in dict.fromkeys(["temperature", *numbers]):
-        value = getattr(args, name)
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            raise InputError(f"--{name} must be a finite number >= 0, got {value}")
+    """The sampler named by ``--sampler`` with its flags (omitted ones calibrated; each flag's value
+    checked by the CLI's validator, infra/validate.py: finite, >= 0, ``--k`` >= 1)."""
     return sampler_from_args(args, allowed=USER_SAMPLERS, calibrated=calibrated_for(args, "sudoku"))
 
 
@@ -100,8 +89,6 @@ def solve(args: SolveArgs, tracker) -> int:
     """Check every input first (nothing is loaded for bad input), then decode and report."""
     del tracker
     sampler = user_sampler(args)
-    if args.batch_size < 1:
-        raise InputError(f"--batch-size must be >= 1, got {args.batch_size}")
     puzzles = read_puzzles(args.puzzle, args.file)
     with progress(len(puzzles), "checking", args.quiet or len(puzzles) == 1) as bar:
         counts = []

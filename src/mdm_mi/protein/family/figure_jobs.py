@@ -75,17 +75,16 @@ class FamilyMiArgs(ProteinMiMapFlags):
     data_dir: Path = field(metadata=_h("prepare-family's folder (the splits' .a2m files, summary.json)"))
     csv: Path = field(metadata=_h("output CSV: both maps over match-column pairs"))
     index: int = field(default=0, metadata=_h("reference-split record whose sequence is the context"))
-    mask_fraction: float = field(default=0.9, metadata=_h("fraction of the context masked (labels: t ~ U[0, 1])"))
+    mask_fraction: float = field(default=0.9, metadata=_h("fraction of the context masked (labels: t ~ U[0, 1])",
+                                                          low=0, above=True, high=1))
     seed: int = field(default=0, metadata=_h("seed of the mask and the MI shuffles"))
 
 
 def figure_family_mi(args: FamilyMiArgs, tracker) -> None:
     from mdm_mi.protein.family import metrics as fm# lazy: pyhmmer, scipy (~1 s at every CLI start)
 
-    if not 0 < args.mask_fraction <= 1:
-        raise InputError(f"--mask-fraction must lie in (0, 1], got {args.mask_fraction}")
     train, val, reference, _ = read_splits(args.data_dir)
-    if not 0 <= args.index < len(reference):
+    if args.index >= len(reference):  # >= 0: the validator's
         raise InputError(f"--index {args.index} is outside the {len(reference)} reference records")
     device = resolve_device(args.device)
     backbone, head = load_model_and_head(args.model, args.head, device, "protein")

@@ -71,10 +71,12 @@ class PrepareFamilyArgs(OutDir):
     identity: float = from_schema("protein.family.identity", "identity at which records join one cluster (clusters stay whole "
                                   "in a split)", kw_only=True)
     n_train_contexts: int = from_schema("protein.data.n_train_contexts", "distinct train sequences written for MI labelling",
-                                        kw_only=True)
+                                        kw_only=True, low=1)
     n_heldout_contexts: int = from_schema("protein.data.n_heldout_contexts",
-                                          "distinct validation/reference sequences written for MI labelling", kw_only=True)
-    n_score: int = field(metadata=_h("sequences per scored set (floor, ceiling, generated); at most the training size"))
+                                          "distinct validation/reference sequences written for MI labelling", kw_only=True,
+                                          low=1)
+    n_score: int = field(metadata=_h("sequences per scored set (floor, ceiling, generated); at most the training size",
+                                     low=2))
     seed: int = from_schema("seed", "seed of the split and the draws", kw_only=True)
 
 
@@ -86,14 +88,6 @@ def _seqs(records) -> list[tuple[str, str]]:
 def _distinct(records) -> list[str]:
     """The records' distinct sequences, in order (a family holds identical domains of different proteins)."""
     return list(dict.fromkeys(r.sequence for r in records))
-
-
-def _check_prepare(args: PrepareFamilyArgs) -> None:
-    for name in ("n_train_contexts", "n_heldout_contexts"):
-        if getattr(args, name) < 1:
-            raise InputError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.n_score < 2:
-        raise InputError(f"--n-score must be >= 2, got {args.n_score}")
 
 
 def _split_family(args: PrepareFamilyArgs) -> tuple[dict, list[dict], int]:
@@ -146,7 +140,6 @@ def prepare_family(args: PrepareFamilyArgs, tracker) -> None:
     (:func:`~mdm_mi.protein.family.sample_profile`), with ``n = min(n_score, training size)``."""
     from mdm_mi.protein.family import alignment as fam# lazy: scipy (~1 s at every CLI start)
 
-    _check_prepare(args)
     splits, dropped, n_clusters = _split_family(args)
     train, val, reference = (splits[name] for name in fam.SPLIT_NAMES)
     out, n = Path(args.out_dir), min(args.n_score, len(train))
@@ -242,7 +235,7 @@ def _row_labels(row: str, summary: Path | None) -> dict:
 
 def family_score(args: FamilyScoreArgs, tracker) -> None:
     train, val, reference, summary = read_splits(args.data_dir)
-    if not 2 <= args.clusters <= len(reference):
+    if args.clusters > len(reference):  # the lower bound, 2, is the validator's (BY_NAME)
         raise InputError(f"--clusters must lie in 2..{len(reference)} (the reference size), got {args.clusters}")
     seqs = _scored_sequences(args.fasta, summary["n_score"])
     labels = _row_labels(args.row, args.summary)
@@ -282,7 +275,7 @@ class FamilyCompareArgs:
     data_dir: Path = field(metadata=_h("prepare-family output (the splits' .a2m and summary.json)"))
     out_dir: Path = field(metadata=_h("output folder (covariation.csv, covariation.md, scores.json)"))
     seed: int = field(default=0, metadata=_h("seed of the jackknife groups and the MI shuffles"))
-    threads: int = field(default=1, metadata=_h("worker processes of the sets' jackknife (same numbers as one)"))
+    threads: int = field(default=1, metadata=_h("worker processes of the sets' jackknife (same numbers as one)", low=1))
 
 
 def family_compare(args: FamilyCompareArgs, tracker) -> None:
@@ -293,8 +286,6 @@ def family_compare(args: FamilyCompareArgs, tracker) -> None:
     budgets = Path(args.budgets_dir)
     if not (budgets / "runs.json").is_file():
         raise InputError(f"{budgets / 'runs.json'} not found: run protein-compare first")
-    if args.threads < 1:
-        raise InputError(f"--threads must be >= 1, got {args.threads}")
     train, val, reference, summary = read_splits(args.data_dir)
     runs, n = read_json(budgets / "runs.json")["runs"], summary["n_score"]
     hmm, threshold, ref_cols = hmm_frame(train, val, reference)
@@ -317,7 +308,8 @@ def family_compare(args: FamilyCompareArgs, tracker) -> None:
 @dataclass(frozen=True)
 class FamilyVerdictsArgs:
     runs: tuple[Path, ...] = field(metadata=_h("two or more family-compare folders, each with covariation.csv "
-                                                "(e.g. results/x/protein/family and results/x/protein/family_calib1)"))
+                                                "(e.g. results/x/protein/family and results/x/protein/family_calib1)",
+                                                min_items=2))
     out: Path = field(metadata=_h("output markdown: the runs' co-variation verdicts side by side"))
     names: tuple[str, ...] = field(default=(), metadata=_h("a column name per run (default: the folder names)"))
     metric: str = field(default="corrected_mi_r", metadata=_h("corrected_mi_r (the primary metric) or c_ij_r"))
@@ -325,8 +317,8 @@ class FamilyVerdictsArgs:
 
 def family_verdicts(args: FamilyVerdictsArgs, tracker) -> None:
     """The verdicts of several family-compare runs (e.g. two calibration seeds) side by side, in r."""
-    if len(args.runs) < 2 or (args.names and len(args.names) != len(args.runs)):
-        raise InputError("--runs needs two or more folders, and --names one name per folder")
+    if args.names and len(args.names) != len(args.runs):
+        raise InputError(f"--names needs one name per --runs folder: {len(args.runs)} folders, {len(args.names)} names")
     if args.metric not in METRICS:
         raise InputError(f"--metric must be one of {', '.join(METRICS)}, got {args.metric!r}")
     tables = {}
@@ -346,7 +338,7 @@ def family_verdicts(args: FamilyVerdictsArgs, tracker) -> None:
 class FamilyLossArgs(ProteinModelFlag, DeviceFlag):
     data_dir: Path = field(metadata=_h("prepare-family output (reference.fasta, summary.json with the baselines)"))
     out: Path = field(metadata=_h("output JSON"))
-    rates: tuple[float, ...] = field(default=MASK_RATES, metadata=_h("mask rates t"))
+    rates: tuple[float, ...] = field(default=MASK_RATES, metadata=_h("mask rates t", low=0, above=True, min_items=1))
     seed: int = field(default=0, metadata=_h("seed of the masks"))
     threads: int = field(default=0, metadata=_h("CPU threads (0 = torch's default)"))
 
@@ -355,8 +347,6 @@ def family_loss(args: FamilyLossArgs, tracker) -> None:
     data = Path(args.data_dir)
     if not (data / "summary.json").is_file() or not (data / "reference.fasta").is_file():
         raise InputError(f"{data} lacks summary.json or reference.fasta: run prepare-family first")
-    if not args.rates or not all(0 < t <= 1 for t in args.rates):
-        raise InputError(f"--rates must lie in (0, 1], got {args.rates}")
     setup(args.threads, args.seed)
     seqs = [validate_sequence(s, name=n) for n, s in read_data_records(data / "reference.fasta")]
     backbone, _ = load_model(args.model, resolve_device(args.device), "protein")

@@ -60,7 +60,7 @@ class ProteinCeilingArgs(ProteinDecodeJobFlags, OracleCeilingFlags):
 
     head: Path = field(metadata=_h("MI head folder (train-head)"))
     data_dir: Path = field(metadata=_h("prepare-family's folder (splits, ceiling.fasta, floor.fasta)"))
-    n: int = from_schema("protein.oracle.n", "sequences per arm (lengths drawn from the reference)")
+    n: int = from_schema("protein.oracle.n", "sequences per arm (lengths drawn from the reference)", low=2)
     batch_size: int = from_schema("protein.oracle.batch_size", "sequences decoded together")
     budgets_dir: Path | None = field(default=None, metadata=_h("a protein-compare output folder (runs.json)"))
     parts: tuple[Path, ...] = field(default=(), metadata=_h(
@@ -135,8 +135,6 @@ def comparison_runs(args: ProteinCeilingArgs) -> dict[str, dict]:
 
 def protein_oracle_ceiling(args: ProteinCeilingArgs, tracker) -> None:
     setup(args.threads, args.seed)
-    if args.n < 2 or not args.divisors or min(args.divisors) < 1 or not args.tol > 0:
-        raise InputError(f"need --n >= 2, divisors >= 1 and --tol > 0, got {args.n}, {args.divisors}, {args.tol}")
     runs = comparison_runs(args)
     heads = {d: best_mi_run(runs, d) for d in args.divisors}  # fail on a missing budget before any decoding
     train, val, reference, _ = read_splits(args.data_dir)
