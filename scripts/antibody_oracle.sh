@@ -21,6 +21,25 @@ PY=(python -m mdm_mi)
 if [ "${1:-}" = commit ]; then
   mkdir -p "$DOCS"
   cp "$OUT/oracle/oracle.json" "$OUT/oracle/oracle.md" "$OUT/head_fidelity.json" "$OUT/first_pass_fidelity.json" "$DOCS/"
+  python - "$OUT" "$DOCS" <<'PY'  # provenance: what made the files, on which machine, at what cost
+import json, subprocess, sys
+from datetime import date
+from pathlib import Path
+from mdm_mi.infra.runtime import cpu_model
+out, docs = Path(sys.argv[1]), Path(sys.argv[2])
+oracle = json.loads((out / "oracle/oracle.json").read_text())
+labels = {p.stem: json.loads(p.read_text())["seconds"] for p in sorted((out / "labels").glob("*.json"))}
+seconds = sum(r["seconds"] for r in oracle["divisors"].values()) + oracle["first_pass_seconds"]
+record = {"command": "bash scripts/antibody_oracle.sh && bash scripts/antibody_oracle.sh commit",
+          "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip(),
+          "date": date.today().isoformat(), "machine": f"{cpu_model()}, 2 cores, Linux",
+          "files": sorted(p.name for p in docs.iterdir() if p.name != "provenance.json"),
+          "label_seconds": labels, "oracle_seconds": round(seconds, 1), "chunks": oracle.get("chunks"),
+          "note": "labels: two test shards side by side (1 thread each), then val; the oracle on 2 threads. Not an "
+                  "idle machine: other work of the session shared the 2 cores (tests, helpers), so the seconds are "
+                  "upper bounds"}
+(docs / "provenance.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+PY
   "${PY[@]}" testbed-place --name "AntiBERTy, CDR-H3 infilling, $TEST_CONTEXTS test contexts" --model "$MODEL" \
       --labels "$OUT"/labels/test0.safetensors "$OUT"/labels/test1.safetensors \
       --runs "$RUN/antibody/cdr3/runs.json" --threads 2 --out docs/data/testbed/placement.json
