@@ -20,7 +20,7 @@ TOL=0.002              # its hf.mi.tol: the labels' and the oracle's certified t
 PY=(python -m mdm_mi)
 if [ "${1:-}" = commit ]; then
   mkdir -p "$DOCS"
-  cp "$OUT/oracle/oracle.json" "$OUT/oracle/oracle.md" "$OUT/head_fidelity.json" "$OUT/first_pass_fidelity.json" "$DOCS/"
+  cp "$OUT/oracle/oracle.json" "$OUT/head_fidelity.json" "$OUT/first_pass_fidelity.json" "$DOCS/"
   python - "$OUT" "$DOCS" <<'PY'  # provenance: what made the files, on which machine, at what cost
 import json, subprocess, sys
 from datetime import date

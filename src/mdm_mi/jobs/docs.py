@@ -51,6 +51,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {  # name → renderer(data file) 
     "confirm-63": sudoku_report.confirm_block,
     "antibody-pass-adjusted": antibody_report.pass_adjusted_block,
     "antibody-second-scorer": antibody_report.second_scorer_block,
+    "antibody-oracle": antibody_report.oracle_block,
 }
 
 
