@@ -97,7 +97,7 @@ def setup_domain(args):
     if args.domain == "sudoku":
         from mdm_mi.sudoku.grid import MASK_ID
         from mdm_mi.sudoku.compare import Decoder
-        from mdm_mi.sudoku.compare_job import SUDOKU_CELLS
+        from mdm_mi.sudoku.compare_jobs import SUDOKU_CELLS
         from mdm_mi.sudoku.data import load_puzzle_csv
 
         calib = load_puzzle_csv(args.puzzles)
@@ -110,7 +110,7 @@ def setup_domain(args):
     else:
         from mdm_mi.infra.fasta import read_fasta
         from mdm_mi.protein.generate import draw_lengths, generate
-        from mdm_mi.protein.compare_job import MAX_PROTEIN_TOKENS
+        from mdm_mi.protein.compare_jobs import MAX_PROTEIN_TOKENS
 
         gen_cfg = cfg["generate"]
         lengths = draw_lengths([len(s) for _, s in read_fasta(args.reference)], compare["calib_n"],

@@ -26,7 +26,7 @@ from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.evaluation.calibrate import comparison_families
 from mdm_mi.sampling.registry import SAMPLER_CLASSES
 from mdm_mi.sudoku.compare import compare_runs
-from mdm_mi.sudoku.compare_job import SUDOKU_CELLS, _decoders, _splits
+from mdm_mi.sudoku.compare_jobs import SUDOKU_CELLS, _decoders, _splits
 
 DATA = "resources/data/sudoku"
 

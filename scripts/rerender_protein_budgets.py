@@ -5,7 +5,7 @@ from pathlib import Path
 
 from mdm_mi.evaluation.budgets import read_csv, table_order
 from mdm_mi.infra.io import read_json, write_text
-from mdm_mi.protein.compare_job import protein_markdown
+from mdm_mi.protein.compare_jobs import protein_markdown
 
 NUMBERS = ("divisor", "passes_first", "passes_second", "jsd_first", "jsd_second", "diff", "lo", "hi", "p_value")
 out = Path(sys.argv[1])

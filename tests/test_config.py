@@ -420,7 +420,7 @@ def test_each_protein_decoding_key_is_one_flags_field_and_tells_parts_apart():
     import dataclasses
 
     from mdm_mi.protein.decode_flags import GenerateFlags
-    from mdm_mi.protein.compare_job import PART_KEYS
+    from mdm_mi.protein.compare_jobs import PART_KEYS
 
     fields = {f.name for f in dataclasses.fields(GenerateFlags)}
     assert set(section_defaults(load_schema(), "protein.generate")) == fields

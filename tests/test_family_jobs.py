@@ -280,7 +280,7 @@ def test_protein_compare_in_parts_equals_one_job(prepared, tmp_path, capsys):
     """The workflow's split (one protein-compare-part job per family, then a merge) writes the same
     runs, tables and sequences as protein-compare decoding everything itself; bad parts are refused."""
     from mdm_mi.mi.head import HeadConfig, MIHead, save_head
-    from mdm_mi.protein.compare_job import ProteinComparePartArgs, comparison_parts
+    from mdm_mi.protein.compare_jobs import ProteinComparePartArgs, comparison_parts
 
     model, head = tmp_path / "model", tmp_path / "head"
     assert main(_tiny_pretrain_argv(prepared, model)) == 0

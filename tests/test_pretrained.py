@@ -165,7 +165,7 @@ def test_import_copies_the_calibration_and_retraining_drops_it(shipped, tmp_path
 def test_solve_and_generate_without_gamma_use_the_shipped_calibration():
     """``solve --sampler mi`` and ``generate --sampler eb`` without γ take γ from the MANIFEST of the
     model they decode with (here the shipped folders themselves)."""
-    from mdm_mi.protein.generate_job import GenerateArgs, generate_sampler
+    from mdm_mi.protein.generate_jobs import GenerateArgs, generate_sampler
     from mdm_mi.user.solve import SolveArgs, user_sampler
 
     for folder in (SHIPPED, REPO / "resources" / "pretrained" / "sudoku-paper"):

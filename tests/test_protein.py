@@ -246,13 +246,13 @@ def test_a_decoding_key_is_one_field_and_reaches_decode_from_the_cli(tmp_path, m
 
     from mdm_mi import cli
     from mdm_mi.infra.flags import h
-    from mdm_mi.protein import decode_flags, generate as generate_module, generate_job
+    from mdm_mi.protein import decode_flags, generate as generate_module, generate_jobs
 
     toy = dataclasses.make_dataclass("ToyDecodeFlags", [("top_p", float, dataclasses.field(default=1.0, metadata=h("toy")))],
                                      bases=(decode_flags.DecodeFlags,), frozen=True, kw_only=True)
-    toy_args = dataclasses.make_dataclass("ToyGenerateArgs", [], bases=(generate_job.GenerateArgs, toy), frozen=True)
+    toy_args = dataclasses.make_dataclass("ToyGenerateArgs", [], bases=(generate_jobs.GenerateArgs, toy), frozen=True)
     monkeypatch.setitem(cli.VERBS, "generate", cli.VERBS["generate"]._replace(args=toy_args))
-    monkeypatch.setattr(generate_job, "DecodeFlags", toy)
+    monkeypatch.setattr(generate_jobs, "DecodeFlags", toy)
     seen, real = [], generate_module.decode
 
     def decode(*args, decoding, **kw):

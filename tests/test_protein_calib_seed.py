@@ -28,7 +28,7 @@ def test_part_key_names_the_calibration_seed_only_when_given():
     import dataclasses
 
     from mdm_mi.cli import build_parser
-    from mdm_mi.protein.compare_job import ProteinComparePartArgs, _part_key
+    from mdm_mi.protein.compare_jobs import ProteinComparePartArgs, _part_key
 
     def parsed(argv):
         ns = build_parser().parse_args(argv)

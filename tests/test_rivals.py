@@ -220,7 +220,7 @@ def test_a_backbone_without_attention_is_refused_before_any_decoding():
     """protein-compare's check: DAPD families on a backbone without capture_attention (the column model)
     are one InputError naming the backbone; other families pass."""
     from mdm_mi.evaluation.calibrate import Family
-    from mdm_mi.protein.compare_job import _check_attention
+    from mdm_mi.protein.compare_jobs import _check_attention
 
     class NoAttention:
         pass
@@ -237,7 +237,7 @@ def test_a_backbone_without_attention_is_refused_before_any_decoding():
 def test_the_protein_table_marks_a_contrast_with_a_family_off_its_budget():
     """protein-compare's markdown: mi* against a contender that missed its budget (DEMASK's ε binding)
     is marked †: it is not at the same passes."""
-    from mdm_mi.protein.compare_job import protein_markdown
+    from mdm_mi.protein.compare_jobs import protein_markdown
 
     def run(family, d, on_target=True):
         return {"family": family, "divisor": d, "jsd": 0.1, "jsd_lo": 0.08, "jsd_hi": 0.12, "mean_passes": 10.0,

@@ -329,6 +329,22 @@ def name_repeats(src: Path = SRC, package: str = PACKAGE) -> list[str]:
     return found
 
 
+def verb_module_style_breaks(modules) -> list[str]:
+    """The verb modules (dotted names) whose name breaks the one style: ``jobs`` or ``<topic>_jobs`` in a
+    domain package, or any module of the packages that hold only verbs (``mdm_mi.jobs``, ``mdm_mi.user``)."""
+    verb_packages = {f"{PACKAGE}.jobs", f"{PACKAGE}.user"}
+    return sorted(m for m in modules if m.rpartition(".")[0] not in verb_packages
+                  and not (m.rpartition(".")[2] == "jobs" or m.endswith("_jobs")))
+
+
+def test_every_verb_module_has_the_one_suffix_style():
+    from mdm_mi.cli import VERBS
+
+    assert verb_module_style_breaks({v.run.__module__ for v in VERBS.values()}) == []
+    toy = {"mdm_mi.sudoku.jobs", "mdm_mi.sudoku.compare_job", "mdm_mi.jobs.docs", "mdm_mi.protein.run"}
+    assert verb_module_style_breaks(toy) == ["mdm_mi.protein.run", "mdm_mi.sudoku.compare_job"]
+
+
 def test_no_module_repeats_its_package_name():
     assert set(name_repeats()) <= NAME_REPEATS_PENDING, sorted(set(name_repeats()) - NAME_REPEATS_PENDING)
 
@@ -365,7 +381,7 @@ SHARED_NAMES: dict[str, tuple[set[str], str]] = {
     "METRIC_COLUMNS": ({"protein/report.py", "sudoku/report.py"}, "each domain's tidy-table metric columns"),
     "SETS": ({"antibody/data.py", "sudoku/compare.py"},
              "each domain's comparison sets, by name (antibody: name → the regions it masks)"),
-    "ceiling_markdown": ({"protein/family/oracle_job.py", "sudoku/report.py"},
+    "ceiling_markdown": ({"protein/family/oracle_jobs.py", "sudoku/report.py"},
                          "each domain's MI-oracle ceiling result as Markdown"),
     "columns": ({"protein/report.py", "sudoku/report.py"}, "each domain's tidy-table columns for its rows' samplers"),
     "composition": ({"antibody/compare.py", "protein/metrics.py"},

@@ -22,7 +22,7 @@ import typing
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from mdm_mi.antibody import jobs as antibody_jobs, oracle_job as antibody_oracle_job
+from mdm_mi.antibody import jobs as antibody_jobs, oracle_jobs as antibody_oracle_jobs
 from mdm_mi.hf import jobs as hf_jobs
 from mdm_mi.infra.errors import USER_ERRORS
 from mdm_mi.infra.memory import keep_freed_memory
@@ -31,13 +31,13 @@ from mdm_mi.infra.validate import flag_name, validate
 from mdm_mi.jobs import budgets_summary as budgets_summary_job, docs as docs_jobs
 from mdm_mi.jobs import pretrained as pretrained_jobs, tracking as tracking_job
 from mdm_mi.mi import jobs as mi_jobs
-from mdm_mi.protein import compare_job as protein_compare_job, generate_job, jobs as protein_jobs
+from mdm_mi.protein import compare_jobs as protein_compare_jobs, generate_jobs, jobs as protein_jobs
 from mdm_mi.protein import report_jobs as protein_report_jobs
 from mdm_mi.protein.family import column_jobs, figure_jobs as family_figure_jobs, jobs as family_jobs
-from mdm_mi.protein.family import oracle_job as family_oracle_job
-from mdm_mi.sudoku import compare_job as sudoku_compare_job, jobs as sudoku_jobs, oracle_job as sudoku_oracle_job
+from mdm_mi.protein.family import oracle_jobs as family_oracle_jobs
+from mdm_mi.sudoku import compare_jobs as sudoku_compare_jobs, jobs as sudoku_jobs, oracle_jobs as sudoku_oracle_jobs
 from mdm_mi.sudoku import report_jobs as sudoku_report_jobs
-from mdm_mi.testbed import jobs as testbed_jobs, place_job
+from mdm_mi.testbed import jobs as testbed_jobs, place_jobs
 from mdm_mi.infra.tracking import NullTracker, TrackingArgs, open_tracker
 from mdm_mi.user import check_config, infill, mi_map, solve
 
@@ -78,7 +78,7 @@ VERBS: dict[str, Verb] = {
                           "split the VH table by lineage into label contexts, calibration and test"),
     "antibody-compare": Verb(antibody_jobs.AntibodyCompareArgs, antibody_jobs.antibody_compare,
                              "CDR infilling: samplers calibrated to sequential's passes ÷ d, paired by context (PLL, recovery)"),
-    "antibody-oracle-ceiling": Verb(antibody_oracle_job.AntibodyOracleArgs, antibody_oracle_job.antibody_oracle_ceiling,
+    "antibody-oracle-ceiling": Verb(antibody_oracle_jobs.AntibodyOracleArgs, antibody_oracle_jobs.antibody_oracle_ceiling,
                                     "Algorithm 1 with exact probing MI on a finished antibody-compare's first test "
                                     "contexts, paired with its head, EB and sequential"),
     "figure-antibody-mi": Verb(antibody_jobs.FigureAntibodyMiArgs, antibody_jobs.figure_antibody_mi,
@@ -103,38 +103,38 @@ VERBS: dict[str, Verb] = {
     # decoding and comparisons
     "sudoku-evaluate": Verb(sudoku_jobs.EvaluateArgs, sudoku_jobs.evaluate, "decode a puzzle CSV with one sampler and score it",
                      examples=sudoku_jobs.EVAL_EXAMPLES),
-    "generate": Verb(generate_job.GenerateArgs, generate_job.generate_job,
+    "generate": Verb(generate_jobs.GenerateArgs, generate_jobs.generate_jobs,
                      "generate proteins from fully masked sequences with a sampler",
-                     examples=generate_job.GENERATE_EXAMPLES),
-    "sudoku-compare": Verb(sudoku_compare_job.CompareArgs, sudoku_compare_job.sudoku_compare,
+                     examples=generate_jobs.GENERATE_EXAMPLES),
+    "sudoku-compare": Verb(sudoku_compare_jobs.CompareArgs, sudoku_compare_jobs.sudoku_compare,
                            "calibrate every sampler to common pass budgets and compare them pairwise"),
-    "sudoku-compare-part": Verb(sudoku_compare_job.ComparePartArgs, sudoku_compare_job.sudoku_compare_part,
+    "sudoku-compare-part": Verb(sudoku_compare_jobs.ComparePartArgs, sudoku_compare_jobs.sudoku_compare_part,
                                 "one part of sudoku-compare (sequential, or one sampler family calibrated and decoded)"),
-    "protein-compare-part": Verb(protein_compare_job.ProteinComparePartArgs, protein_compare_job.protein_compare_part,
+    "protein-compare-part": Verb(protein_compare_jobs.ProteinComparePartArgs, protein_compare_jobs.protein_compare_part,
                                  "one part of protein-compare (sequential, or one sampler family calibrated and decoded)"),
-    "hf-compare": Verb(protein_compare_job.HfCompareArgs, protein_compare_job.protein_compare,
+    "hf-compare": Verb(protein_compare_jobs.HfCompareArgs, protein_compare_jobs.protein_compare,
                        "protein-compare on a Hugging Face model (--model an hf folder): calibrated samplers by JSD"),
-    "protein-compare": Verb(protein_compare_job.ProteinCompareArgs, protein_compare_job.protein_compare,
+    "protein-compare": Verb(protein_compare_jobs.ProteinCompareArgs, protein_compare_jobs.protein_compare,
                             "calibrate every sampler to common pass budgets and compare proteins by JSD"),
     "family-score": Verb(family_jobs.FamilyScoreArgs, family_jobs.family_score,
                          "score proteins against a family: HMM pass rate, C_ij / f_i / MI r, diversity, cluster JSD"),
-    "sudoku-oracle-ceiling": Verb(sudoku_oracle_job.CeilingArgs, sudoku_oracle_job.sudoku_oracle_ceiling,
+    "sudoku-oracle-ceiling": Verb(sudoku_oracle_jobs.CeilingArgs, sudoku_oracle_jobs.sudoku_oracle_ceiling,
                                   "decode with the exact-MI oracle at the head's calibrated settings"),
-    "protein-oracle-ceiling": Verb(family_oracle_job.ProteinCeilingArgs, family_oracle_job.protein_oracle_ceiling,
+    "protein-oracle-ceiling": Verb(family_oracle_jobs.ProteinCeilingArgs, family_oracle_jobs.protein_oracle_ceiling,
                                    "generate proteins with the MI oracle, the head and sequential; per-sequence scores"),
     "testbed": Verb(testbed_jobs.TestbedArgs, testbed_jobs.testbed,
                     "exact Potts-chain testbed: every rule's exact KL to the true joint at equal passes, per regime"),
     "testbed-remask": Verb(testbed_jobs.RemaskArgs, testbed_jobs.testbed_remask,
                            "the remasking rules on small Potts chains: exact KL over every path, at equal passes"),
-    "testbed-place": Verb(place_job.PlaceArgs, place_job.testbed_place,
+    "testbed-place": Verb(place_jobs.PlaceArgs, place_jobs.testbed_place,
                           "EB's dependence share at a budget, for the testbed's regimes or one backbone: its place on the map"),
     # tables and figures
     "sudoku-table": Verb(sudoku_report_jobs.GatherArgs, sudoku_report_jobs.gather, "gather evaluation summaries into one tidy table"),
-    "sudoku-budgets": Verb(sudoku_compare_job.SummaryArgs, sudoku_compare_job.budgets_summary,
+    "sudoku-budgets": Verb(sudoku_compare_jobs.SummaryArgs, sudoku_compare_jobs.budgets_summary,
                             "who wins at each calibrated budget, over every set's budgets table"),
     "figure-budgets-summary": Verb(budgets_summary_job.BudgetsSummaryArgs, budgets_summary_job.figure_budgets_summary,
                                    "quality against passes of every calibrated family, one panel per comparison"),
-    "sudoku-verdicts": Verb(sudoku_compare_job.VerdictsArgs, sudoku_compare_job.sudoku_verdicts,
+    "sudoku-verdicts": Verb(sudoku_compare_jobs.VerdictsArgs, sudoku_compare_jobs.sudoku_verdicts,
                              "two or more sudoku-compare runs' verdicts side by side (e.g. two calibration seeds)"),
     "paper-table": Verb(sudoku_report_jobs.PaperTableArgs, sudoku_report_jobs.paper_table_job,
                         "our Sudoku results laid out beside the paper's table"),

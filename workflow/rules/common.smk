@@ -263,7 +263,7 @@ def protein_part_flags(part):
     """Flags of one part of the protein comparison: :func:`protein_compare_flags` with the part's own
     swept list (λ, ε, θ, ...) cut to its value and the other families' lists emptied (Algorithm 1's λ
     list stays whole on the other parts: ``--mi-lambda`` takes one value at least). A part's runs depend
-    only on its own value (``protein.compare_job.PART_KEYS``), so its job reruns only when its own
+    only on its own value (``protein.compare_jobs.PART_KEYS``), so its job reruns only when its own
     settings change: one more ε in the config decodes one more part (one more λ: every part but the
     other rules')."""
     lists = dict.fromkeys(extra_family_keys(), [])

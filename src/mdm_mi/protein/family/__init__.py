@@ -9,5 +9,5 @@ co-variation comparison), :mod:`.columns` and :mod:`.column_train` (the column m
 :mod:`.contacts`, :mod:`.figures`. Verbs: :mod:`.jobs` (``prepare-family``,
 ``family-ardca``, ``family-score``, ``family-loss``, ``family-table``, ``family-compare``),
 :mod:`.column_jobs` (``column-pretrain``, ``figure-column-contacts``), :mod:`.figure_jobs`
-(``figure-family-*``), :mod:`.oracle_job` (``protein-oracle-ceiling``).
+(``figure-family-*``), :mod:`.oracle_jobs` (``protein-oracle-ceiling``).
 """

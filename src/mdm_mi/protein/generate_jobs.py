@@ -81,7 +81,7 @@ def generate_sampler(args: GenerateArgs):
     return sampler_from_args(args, calibrated=calibrated_for(args, "protein"))
 
 
-def generate_job(args: GenerateArgs, tracker) -> None:
+def generate_jobs(args: GenerateArgs, tracker) -> None:
     sampler = generate_sampler(args)
     check_outputs(args.out, args.summary)
     reference, reference2 = _reference(args.reference), _reference(args.reference2)
