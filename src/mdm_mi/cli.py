@@ -289,7 +289,7 @@ def args_hash(args) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-# Old verb names, kept for one release (CHANGELOG.md, issue 40): old → new. Each prints one note.
+# Old verb names, kept for one release (CHANGELOG.md): old → new. Each prints one note.
 RENAMED = {"evaluate": "sudoku-evaluate", "sudoku-data": "prepare-sudoku"}
 
 

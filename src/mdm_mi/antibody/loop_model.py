@@ -1,5 +1,5 @@
 """A CDR-H3 loop model that did not write the fills: a second scorer beside AntiBERTy's own PLL
-(issue 64 item 3; docs/preregistration.md, amendment 4).
+(docs/preregistration.md, amendment 4).
 
 Each residue of a loop of length L is predicted from its position, counted from the nearer end as
 IMGT numbers CDR-H3 (105, 106, … from the start; 117, 116, … from the end; the middle, where the

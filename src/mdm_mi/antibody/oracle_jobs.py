@@ -1,4 +1,4 @@
-"""The ``antibody-oracle-ceiling`` verb (issue 64, item 4): Algorithm 1 fed the certified probing MI (the
+"""The ``antibody-oracle-ceiling`` verb: Algorithm 1 fed the certified probing MI (the
 oracle) in place of the MI head, at one calibrated family's setting (by default the registered λ = 1,
 ``mi-l1``), on the first test contexts of a finished ``antibody-compare``; paired by context with that
 family's head run, EB and sequential on the same contexts.

@@ -1,4 +1,4 @@
-"""Markdown blocks of the AntiBERTy run's additions after its results (issue 64), rendered into
+"""Markdown blocks of the AntiBERTy run's additions after its results, rendered into
 docs/answer.md by ``render-docs`` from their committed data: the pass-adjusted contrast
 (``pass_adjusted.json``, docs/preregistration.md amendment 4) and the second scorer's table
 (``loop_model.json``).

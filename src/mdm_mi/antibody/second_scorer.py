@@ -1,4 +1,4 @@
-"""The AntiBERTy comparison's fills scored by a model that did not write them (issue 64 item 3): the
+"""The AntiBERTy comparison's fills scored by a model that did not write them: the
 CDR-H3 loop model of :mod:`mdm_mi.antibody.loop_model`, fitted on the train split's lineages, scores
 every fill of every run; each rule's per-VH mean is set beside AntiBERTy's PLL, the rules are ranked
 at each budget under both scorers, and Algorithm 1 − EB is taken raw and pass-adjusted

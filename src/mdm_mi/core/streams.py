@@ -2,7 +2,7 @@
 
 A single ``torch.Generator`` shared by a batch makes every row's draws depend on the other rows of
 its batch, on the batch size and on how many rows are still active (rows leave :func:`decode` as
-they finish). Issue 47 asks that each fill's random stream depend only on (item, fill, sampler,
+they finish). Each fill's random stream must depend only on (item, fill, sampler,
 setting). :class:`RowStreams` does that with a counter-based hash: the uniform behind the Gumbel
 noise of value ``v`` at position ``n`` in pass ``step`` of row ``b`` is a pure function of
 ``(key_b, step, n, v)``. No state is kept, so the same key gives the same fill on any batch

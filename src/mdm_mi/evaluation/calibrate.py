@@ -117,7 +117,7 @@ def calibrate(family: Family, target: float, measure: Measure, iters: int = DEFA
     The search is a function of ``(family, target, measure)`` alone: ``cache`` (value → result, may
     be shared between the targets of one family) only memoises decodes, it never steers the search.
     So a budget's calibrated setting is the same whichever other budgets or samplers a run holds
-    (issue 47: a head-free baseline drifted between two runs because a warm cache moved its search).
+    (a warm cache that moved the search once made a head-free baseline drift between two runs).
     ``decodes`` counts the decodes this search ran (memoised ones are free).
 
     Every decode costs about its passes, so the search never starts in the middle of the range (a

@@ -1,4 +1,4 @@
-"""Decodes kept on disk in fixed chunks, so that a long comparison can stop and resume (issue 48).
+"""Decodes kept on disk in fixed chunks, so that a long comparison can stop and resume.
 
 A comparison decodes one item set (puzzles, sequences) under many sampler settings. With a
 :class:`ChunkStore`, the set is cut into chunks of ``chunk_items`` consecutive items, and each chunk's

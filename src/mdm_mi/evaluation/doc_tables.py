@@ -168,7 +168,7 @@ def prereg_antibody(path: Path) -> str:
 
 def antibody_primary_clause(r: dict) -> str:
     """The decision rule applied to AntiBERTy's primary row, as one clause: a gain or none in a domain the
-    paper makes no claim about (issue 64: "refuted" would refute a claim the paper never made)."""
+    paper makes no claim about ("refuted" would refute a claim the paper never made)."""
     return (f"{prereg.REGISTERED_MI} − EB at ÷{r['divisor']} ({r['passes_first']:.2f} passes to EB's "
             f"{r['passes_second']:.2f}) = {r['diff']:+.3f} "
             f"nats/residue of PLL [{r['lo']:+.3f}, {r['hi']:+.3f}], p {r['p_value']:.2g}, TOST p "

@@ -1,4 +1,4 @@
-"""What a pre-registered Sudoku primary rules out, added after the results (issue 64).
+"""What a pre-registered Sudoku primary rules out, added after the results.
 
 The registered analysis (:mod:`mdm_mi.evaluation.prereg`) tests equivalence inside ±2 pp. Saying the
 paper's claim is "refuted" goes further than that test: what the run shows is that the paper's own

@@ -1,5 +1,5 @@
 """How far two rules' test passes sit apart in a comparison, and what that gap is worth at the
-second rule's own rate (issue 64: AntiBERTy's Algorithm 1 spent fewer passes than EB at each budget).
+second rule's own rate (e.g. AntiBERTy's Algorithm 1 spent fewer passes than EB at each budget).
 
 The rate is the second rule's score gained per pass between its two dearest budgets (a secant of its
 own curve, no model), and a budget's handicap is the pass gap times that rate: a rough size, not a test.

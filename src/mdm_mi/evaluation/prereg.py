@@ -1,4 +1,4 @@
-"""The pre-registered analysis of a Sudoku comparison (docs/preregistration.md, issue 48): its primary
+"""The pre-registered analysis of a Sudoku comparison (docs/preregistration.md): its primary
 contrast, its secondary families with Holm's correction inside each, and the answer it gives.
 
 - **primary**: Algorithm 1 with λ = 1 (``mi λ=1``) − EB at sequential's passes ÷ :data:`PRIMARY_DIVISOR`,

@@ -74,7 +74,7 @@ def bootstrap_p_value(estimate: float, replicates) -> float:
 
     (The fraction of replicates on the other side of 0 is the *percentile* test: where the replicates
     are biased, as plug-in JSDs are, it contradicts the basic interval, e.g. an interval excluding 0
-    beside p = 0.68; issue 51.)"""
+    beside p = 0.68.)"""
     x = np.sort(np.asarray(replicates, dtype=np.float64))
     v = 2.0 * float(estimate)
     return float(min(1.0, 2 * _quantile_level(x, v, upper=True), 2 * (1 - _quantile_level(x, v, upper=False))))

@@ -1,6 +1,6 @@
 """Docs held to their data: rendered blocks and the sources of every number in a page's prose.
 
-A page says where its numbers come from in two ways (issue 47: "results are data"):
+A page says where its numbers come from in two ways ("results are data"):
 
 * a **rendered block**, written by one command from one committed data file::
 
@@ -166,7 +166,7 @@ def unbacked_numbers(text: str, root: Path) -> list[str]:
     return missing
 
 
-# ---- prose numbers bound to their own field (issue 64) ------------------------------------------------------
+# ---- prose numbers bound to their own field ------------------------------------------------------------------
 #
 # A page that holds BOUND_PAGE binds every result number of its prose to one field of one data file:
 #

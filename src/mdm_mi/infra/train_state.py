@@ -1,5 +1,5 @@
 """A training run's full state in one safetensors file, so that a killed run continues where its last
-save left it instead of starting again (issue 26).
+save left it instead of starting again.
 
     state = TrainState(Path("results/sudoku/model/resume"), every=250, rng=gen, fingerprint={...})
     start, history, minutes, running = state.load(params, opt, average, best)   # zeros when nothing was saved

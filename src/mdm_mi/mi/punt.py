@@ -1,5 +1,5 @@
-"""PUNT-style parallel unmasking with an independence test (arXiv 2510.21961, as the project's issue 63
-describes it: "keeps, from each dependent group, only the most confident token"), the closest rival of
+"""PUNT-style parallel unmasking with an independence test (arXiv 2510.21961, read as "keeps, from
+each dependent group, only the most confident token"), the closest rival of
 Algorithm 1.
 
 Candidates are the masked positions whose top-1 probability exceeds ``tau``. Walking them by decreasing

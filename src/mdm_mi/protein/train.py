@@ -7,7 +7,7 @@ and pads are never masked) and minimises the cross-entropy of the 20 amino-acid 
 positions — mean over masked residues (``loss_weight: none``) or weighted by 1/t (``elbo``, the
 MDLM bound). ESM-C's own pretraining is the t-fixed special case of this objective.
 
-Three options against over- and under-fitting a small family (issue 26; all off by default, which is
+Three options against over- and under-fitting a small family (all off by default, which is
 the shipped Kunitz model's training):
 
 * ``reweight_identity`` — sequences are drawn with probability ∝ their weight ``1 / #(training

@@ -1,4 +1,4 @@
-"""The PRISM-style quality head (issue 63): a small network on the frozen backbone's output that says, per
+"""The PRISM-style quality head: a small network on the frozen backbone's output that says, per
 position, how likely its token is right; the samplers that read it live in :mod:`mdm_mi.core.prism`.
 
 - :mod:`mdm_mi.quality.head`: the network, its per-position features, save and load.

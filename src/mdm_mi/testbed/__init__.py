@@ -1,5 +1,5 @@
 """An exact testbed for the samplers: a Potts chain whose masked conditionals, pairwise MI and joint are
-computed exactly, used as the masked diffusion model (issue 48, item 3; ``docs/testbed.md``).
+computed exactly, used as the masked diffusion model (``docs/testbed.md``).
 
 - :mod:`mdm_mi.testbed.chain`: the chain (forward-backward with evidence, conditional marginals,
   pairwise MI, exact sampling, log p(x)) and its :class:`~mdm_mi.testbed.chain.ChainBackbone`.

@@ -1,4 +1,4 @@
-"""Where a real backbone sits on the exact testbed's map (issue 48, item 3): one statistic, measured
+"""Where a real backbone sits on the exact testbed's map: one statistic, measured
 the same way on the testbed's chains and on a backbone's labelled contexts.
 
 Algorithm 1 and EB-Sampler can only admit different sets in a pass where the pairwise MI among what

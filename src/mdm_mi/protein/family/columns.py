@@ -18,8 +18,8 @@ that knows the mask rate) and ``J`` is a symmetric Potts coupling tensor with ze
 With every other column visible the second term is exactly plmDCA's conditional (Ekeberg et al.
 2013); at higher mask rates it is that conditional restricted to what is visible, and the
 transformer learns the correction. Why the explicit couplings: on this family a plain transformer
-over the columns carries little co-variation (issue 31's probe: corrected-MI r 0.205 against 0.482
-for ArDCA) while the pairwise term alone reaches most of ArDCA's; with ~1,400 effective sequences the
+over the columns carries little co-variation (a probe measured corrected-MI r 0.205 against
+0.482 for ArDCA) while the pairwise term alone reaches most of ArDCA's; with ~1,400 effective sequences the
 inductive bias of the family's own models (couplings, reweighting, L2) carries the co-variation.
 
 **Hidden states** for the MI head: ``[LayerNorm(h_i), Σ_j J_ij(·, x_j)]`` — the transformer state and

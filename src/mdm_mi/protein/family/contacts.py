@@ -1,5 +1,5 @@
 """Where MI should matter: a column model's pairwise MI beside the family's own couplings and its
-disulphide bonds (issue 31, item 4).
+disulphide bonds.
 
     mi = empty_context_mi(backbone)                       # (L, L) nats: exact probing MI, all columns masked
     dca = ardca_scores(ardca.fit(codes, weights))         # (L, L): coupling norms, APC-corrected

@@ -152,8 +152,8 @@ def jackknife_difference(stats: dict[str, SetStats], a: str, b: str) -> dict[str
     both sets), SE² = (G − 1)/G · Σ (d₍g₎ − d̄)², less the second-order part that the jackknife
     counts twice, measured by leaving out two groups (:func:`mdm_mi.evaluation.stats.jackknife_t`); interval
     ``diff ± t·SE`` and p from Student's t. No replicate duplicates a sequence, which would read as
-    coupling. ``benchmarks/family_inference.py`` measures size and coverage, against the paired
-    half-samples used until 2026-12-03."""
+    coupling. ``benchmarks/family_inference.py`` measures size and coverage, against paired
+    half-samples."""
     out = {}
     for m in METRICS:
         first, second = stats[a].value[m], stats[b].value[m]
