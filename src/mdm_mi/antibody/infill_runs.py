@@ -35,10 +35,12 @@ from mdm_mi.evaluation.infill import Filled, Filler, max_masked, sequential_pass
 from mdm_mi.evaluation.runner import Budget, ComparisonTask, run_comparison
 from mdm_mi.evaluation.stats import jsd_bits
 from mdm_mi.evaluation.verdicts import verdict, WORDS
+from mdm_mi.infra.checkpoint import read_meta
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.io import atomic_path, write_json, write_text
 from mdm_mi.infra.runtime import cpu_model
 from mdm_mi.mi.pairwise import pairwise_source
+from mdm_mi.models.loading import weights_identity
 from mdm_mi.mi.guided import oracle_pairwise_fn, OracleMI
 from mdm_mi.sampling.registry import SAMPLER_CLASSES
 
@@ -98,6 +100,18 @@ def one_per_lineage(rows: list, n: int | None, seed: int) -> list:
     if n is not None and len(picked) < n:
         raise InputError(f"the table has {len(picked)} lineages, fewer than the {n} contexts asked for")
     return picked[:n]
+
+
+def chunk_store(model: Path, heads: tuple, chunks: Path | None, seed: int, temperature: float,
+                batch_size: int) -> ChunkStore | None:
+    """The fills' :class:`ChunkStore` in ``chunks`` (None: no store), keyed by the model's and the
+    ``heads`` folders' weights (None entries skipped), the model's hidden layer, the device type, the seed
+    and the temperature, in chunks of ``batch_size`` templates (one decode batch each)."""
+    if chunks is None:
+        return None
+    identity = weights_identity(model, heads, "cpu", seed=seed, temperature=temperature,
+                                hidden_layer=read_meta(model).get("hidden_layer"))
+    return ChunkStore(chunks, identity, chunk_items=batch_size)
 
 
 def fill_scores(filler: Filler, infill: InfillSet, sampler, filled: Filled) -> dict[str, np.ndarray]:

@@ -22,21 +22,19 @@ from mdm_mi.antibody import pairs as P
 from mdm_mi.antibody.model import convert_antiberty, find_source, mark_and_check
 from mdm_mi.antibody.compare import contrast_rows, pll_per_residue
 from mdm_mi.antibody.data import assign_scopes, read_vh, SCOPES, SETS, split_by_lineage, template, write_vh
-from mdm_mi.antibody.infill_runs import (calibrated_runs, antibody_families, InfillSet, one_per_lineage,
+from mdm_mi.antibody.infill_runs import (calibrated_runs, antibody_families, chunk_store, InfillSet, one_per_lineage,
                                          oracle_runs, OracleSettings, sequential_run, write_fills, write_results)
 from mdm_mi.core.backbone import full_precision, token_fingerprint
 from mdm_mi.core.forward_cache import ForwardCache
 from mdm_mi.core.hf_folder import DOMAIN
 from mdm_mi.core.sampler_table import (HEAD, SAMPLERS, TV_HEAD, AntibodySweptFlags, refuse_quality, swept_entries,
                                       swept_settings)
-from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.infill import Filler, max_masked
-from mdm_mi.infra.checkpoint import read_meta
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h, OutDir, SeedFlag, THREADS_HELP, from_schema
 from mdm_mi.infra.validate import OUT_FOLDER
 from mdm_mi.infra.io import write_json, write_npy
-from mdm_mi.models.loading import load_mi_head, load_model, weights_identity
+from mdm_mi.models.loading import load_mi_head, load_model
 from mdm_mi.mi.guided import head_pairwise_fn
 from mdm_mi.mi.probe import exact_mi
 
@@ -216,11 +214,8 @@ def compare_filler(backbone, args: AntibodyCompareArgs) -> Filler:
     device type, the seed and the temperature, in chunks of ``--batch-size`` templates (so a chunk is
     one decode batch: the fills equal a run's without ``--chunks``). Its decodes share one
     :class:`ForwardCache` (each template's first pass is computed once for every fill and setting)."""
-    store = None
-    if args.chunks is not None:
-        identity = weights_identity(args.model, (args.head, args.tv_head), "cpu", seed=args.seed,
-                                    temperature=args.temperature, hidden_layer=read_meta(args.model).get("hidden_layer"))
-        store = ChunkStore(args.chunks, identity, chunk_items=args.batch_size)
+    store = chunk_store(args.model, (args.head, args.tv_head), args.chunks, args.seed, args.temperature,
+                        args.batch_size)
     return Filler(backbone, args.seed, args.temperature, args.batch_size, store, cache=ForwardCache())
 
 

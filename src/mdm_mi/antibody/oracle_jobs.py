@@ -30,10 +30,9 @@ import torch
 
 from mdm_mi.antibody.compare import paired_t, per_context
 from mdm_mi.antibody.data import SETS
-from mdm_mi.antibody.infill_runs import InfillSet, scored_fills
+from mdm_mi.antibody.infill_runs import chunk_store, InfillSet, scored_fills
 from mdm_mi.antibody.report import oracle_markdown
 from mdm_mi.core.hf_folder import DOMAIN
-from mdm_mi.evaluation.chunks import ChunkStore
 from mdm_mi.evaluation.infill import Filler
 from mdm_mi.infra.errors import InputError
 from mdm_mi.infra.flags import h, OutDir, SeedFlag, THREADS_HELP
@@ -45,7 +44,7 @@ from mdm_mi.mi.guided import head_pairwise_fn, memo_key, oracle_pairwise_fn, Ora
 from mdm_mi.mi.labeller import label_contexts
 from mdm_mi.mi.probe import DEFAULT_BATCH_SIZE
 from mdm_mi.infra.checkpoint import MODEL_FINGERPRINT, read_meta
-from mdm_mi.models.loading import load_mi_head, load_model, model_fingerprint, weights_identity
+from mdm_mi.models.loading import load_mi_head, load_model, model_fingerprint
 from mdm_mi.sampling.registry import build_sampler
 
 CHECK_CONTEXTS = 2  # the head fills decoded again to prove the comparison's contexts, seed and weights
@@ -97,7 +96,8 @@ def antibody_oracle_ceiling(args: AntibodyOracleArgs, tracker) -> None:
     memo = _first_pass(backbone, sub.tokens, args)
     first_seconds = time.time() - t0
     probe = oracle_pairwise_fn(backbone, method="certified", tol=args.tol, memo=memo)
-    filler = Filler(backbone, args.seed, args.temperature, args.batch_size, _store(args), label=f"oracle tol={args.tol}")
+    filler = Filler(backbone, args.seed, args.temperature, args.batch_size, chunk_store(args.model, (args.head,), args.chunks, args.seed, args.temperature,
+                                 args.batch_size), label=f"oracle tol={args.tol}")
     result = {"set": args.set_name, "n": args.contexts, "n_test": compared, "fills": args.fills, "tol": args.tol,
               "family": args.family, "seed": args.seed, "cpu": cpu_model(), "threads": args.threads,
               "first_pass_seconds": first_seconds, "check": check, "divisors": {}}
@@ -157,14 +157,6 @@ def _first_pass(backbone, tokens: torch.Tensor, args: AntibodyOracleArgs) -> dic
         tensors = {k: v.contiguous() for k, v in out.items()} | {"contexts": tokens.contiguous()}
         save_label_shard(Path(args.first_pass), tensors, stamp)
     return {memo_key(row): label for row, label in zip(tokens, out["label"])}
-
-
-def _store(args: AntibodyOracleArgs) -> ChunkStore | None:
-    if args.chunks is None:
-        return None
-    identity = weights_identity(args.model, (args.head,), "cpu", seed=args.seed, temperature=args.temperature,
-                                hidden_layer=read_meta(args.model).get("hidden_layer"))
-    return ChunkStore(args.chunks, identity, chunk_items=args.batch_size)
 
 
 def _budget(filler: Filler, sub: InfillSet, runs: dict, args: AntibodyOracleArgs, d: int, probe) -> dict:
