@@ -30,10 +30,9 @@ testbed = {}
 for r in rows(MAP):
     if r["rule"] == "mi-exact" and r["divisor"] == DIVISOR and r["verdict"] == "beats":
         n = sites[r["regime"]]
-        testbed[r["regime"]] = {"sites": n, **{k: -float(r[k]) / n for k in ("diff", "diff_hi", "diff_lo")}}
-        testbed[r["regime"]]["gain_lo"] = testbed[r["regime"]].pop("diff_hi")  # a gain is −Δ KL: the ends swap
-        testbed[r["regime"]]["gain_hi"] = testbed[r["regime"]].pop("diff_lo")
-        testbed[r["regime"]]["gain"] = testbed[r["regime"]].pop("diff")
+        # a gain is −Δ KL, so the interval's ends swap
+        testbed[r["regime"]] = {"sites": n, "gain_lo": -float(r["diff_hi"]) / n, "gain_hi": -float(r["diff_lo"]) / n,
+                                "gain": -float(r["diff"]) / n}
 (primary,) = [r for r in rows(ANTIBODY) if r["metric"] == "pll" and r["divisor"] == DIVISOR
               and r["first"] == "mi λ=1" and r["second"] == "eb"]
 lo, hi = float(primary["lo"]), float(primary["hi"])
